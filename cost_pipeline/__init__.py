@@ -1,0 +1,1 @@
+"""cost_pipeline: where the money for training and serving large models went."""

@@ -1,0 +1,127 @@
+"""The versioned definitions contract (DOMAIN.md R3).
+
+The contract is data, not code: one YAML file per version in this package. Validation schemas
+(``schemas.py``) and the warehouse's contract tables are both built from it, so changing an
+enumeration changes validation and the dbt tests without touching code.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+_FILE_PATTERN = re.compile(r"^definitions_(v\d+)\.yaml$")
+
+
+@dataclass(frozen=True)
+class Contract:
+    version: str
+    document: dict[str, Any]
+
+    @property
+    def phases(self) -> list[str]:
+        return list(self.document["phases"])
+
+    @property
+    def run_reasons(self) -> list[str]:
+        return list(self.document["run_reasons"])
+
+    @property
+    def rerun_reasons(self) -> list[str]:
+        return [k for k, v in self.document["run_reasons"].items() if v["rerun"]]
+
+    @property
+    def termination_reasons(self) -> dict[str, str]:
+        """Termination reason -> category."""
+        return {k: v["category"] for k, v in self.document["termination_reasons"].items()}
+
+    @property
+    def end_reasons(self) -> list[str]:
+        return list(self.document["end_reasons"])
+
+    @property
+    def sacct_states(self) -> dict[str, str]:
+        return dict(self.document["sacct_states"])
+
+    @property
+    def discard_reasons(self) -> list[str]:
+        return list(self.document["discard_reasons"])
+
+    @property
+    def tiers(self) -> dict[str, Any]:
+        return dict(self.document["utilization_tiers"])
+
+    def enumeration_rows(self) -> list[dict[str, Any]]:
+        """Every enumeration as rows.
+
+        Columns: contract_version, enumeration, code, category, is_rerun (run reasons),
+        is_same_cause (termination categories whose repeats are flagged), description.
+        """
+        doc = self.document
+        rows: list[dict[str, Any]] = []
+
+        def add(enumeration: str, code: str, category: str | None = None, is_rerun: bool | None = None,
+                is_same_cause: bool | None = None, description: str | None = None) -> None:
+            rows.append({"contract_version": self.version, "enumeration": enumeration, "code": code,
+                         "category": category, "is_rerun": is_rerun, "is_same_cause": is_same_cause,
+                         "description": description})
+
+        for code, text in doc["phases"].items():
+            add("phase", code, description=text)
+        for code, spec in doc["run_reasons"].items():
+            add("run_reason", code, is_rerun=spec["rerun"], description=spec["description"])
+        for code, text in doc["termination_categories"].items():
+            add("termination_category", code, is_same_cause=code in doc["repeated_failure_categories"],
+                description=text)
+        for code, spec in doc["termination_reasons"].items():
+            add("termination_reason", code, category=spec["category"])
+        for code in doc["end_reasons"]:
+            add("end_reason", code, category=doc["termination_reasons"][code]["category"])
+        for state, reason in doc["sacct_states"].items():
+            add("sacct_state", state, category=reason)
+        for code, text in doc["discard_reasons"].items():
+            add("discard_reason", code, description=text)
+        for code, text in doc["evidence_levels"].items():
+            add("evidence_level", code, description=text)
+        for code, text in doc["misread_fields"].items():
+            add("misread_field", code, description=text)
+        for code, spec in doc["quantities"].items():
+            add("quantity", code, category=spec["source"], description=spec["definition"])
+        return rows
+
+    def parameter_rows(self) -> list[dict[str, Any]]:
+        """Numeric parameters (the utilization-tier rule) as rows (contract_version, name, value)."""
+        t = self.document["utilization_tiers"]
+        values = {
+            "sample_interval_seconds": t["sample_interval_seconds"],
+            "max_gap_factor": t["max_gap_factor"],
+            "comm_wait_min_nvlink_bytes_per_second": t["comm_wait"]["min_nvlink_bytes_per_second"],
+            "comm_wait_max_tensor_active": t["comm_wait"]["max_tensor_active"],
+            "effective_min_gr_engine_active": t["effective_compute"]["min_gr_engine_active"],
+        }
+        return [{"contract_version": self.version, "name": k, "value": float(v)} for k, v in values.items()]
+
+
+def available_versions() -> list[str]:
+    """Contract versions shipped in this package, oldest first."""
+    names = [p.name for p in resources.files(__package__).iterdir()]
+    versions = [m.group(1) for n in names if (m := _FILE_PATTERN.match(n))]
+    return sorted(versions, key=lambda v: int(v[1:]))
+
+
+@cache
+def load_contract(version: str | None = None) -> Contract:
+    """Load one contract version; the newest when ``version`` is None."""
+    version = version or available_versions()[-1]
+    if version not in available_versions():
+        raise ValueError(f"unknown contract version {version!r}; shipped: {available_versions()}")
+    text = resources.files(__package__).joinpath(f"definitions_{version}.yaml").read_text(encoding="utf-8")
+    document = yaml.safe_load(text)
+    if document.get("version") != version:
+        raise ValueError(f"definitions_{version}.yaml declares version {document.get('version')!r}")
+    return Contract(version=version, document=document)

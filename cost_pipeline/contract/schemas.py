@@ -1,0 +1,190 @@
+"""Validation schemas for every input, built from the contract.
+
+One ``SourceSchema`` per raw table gives both the pandera schema that validates incoming rows and the
+warehouse column types, so the contract entry, the check and the raw column share one name.
+Enumerations come from the contract: a new contract version changes validation without code changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandera.pandas as pa
+
+from cost_pipeline.contract import Contract, available_versions
+
+MONEY_PATTERN = r"^-?\d{1,15}(\.\d{1,2})?$"
+MONTH_PATTERN = r"^\d{4}-(0[1-9]|1[0-2])(-01)?$"
+
+
+@dataclass(frozen=True)
+class Col:
+    name: str
+    sql_type: str
+    nullable: bool = False
+    checks: tuple[pa.Check, ...] = ()
+
+    @property
+    def pandas_dtype(self) -> str | type:
+        if self.sql_type.startswith(("DECIMAL", "VARCHAR", "DATE")):
+            return str
+        return {"BIGINT": "Int64", "INTEGER": "Int64", "DOUBLE": "float64", "BOOLEAN": "boolean",
+                "TIMESTAMP": "datetime64[ns]"}[self.sql_type]
+
+
+@dataclass(frozen=True)
+class SourceSchema:
+    table: str
+    columns: tuple[Col, ...]
+    unique: tuple[str, ...] = field(default=())
+
+    def pandera(self) -> pa.DataFrameSchema:
+        return pa.DataFrameSchema(
+            {c.name: pa.Column(c.pandas_dtype, checks=list(c.checks), nullable=c.nullable, coerce=True)
+             for c in self.columns},
+            strict="filter",
+        )
+
+
+def _isin(values: list[str]) -> tuple[pa.Check, ...]:
+    return (pa.Check.isin(values),)
+
+
+def _money() -> tuple[pa.Check, ...]:
+    return (pa.Check.str_matches(MONEY_PATTERN),)
+
+
+def _date() -> tuple[pa.Check, ...]:
+    return (pa.Check.str_matches(r"^\d{4}-\d{2}-\d{2}$"),)
+
+
+NON_NEGATIVE = (pa.Check.ge(0),)
+POSITIVE = (pa.Check.gt(0),)
+BATCH_KEY = (pa.Check.str_matches(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$"),)
+
+
+def batch_registry(contract: Contract) -> SourceSchema:
+    return SourceSchema("batch_registry", (
+        Col("batch_id", "VARCHAR", checks=BATCH_KEY),
+        Col("project", "VARCHAR"),
+        Col("goal", "VARCHAR"),
+        Col("team", "VARCHAR"),
+        Col("data_version", "VARCHAR"),
+        Col("model_version", "VARCHAR"),
+        Col("code_version", "VARCHAR"),
+        Col("config_version", "VARCHAR"),
+        Col("contract_version", "VARCHAR", checks=_isin(available_versions())),
+    ), unique=("batch_id",))
+
+
+def _label_columns(contract: Contract) -> tuple[Col, ...]:
+    # A missing phase is surfaced downstream (R2), not quarantined: the job's GPU-hours must still count.
+    return (
+        Col("batch_id", "VARCHAR", nullable=True),
+        Col("phase", "VARCHAR", nullable=True, checks=_isin(contract.phases)),
+        Col("run_reason", "VARCHAR", nullable=True, checks=_isin(contract.run_reasons)),
+        Col("restart_of", "VARCHAR", nullable=True),
+        Col("continues", "VARCHAR", nullable=True),
+        Col("end_reason", "VARCHAR", nullable=True, checks=_isin(contract.end_reasons)),
+    )
+
+
+def scheduler_jobs(contract: Contract) -> SourceSchema:
+    return SourceSchema("scheduler_jobs", (
+        Col("job_id", "VARCHAR"),
+        Col("job_id_raw", "VARCHAR", nullable=True),
+        Col("allocation_id", "VARCHAR"),
+        Col("step_name", "VARCHAR", nullable=True),
+        Col("record_type", "VARCHAR", checks=_isin(["allocation", "step"])),
+        Col("job_name", "VARCHAR", nullable=True),
+        Col("account", "VARCHAR", nullable=True),
+        Col("partition", "VARCHAR", nullable=True),
+        Col("user_name", "VARCHAR", nullable=True),
+        Col("state", "VARCHAR", checks=_isin(list(contract.sacct_states))),
+        Col("cancelled_by", "VARCHAR", nullable=True),
+        Col("exit_code", "VARCHAR", nullable=True),
+        Col("failed_node", "VARCHAR", nullable=True),
+        Col("restarts", "INTEGER", checks=NON_NEGATIVE),
+        Col("submit_at", "TIMESTAMP", nullable=True),
+        Col("start_at", "TIMESTAMP", nullable=True),
+        Col("end_at", "TIMESTAMP", nullable=True),
+        Col("elapsed_seconds", "BIGINT", nullable=True, checks=NON_NEGATIVE),
+        Col("time_limit_seconds", "BIGINT", nullable=True, checks=NON_NEGATIVE),
+        Col("gpus_requested", "INTEGER", checks=NON_NEGATIVE),
+        Col("gpus_allocated", "INTEGER", checks=NON_NEGATIVE),
+        Col("node_count", "INTEGER", nullable=True, checks=NON_NEGATIVE),
+        Col("node_list", "VARCHAR", nullable=True),
+        *_label_columns(contract),
+    ))
+
+
+def scheduler_events(contract: Contract) -> SourceSchema:
+    return SourceSchema("scheduler_events", (
+        Col("job_id", "VARCHAR"),
+        Col("event", "VARCHAR", checks=_isin(["submit", "start", "end", "requeue", "preempt"])),
+        Col("at", "TIMESTAMP"),
+        Col("gpus_requested", "INTEGER", nullable=True, checks=NON_NEGATIVE),
+        Col("gpus_allocated", "INTEGER", nullable=True, checks=NON_NEGATIVE),
+        Col("time_limit_s", "BIGINT", nullable=True, checks=NON_NEGATIVE),
+        Col("state", "VARCHAR", nullable=True, checks=_isin(list(contract.sacct_states))),
+        *_label_columns(contract),
+    ))
+
+
+def training_steps(contract: Contract) -> SourceSchema:
+    return SourceSchema("training_steps", (
+        Col("batch_id", "VARCHAR", checks=BATCH_KEY),
+        Col("job_id", "VARCHAR"),
+        Col("step", "BIGINT", checks=NON_NEGATIVE),
+        Col("started_at", "TIMESTAMP"),
+        Col("ended_at", "TIMESTAMP"),
+        Col("committed", "BOOLEAN"),
+        Col("discarded_reason", "VARCHAR", nullable=True, checks=_isin(contract.discard_reasons)),
+        Col("samples", "BIGINT", nullable=True, checks=NON_NEGATIVE),
+        Col("tokens", "BIGINT", nullable=True, checks=NON_NEGATIVE),
+        Col("config_version", "VARCHAR", nullable=True),
+        Col("data_version", "VARCHAR", nullable=True),
+    ))
+
+
+def ledger_purchases(contract: Contract) -> SourceSchema:
+    return SourceSchema("ledger_purchases", (
+        Col("purchase_id", "VARCHAR"),
+        Col("purchased_on", "DATE", checks=_date()),
+        Col("asset_class", "VARCHAR", checks=_isin(["gpu_server", "network", "storage", "other"])),
+        Col("description", "VARCHAR", nullable=True),
+        Col("quantity", "INTEGER", checks=POSITIVE),
+        Col("unit_price", "DECIMAL(18,2)", checks=_money()),
+        Col("currency", "VARCHAR", checks=(pa.Check.str_matches(r"^[A-Z]{3}$"),)),
+        Col("gpus_per_unit", "INTEGER", checks=NON_NEGATIVE),
+        Col("depreciation_years", "INTEGER", checks=POSITIVE),
+        Col("salvage_value", "DECIMAL(18,2)", checks=_money()),
+    ), unique=("purchase_id",))
+
+
+def ledger_facility(contract: Contract) -> SourceSchema:
+    return SourceSchema("ledger_facility", (
+        Col("month", "VARCHAR", checks=(pa.Check.str_matches(MONTH_PATTERN),)),
+        Col("item", "VARCHAR", checks=_isin(["rent", "power", "network", "operations"])),
+        Col("amount", "DECIMAL(18,2)", checks=_money()),
+        Col("currency", "VARCHAR", checks=(pa.Check.str_matches(r"^[A-Z]{3}$"),)),
+    ))
+
+
+# Device samples are validated inside DuckDB (cost_pipeline/ingest/telemetry.py); their column types live here
+# so the contract entry and the raw table still share one definition.
+DEVICE_SAMPLE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("timestamp", "TIMESTAMP"),
+    ("hostname", "VARCHAR"),
+    ("gpu", "INTEGER"),
+    ("job_id", "VARCHAR"),
+    ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DOUBLE"),
+    ("DCGM_FI_PROF_SM_ACTIVE", "DOUBLE"),
+    ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DOUBLE"),
+    ("DCGM_FI_PROF_NVLINK_TX_BYTES", "DOUBLE"),
+    ("DCGM_FI_PROF_NVLINK_RX_BYTES", "DOUBLE"),
+    ("DCGM_FI_DEV_POWER_USAGE", "DOUBLE"),
+)
+DEVICE_SAMPLE_ACTIVITY_COLUMNS = (
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+)

@@ -1,0 +1,236 @@
+"""The built-in demo scenario, written as the real exports it stands for.
+
+Two model versions trained by RL over six days of November 2026 on a small owned cluster (two 8-GPU
+servers): exploration jobs, a node failure and its restart, a configuration error, discarded steps,
+validation (with one evaluation rework) and analysis jobs, plus the messes real exports carry (sacct step
+rows, an array job, a pending array, a running job, a CPU-only job without a phase label, a job without a
+batch, one corrupt line). Every figure is simple enough to compute by hand; tests/test_end_to_end.py does.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import duckdb
+
+from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS
+from cost_pipeline.parsing.slurm import SACCT_FIELDS
+
+SETUP_MINUTES = 10          # idle before the first step in every job
+COMM_EVERY = 10             # every 10th minute after setup waits on NVLink
+SAMPLE_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class DemoJob:
+    job_id: str
+    name: str
+    labels: str
+    gpus: int
+    start: datetime | None
+    end: datetime | None
+    time_limit: str
+    state: str = "COMPLETED"
+    job_id_raw: str | None = None
+    hosts: tuple[str, ...] = ("gpu-a",)
+    steps: bool = False
+    hang_from_minute: dict[str, int] = field(default_factory=dict)   # host -> minute the GPUs went idle
+    sample_gap: tuple[str, int, int] | None = None                    # (host, gpu, first missing minute)
+
+
+def _t(day: int, hour: int, minute: int = 0) -> datetime:
+    return datetime(2026, 11, day, hour, minute)
+
+
+JOBS: tuple[DemoJob, ...] = (
+    DemoJob("1001", "b7-explore-lr", "batch=B-7;phase=exploration;reason=planned_experiment", 8,
+            _t(2, 8), _t(2, 10), "04:00:00"),
+    DemoJob("1002", "b7-train", "batch=B-7;phase=training;reason=planned_experiment", 16,
+            _t(3, 0), _t(3, 4), "1-00:00:00", state="NODE_FAIL", hosts=("gpu-a", "gpu-b"), steps=True,
+            hang_from_minute={"gpu-b": 180}),
+    DemoJob("1003", "b7-train-retry", "batch=B-7;phase=training;reason=failure_retry;restart_of=1002", 16,
+            _t(3, 6), _t(3, 12), "1-00:00:00", hosts=("gpu-a", "gpu-b"), steps=True,
+            sample_gap=("gpu-b", 7, 300)),
+    DemoJob("1004", "b7-validate", "batch=B-7;phase=validation;reason=planned_experiment", 8,
+            _t(4, 0), _t(4, 1), "02:00:00"),
+    DemoJob("1005", "b7-analyse", "batch=B-7;phase=analysis;reason=planned_experiment", 8,
+            _t(4, 2), _t(4, 2, 30), "01:00:00"),
+    DemoJob("2001", "b8-explore-cfg", "batch=B-8;phase=exploration;reason=param_tuning;end_reason=config_error", 8,
+            _t(5, 0), _t(5, 1), "02:00:00", state="FAILED"),
+    DemoJob("2002_1", "b8-sweep", "batch=B-8;phase=exploration;reason=param_tuning", 8,
+            _t(5, 2), _t(5, 3), "02:00:00", job_id_raw="2010"),
+    DemoJob("2002_2", "b8-sweep", "batch=B-8;phase=exploration;reason=param_tuning", 8,
+            _t(5, 2), _t(5, 3), "02:00:00", job_id_raw="2011", hosts=("gpu-b",)),
+    DemoJob("2002_[3-4]", "b8-sweep", "batch=B-8;phase=exploration;reason=param_tuning", 8,
+            None, None, "02:00:00", state="PENDING", job_id_raw="2002"),
+    DemoJob("2003", "b8-train", "batch=B-8;phase=training;reason=planned_experiment", 16,
+            _t(6, 0), _t(6, 8), "2-00:00:00", hosts=("gpu-a", "gpu-b"), steps=True),
+    DemoJob("2004", "b8-validate", "batch=B-8;phase=validation;reason=planned_experiment", 8,
+            _t(7, 0), _t(7, 1), "02:00:00"),
+    DemoJob("2005", "b8-validate-rework", "batch=B-8;phase=validation;reason=eval_rework;continues=2004", 8,
+            _t(7, 2), _t(7, 3), "02:00:00"),
+    DemoJob("2006", "b8-analyse", "batch=B-8;phase=analysis;reason=planned_experiment", 8,
+            _t(7, 4), _t(7, 4, 30), "01:00:00", state="CANCELLED by 10304007"),
+    DemoJob("2007", "b8-report", "batch=B-8;reason=planned_experiment", 0,
+            _t(7, 5), _t(7, 6), "01:00:00"),
+    DemoJob("3001", "notebook", "phase=exploration", 8, _t(2, 12), _t(2, 13), "01:00:00"),
+    DemoJob("3002", "b9-warmup", "batch=B-9;phase=exploration;reason=planned_experiment", 8,
+            _t(7, 10), None, "UNLIMITED", state="RUNNING"),
+)
+
+BATCHES = [
+    {"batch_id": "B-7", "project": "assistant-rl", "goal": "RL fine-tune of the v1 policy on preference data",
+     "team": "post-training", "data_version": "prefs-2026-10", "model_version": "policy-v1",
+     "code_version": "a1b2c3d", "config_version": "rl-cfg-12", "contract_version": "v1"},
+    {"batch_id": "B-8", "project": "assistant-rl", "goal": "RL fine-tune of the v2 policy with the new reward",
+     "team": "post-training", "data_version": "prefs-2026-11", "model_version": "policy-v2",
+     "code_version": "d4e5f6a", "config_version": "rl-cfg-14", "contract_version": "v1"},
+]
+
+
+def _elapsed(job: DemoJob) -> str:
+    if job.start is None or job.end is None:
+        return "00:00:00"
+    seconds = int((job.end - job.start).total_seconds())
+    days, rest = divmod(seconds, 86400)
+    text = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    return f"{days}-{text}" if days else text
+
+
+def _sacct_rows() -> list[list[str]]:
+    rows = []
+    for job in JOBS:
+        tres = f"billing=64,cpu=64,gres/gpu={job.gpus},mem=512G,node={len(job.hosts)}" if job.gpus else (
+            "billing=8,cpu=8,mem=32G,node=1")
+        values = {
+            "JobID": job.job_id, "JobIDRaw": job.job_id_raw or job.job_id, "JobName": job.name,
+            "Account": "post-training", "Partition": "gpu", "User": "trainer", "WCKey": "*",
+            "State": job.state, "ExitCode": "0:0" if job.state == "COMPLETED" else "1:0", "DerivedExitCode": "0:0",
+            "Reason": "None", "FailedNode": "gpu-b" if job.state == "NODE_FAIL" else "",
+            "Restarts": "0",
+            "Submit": (job.start - timedelta(minutes=5) if job.start else _t(5, 1)).isoformat(),
+            "Eligible": (job.start - timedelta(minutes=5) if job.start else _t(5, 1)).isoformat(),
+            "Start": job.start.isoformat() if job.start else "Unknown",
+            "End": job.end.isoformat() if job.end else "Unknown",
+            "Elapsed": _elapsed(job), "Timelimit": job.time_limit, "NNodes": str(len(job.hosts)),
+            "NodeList": ",".join(job.hosts) if job.start else "None assigned",
+            "ReqTRES": tres, "AllocTRES": tres if job.start else "",
+            "Comment": job.labels, "AdminComment": "",
+        }
+        rows.append([values[f] for f in SACCT_FIELDS])
+        if job.steps:
+            for step in ("batch", "extern", "0"):
+                step_values = dict(values, JobID=f"{job.job_id}.{step}", JobIDRaw=f"{job.job_id}.{step}",
+                                   JobName=step if step != "0" else "python", Comment="", Timelimit="")
+                rows.append([step_values[f] for f in SACCT_FIELDS])
+    return rows
+
+
+def _tier_values(job: DemoJob, host: str, minute: int) -> tuple[float, float, float, float]:
+    """(graphics-engine activity, SM activity, tensor activity, NVLink bytes/s each way) for one GPU-minute."""
+    if minute < SETUP_MINUTES or minute >= job.hang_from_minute.get(host, 10**9):
+        return 0.02, 0.01, 0.0, 1.0e6                      # idle
+    if minute % COMM_EVERY == COMM_EVERY - 1:
+        return 0.30, 0.20, 0.01, 1.0e9                      # comm wait: tx + rx = 2 GB/s, tensor idle
+    return 0.85, 0.80, 0.60, 1.5e8                          # effective compute
+
+
+def _sample_rows(job: DemoJob) -> list[list[object]]:
+    if job.start is None or job.end is None or job.gpus == 0:
+        return []
+    minutes = int((job.end - job.start).total_seconds() // 60)
+    gpus_per_host = job.gpus // len(job.hosts)
+    rows = []
+    for minute in range(minutes):
+        at = job.start + timedelta(seconds=minute * SAMPLE_SECONDS)
+        for host in job.hosts:
+            for gpu in range(gpus_per_host):
+                if job.sample_gap and (host, gpu) == job.sample_gap[:2] and minute >= job.sample_gap[2]:
+                    continue
+                gr, sm, tensor, nvlink = _tier_values(job, host, minute)
+                rows.append([at.isoformat(), host, gpu, job.job_id_raw or job.job_id, gr, sm, tensor,
+                             nvlink, nvlink, 650.0 if gr > 0.5 else 120.0])
+    return rows
+
+
+# Step durations in seconds: 600 (B-7) or 480 (B-8) unless listed here.
+STEP_SECONDS = {("1002", 13): 720, ("1003", 17): 900, ("2003", 20): 1500}
+DISCARDED = {("1002", 11): "rollback", ("1002", 12): "rollback", ("2003", 5): "data_quality",
+             ("2003", 6): "data_quality", ("2003", 7): "data_quality", ("2003", 21): "reward_change"}
+UNCOMMITTED = {("1002", 13)}
+STEP_RANGES = {"1002": ("B-7", range(1, 14), 600), "1003": ("B-7", range(11, 31), 600),
+               "2003": ("B-8", range(1, 31), 480)}
+TOKENS_PER_STEP = 1_000_000
+
+
+def _step_records() -> list[dict[str, object]]:
+    by_id = {j.job_id: j for j in JOBS}
+    records = []
+    for job_id, (batch_id, steps, base_seconds) in STEP_RANGES.items():
+        at = by_id[job_id].start + timedelta(minutes=SETUP_MINUTES)
+        for step in steps:
+            seconds = STEP_SECONDS.get((job_id, step), base_seconds)
+            end = at + timedelta(seconds=seconds)
+            batch = next(b for b in BATCHES if b["batch_id"] == batch_id)
+            records.append({
+                "batch_id": batch_id, "job_id": job_id, "step": step,
+                "started_at": at.isoformat(), "ended_at": end.isoformat(),
+                "committed": (job_id, step) not in UNCOMMITTED,
+                "discarded_reason": DISCARDED.get((job_id, step)),
+                "samples": 512, "tokens": TOKENS_PER_STEP,
+                "config_version": batch["config_version"], "data_version": batch["data_version"],
+            })
+            at = end
+    return records
+
+
+def _write_csv(path: Path, header: list[str], rows: list[list[object]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
+def write_demo_landing(landing: Path) -> Path:
+    """Write the scenario's landing folder; returns it."""
+    _write_csv(landing / "registry" / "batches.csv", list(BATCHES[0]), [list(b.values()) for b in BATCHES])
+
+    sacct = landing / "scheduler" / "sacct_2026-11.txt"
+    sacct.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["|".join(SACCT_FIELDS)] + ["|".join(r) for r in _sacct_rows()]
+    # A line the collector corrupted (impossible Start): quarantined with file, line and rule, never lost.
+    bad = _sacct_rows()[0]
+    bad[0], bad[1], bad[15] = "1999", "1999", "2026-13-45T99:00:00"
+    lines.append("|".join(bad))
+    sacct.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    header = [name for name, _ in DEVICE_SAMPLE_COLUMNS]
+    b7 = [row for job in JOBS if not job.job_id.startswith(("2", "3")) for row in _sample_rows(job)]
+    rest = [row for job in JOBS if job.job_id.startswith(("2", "3")) for row in _sample_rows(job)]
+    _write_csv(landing / "telemetry" / "dcgm_b7.csv", header, b7)
+    staging_csv = landing / "telemetry" / "dcgm_rest.csv.tmp"
+    _write_csv(staging_csv, header, rest)
+    columns = "{" + ", ".join(f"'{name}': '{sql_type}'" for name, sql_type in DEVICE_SAMPLE_COLUMNS) + "}"
+    con = duckdb.connect()
+    relation = con.sql(f"select * from read_csv(?, header = true, columns = {columns})", params=[str(staging_csv)])
+    relation.write_parquet(str(landing / "telemetry" / "dcgm_rest.parquet"))
+    con.close()
+    staging_csv.unlink()
+
+    steps = landing / "steps" / "steps.jsonl"
+    steps.parent.mkdir(parents=True, exist_ok=True)
+    steps.write_text("".join(json.dumps(r) + "\n" for r in _step_records()), encoding="utf-8")
+
+    _write_csv(landing / "ledger" / "purchases.csv",
+               ["purchase_id", "purchased_on", "asset_class", "description", "quantity", "unit_price", "currency",
+                "gpus_per_unit", "depreciation_years", "salvage_value"],
+               [["P-001", "2026-01-01", "gpu_server", "8x H100 SXM server", 2, "457798.00", "USD", 8, 3, "0.00"]])
+    _write_csv(landing / "ledger" / "facility.csv", ["month", "item", "amount", "currency"],
+               [[m, item, amount, "USD"] for m in ("2026-10", "2026-11")
+                for item, amount in (("rent", "2016.00"), ("power", "1152.00"), ("network", "288.00"))])
+    return landing

@@ -1,0 +1,1 @@
+"""Landing files -> raw warehouse tables, with every bad row quarantined and counted."""

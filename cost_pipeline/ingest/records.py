@@ -1,0 +1,138 @@
+"""Reading landing files into rows with their line numbers, and the quarantine record.
+
+Every data line of a file ends up either as a row (carrying ``source_line``) or as a ``Rejection``;
+``ParsedFile.rows_in`` counts the lines so the conservation rows in = staged + quarantined can be checked.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """One quarantined line: where it was, which contract rule it broke, and why (no field values)."""
+
+    line: int
+    rule: str
+    message: str
+    raw: str | None = None
+
+    def describe(self, source_file: str) -> str:
+        return f"{source_file}, line {self.line}: rule {self.rule}: {self.message}"
+
+
+@dataclass
+class ParsedFile:
+    path: Path
+    sha256: str
+    rows_in: int = 0
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    rejections: list[Rejection] = field(default_factory=list)
+
+
+class FileRejected(Exception):
+    """The whole file is unusable (not text, wrong header); it is quarantined as one record."""
+
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(message)
+        self.rule = rule
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def read_text_lines(path: Path) -> list[str]:
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise FileRejected("file_encoding", "file is not UTF-8 text") from None
+    return text.splitlines()
+
+
+def parse_file(path: Path, parse_lines: Callable[[list[str], ParsedFile], None]) -> ParsedFile:
+    """Run a line parser over one file; a whole-file failure becomes a single line-0 rejection."""
+    parsed = ParsedFile(path=path, sha256=file_sha256(path))
+    try:
+        parse_lines(read_text_lines(path), parsed)
+    except FileRejected as error:
+        parsed.rows.clear()
+        parsed.rejections[:] = [Rejection(line=0, rule=error.rule, message=str(error))]
+        parsed.rows_in = 1
+    return parsed
+
+
+def csv_line_parser(required_columns: Iterable[str]) -> Callable[[list[str], ParsedFile], None]:
+    """Parse a CSV with a header into string rows; a header missing required columns rejects the file."""
+    required = list(required_columns)
+
+    def parse(lines: list[str], parsed: ParsedFile) -> None:
+        if not lines:
+            return
+        reader = csv.reader(io.StringIO("\n".join(lines)))
+        try:
+            header = [h.strip() for h in next(reader)]
+        except csv.Error:
+            raise FileRejected("csv_header", "header line is not valid CSV") from None
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise FileRejected("csv_header", f"header lacks required column(s): {', '.join(missing)}")
+        while True:
+            try:
+                values = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as error:
+                parsed.rows_in += 1
+                parsed.rejections.append(Rejection(reader.line_num, "csv_syntax", str(error)))
+                continue
+            line = reader.line_num
+            if not any(v.strip() for v in values):
+                continue
+            parsed.rows_in += 1
+            if len(values) != len(header):
+                parsed.rejections.append(Rejection(
+                    line, "csv_field_count", f"{len(values)} fields where the header has {len(header)}",
+                    lines[line - 1] if line <= len(lines) else None))
+                continue
+            row = {name: (value.strip() or None) for name, value in zip(header, values, strict=True)}
+            row["source_line"] = line
+            parsed.rows.append(row)
+
+    return parse
+
+
+def jsonl_line_parser(fields: Iterable[str]) -> Callable[[list[str], ParsedFile], None]:
+    """Parse JSON Lines into rows of the given fields; a line that is not a JSON object is rejected."""
+    names = list(fields)
+
+    def parse(lines: list[str], parsed: ParsedFile) -> None:
+        for number, text in enumerate(lines, start=1):
+            if not text.strip():
+                continue
+            parsed.rows_in += 1
+            try:
+                obj = json.loads(text)
+            except (json.JSONDecodeError, RecursionError):
+                parsed.rejections.append(Rejection(number, "json_syntax", "line is not valid JSON", text))
+                continue
+            if not isinstance(obj, dict):
+                parsed.rejections.append(Rejection(number, "json_object", "line is not a JSON object", text))
+                continue
+            row = {name: obj.get(name) for name in names}
+            row["source_line"] = number
+            parsed.rows.append(row)
+
+    return parse

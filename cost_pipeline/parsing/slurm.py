@@ -1,0 +1,191 @@
+"""Parsing Slurm ``sacct --parsable2`` output as real clusters write it.
+
+Pure functions, no I/O: each turns one messy sacct field into a typed value or raises
+``FieldError`` with the contract rule it broke, so the caller can quarantine the row.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+
+SACCT_FIELDS: tuple[str, ...] = (
+    "JobID", "JobIDRaw", "JobName", "Account", "Partition", "User", "WCKey", "State", "ExitCode",
+    "DerivedExitCode", "Reason", "FailedNode", "Restarts", "Submit", "Eligible", "Start", "End", "Elapsed",
+    "Timelimit", "NNodes", "NodeList", "ReqTRES", "AllocTRES", "Comment", "AdminComment",
+)
+REQUIRED_FIELDS: tuple[str, ...] = ("JobID", "State", "Start", "End", "ReqTRES", "AllocTRES", "Timelimit")
+LABEL_KEYS: tuple[str, ...] = ("batch", "phase", "reason", "restart_of", "continues", "end_reason")
+
+_NO_TIME = {"", "none", "unknown", "n/a"}
+_NO_LIMIT = {"unlimited", "partition_limit", "invalid", "none", ""}
+_DURATION = re.compile(r"^(?:(?P<days>\d+)-)?(?P<rest>\d+(?::\d+){0,2})(?:\.\d+)?$")
+_JOB_ID = re.compile(r"^(?P<base>\d+(?:_(?:\d+|\[[^\]]*\]))?(?:\+\d+)?)(?:\.(?P<step>[A-Za-z0-9_-]+))?$")
+_GPU_TRES = re.compile(r"(?:^|,)gres/gpu=(\d+)(?:,|$)")
+_TYPED_GPU_TRES = re.compile(r"(?:^|,)gres/gpu:[^=,]+=(\d+)(?:,|$)")
+
+
+class FieldError(ValueError):
+    """A field broke a parsing rule; ``rule`` names it for the quarantine."""
+
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(message)
+        self.rule = rule
+
+
+def parse_timestamp(text: str, field: str) -> datetime | None:
+    """Slurm timestamps are ISO without zone (UTC here); ``None``/``Unknown`` mean not (yet) known."""
+    value = text.strip()
+    if value.lower() in _NO_TIME:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        raise FieldError(f"{field.lower()}_timestamp", f"{field} is not an ISO timestamp") from None
+
+
+def parse_duration(text: str, field: str) -> int | None:
+    """Slurm durations: ``MM``, ``MM:SS``, ``HH:MM:SS``, ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS``; seconds.
+
+    ``UNLIMITED`` and ``Partition_Limit`` have no length and give ``None``.
+    """
+    value = text.strip()
+    if value.lower() in _NO_LIMIT:
+        return None
+    match = _DURATION.match(value)
+    if not match:
+        raise FieldError(f"{field.lower()}_duration", f"{field} is not a Slurm duration")
+    parts = [int(p) for p in match.group("rest").split(":")]
+    days = match.group("days")
+    if days is not None:
+        # After "D-" the fields are hours[:minutes[:seconds]].
+        parts += [0] * (3 - len(parts))
+        hours, minutes, seconds = parts
+        return ((int(days) * 24 + hours) * 60 + minutes) * 60 + seconds
+    if len(parts) == 1:
+        return parts[0] * 60
+    if len(parts) == 2:
+        return parts[0] * 60 + parts[1]
+    hours, minutes, seconds = parts
+    return (hours * 60 + minutes) * 60 + seconds
+
+
+def parse_tres_gpus(text: str) -> int:
+    """GPUs in a TRES string. Untyped ``gres/gpu=N`` wins; else the sum of typed ``gres/gpu:model=N``; else 0."""
+    value = text.strip()
+    untyped = _GPU_TRES.search(value)
+    if untyped:
+        return int(untyped.group(1))
+    return sum(int(n) for n in _TYPED_GPU_TRES.findall(value))
+
+
+def parse_state(text: str) -> tuple[str, str | None]:
+    """``CANCELLED by 10304007`` -> (``CANCELLED``, ``10304007``); ``COMPLETED`` -> (``COMPLETED``, None)."""
+    words = text.strip().split()
+    if not words:
+        raise FieldError("state_present", "State is empty")
+    state = words[0].upper().rstrip("+")
+    cancelled_by = words[2] if len(words) >= 3 and words[1].lower() == "by" else None
+    return state, cancelled_by
+
+
+def parse_job_id(text: str) -> tuple[str, str, str | None]:
+    """Split a JobID into (record_type, allocation id, step name).
+
+    ``1234`` and ``5908801_3`` are allocations; ``1234.batch``, ``1234.extern`` and ``1234.0`` are steps of
+    allocation ``1234``.
+    """
+    match = _JOB_ID.match(text.strip())
+    if not match:
+        raise FieldError("job_id_format", "JobID is not a Slurm job id")
+    step = match.group("step")
+    return ("step" if step else "allocation"), match.group("base"), step
+
+
+def parse_labels(*texts: str) -> dict[str, str]:
+    """``key=value`` pairs separated by ``;`` (or ``,``) from Comment, then WCKey for keys still missing."""
+    labels: dict[str, str] = {}
+    for text in texts:
+        for pair in re.split(r"[;,]", text or ""):
+            key, sep, value = pair.partition("=")
+            key = key.strip().lstrip("*").lower()
+            if sep and key in LABEL_KEYS and value.strip() and key not in labels:
+                labels[key] = value.strip()
+    return labels
+
+
+def split_sacct_lines(
+    lines: Sequence[str], delimiter: str = "|", fields: Sequence[str] | None = None
+) -> Iterator[tuple[int, dict[str, str] | None, str]]:
+    """Yield (line number, fields by name or None when the field count is wrong, raw line).
+
+    With ``fields=None`` the first line is the header. ``--parsable`` (not ``2``) ends each line with the
+    delimiter; that trailing empty field is dropped.
+    """
+    start = 1
+    if fields is None:
+        if not lines:
+            return
+        header = lines[0].rstrip("\r\n").split(delimiter)
+        if header and header[-1] == "":
+            header = header[:-1]
+        fields = header
+        start = 2
+    for offset, raw in enumerate(lines[start - 1:] if start == 2 else lines):
+        line_no = offset + start
+        text = raw.rstrip("\r\n")
+        if not text.strip():
+            continue
+        values = text.split(delimiter)
+        if len(values) == len(fields) + 1 and values[-1] == "":
+            values = values[:-1]
+        yield line_no, (dict(zip(fields, values, strict=True)) if len(values) == len(fields) else None), text
+
+
+def parse_sacct_record(fields: dict[str, str]) -> dict[str, object]:
+    """One sacct row -> the staging shape; raises ``FieldError`` on the first rule it breaks."""
+    missing = [f for f in REQUIRED_FIELDS if f not in fields]
+    if missing:
+        raise FieldError("required_fields", f"missing field(s): {', '.join(missing)}")
+    record_type, allocation_id, step = parse_job_id(fields["JobID"])
+    state, cancelled_by = parse_state(fields["State"])
+    labels = parse_labels(fields.get("Comment", ""), fields.get("WCKey", ""))
+    start = parse_timestamp(fields["Start"], "Start")
+    end = parse_timestamp(fields["End"], "End")
+    if start is not None and end is not None and end < start:
+        raise FieldError("end_not_before_start", "End is before Start")
+    restarts = fields.get("Restarts", "").strip()
+    nnodes = fields.get("NNodes", "").strip()
+    node_list = fields.get("NodeList", "").strip()
+    return {
+        "job_id": allocation_id if record_type == "allocation" else fields["JobID"].strip(),
+        "job_id_raw": fields.get("JobIDRaw", "").strip() or None,
+        "allocation_id": allocation_id,
+        "step_name": step,
+        "record_type": record_type,
+        "job_name": fields.get("JobName", "").strip() or None,
+        "account": fields.get("Account", "").strip() or None,
+        "partition": fields.get("Partition", "").strip() or None,
+        "user_name": fields.get("User", "").strip() or None,
+        "state": state,
+        "cancelled_by": cancelled_by,
+        "exit_code": fields.get("ExitCode", "").strip() or None,
+        "failed_node": fields.get("FailedNode", "").strip() or None,
+        "restarts": int(restarts) if restarts.isdigit() else 0,
+        "submit_at": parse_timestamp(fields.get("Submit", ""), "Submit"),
+        "start_at": start,
+        "end_at": end,
+        "elapsed_seconds": parse_duration(fields.get("Elapsed", ""), "Elapsed"),
+        "time_limit_seconds": parse_duration(fields["Timelimit"], "Timelimit"),
+        "gpus_requested": parse_tres_gpus(fields["ReqTRES"]),
+        "gpus_allocated": parse_tres_gpus(fields["AllocTRES"]),
+        "node_count": int(nnodes) if nnodes.isdigit() else None,
+        "node_list": None if node_list.lower() in {"", "none assigned", "none"} else node_list,
+        "batch_id": labels.get("batch"),
+        "phase": labels.get("phase"),
+        "run_reason": labels.get("reason"),
+        "restart_of": labels.get("restart_of"),
+        "continues": labels.get("continues"),
+        "end_reason": labels.get("end_reason"),
+    }

@@ -1,0 +1,87 @@
+-- The internal GPU-hour price per month (R8): straight-line depreciation of owned assets over their life
+-- plus the month's facility costs, over the GPU-hours the owned GPUs were available in that month.
+with purchases as (
+    select
+        *,
+        cast(purchased_on as {{ dbt.type_timestamp() }}) as in_service_from,
+        cast({{ dbt.dateadd('year', 'depreciation_years', 'purchased_on') }} as {{ dbt.type_timestamp() }})
+            as in_service_until
+    from {{ ref('stg_ledger__purchases') }}
+),
+
+facility as (
+    select cost_month, sum(amount) as facility_cost
+    from {{ ref('stg_ledger__facility_costs') }}
+    group by cost_month
+),
+
+jobs as (
+    select start_at, end_at from {{ ref('int_jobs_attributed') }}
+    where start_at is not null and end_at is not null
+),
+
+months as (
+    select cost_month as month_start from facility
+    union
+    select cast({{ dbt.date_trunc('month', 'start_at') }} as date) from jobs
+    union
+    select cast({{ dbt.date_trunc('month', 'end_at') }} as date) from jobs
+),
+
+month_bounds as (
+    select
+        month_start,
+        cast(month_start as {{ dbt.type_timestamp() }}) as month_from,
+        cast({{ dbt.dateadd('month', 1, 'month_start') }} as {{ dbt.type_timestamp() }}) as month_until
+    from months
+),
+
+in_service as (
+    select
+        month_bounds.month_start,
+        month_bounds.month_from,
+        month_bounds.month_until,
+        purchases.quantity,
+        purchases.gpus_per_unit,
+        purchases.unit_price,
+        purchases.salvage_value,
+        purchases.depreciation_years,
+        case
+            when purchases.in_service_from >= month_bounds.month_until
+                or purchases.in_service_until <= month_bounds.month_from then 0
+            else {{ seconds_between(
+                'greatest(purchases.in_service_from, month_bounds.month_from)',
+                'least(purchases.in_service_until, month_bounds.month_until)') }}
+        end as in_service_seconds
+    from month_bounds
+    cross join purchases
+),
+
+capacity as (
+    select
+        month_start,
+        sum(quantity * gpus_per_unit * in_service_seconds) as available_gpu_seconds,
+        max(case when in_service_seconds > 0 then 1 else 0 end) as has_assets,
+        sum(case when in_service_seconds > 0 then quantity * gpus_per_unit else 0 end) as gpus_in_service,
+        -- Straight line: (price - salvage) spread evenly over depreciation_years x 365 days.
+        sum(quantity * (unit_price - salvage_value) * in_service_seconds
+            / (depreciation_years * 365.0 * 24 * 3600)) as depreciation_cost
+    from in_service
+    group by month_start
+)
+
+select
+    month_bounds.month_start,
+    {{ seconds_between('month_bounds.month_from', 'month_bounds.month_until') }} / 3600 as hours_in_month,
+    coalesce(capacity.gpus_in_service, 0) as gpus_in_service,
+    coalesce(capacity.available_gpu_seconds, 0) as available_gpu_seconds,
+    cast(round(coalesce(capacity.depreciation_cost, 0), 2) as decimal(18, 2)) as depreciation_cost,
+    coalesce(facility.facility_cost, cast(0 as decimal(18, 2))) as facility_cost,
+    coalesce(capacity.depreciation_cost, 0) + coalesce(facility.facility_cost, 0) as capacity_cost_unrounded,
+    case when coalesce(capacity.available_gpu_seconds, 0) > 0
+        then (coalesce(capacity.depreciation_cost, 0) + coalesce(facility.facility_cost, 0))
+            * 3600.0 / capacity.available_gpu_seconds
+    end as price_per_available_gpu_hour
+from month_bounds
+left join capacity on month_bounds.month_start = capacity.month_start
+left join facility on month_bounds.month_start = facility.cost_month

@@ -1,0 +1,122 @@
+-- Jobs resolved to a registered batch (or 'unattributed', R1), with termination reason and category from the
+-- contract version the batch was registered with, rerun flag, lineage and repeated same-cause failures (R6).
+with jobs as (
+    select * from {{ ref('int_jobs_unioned') }}
+),
+
+batches as (
+    select batch_id, contract_version from {{ ref('stg_registry__batches') }}
+),
+
+enumerations as (
+    select * from {{ ref('stg_contract__enumerations') }}
+),
+
+latest_contract as (
+    select max(contract_version) as contract_version
+    from (
+        select contract_version, row_number() over (
+            order by {{ dbt.length('contract_version') }} desc, contract_version desc) as newest
+        from enumerations
+    ) as versions
+    where newest = 1
+),
+
+attributed as (
+    select
+        jobs.*,
+        coalesce(batches.batch_id, 'unattributed') as batch_key,
+        case
+            when jobs.batch_id is null then 'no_batch_label'
+            when batches.batch_id is null then 'batch_not_registered'
+        end as unattributed_reason,
+        coalesce(batches.contract_version, latest_contract.contract_version) as contract_version
+    from jobs
+    left join batches on jobs.batch_id = batches.batch_id
+    cross join latest_contract
+),
+
+with_reasons as (
+    select
+        attributed.*,
+        case
+            when attributed.state = 'COMPLETED' then state_map.category
+            when attributed.end_reason is not null and state_map.category <> 'running' then attributed.end_reason
+            else state_map.category
+        end as termination_reason,
+        coalesce(run_reasons.is_rerun, false) as is_rerun
+    from attributed
+    left join enumerations as state_map
+        on state_map.enumeration = 'sacct_state'
+        and state_map.code = attributed.state
+        and state_map.contract_version = attributed.contract_version
+    left join enumerations as run_reasons
+        on run_reasons.enumeration = 'run_reason'
+        and run_reasons.code = attributed.run_reason
+        and run_reasons.contract_version = attributed.contract_version
+),
+
+with_categories as (
+    select
+        with_reasons.*,
+        reasons.category as termination_category,
+        coalesce(categories.is_same_cause, false) as is_same_cause_category
+    from with_reasons
+    left join enumerations as reasons
+        on reasons.enumeration = 'termination_reason'
+        and reasons.code = with_reasons.termination_reason
+        and reasons.contract_version = with_reasons.contract_version
+    left join enumerations as categories
+        on categories.enumeration = 'termination_category'
+        and categories.code = reasons.category
+        and categories.contract_version = with_reasons.contract_version
+),
+
+job_ids as (
+    select job_id from jobs
+)
+
+select
+    with_categories.job_id,
+    with_categories.job_id_raw,
+    with_categories.scheduler,
+    with_categories.batch_key as batch_id,
+    with_categories.batch_id as batch_label,
+    with_categories.unattributed_reason,
+    with_categories.contract_version,
+    coalesce(with_categories.phase, 'unlabelled') as phase,
+    with_categories.phase is not null as has_phase_label,
+    with_categories.run_reason,
+    with_categories.is_rerun,
+    with_categories.state,
+    with_categories.cancelled_by,
+    with_categories.termination_reason,
+    with_categories.termination_category,
+    with_categories.termination_category not in ('completed', 'running') as is_failed,
+    with_categories.is_same_cause_category
+        and with_categories.termination_category not in ('completed', 'running')
+        and count(*) over (
+            partition by with_categories.batch_key, with_categories.termination_reason
+        ) > 1 as is_repeated_same_cause,
+    case
+        when with_categories.restart_of is not null then 'restart_of'
+        when with_categories.continues is not null then 'continues'
+    end as lineage_type,
+    coalesce(with_categories.restart_of, with_categories.continues) as lineage_job_id,
+    case
+        when coalesce(with_categories.restart_of, with_categories.continues) is null then null
+        else parent.job_id is not null
+    end as lineage_job_found,
+    with_categories.restarts,
+    with_categories.submit_at,
+    with_categories.start_at,
+    with_categories.end_at,
+    with_categories.gpus_requested,
+    with_categories.gpus_allocated,
+    with_categories.time_limit_seconds,
+    with_categories.occupied_seconds,
+    with_categories.gpus_requested * with_categories.time_limit_seconds as requested_gpu_seconds,
+    with_categories.gpus_allocated * with_categories.occupied_seconds as occupied_gpu_seconds
+from with_categories
+left join job_ids as parent
+    on parent.job_id = coalesce(with_categories.restart_of, with_categories.continues)

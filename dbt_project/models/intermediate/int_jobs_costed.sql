@@ -1,0 +1,40 @@
+-- One row per job: attribution, reasons, lineage, the three utilization tiers plus unobserved time, and cost.
+with jobs as (
+    select * from {{ ref('int_jobs_attributed') }}
+),
+
+utilization as (
+    select * from {{ ref('int_job_utilization_tiered') }}
+),
+
+costs as (
+    select
+        job_id,
+        sum(compute_cost) as compute_cost,
+        max(case when is_unpriced then 1 else 0 end) as has_unpriced_month
+    from {{ ref('int_job_costs_monthly') }}
+    group by job_id
+),
+
+joined as (
+    select
+        jobs.*,
+        coalesce(utilization.samples, 0) as samples,
+        coalesce(utilization.effective_compute_gpu_seconds, 0) as effective_compute_gpu_seconds,
+        coalesce(utilization.comm_wait_gpu_seconds, 0) as comm_wait_gpu_seconds,
+        coalesce(utilization.idle_gpu_seconds, 0) as idle_gpu_seconds,
+        coalesce(costs.compute_cost, cast(0 as decimal(18, 2))) as compute_cost,
+        coalesce(costs.has_unpriced_month, 0) = 1 as has_unpriced_month
+    from jobs
+    left join utilization on jobs.job_id = utilization.job_id
+    left join costs on jobs.job_id = costs.job_id
+)
+
+select
+    *,
+    case
+        when occupied_gpu_seconds > effective_compute_gpu_seconds + comm_wait_gpu_seconds + idle_gpu_seconds
+            then occupied_gpu_seconds - effective_compute_gpu_seconds - comm_wait_gpu_seconds - idle_gpu_seconds
+        else 0
+    end as unobserved_gpu_seconds
+from joined

@@ -1,0 +1,112 @@
+-- One row per scheduler allocation, whichever scheduler ran it: Slurm allocations (step rows left out,
+-- they live inside their allocation) and Kubernetes-style jobs folded from their event stream.
+with sacct as (
+    select * from {{ ref('stg_scheduler__sacct_jobs') }}
+    where record_type = 'allocation'
+),
+
+events as (
+    select * from {{ ref('stg_scheduler__job_events') }}
+),
+
+-- A Kubernetes job occupies its GPUs from each start until the next preempt, requeue or end.
+event_sequence as (
+    select
+        job_id,
+        event_type,
+        event_at,
+        state,
+        lead(event_at) over (partition by job_id order by event_at, source_file, source_line) as next_event_at,
+        row_number() over (partition by job_id order by event_at desc, source_file desc, source_line desc) as recency
+    from events
+),
+
+event_jobs as (
+    select
+        job_id,
+        min(case when event_type = 'submit' then event_at end) as submit_at,
+        min(case when event_type = 'start' then event_at end) as start_at,
+        max(case when event_type = 'end' then event_at end) as end_at,
+        sum(case when event_type = 'start' and next_event_at is not null
+            then {{ seconds_between('event_at', 'next_event_at') }} else 0 end) as occupied_seconds,
+        sum(case when event_type in ('requeue', 'preempt') then 1 else 0 end) as restarts,
+        max(case when recency = 1 then event_type end) as last_event_type,
+        max(case when event_type = 'end' and recency = 1 then state end) as end_state
+    from event_sequence
+    group by job_id
+),
+
+event_attributes as (
+    select
+        job_id,
+        max(gpus_requested) as gpus_requested,
+        max(gpus_allocated) as gpus_allocated,
+        max(time_limit_seconds) as time_limit_seconds,
+        max(batch_id) as batch_id,
+        max(phase) as phase,
+        max(run_reason) as run_reason,
+        max(restart_of) as restart_of,
+        max(continues) as continues,
+        max(end_reason) as end_reason
+    from events
+    group by job_id
+),
+
+kubernetes as (
+    select
+        event_jobs.job_id,
+        cast(null as {{ dbt.type_string() }}) as job_id_raw,
+        'kubernetes' as scheduler,
+        case
+            when event_jobs.last_event_type = 'end' then event_jobs.end_state
+            when event_jobs.last_event_type = 'preempt' then 'PREEMPTED'
+            when event_jobs.last_event_type = 'start' then 'RUNNING'
+            else 'PENDING'
+        end as state,
+        cast(null as {{ dbt.type_string() }}) as cancelled_by,
+        event_jobs.submit_at,
+        event_jobs.start_at,
+        event_jobs.end_at,
+        event_jobs.occupied_seconds,
+        event_attributes.time_limit_seconds,
+        coalesce(event_attributes.gpus_requested, event_attributes.gpus_allocated, 0) as gpus_requested,
+        coalesce(event_attributes.gpus_allocated, 0) as gpus_allocated,
+        event_jobs.restarts,
+        event_attributes.batch_id,
+        event_attributes.phase,
+        event_attributes.run_reason,
+        event_attributes.restart_of,
+        event_attributes.continues,
+        event_attributes.end_reason
+    from event_jobs
+    inner join event_attributes on event_jobs.job_id = event_attributes.job_id
+),
+
+slurm as (
+    select
+        job_id,
+        job_id_raw,
+        'slurm' as scheduler,
+        state,
+        cancelled_by,
+        submit_at,
+        start_at,
+        end_at,
+        case when start_at is not null and end_at is not null
+            then {{ seconds_between('start_at', 'end_at') }} else 0 end as occupied_seconds,
+        time_limit_seconds,
+        gpus_requested,
+        gpus_allocated,
+        restarts,
+        batch_id,
+        phase,
+        run_reason,
+        restart_of,
+        continues,
+        end_reason
+    from sacct
+)
+
+select * from slurm
+union all
+select * from kubernetes

@@ -1,0 +1,39 @@
+-- Training steps resolved to a registered batch and to the phase of the job that ran them (R7).
+-- The contract's rule: a step is counted into the model when it was committed and not discarded.
+with steps as (
+    select * from {{ ref('stg_steps__training_steps') }}
+),
+
+batches as (
+    select batch_id from {{ ref('stg_registry__batches') }}
+),
+
+jobs as (
+    select job_id, job_id_raw, phase from {{ ref('int_jobs_attributed') }}
+),
+
+job_aliases as (
+    select job_id as step_job_id, phase from jobs
+    union
+    select job_id_raw as step_job_id, phase from jobs
+    where job_id_raw is not null and job_id_raw <> job_id
+)
+
+select
+    coalesce(batches.batch_id, 'unattributed') as batch_id,
+    coalesce(job_aliases.phase, 'unlabelled') as phase,
+    steps.job_id,
+    steps.step_number,
+    steps.started_at,
+    steps.ended_at,
+    steps.step_seconds,
+    steps.is_committed,
+    steps.discarded_reason,
+    steps.is_committed and steps.discarded_reason is null as is_counted,
+    steps.samples,
+    steps.tokens,
+    steps.config_version,
+    steps.data_version
+from steps
+left join batches on steps.batch_id = batches.batch_id
+left join job_aliases on steps.job_id = job_aliases.step_job_id

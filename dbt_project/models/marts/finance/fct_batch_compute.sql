@@ -1,0 +1,1 @@
+{{ compute_rollup(['batch_id']) }}

@@ -1,0 +1,60 @@
+-- The internal GPU-hour price per month (R8), per available and per effective GPU-hour.
+with prices as (
+    select * from {{ ref('int_gpu_hour_prices_monthly') }}
+),
+
+usage as (
+    select
+        costs.month_start,
+        sum(costs.occupied_gpu_seconds) as occupied_gpu_seconds,
+        sum(costs.compute_cost) as compute_cost
+    from {{ ref('int_job_costs_monthly') }} as costs
+    group by costs.month_start
+),
+
+-- Effective time is measured per job; a job spanning months lends each month its share of occupied time.
+effective as (
+    select
+        costs.month_start,
+        sum(case when jobs.occupied_gpu_seconds > 0
+            then jobs.effective_compute_gpu_seconds * 1.0 * costs.occupied_gpu_seconds / jobs.occupied_gpu_seconds
+            else 0 end) as effective_compute_gpu_seconds
+    from {{ ref('int_job_costs_monthly') }} as costs
+    inner join {{ ref('int_jobs_costed') }} as jobs on costs.job_id = jobs.job_id
+    group by costs.month_start
+),
+
+joined as (
+    select
+        prices.*,
+        coalesce(usage.occupied_gpu_seconds, 0) as occupied_gpu_seconds,
+        coalesce(usage.compute_cost, 0) as compute_cost,
+        coalesce(effective.effective_compute_gpu_seconds, 0) as effective_compute_gpu_seconds
+    from prices
+    left join usage on prices.month_start = usage.month_start
+    left join effective on prices.month_start = effective.month_start
+)
+
+select
+    month_start,
+    hours_in_month,
+    gpus_in_service,
+    cast(available_gpu_seconds / 3600.0 as decimal(18, 4)) as available_gpu_hours,
+    depreciation_cost,
+    facility_cost,
+    cast(round(capacity_cost_unrounded, 2) as decimal(18, 2)) as capacity_cost,
+    cast(round(price_per_available_gpu_hour, 6) as decimal(18, 6)) as price_per_available_gpu_hour,
+    cast(occupied_gpu_seconds / 3600.0 as decimal(18, 4)) as occupied_gpu_hours,
+    cast(effective_compute_gpu_seconds / 3600.0 as decimal(18, 4)) as effective_compute_gpu_hours,
+    case when occupied_gpu_seconds > 0
+        then cast(round(effective_compute_gpu_seconds * 1.0 / occupied_gpu_seconds, 6) as decimal(18, 6))
+    end as measured_utilization,
+    case when available_gpu_seconds > 0
+        then cast(round(occupied_gpu_seconds * 1.0 / available_gpu_seconds, 6) as decimal(18, 6))
+    end as allocation_share,
+    case when effective_compute_gpu_seconds > 0
+        then cast(round(price_per_available_gpu_hour * occupied_gpu_seconds / effective_compute_gpu_seconds, 6)
+            as decimal(18, 6))
+    end as price_per_effective_gpu_hour,
+    cast(compute_cost as decimal(18, 2)) as compute_cost
+from joined

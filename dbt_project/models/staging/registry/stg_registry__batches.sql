@@ -1,0 +1,21 @@
+with source as (
+    select * from {{ source('raw', 'batch_registry') }}
+),
+
+renamed as (
+    select
+        batch_id,
+        project,
+        goal,
+        team,
+        data_version,
+        model_version,
+        code_version,
+        config_version,
+        contract_version,
+        source_file,
+        source_line
+    from source
+)
+
+select * from renamed

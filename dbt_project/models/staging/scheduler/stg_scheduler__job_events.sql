@@ -1,0 +1,25 @@
+with source as (
+    select * from {{ source('raw', 'scheduler_events') }}
+),
+
+renamed as (
+    select
+        job_id,
+        event as event_type,
+        {{ adapter.quote("at") }} as event_at,
+        gpus_requested,
+        gpus_allocated,
+        time_limit_s as time_limit_seconds,
+        state,
+        batch_id,
+        phase,
+        run_reason,
+        restart_of,
+        continues,
+        end_reason,
+        source_file,
+        source_line
+    from source
+)
+
+select * from renamed

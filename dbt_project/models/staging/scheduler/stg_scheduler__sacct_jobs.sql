@@ -1,0 +1,41 @@
+with source as (
+    select * from {{ source('raw', 'scheduler_jobs') }}
+),
+
+renamed as (
+    select
+        job_id,
+        job_id_raw,
+        allocation_id,
+        step_name,
+        record_type,
+        job_name,
+        account,
+        partition as partition_name,
+        user_name,
+        state,
+        cancelled_by,
+        exit_code,
+        failed_node,
+        restarts,
+        submit_at,
+        start_at,
+        end_at,
+        elapsed_seconds,
+        time_limit_seconds,
+        gpus_requested,
+        gpus_allocated,
+        node_count,
+        node_list,
+        batch_id,
+        phase,
+        run_reason,
+        restart_of,
+        continues,
+        end_reason,
+        source_file,
+        source_line
+    from source
+)
+
+select * from renamed

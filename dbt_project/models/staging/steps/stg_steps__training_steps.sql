@@ -1,0 +1,24 @@
+with source as (
+    select * from {{ source('raw', 'training_steps') }}
+),
+
+renamed as (
+    select
+        batch_id,
+        job_id,
+        step as step_number,
+        started_at,
+        ended_at,
+        {{ seconds_between('started_at', 'ended_at') }} as step_seconds,
+        committed as is_committed,
+        discarded_reason,
+        samples,
+        tokens,
+        config_version,
+        data_version,
+        source_file,
+        source_line
+    from source
+)
+
+select * from renamed

@@ -1,0 +1,20 @@
+with source as (
+    select * from {{ source('raw', 'device_samples') }}
+),
+
+renamed as (
+    select
+        {{ adapter.quote("timestamp") }} as sampled_at,
+        hostname,
+        gpu as gpu_index,
+        job_id,
+        {{ adapter.quote("DCGM_FI_PROF_GR_ENGINE_ACTIVE") }} as gr_engine_active,
+        {{ adapter.quote("DCGM_FI_PROF_SM_ACTIVE") }} as sm_active,
+        {{ adapter.quote("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE") }} as tensor_active,
+        {{ adapter.quote("DCGM_FI_PROF_NVLINK_TX_BYTES") }} as nvlink_tx_bytes_per_second,
+        {{ adapter.quote("DCGM_FI_PROF_NVLINK_RX_BYTES") }} as nvlink_rx_bytes_per_second,
+        {{ adapter.quote("DCGM_FI_DEV_POWER_USAGE") }} as power_watts
+    from source
+)
+
+select * from renamed
