@@ -1,0 +1,27 @@
+"""The single entry point Dagster loads (workspace.yaml): every asset, check, job, schedule and resource.
+
+Paths come from the environment when a run launches (``COST_LANDING_DIR``, ``COST_WAREHOUSE``), never at import.
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+from dagster_dbt import DbtCliResource
+
+from cost_pipeline.defs.dbt import cost_models, dbt_executable, dbt_project
+from cost_pipeline.defs.ingest import ingest_assets
+from cost_pipeline.defs.resources import LandingZone, Warehouse
+from cost_pipeline.defs.schedules import nightly_cost_refresh, nightly_cost_refresh_job
+
+defs = dg.Definitions(
+    assets=[*ingest_assets, cost_models],
+    jobs=[nightly_cost_refresh_job],
+    schedules=[nightly_cost_refresh],
+    resources={
+        "landing": LandingZone(path=dg.EnvVar("COST_LANDING_DIR")),
+        "warehouse": Warehouse(path=dg.EnvVar("COST_WAREHOUSE")),
+        "dbt": DbtCliResource(project_dir=dbt_project, dbt_executable=dbt_executable()),
+    },
+    # DuckDB allows one writer process per file: every step of a run executes in one process, in order.
+    executor=dg.in_process_executor,
+)

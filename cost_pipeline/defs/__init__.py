@@ -1,0 +1,1 @@
+"""Dagster definitions, one module per concern; assembled in cost_pipeline/definitions.py."""

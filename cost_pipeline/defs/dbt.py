@@ -1,0 +1,53 @@
+"""The dbt project as Dagster assets: every model is an asset, every dbt test an asset check.
+
+The manifest is prepared explicitly (``cost-pipeline prepare``, the CLI, the test session) or by
+``dagster dev`` through ``prepare_if_dev``; importing this module never runs dbt otherwise.
+"""
+
+import os
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtCliResource, DbtProject, dbt_assets
+
+from cost_pipeline.defs.resources import Warehouse
+
+DBT_PROJECT_DIR = Path(__file__).resolve().parents[2] / "dbt_project"
+
+dbt_project = DbtProject(project_dir=DBT_PROJECT_DIR, profiles_dir=DBT_PROJECT_DIR)
+dbt_project.prepare_if_dev()
+
+
+def dbt_executable() -> str:
+    """The dbt installed beside this interpreter (a venv need not be on PATH), else the one on PATH."""
+    beside = Path(sys.executable).parent / "dbt"
+    return str(beside) if beside.exists() else (shutil.which("dbt") or "dbt")
+
+
+class CostDbtTranslator(DagsterDbtTranslator):
+    """Models keyed by schema and name (["marts", "fct_batch_compute"]) and grouped by layer."""
+
+    def get_asset_key(self, dbt_resource_props: Mapping[str, Any]) -> dg.AssetKey:
+        if dbt_resource_props["resource_type"] in ("model", "snapshot"):
+            return dg.AssetKey([dbt_resource_props["config"]["schema"], dbt_resource_props["name"]])
+        return super().get_asset_key(dbt_resource_props)
+
+    def get_group_name(self, dbt_resource_props: Mapping[str, Any]) -> str | None:
+        if dbt_resource_props["resource_type"] == "model":
+            return dbt_resource_props["config"]["schema"]
+        return super().get_group_name(dbt_resource_props)
+
+
+@dbt_assets(
+    manifest=dbt_project.manifest_path,
+    project=dbt_project,
+    dagster_dbt_translator=CostDbtTranslator(settings=DagsterDbtTranslatorSettings(enable_asset_checks=True)),
+)
+def cost_models(context: dg.AssetExecutionContext, dbt: DbtCliResource, warehouse: Warehouse):
+    # dbt runs in its own process from the project folder: hand it the warehouse as an absolute path.
+    os.environ["COST_WAREHOUSE"] = str(warehouse.file)
+    yield from dbt.cli(["build"], context=context).stream()

@@ -1,0 +1,130 @@
+"""One ingest asset per landing source, keyed as the dbt source it feeds (["raw", <table>]).
+
+Validation results are asset checks: ``rows_conserved`` (blocking: rows in must equal rows staged plus
+rows quarantined) and ``no_quarantined_rows`` (a warning that names files, lines and rules, never values).
+"""
+
+import dagster as dg
+
+from cost_pipeline.contract import load_contract
+from cost_pipeline.defs.resources import LandingZone, Warehouse
+from cost_pipeline.ingest.contract_tables import load_contract_tables
+from cost_pipeline.ingest.sources import SacctOptions, load_source, sources
+from cost_pipeline.ingest.telemetry import load_device_samples
+from cost_pipeline.ingest.warehouse import IngestReport
+
+GROUP = "ingest"
+
+
+def _check_specs(table: str) -> list[dg.AssetCheckSpec]:
+    key = dg.AssetKey(["raw", table])
+    return [
+        dg.AssetCheckSpec("rows_conserved", asset=key, blocking=True,
+                          description="Rows in = rows staged + rows quarantined, for every file."),
+        dg.AssetCheckSpec("no_quarantined_rows", asset=key,
+                          description="Warns when any row broke the definitions contract (see raw.quarantine)."),
+    ]
+
+
+def report_result(context: dg.AssetExecutionContext, report: IngestReport) -> dg.MaterializeResult:
+    """Turn an ingest report into metadata and check results: counts and rule names only."""
+    for example in report.examples:
+        context.log.warning(f"quarantined: {example}")
+    by_rule = dict(sorted(report.by_rule.items()))
+    metadata = {
+        "files": report.files,
+        "rows_in": report.rows_in,
+        "rows_staged": report.rows_staged,
+        "rows_quarantined": report.rows_quarantined,
+        "quarantined_by_rule": dg.MetadataValue.json(by_rule),
+    }
+    return dg.MaterializeResult(
+        metadata=metadata,
+        check_results=[
+            dg.AssetCheckResult(
+                check_name="rows_conserved", passed=report.conserved,
+                metadata={"rows_in": report.rows_in, "rows_staged": report.rows_staged,
+                          "rows_quarantined": report.rows_quarantined}),
+            dg.AssetCheckResult(
+                check_name="no_quarantined_rows", passed=report.rows_quarantined == 0,
+                severity=dg.AssetCheckSeverity.WARN,
+                metadata={"rows_quarantined": report.rows_quarantined,
+                          "quarantined_by_rule": dg.MetadataValue.json(by_rule)}),
+        ],
+    )
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(["raw", "contract_enumerations"], group_name=GROUP, kinds={"duckdb"},
+                     description="Every shipped definitions-contract version's enumerations (R3)."),
+        dg.AssetSpec(["raw", "contract_parameters"], group_name=GROUP, kinds={"duckdb"},
+                     description="Every shipped definitions-contract version's numeric parameters (R3)."),
+    ],
+)
+def contract_tables(warehouse: Warehouse):
+    con = warehouse.connect()
+    try:
+        counts = load_contract_tables(con)
+    finally:
+        con.close()
+    yield dg.MaterializeResult(asset_key=["raw", "contract_enumerations"], metadata={"rows": counts["enumerations"]})
+    yield dg.MaterializeResult(asset_key=["raw", "contract_parameters"], metadata={"rows": counts["parameters"]})
+
+
+class SchedulerIngestConfig(dg.Config):
+    """How the sacct exports were written: ``|`` with a header line unless told otherwise."""
+
+    sacct_delimiter: str = "|"
+    sacct_fields: list[str] | None = None
+
+
+def _load(context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse, name: str,
+          options: SacctOptions = SacctOptions()) -> dg.MaterializeResult:
+    con = warehouse.connect()
+    try:
+        report = load_source(con, landing.root, sources(options)[name], load_contract())
+    finally:
+        con.close()
+    return report_result(context, report)
+
+
+def _source_asset(name: str, description: str) -> dg.AssetsDefinition:
+    @dg.asset(name=name, key_prefix=["raw"], group_name=GROUP, kinds={"duckdb"}, description=description,
+              check_specs=_check_specs(name))
+    def _ingest(context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse) -> dg.MaterializeResult:
+        return _load(context, landing, warehouse, name)
+
+    return _ingest
+
+
+@dg.asset(key=["raw", "scheduler_jobs"], group_name=GROUP, kinds={"duckdb"}, check_specs=_check_specs("scheduler_jobs"),
+          description="Slurm sacct --parsable2 exports (I1): scheduler/*.sacct|txt|psv.")
+def scheduler_jobs(context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse,
+                   config: SchedulerIngestConfig) -> dg.MaterializeResult:
+    fields = tuple(config.sacct_fields) if config.sacct_fields else None
+    return _load(context, landing, warehouse, "scheduler_jobs", SacctOptions(config.sacct_delimiter, fields))
+
+
+_DESCRIPTIONS = {
+    "batch_registry": "The batch registry (I10): registry/batches*.csv.",
+    "scheduler_events": "Kubernetes-style job events (I1): scheduler/*.jsonl.",
+    "training_steps": "Training-step records (I3): steps/*.jsonl.",
+    "ledger_purchases": "Procurement ledger (I5): ledger/purchases*.csv.",
+    "ledger_facility": "Monthly facility costs (I5): ledger/facility*.csv.",
+}
+source_assets = [scheduler_jobs, *(_source_asset(name, text) for name, text in _DESCRIPTIONS.items())]
+
+
+@dg.asset(key=["raw", "device_samples"], group_name=GROUP, kinds={"duckdb"}, check_specs=_check_specs("device_samples"),
+          description="DCGM device samples (I2): telemetry/*.csv|parquet, loaded and validated inside DuckDB.")
+def device_samples(context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse) -> dg.MaterializeResult:
+    con = warehouse.connect()
+    try:
+        report = load_device_samples(con, landing.root)
+    finally:
+        con.close()
+    return report_result(context, report)
+
+
+ingest_assets: list[dg.AssetsDefinition] = [contract_tables, *source_assets, device_samples]

@@ -1,0 +1,19 @@
+"""The nightly refresh of every asset: ingest, then every dbt model and test."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+nightly_cost_refresh_job = dg.define_asset_job(
+    "nightly_cost_refresh_job",
+    selection=dg.AssetSelection.all(),
+    description="Load every landing source, validate it against the contract, rebuild every mart.",
+)
+
+nightly_cost_refresh = dg.ScheduleDefinition(
+    name="nightly_cost_refresh",
+    job=nightly_cost_refresh_job,
+    cron_schedule="0 2 * * *",
+    execution_timezone="UTC",
+    default_status=dg.DefaultScheduleStatus.RUNNING,
+)
