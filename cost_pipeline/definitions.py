@@ -8,7 +8,8 @@ from __future__ import annotations
 import dagster as dg
 from dagster_dbt import DbtCliResource
 
-from cost_pipeline.defs.dbt import cost_models, dbt_executable, dbt_project
+from cost_pipeline.dbt_setup import dbt_executable, dbt_project
+from cost_pipeline.defs.dbt import cost_models
 from cost_pipeline.defs.ingest import ingest_assets
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.defs.schedules import nightly_cost_refresh, nightly_cost_refresh_job

@@ -5,27 +5,16 @@ The manifest is prepared explicitly (``cost-pipeline prepare``, the CLI, the tes
 """
 
 import os
-import shutil
-import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtCliResource, DbtProject, dbt_assets
+from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtCliResource, dbt_assets
 
+from cost_pipeline.dbt_setup import dbt_project
 from cost_pipeline.defs.resources import Warehouse
 
-DBT_PROJECT_DIR = Path(__file__).resolve().parents[2] / "dbt_project"
-
-dbt_project = DbtProject(project_dir=DBT_PROJECT_DIR, profiles_dir=DBT_PROJECT_DIR)
 dbt_project.prepare_if_dev()
-
-
-def dbt_executable() -> str:
-    """The dbt installed beside this interpreter (a venv need not be on PATH), else the one on PATH."""
-    beside = Path(sys.executable).parent / "dbt"
-    return str(beside) if beside.exists() else (shutil.which("dbt") or "dbt")
 
 
 class CostDbtTranslator(DagsterDbtTranslator):

@@ -1,0 +1,103 @@
+"""``cost-pipeline``: run the nightly job on the demo scenario or on real exports, from a terminal."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import duckdb
+
+from cost_pipeline.demo import write_demo_landing
+
+BATCH_COLUMNS = (
+    ("batch_id", "batch", 13), ("jobs", "jobs", 5), ("requested_gpu_hours", "requested h", 12),
+    ("occupied_gpu_hours", "occupied h", 11), ("effective_compute_gpu_hours", "effective h", 12),
+    ("comm_wait_gpu_hours", "comm wait h", 12), ("idle_gpu_hours", "idle h", 9),
+    ("unobserved_gpu_hours", "unobserved h", 13), ("failed_gpu_hours", "failed h", 9),
+    ("rerun_gpu_hours", "rerun h", 8), ("steps_run", "steps", 6), ("steps_counted", "counted", 8),
+    ("compute_cost", "compute cost", 13), ("cost_per_counted_step", "per step", 10),
+    ("cost_per_effective_gpu_hour", "per eff. h", 11),
+)
+
+
+def run_pipeline(landing: Path, warehouse: Path) -> bool:
+    """Materialise every asset (the nightly job) in this process; returns whether the run succeeded."""
+    os.environ["COST_LANDING_DIR"] = str(landing.resolve())
+    os.environ["COST_WAREHOUSE"] = str(warehouse.resolve())
+    from cost_pipeline.dbt_setup import prepare_manifest
+
+    prepare_manifest()
+    import dagster as dg
+
+    from cost_pipeline.definitions import defs
+
+    instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
+    result = defs.resolve_job_def("nightly_cost_refresh_job").execute_in_process(instance=instance)
+    return result.success
+
+
+def _format(value: object, width: int) -> str:
+    text = "" if value is None else (f"{value:,.2f}" if isinstance(value, float) else str(value))
+    return text.rjust(width)
+
+
+def report(warehouse: Path, out=sys.stdout) -> None:
+    """Print the quarantine (file, line, rule) and the per-batch compute table."""
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        quarantined = con.execute(
+            "select source, source_file, line, rule, message from raw.quarantine order by source, source_file, line"
+        ).fetchall()
+        names = ", ".join(c for c, _, _ in BATCH_COLUMNS)
+        rows = con.execute(
+            f"select {names} from marts.fct_batch_compute order by batch_id = 'unattributed', batch_id").fetchall()
+    finally:
+        con.close()
+    if quarantined:
+        print(f"\n{len(quarantined)} row(s) quarantined (see raw.quarantine):", file=out)
+        for source, source_file, line, rule, message in quarantined[:20]:
+            print(f"  [{source}] {source_file}, line {line}: rule {rule}: {message}", file=out)
+    print("\nCompute bill per batch (marts.fct_batch_compute):", file=out)
+    print(" ".join(title.rjust(width) for _, title, width in BATCH_COLUMNS), file=out)
+    for row in rows:
+        print(" ".join(_format(v, w) for v, (_, _, w) in zip(row, BATCH_COLUMNS, strict=True)), file=out)
+    print(f"\nWarehouse: {warehouse}  (schemas raw, staging, intermediate, marts)", file=out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="cost-pipeline", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    demo = commands.add_parser("demo", help="write the built-in scenario, run the nightly job on it, print the bill")
+    demo.add_argument("--dir", type=Path, default=Path("demo"), help="where to write landing/ and warehouse.duckdb")
+    run = commands.add_parser("run", help="run the nightly job on a landing folder of real exports")
+    run.add_argument("--landing", type=Path, required=True, help="landing folder, one sub-folder per source")
+    run.add_argument("--warehouse", type=Path, required=True, help="DuckDB warehouse file (created if missing)")
+    commands.add_parser("prepare", help="parse the dbt project (writes dbt_project/target/manifest.json)")
+    args = parser.parse_args(argv)
+
+    if args.command == "prepare":
+        from cost_pipeline.dbt_setup import prepare_manifest
+
+        print(prepare_manifest())
+        return 0
+    if args.command == "demo":
+        landing = write_demo_landing(args.dir / "landing")
+        warehouse = args.dir / "warehouse.duckdb"
+    else:
+        landing, warehouse = args.landing, args.warehouse
+        if not landing.is_dir():
+            print(f"cost-pipeline: landing folder {landing} does not exist", file=sys.stderr)
+            return 2
+    ok = run_pipeline(landing, warehouse)
+    if warehouse.exists():
+        report(warehouse)
+    if not ok:
+        print("cost-pipeline: the run failed; see the messages above", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
