@@ -106,45 +106,67 @@ def _stage_parquet(con: duckdb.DuckDBPyConnection, path: Path) -> list[Rejection
 
 
 def load_device_samples(con: duckdb.DuckDBPyConnection, landing_dir: Path) -> IngestReport:
-    """Replace ``raw.device_samples`` from every telemetry file, quarantining what breaks the contract."""
+    """Replace ``raw.device_samples`` from every telemetry file, quarantining what breaks the contract.
+
+    Files are read and checked into connection-local temporary tables first, so an unreadable file costs
+    only itself; the raw table, quarantine and file ledger then change together in one short transaction.
+    """
     report = IngestReport(SOURCE)
     folder = landing_dir / FOLDER
     paths = sorted({p for pattern in PATTERNS for p in folder.glob(pattern) if p.is_file()})
     failed_rule, failed_message = _failed_rule_sql()
+    columns = ", ".join(quote(n) for n, _ in DEVICE_SAMPLE_COLUMNS)
+    con.execute(f"""
+        create or replace temp table checked_samples as
+        select cast(null as varchar) as source_file, cast(null as varchar) as file_sha256, cast(null as bigint) as line,
+               {_typed_select()}, cast(null as varchar) as failed_rule, cast(null as varchar) as failed_message
+        from (select {", ".join(f"null as {quote(n)}" for n, _ in DEVICE_SAMPLE_COLUMNS)}) where false
+    """)
+    files: list[tuple[str, str, list[Rejection]]] = []
+    for path in paths:
+        source_file = path.relative_to(landing_dir).as_posix()
+        sha = file_sha256(path)
+        try:
+            broken = _stage_parquet(con, path) if path.suffix == ".parquet" else _stage_csv(con, path)
+        except (ValueError, duckdb.Error) as error:
+            message = str(error).splitlines()[0] if isinstance(error, ValueError) else "file is not readable"
+            files.append((source_file, sha, [Rejection(0, "file_format", message)]))
+            continue
+        con.execute(
+            f"insert into checked_samples select ?, ?, line, {_typed_select()}, {failed_rule}, {failed_message} "
+            "from landing_samples",
+            [source_file, sha],
+        )
+        files.append((source_file, sha, broken))
+    for table in ("landing_text", "landing_samples", "landing_rejects", "landing_scan"):
+        con.execute(f"drop table if exists {table}")
+
     begin_source(con, SOURCE)
     try:
         con.execute(raw_table_ddl(SOURCE, DEVICE_SAMPLE_COLUMNS))
-        for path in paths:
-            source_file = path.relative_to(landing_dir).as_posix()
-            sha = file_sha256(path)
-            try:
-                broken = _stage_parquet(con, path) if path.suffix == ".parquet" else _stage_csv(con, path)
-            except (ValueError, duckdb.Error) as error:
-                message = str(error).splitlines()[0] if isinstance(error, ValueError) else "file is not readable"
-                record_file(con, SOURCE, source_file, sha, 1, 0, [Rejection(0, "file_format", message)], report)
-                continue
-            con.execute(f"""
-                create or replace temp table landing_checked as
-                select line, {_typed_select()}, {failed_rule} as failed_rule, {failed_message} as failed_message
-                from landing_samples
-            """)
-            columns = ", ".join(quote(n) for n, _ in DEVICE_SAMPLE_COLUMNS)
-            con.execute(
-                f"insert into raw.device_samples select {columns}, ? as source_file, line, ? as file_sha256 "
-                "from landing_checked where failed_rule is null order by line",
-                [source_file, sha],
-            )
-            staged, = con.execute("select count(*) from landing_checked where failed_rule is null").fetchone()
-            rule_rows = con.execute(
-                "select line, failed_rule, failed_message from landing_checked where failed_rule is not null "
-                "order by line").fetchall()
-            rejections = sorted(broken + [Rejection(int(line), rule, message) for line, rule, message in rule_rows],
-                                key=lambda r: r.line)
-            record_file(con, SOURCE, source_file, sha, staged + len(rejections), staged, rejections, report)
-        for table in ("landing_text", "landing_samples", "landing_checked", "landing_rejects", "landing_scan"):
-            con.execute(f"drop table if exists {table}")
+        con.execute(f"insert into raw.device_samples select {columns}, source_file, line, file_sha256 "
+                    "from checked_samples where failed_rule is null order by source_file, line")
+        con.execute("insert into raw.quarantine select 'device_samples', source_file, file_sha256, line, failed_rule, "
+                    "failed_message, null from checked_samples where failed_rule is not null")
+        counts = {f: (staged, failed) for f, staged, failed in con.execute(
+            "select source_file, count(*) filter (where failed_rule is null), "
+            "count(*) filter (where failed_rule is not null) from checked_samples group by source_file").fetchall()}
+        examples = con.execute(
+            "select source_file, line, failed_rule, failed_message from checked_samples where failed_rule is not null "
+            "order by source_file, line limit 20").fetchall()
+        by_rule = con.execute("select failed_rule, count(*) from checked_samples where failed_rule is not null "
+                              "group by failed_rule").fetchall()
+        for source_file, sha, rejections in files:
+            staged, failed = counts.get(source_file, (0, 0))
+            record_file(con, SOURCE, source_file, sha, staged + failed + len(rejections), staged, rejections, report,
+                        checked_in_database=failed)
+        report.by_rule.update(dict(by_rule))
+        report.rows_quarantined += sum(failed for _, failed in counts.values())
+        report.examples.extend(Rejection(line, rule, message).describe(f) for f, line, rule, message in examples)
         con.execute("commit")
     except BaseException:
         con.execute("rollback")
         raise
+    finally:
+        con.execute("drop table if exists checked_samples")
     return report

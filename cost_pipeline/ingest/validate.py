@@ -54,7 +54,8 @@ def validate_rows(parsed: ParsedFile, schema: SourceSchema) -> pd.DataFrame:
         for line in valid.index[duplicated]:
             rejected[int(line)] = Rejection(int(line), f"{key}.unique", f"{key} repeats an earlier row")
         valid = valid[~duplicated]
-    parsed.rejections.extend(sorted(rejected.values(), key=lambda r: r.line))
+    parsed.rejections.extend(rejected.values())
+    parsed.rejections.sort(key=lambda r: r.line)
     valid = valid.copy()
     valid["source_line"] = valid.index.astype("int64")
     return valid.reset_index(drop=True)

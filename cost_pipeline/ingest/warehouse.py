@@ -96,14 +96,19 @@ def begin_source(con: duckdb.DuckDBPyConnection, source: str) -> None:
 
 
 def record_file(con: duckdb.DuckDBPyConnection, source: str, source_file: str, sha256: str, rows_in: int,
-                staged: int, rejections: Sequence[Rejection], report: IngestReport) -> None:
+                staged: int, rejections: Sequence[Rejection], report: IngestReport,
+                checked_in_database: int = 0) -> None:
+    """Write a file's quarantined lines and its ledger row.
+
+    ``checked_in_database`` counts rows the caller already quarantined with SQL (device samples).
+    """
     if rejections:
         con.executemany(
             "insert into raw.quarantine values (?, ?, ?, ?, ?, ?, ?)",
             [[source, source_file, sha256, r.line, r.rule, r.message, r.raw] for r in rejections],
         )
     con.execute("insert into raw.ingested_files values (?, ?, ?, ?, ?, ?)",
-                [source, source_file, sha256, rows_in, staged, len(rejections)])
+                [source, source_file, sha256, rows_in, staged, len(rejections) + checked_in_database])
     report.add_file(source_file, rows_in, staged, rejections)
 
 
