@@ -11,10 +11,13 @@ from typing import Any
 import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtCliResource, dbt_assets
 
-from cost_pipeline.dbt_setup import dbt_project
+from cost_pipeline.dbt_setup import dbt_project, prepare_manifest
 from cost_pipeline.defs.resources import Warehouse
 
-dbt_project.prepare_if_dev()
+# Under `dagster dev` the manifest is rebuilt at load so model edits show at once. dagster-dbt's own preparer
+# looks for dbt on PATH, which an unactivated venv lacks; prepare_manifest uses the dbt beside this Python.
+if dbt_project.preparer.using_dagster_dev():
+    prepare_manifest()
 
 
 class CostDbtTranslator(DagsterDbtTranslator):

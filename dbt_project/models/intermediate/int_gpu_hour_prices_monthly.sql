@@ -72,11 +72,12 @@ capacity as (
 
 select
     month_bounds.month_start,
-    {{ seconds_between('month_bounds.month_from', 'month_bounds.month_until') }} / 3600 as hours_in_month,
-    coalesce(capacity.gpus_in_service, 0) as gpus_in_service,
+    cast({{ seconds_between('month_bounds.month_from', 'month_bounds.month_until') }} / 3600 as integer)
+        as hours_in_month,
+    cast(coalesce(capacity.gpus_in_service, 0) as integer) as gpus_in_service,
     coalesce(capacity.available_gpu_seconds, 0) as available_gpu_seconds,
     cast(round(coalesce(capacity.depreciation_cost, 0), 2) as decimal(18, 2)) as depreciation_cost,
-    coalesce(facility.facility_cost, cast(0 as decimal(18, 2))) as facility_cost,
+    cast(coalesce(facility.facility_cost, 0) as decimal(18, 2)) as facility_cost,
     coalesce(capacity.depreciation_cost, 0) + coalesce(facility.facility_cost, 0) as capacity_cost_unrounded,
     case when coalesce(capacity.available_gpu_seconds, 0) > 0
         then (coalesce(capacity.depreciation_cost, 0) + coalesce(facility.facility_cost, 0))

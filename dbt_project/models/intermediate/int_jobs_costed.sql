@@ -10,7 +10,7 @@ utilization as (
 costs as (
     select
         job_id,
-        sum(compute_cost) as compute_cost,
+        cast(sum(compute_cost) as decimal(18, 2)) as compute_cost,
         max(case when is_unpriced then 1 else 0 end) as has_unpriced_month
     from {{ ref('int_job_costs_monthly') }}
     group by job_id

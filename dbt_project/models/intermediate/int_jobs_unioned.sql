@@ -30,7 +30,7 @@ event_jobs as (
         sum(case when event_type = 'start' and next_event_at is not null
             then {{ seconds_between('event_at', 'next_event_at') }} else 0 end) as occupied_seconds,
         -- Every start after the first is a restart (after a preemption or a requeue).
-        sum(case when event_type = 'start' then 1 else 0 end) - 1 as restarts,
+        cast(sum(case when event_type = 'start' then 1 else 0 end) - 1 as integer) as restarts,
         max(case when recency = 1 then event_type end) as last_event_type,
         max(case when event_type = 'end' and recency = 1 then state end) as end_state
     from event_sequence

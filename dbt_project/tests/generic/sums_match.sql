@@ -1,0 +1,26 @@
+{#-
+    Reconciliation: the total of column_name over model must equal the total of compare_column over
+    compare_model (for example every batch's compute cost adds up to the cost of all runs). Returns one row,
+    with both totals, when they differ by more than tolerance; an empty model counts as a total of zero.
+    Money compares exactly (tolerance 0); hours rounded per row to 4 decimals may need a small tolerance.
+-#}
+{% test sums_match(model, column_name, compare_model, compare_column, tolerance=0) %}
+
+with model_total as (
+    select coalesce(sum({{ column_name }}), 0) as total
+    from {{ model }}
+),
+
+compare_total as (
+    select coalesce(sum({{ compare_column }}), 0) as total
+    from {{ compare_model }}
+)
+
+select
+    model_total.total as model_total,
+    compare_total.total as compare_total
+from model_total
+cross join compare_total
+where abs(model_total.total - compare_total.total) > {{ tolerance }}
+
+{% endtest %}
