@@ -12,7 +12,7 @@ import pytest
 
 from cost_pipeline.contract import Contract, load_contract
 from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS, training_steps
-from cost_pipeline.defs.ingest import device_samples, scheduler_jobs, source_assets
+from cost_pipeline.defs.ingest import device_samples, source_assets
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.ingest.records import ParsedFile
 from cost_pipeline.ingest.validate import validate_rows

@@ -112,7 +112,8 @@ def test_messy_sacct_rows_parse_or_quarantine():
         (8, "start_timestamp"), (9, "sacct_field_count"), (10, "end_not_before_start")]
     rows = {r["job_id"]: r for r in parsed.rows}
     assert rows["1234.batch"]["record_type"] == "step" and rows["1234.batch"]["allocation_id"] == "1234"
-    assert rows["1235"]["start_at"] is None and rows["1235"]["node_list"] is None and rows["1235"]["gpus_allocated"] == 0
+    assert rows["1235"]["start_at"] is None and rows["1235"]["node_list"] is None
+    assert rows["1235"]["gpus_allocated"] == 0
     assert rows["1236"]["end_at"] is None and rows["1236"]["time_limit_seconds"] is None
     assert rows["1237"]["cancelled_by"] == "10304007" and rows["1237"]["elapsed_seconds"] == 102_824
     assert rows["5908801_3"]["job_id_raw"] == "5908804"

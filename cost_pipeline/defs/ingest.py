@@ -118,7 +118,8 @@ source_assets = [scheduler_jobs, *(_source_asset(name, text) for name, text in _
 
 @dg.asset(key=["raw", "device_samples"], group_name=GROUP, kinds={"duckdb"}, check_specs=_check_specs("device_samples"),
           description="DCGM device samples (I2): telemetry/*.csv|parquet, loaded and validated inside DuckDB.")
-def device_samples(context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse) -> dg.MaterializeResult:
+def device_samples(context: dg.AssetExecutionContext, landing: LandingZone,
+                   warehouse: Warehouse) -> dg.MaterializeResult:
     con = warehouse.connect()
     try:
         report = load_device_samples(con, landing.root)
