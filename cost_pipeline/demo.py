@@ -1,5 +1,7 @@
 """The built-in demo scenario, written as the real exports it stands for.
 
+Serving (a month of requests, replicas, tasks and their outcomes) is described at ``serving_tasks``.
+
 Two model versions trained by RL over six days of November 2026 on a small owned cluster (two 8-GPU
 servers): exploration jobs, a node failure and its restart, a configuration error, discarded steps,
 validation (with one evaluation rework) and analysis jobs, plus the messes real exports carry (sacct step
@@ -188,6 +190,80 @@ def _step_records() -> list[dict[str, object]]:
     return records
 
 
+# Serving, November 2026: a large model on 8 GPUs at an agreed 4.00 per GPU-hour and a small one on 2 owned GPUs
+# at the internal price (blank), plus the month's other serving costs.
+SERVING_REPLICAS = [["R-L1", "assistant-large", 8, "2026-11-01T00:00:00", "2026-12-01T00:00:00", "4.00"],
+                    ["R-S1", "assistant-small", 2, "2026-11-01T00:00:00", "2026-12-01T00:00:00", ""]]
+SERVING_MONTHLY = [["2026-11", "cpu_memory", "1200.00"], ["2026-11", "network_storage", "800.00"],
+                   ["2026-11", "facility_power", "1500.00"], ["2026-11", "operations", "2000.00"]]
+TENANTS = (("acme", "support"), ("globex", "legal"), ("initech", "support"))
+INPUT_TOKENS = (300, 1200, 4000, 10000)
+OUTPUT_TOKENS = (100, 300, 900, 2500)
+HUMAN_MINUTES, HUMAN_RATE = 6, "60.00"
+
+
+def _latency_tier(latency_ms: int) -> str:
+    return "interactive" if latency_ms < 2000 else "standard" if latency_ms < 10000 else "batch"
+
+
+def serving_tasks() -> list[tuple[str, str, list[tuple[str, str, str | None, bool]], bool, str]]:
+    """(task id, category, attempts as (model, status, escalated_to, human_handoff), succeeded, judged_by).
+
+    Tasks routed to the small model first: 50% right at once, 20% right on a retry, 10% escalated to the
+    large model, 10% handed to a person, 10% failed after an error and a timeout. Tasks routed to the large
+    model: 90% right at once, 10% failed.
+    """
+    small, large = "assistant-small", "assistant-large"
+    tasks = []
+    for i in range(600):
+        task_id, category = f"T{i + 1:04d}", ("faq", "summarise")[i % 2]
+        kind = i % 10
+        if i < 400:
+            attempts, succeeded, judge = {
+                **dict.fromkeys(range(5), ([(small, "completed", None, False)], True, "evaluator")),
+                **dict.fromkeys((5, 6), ([(small, "completed", None, False), (small, "completed", None, False)],
+                                         True, "evaluator")),
+                7: ([(small, "completed", large, False), (large, "completed", None, False)], True, "evaluator"),
+                8: ([(small, "completed", None, True)], True, "human"),
+                9: ([(small, "failed", None, False), (small, "timeout", None, False)], False, "evaluator"),
+            }[kind]
+        else:
+            attempts, succeeded, judge = (([(large, "completed", None, False)], True, "evaluator") if kind < 9
+                                          else ([(large, "completed", None, False)], False, "evaluator"))
+        tasks.append((task_id, category, attempts, succeeded, judge))
+    return tasks
+
+
+def _write_serving(landing: Path) -> None:
+    _write_csv(landing / "serving" / "replicas.csv",
+               ["replica_id", "model", "gpus", "started_at", "ended_at", "gpu_hour_price"], SERVING_REPLICAS)
+    _write_csv(landing / "serving" / "monthly_costs.csv", ["month", "item", "amount"], SERVING_MONTHLY)
+    requests, outcomes = [], []
+    for number, (task_id, category, attempts, succeeded, judge) in enumerate(serving_tasks()):
+        tenant, business_line = TENANTS[number % 3]
+        for attempt, (model, status, escalated_to, handoff) in enumerate(attempts, start=1):
+            output = OUTPUT_TOKENS[(number // 4) % 4] if status == "completed" else 0
+            latency = 400 + 4 * output
+            requests.append({
+                "request_id": f"{task_id}-{attempt}",
+                "requested_at": (datetime(2026, 11, 1) + timedelta(minutes=number * 70 + attempt)).isoformat(),
+                "model": model, "tenant": tenant, "business_line": business_line,
+                "input_tokens": INPUT_TOKENS[number % 4], "output_tokens": output,
+                "cache_hit": number % 3 == 0, "latency_ms": latency, "latency_tier": _latency_tier(latency),
+                "status": status, "task_id": task_id, "attempt": attempt, "escalated_to": escalated_to,
+                "human_handoff": handoff,
+            })
+        human = judge == "human"
+        outcomes.append([task_id, category, str(succeeded).lower(), judge, HUMAN_MINUTES if human else "",
+                         HUMAN_RATE if human else ""])
+    path = landing / "requests" / "requests_2026-11.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in requests), encoding="utf-8")
+    _write_csv(landing / "tasks" / "outcomes.csv",
+               ["task_id", "task_category", "succeeded", "judged_by", "human_minutes", "human_cost_per_hour"],
+               outcomes)
+
+
 def _write_csv(path: Path, header: list[str], rows: list[list[object]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as handle:
@@ -233,4 +309,5 @@ def write_demo_landing(landing: Path) -> Path:
     _write_csv(landing / "ledger" / "facility.csv", ["month", "item", "amount", "currency"],
                [[m, item, amount, "USD"] for m in ("2026-10", "2026-11")
                 for item, amount in (("rent", "2016.00"), ("power", "1152.00"), ("network", "288.00"))])
+    _write_serving(landing)
     return landing

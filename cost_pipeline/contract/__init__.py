@@ -56,20 +56,26 @@ class Contract:
     def tiers(self) -> dict[str, Any]:
         return dict(self.document["utilization_tiers"])
 
+    @property
+    def serving(self) -> dict[str, Any]:
+        return dict(self.document["serving"])
+
     def enumeration_rows(self) -> list[dict[str, Any]]:
         """Every enumeration as rows.
 
         Columns: contract_version, enumeration, code, category, is_rerun (run reasons),
-        is_same_cause (termination categories whose repeats are flagged), description.
+        is_same_cause (termination categories whose repeats are flagged), lower_bound and upper_bound
+        (bucket edges), description.
         """
         doc = self.document
         rows: list[dict[str, Any]] = []
 
         def add(enumeration: str, code: str, category: str | None = None, is_rerun: bool | None = None,
-                is_same_cause: bool | None = None, description: str | None = None) -> None:
+                is_same_cause: bool | None = None, description: str | None = None,
+                lower_bound: float | None = None, upper_bound: float | None = None) -> None:
             rows.append({"contract_version": self.version, "enumeration": enumeration, "code": code,
                          "category": category, "is_rerun": is_rerun, "is_same_cause": is_same_cause,
-                         "description": description})
+                         "lower_bound": lower_bound, "upper_bound": upper_bound, "description": description})
 
         for code, text in doc["phases"].items():
             add("phase", code, description=text)
@@ -92,6 +98,17 @@ class Contract:
             add("misread_field", code, description=text)
         for code, spec in doc["quantities"].items():
             add("quantity", code, category=spec["source"], description=spec["definition"])
+        serving = doc["serving"]
+        for code, text in serving["request_statuses"].items():
+            category = "completed" if code in serving["completed_statuses"] else "not_completed"
+            add("request_status", code, category=category, description=text)
+        for enumeration in ("input_bucket", "output_bucket", "latency_tier"):
+            for bucket in serving[f"{enumeration}s"]:
+                add(enumeration, bucket["code"], lower_bound=bucket["lower"], upper_bound=bucket.get("upper"))
+        for code, text in serving["monthly_cost_items"].items():
+            add("serving_cost_item", code, description=text)
+        for code in serving["allocation_keys"]:
+            add("allocation_key", code, category="default" if code == serving["allocation_key"] else None)
         return rows
 
     def parameter_rows(self) -> list[dict[str, Any]]:
@@ -103,6 +120,9 @@ class Contract:
             "comm_wait_min_nvlink_bytes_per_second": t["comm_wait"]["min_nvlink_bytes_per_second"],
             "comm_wait_max_tensor_active": t["comm_wait"]["max_tensor_active"],
             "effective_min_gr_engine_active": t["effective_compute"]["min_gr_engine_active"],
+            "serving_input_token_weight": self.document["serving"]["input_token_weight"],
+            "serving_output_token_weight": self.document["serving"]["output_token_weight"],
+            "serving_allocation_by_tokens": self.document["serving"]["allocation_key"] == "token_weighted_gpu_time",
         }
         return [{"contract_version": self.version, "name": k, "value": float(v)} for k, v in values.items()]
 

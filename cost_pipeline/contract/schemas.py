@@ -171,6 +171,59 @@ def ledger_facility(contract: Contract) -> SourceSchema:
     ))
 
 
+def serving_requests(contract: Contract) -> SourceSchema:
+    serving = contract.serving
+    return SourceSchema("serving_requests", (
+        Col("request_id", "VARCHAR"),
+        Col("requested_at", "TIMESTAMP"),
+        Col("model", "VARCHAR"),
+        Col("tenant", "VARCHAR", nullable=True),
+        Col("business_line", "VARCHAR", nullable=True),
+        Col("input_tokens", "BIGINT", checks=NON_NEGATIVE),
+        Col("output_tokens", "BIGINT", checks=NON_NEGATIVE),
+        Col("cache_hit", "BOOLEAN"),
+        Col("latency_ms", "BIGINT", nullable=True, checks=NON_NEGATIVE),
+        Col("latency_tier", "VARCHAR", nullable=True, checks=_isin([t["code"] for t in serving["latency_tiers"]])),
+        Col("status", "VARCHAR", checks=_isin(list(serving["request_statuses"]))),
+        Col("task_id", "VARCHAR", nullable=True),
+        Col("attempt", "INTEGER", checks=POSITIVE),
+        Col("escalated_to", "VARCHAR", nullable=True),
+        Col("human_handoff", "BOOLEAN"),
+        Col("request_shape", "VARCHAR", checks=_isin(["native", "litellm"])),
+    ), unique=("request_id",))
+
+
+def serving_replicas(contract: Contract) -> SourceSchema:
+    return SourceSchema("serving_replicas", (
+        Col("replica_id", "VARCHAR"),
+        Col("model", "VARCHAR"),
+        Col("gpus", "INTEGER", checks=POSITIVE),
+        Col("started_at", "TIMESTAMP"),
+        Col("ended_at", "TIMESTAMP"),
+        Col("gpu_hour_price", "DECIMAL(18,4)", nullable=True,
+            checks=(pa.Check.str_matches(r"^\d{1,12}(\.\d{1,4})?$"),)),
+    ), unique=("replica_id",))
+
+
+def serving_monthly_costs(contract: Contract) -> SourceSchema:
+    return SourceSchema("serving_monthly_costs", (
+        Col("month", "VARCHAR", checks=(pa.Check.str_matches(MONTH_PATTERN),)),
+        Col("item", "VARCHAR", checks=_isin(list(contract.serving["monthly_cost_items"]))),
+        Col("amount", "DECIMAL(18,2)", checks=_money()),
+    ))
+
+
+def task_outcomes(contract: Contract) -> SourceSchema:
+    return SourceSchema("task_outcomes", (
+        Col("task_id", "VARCHAR"),
+        Col("task_category", "VARCHAR", nullable=True),
+        Col("succeeded", "BOOLEAN"),
+        Col("judged_by", "VARCHAR", nullable=True),
+        Col("human_minutes", "DOUBLE", nullable=True, checks=NON_NEGATIVE),
+        Col("human_cost_per_hour", "DECIMAL(18,2)", nullable=True, checks=_money()),
+    ), unique=("task_id",))
+
+
 # Device samples are validated inside DuckDB (cost_pipeline/ingest/telemetry.py); their column types live here
 # so the contract entry and the raw table still share one definition.
 DEVICE_SAMPLE_COLUMNS: tuple[tuple[str, str], ...] = (

@@ -112,6 +112,10 @@ _DESCRIPTIONS = {
     "training_steps": "Training-step records (I3): steps/*.jsonl.",
     "ledger_purchases": "Procurement ledger (I5): ledger/purchases*.csv.",
     "ledger_facility": "Monthly facility costs (I5): ledger/facility*.csv.",
+    "serving_requests": "Inference requests (I9), native or LiteLLM spend-log shape: requests/*.jsonl|parquet.",
+    "serving_replicas": "Serving replica allocations (I9): serving/replicas*.csv.",
+    "serving_monthly_costs": "Monthly serving costs besides GPUs (I9): serving/monthly_costs*.csv.",
+    "task_outcomes": "Task outcomes and human correction time (I9): tasks/outcomes*.csv.",
 }
 source_assets = [scheduler_jobs, *(_source_asset(name, text) for name, text in _DESCRIPTIONS.items())]
 

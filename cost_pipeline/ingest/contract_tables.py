@@ -8,7 +8,7 @@ import pandas as pd
 from cost_pipeline.contract import available_versions, load_contract
 
 ENUMERATION_COLUMNS = ("contract_version", "enumeration", "code", "category", "is_rerun", "is_same_cause",
-                       "description")
+                       "lower_bound", "upper_bound", "description")
 
 
 def load_contract_tables(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
@@ -26,6 +26,7 @@ def load_contract_tables(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
             select cast(contract_version as varchar) as contract_version, cast(enumeration as varchar) as enumeration,
                    cast(code as varchar) as code, cast(category as varchar) as category,
                    cast(is_rerun as boolean) as is_rerun, cast(is_same_cause as boolean) as is_same_cause,
+                   cast(lower_bound as double) as lower_bound, cast(upper_bound as double) as upper_bound,
                    cast(description as varchar) as description
             from incoming_enumerations""")
         con.execute("""

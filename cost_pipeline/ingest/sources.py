@@ -6,8 +6,10 @@ large source, load inside DuckDB instead (``telemetry.py``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -19,6 +21,7 @@ from cost_pipeline.ingest.records import (
     ParsedFile,
     Rejection,
     csv_line_parser,
+    file_sha256,
     jsonl_line_parser,
     parse_file,
 )
@@ -92,6 +95,98 @@ def job_event_line_parser() -> LineParser:
     return parse
 
 
+_REQUEST_FIELDS = ("request_id", "requested_at", "model", "tenant", "business_line", "input_tokens", "output_tokens",
+                   "cache_hit", "latency_ms", "latency_tier", "status", "task_id", "attempt", "escalated_to",
+                   "human_handoff")
+_LITELLM_FIELDS = ("startTime", "endTime", "prompt_tokens", "completion_tokens", "team_id", "end_user", "metadata")
+_LITELLM_STATUS = {"success": "completed", "failure": "failed"}
+
+
+def _utc(value: object) -> object:
+    """ISO text (``Z`` or an offset allowed) -> naive UTC datetime; anything else is left for validation."""
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.strip())
+        except ValueError:
+            return value
+        return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo else parsed
+    return value
+
+
+def _flag(value: object) -> object:
+    """LiteLLM writes cache_hit as "True"/"False"/"" text; booleans pass through."""
+    if isinstance(value, str):
+        return {"true": True, "false": False, "": False, "none": False}.get(value.strip().lower(), value)
+    return False if value is None else value
+
+
+def request_row(row: dict[str, object]) -> dict[str, object]:
+    """One request in the native shape, or a LiteLLM spend-log row mapped into it."""
+    if row.get("requested_at") is not None or row.get("startTime") is None:
+        mapped = {name: row.get(name) for name in _REQUEST_FIELDS}
+        mapped["requested_at"] = _utc(mapped["requested_at"])
+        mapped["cache_hit"] = _flag(mapped["cache_hit"])
+        mapped["human_handoff"] = _flag(mapped["human_handoff"])
+        mapped["request_shape"] = "native"
+        return mapped
+    metadata = row.get("metadata")
+    for _ in range(2):   # a JSON object, its text, or (through Parquet's JSON type) that text quoted again
+        if isinstance(metadata, str):
+            try:
+                metadata = json.loads(metadata)
+            except json.JSONDecodeError:
+                metadata = None
+    metadata = metadata if isinstance(metadata, dict) else {}
+    started, ended = _utc(row.get("startTime")), _utc(row.get("endTime"))
+    latency = (int((ended - started).total_seconds() * 1000)
+               if isinstance(started, datetime) and isinstance(ended, datetime) else None)
+    status = row.get("status") or metadata.get("status") or "success"
+    return {
+        "request_id": row.get("request_id"), "requested_at": started, "model": row.get("model"),
+        "tenant": row.get("team_id"), "business_line": metadata.get("business_line"),
+        "input_tokens": row.get("prompt_tokens"), "output_tokens": row.get("completion_tokens"),
+        "cache_hit": _flag(row.get("cache_hit")), "latency_ms": latency, "latency_tier": None,
+        "status": _LITELLM_STATUS.get(str(status).lower(), str(status).lower()),
+        "task_id": metadata.get("task_id"), "attempt": metadata.get("attempt", 1),
+        "escalated_to": metadata.get("escalated_to"), "human_handoff": _flag(metadata.get("human_handoff")),
+        "request_shape": "litellm", "source_line": row.get("source_line"),
+    }
+
+
+def request_line_parser() -> LineParser:
+    """Requests as JSON Lines, native or LiteLLM spend-log shaped, row by row."""
+    read_json = jsonl_line_parser((*_REQUEST_FIELDS, *_LITELLM_FIELDS))
+
+    def parse(lines: list[str], parsed: ParsedFile) -> None:
+        read_json(lines, parsed)
+        parsed.rows[:] = [dict(request_row(row), source_line=row["source_line"]) for row in parsed.rows]
+
+    return parse
+
+
+def parse_parquet(path: Path, map_row: Callable[[dict[str, object]], dict[str, object]]) -> ParsedFile:
+    """A Parquet file as rows numbered from 1; an unreadable file becomes a single line-0 rejection."""
+    parsed = ParsedFile(path=path, sha256=file_sha256(path))
+    con = duckdb.connect()
+    try:
+        cursor = con.execute("select * from read_parquet(?, file_row_number = true) order by file_row_number",
+                             [str(path)])
+        names = [d[0] for d in cursor.description]
+        records = cursor.fetchall()
+    except duckdb.Error:
+        parsed.rows_in = 1
+        parsed.rejections.append(Rejection(0, "file_format", "file is not readable Parquet"))
+        return parsed
+    finally:
+        con.close()
+    for values in records:
+        row = dict(zip(names, values, strict=True))
+        row["source_line"] = int(row.pop("file_row_number")) + 1
+        parsed.rows_in += 1
+        parsed.rows.append(dict(map_row(row), source_line=row["source_line"]))
+    return parsed
+
+
 @dataclass(frozen=True)
 class Source:
     name: str
@@ -99,6 +194,7 @@ class Source:
     patterns: tuple[str, ...]
     schema: Callable[[Contract], s.SourceSchema]
     parser: Callable[[s.SourceSchema], LineParser]
+    parquet_row: Callable[[dict[str, object]], dict[str, object]] | None = None   # set when Parquet is accepted
 
     def files(self, landing_dir: Path) -> list[Path]:
         folder = landing_dir / self.folder
@@ -126,6 +222,11 @@ def sources(sacct: SacctOptions = SacctOptions()) -> dict[str, Source]:
             Source("training_steps", "steps", ("*.jsonl",), s.training_steps, _jsonl),
             Source("ledger_purchases", "ledger", ("purchases*.csv",), s.ledger_purchases, _csv),
             Source("ledger_facility", "ledger", ("facility*.csv",), s.ledger_facility, _csv),
+            Source("serving_requests", "requests", ("*.jsonl", "*.parquet"), s.serving_requests,
+                   lambda _schema: request_line_parser(), parquet_row=request_row),
+            Source("serving_replicas", "serving", ("replicas*.csv",), s.serving_replicas, _csv),
+            Source("serving_monthly_costs", "serving", ("monthly_costs*.csv",), s.serving_monthly_costs, _csv),
+            Source("task_outcomes", "tasks", ("outcomes*.csv",), s.task_outcomes, _csv),
         )
     }
 
@@ -137,7 +238,10 @@ def load_source(con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Sourc
     parser = source.parser(schema)
     results: list[tuple[ParsedFile, object]] = []
     for path in source.files(landing_dir):
-        parsed = parse_file(path, parser)
+        if path.suffix == ".parquet" and source.parquet_row is not None:
+            parsed = parse_parquet(path, source.parquet_row)
+        else:
+            parsed = parse_file(path, parser)
         results.append((parsed, validate_rows(parsed, schema)))
     return write_validated_source(con, schema, landing_dir, results)
 

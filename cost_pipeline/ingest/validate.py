@@ -12,6 +12,17 @@ import pandera.pandas as pa
 from cost_pipeline.contract.schemas import SourceSchema
 from cost_pipeline.ingest.records import ParsedFile, Rejection
 
+_TRUE = {"true", "t", "yes", "1"}
+_FALSE = {"false", "f", "no", "0"}
+
+
+def _boolean(value: object) -> object:
+    """CSV booleans arrive as text; unknown text is left as it is, for the dtype check to quarantine."""
+    if isinstance(value, str):
+        text = value.strip().lower()
+        return True if text in _TRUE else False if text in _FALSE else value
+    return value
+
 
 def _rule(column: object, check: object) -> str:
     name = str(check).split("(")[0]
@@ -25,6 +36,9 @@ def validate_rows(parsed: ParsedFile, schema: SourceSchema) -> pd.DataFrame:
     if frame.empty:
         return frame
     frame.index = frame["source_line"].astype(int)
+    for column in schema.columns:
+        if column.sql_type == "BOOLEAN":
+            frame[column.name] = frame[column.name].map(_boolean)
     model = schema.pandera()
     rejected: dict[int, Rejection] = {}
     current = frame

@@ -10,6 +10,8 @@ renamed as (
         category,
         is_rerun,
         is_same_cause,
+        lower_bound,
+        upper_bound,
         description
     from source
 )

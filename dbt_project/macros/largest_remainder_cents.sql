@@ -1,0 +1,54 @@
+{#-
+    Share whole cents among rows by weight so that the parts add up to the total exactly (largest remainder).
+
+    relation      a relation or CTE name with one row per part
+    partition_by  the columns naming one total (e.g. month_start, model)
+    total_cents   an integer column holding that total, repeated on each of its rows
+    weight        a non-negative weight column; if a total's weights are all 0 it is shared equally
+    tie_breaker   a column that orders equal remainders deterministically
+
+    Returns a select of every column of relation plus allocated_cents (bigint). Each part gets the floor of its
+    exact share; the cents left over go one each to the parts with the largest remainders, so no part is
+    negative and the sum is the total whatever rounding the division carried.
+-#}
+{% macro largest_remainder_cents(relation, partition_by, total_cents, weight, tie_breaker) %}
+{%- set partition = partition_by | join(', ') -%}
+with lr_shares as (
+    select
+        {{ relation }}.*,
+        sum({{ weight }}) over (partition by {{ partition }}) as lr_weight_sum,
+        count(*) over (partition by {{ partition }}) as lr_parts
+    from {{ relation }}
+),
+
+lr_exact as (
+    select
+        lr_shares.*,
+        case
+            when lr_weight_sum > 0 then {{ total_cents }} * 1.0 * {{ weight }} / lr_weight_sum
+            else {{ total_cents }} * 1.0 / lr_parts
+        end as lr_exact_cents
+    from lr_shares
+),
+
+lr_floored as (
+    select
+        lr_exact.*,
+        floor(lr_exact_cents) as lr_floor_cents,
+        lr_exact_cents - floor(lr_exact_cents) as lr_remainder
+    from lr_exact
+),
+
+lr_ranked as (
+    select
+        lr_floored.*,
+        {{ total_cents }} - sum(lr_floor_cents) over (partition by {{ partition }}) as lr_leftover,
+        row_number() over (partition by {{ partition }} order by lr_remainder desc, {{ tie_breaker }}) as lr_rank
+    from lr_floored
+)
+
+select
+    lr_ranked.*,
+    cast(lr_floor_cents + case when lr_rank <= lr_leftover then 1 else 0 end as bigint) as allocated_cents
+from lr_ranked
+{% endmacro %}

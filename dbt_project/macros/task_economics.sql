@@ -1,0 +1,53 @@
+{#-
+    Cost per successful task at a grain (R14): all that every task cost (attempts, retries, escalations, people)
+    over the tasks that succeeded, beside the cost of one call and the success rate, so a cheap model that needs
+    retries and rescue is compared with a dear one the way a decision needs it. Failed tasks and hand-offs are
+    counted, not hidden.
+-#}
+{% macro task_economics(grain) %}
+{%- set keys = grain | join(', ') -%}
+with tasks as (
+    select * from {{ ref('int_tasks_costed') }}
+),
+
+calls as (
+    select model, sum(request_cost_cents) as cost_cents, count(*) as calls
+    from {{ ref('int_requests_costed') }}
+    group by model
+),
+
+totals as (
+    select
+        {{ keys }},
+        count(*) as tasks,
+        sum(case when succeeded then 1 else 0 end) as tasks_succeeded,
+        sum(case when succeeded then 0 else 1 end) as tasks_failed,
+        sum(case when human_handoff then 1 else 0 end) as human_handoffs,
+        sum(escalations) as escalations,
+        sum(attempts) as attempts,
+        sum(request_cost_cents + human_cost_cents) as task_cost_cents
+    from tasks
+    group by {{ keys }}
+)
+
+select
+    {%- for key in grain %}
+    totals.{{ key }},
+    {%- endfor %}
+    cast(totals.tasks as bigint) as tasks,
+    cast(totals.tasks_succeeded as bigint) as tasks_succeeded,
+    cast(totals.tasks_failed as bigint) as tasks_failed,
+    cast(totals.human_handoffs as bigint) as human_handoffs,
+    cast(totals.escalations as bigint) as escalations,
+    cast(totals.attempts as bigint) as attempts,
+    cast(round(totals.tasks_succeeded * 1.0 / totals.tasks, 4) as decimal(18, 4)) as success_rate,
+    case when calls.calls > 0
+        then cast(round(calls.cost_cents / 100.0 / calls.calls, 6) as decimal(18, 6))
+    end as cost_per_call,
+    cast(totals.task_cost_cents / 100.0 as decimal(18, 2)) as task_cost,
+    case when totals.tasks_succeeded > 0
+        then cast(round(totals.task_cost_cents / 100.0 / totals.tasks_succeeded, 6) as decimal(18, 6))
+    end as cost_per_successful_task
+from totals
+left join calls on totals.routed_model = calls.model
+{% endmacro %}

@@ -1,0 +1,18 @@
+-- Per model a task was routed to first: success rate, cost of one call and cost per successful task (R14).
+with economics as (
+    {{ task_economics(['routed_model']) }}
+)
+
+select
+    routed_model as model,
+    tasks,
+    tasks_succeeded,
+    tasks_failed,
+    human_handoffs,
+    escalations,
+    attempts,
+    success_rate,
+    cost_per_call,
+    task_cost,
+    cost_per_successful_task
+from economics

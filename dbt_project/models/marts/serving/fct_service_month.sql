@@ -1,0 +1,35 @@
+-- The service book (R12, R13): a model-month's serving spend C over its completed requests N.
+-- N already averages over idle time, so C / N is not multiplied by utilization again.
+with costs as (
+    select * from {{ ref('int_serving_costs_monthly') }}
+),
+
+requests as (
+    select
+        month_start,
+        model,
+        count(*) as requests_total,
+        sum(case when is_completed then 1 else 0 end) as requests_completed,
+        sum(request_cost_cents) as allocated_cents,
+        max(contract_version) as contract_version
+    from {{ ref('int_requests_costed') }}
+    group by month_start, model
+)
+
+select
+    costs.month_start as month,
+    costs.model,
+    requests.contract_version,
+    cast(costs.gpu_seconds / 3600.0 as decimal(18, 4)) as gpu_hours,
+    costs.uses_internal_price,
+    cast(costs.gpu_cost_cents / 100.0 as decimal(18, 2)) as gpu_cost,
+    cast(costs.other_cost_cents / 100.0 as decimal(18, 2)) as other_cost,
+    cast(costs.serving_cost_cents / 100.0 as decimal(18, 2)) as serving_cost,
+    cast(coalesce(requests.requests_total, 0) as bigint) as requests_total,
+    cast(coalesce(requests.requests_completed, 0) as bigint) as requests_completed,
+    case when requests.requests_completed > 0
+        then cast(round(costs.serving_cost_cents / 100.0 / requests.requests_completed, 6) as decimal(18, 6))
+    end as cost_per_request,
+    cast(coalesce(requests.allocated_cents, 0) / 100.0 as decimal(18, 2)) as allocated_to_requests
+from costs
+left join requests on costs.month_start = requests.month_start and costs.model = requests.model

@@ -1,0 +1,13 @@
+-- Serving cost allocated to tenants and business lines (R15). Training cost is never allocated this way.
+select
+    month_start as month,
+    tenant,
+    business_line,
+    model,
+    cast(sum(case when is_completed then 1 else 0 end) as bigint) as requests_completed,
+    cast(count(*) as bigint) as requests_total,
+    cast(sum(input_tokens) as bigint) as input_tokens,
+    cast(sum(output_tokens) as bigint) as output_tokens,
+    cast(sum(request_cost_cents) / 100.0 as decimal(18, 2)) as serving_cost
+from {{ ref('int_requests_costed') }}
+group by month_start, tenant, business_line, model

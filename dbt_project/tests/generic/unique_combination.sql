@@ -1,0 +1,17 @@
+{#-
+    Grain check for a model keyed on several columns (for example one row per month and model): returns every
+    combination of columns that occurs more than once, with how often. A model-level test; null key values
+    count as a value, so two rows with the same nulls are duplicates too.
+-#}
+{% test unique_combination(model, columns) %}
+
+{%- set key = columns | join(', ') %}
+
+select
+    {{ key }},
+    count(*) as occurrences
+from {{ model }}
+group by {{ key }}
+having count(*) > 1
+
+{% endtest %}
