@@ -33,8 +33,9 @@ def test_parts_add_up_to_every_bill_and_none_is_negative():
     con = duckdb.connect()
     frame = pd.DataFrame(rows, columns=["bill_id", "part_id", "total_cents", "weight"])
     con.register("generated", frame)
-    con.execute("create table parts as select cast(bill_id as integer) as bill_id, cast(part_id as integer) as part_id, "
-                "cast(total_cents as bigint) as total_cents, cast(weight as double) as weight from generated")
+    con.execute("create table parts as select cast(bill_id as integer) as bill_id, "
+                "cast(part_id as integer) as part_id, cast(total_cents as bigint) as total_cents, "
+                "cast(weight as double) as weight from generated")
     result = con.execute(f"""
         with allocated as ({allocation_sql()})
         select bill_id, max(total_cents), sum(allocated_cents), min(allocated_cents), count(*)

@@ -10,8 +10,9 @@ import duckdb
 from cost_pipeline.cli import run_pipeline
 
 # Rows shaped like LiteLLM's SpendLogs table, including columns this pipeline does not use.
+KEY_HASH = "88dc28d0f030c55ed4ab77ed8faf098196cb1c05df778539800c9f1243fe6b4b"
 LITELLM_ROWS = [
-    {"request_id": "chatcmpl-9f1c", "call_type": "acompletion", "api_key": "88dc28d0f030c55ed4ab77ed8faf098196cb1c05df778539800c9f1243fe6b4b",
+    {"request_id": "chatcmpl-9f1c", "call_type": "acompletion", "api_key": KEY_HASH,
      "spend": 0.00042, "total_tokens": 1330, "prompt_tokens": 1200, "completion_tokens": 130,
      "startTime": "2026-11-03T10:00:00.120000Z", "endTime": "2026-11-03T10:00:01.620000Z",
      "completionStartTime": "2026-11-03T10:00:00.410000Z", "model": "llama-3-70b", "model_id": "a1",
@@ -19,7 +20,7 @@ LITELLM_ROWS = [
      "metadata": {"user_api_key_team_alias": "support", "task_id": "ticket-1", "business_line": "support"},
      "cache_hit": "False", "cache_key": "Cache OFF", "request_tags": ["prod"], "team_id": "team-support",
      "end_user": "customer-17", "requester_ip_address": "", "status": "success"},
-    {"request_id": "chatcmpl-9f1d", "call_type": "acompletion", "api_key": "88dc28d0f030c55ed4ab77ed8faf098196cb1c05df778539800c9f1243fe6b4b",
+    {"request_id": "chatcmpl-9f1d", "call_type": "acompletion", "api_key": KEY_HASH,
      "spend": 0.0, "total_tokens": 1200, "prompt_tokens": 1200, "completion_tokens": 0,
      "startTime": "2026-11-03T10:01:00+00:00", "endTime": "2026-11-03T10:01:30+00:00",
      "model": "llama-3-70b", "metadata": "{\"task_id\": \"ticket-1\", \"attempt\": 2}", "cache_hit": "",
