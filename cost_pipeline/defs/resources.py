@@ -28,5 +28,11 @@ class Warehouse(dg.ConfigurableResource):
     def file(self) -> Path:
         return Path(self.path).resolve()
 
-    def connect(self) -> duckdb.DuckDBPyConnection:
-        return connect(self.file)
+    def connect(self, readable: str | Path | None = None) -> duckdb.DuckDBPyConnection:
+        """Open the warehouse; with ``readable`` (the landing root, for ingest) DuckDB may open files only there.
+
+        An ingest step passes ``readable=landing.root``: the connection is then locked down
+        (``cost_pipeline.ingest.warehouse.lock_down``) and cannot read outside the landing folder, copy out,
+        attach, install or load extensions, or change a setting.
+        """
+        return connect(self.file, readable_dir=readable)

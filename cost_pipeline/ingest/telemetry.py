@@ -4,6 +4,7 @@ A 5,120-GPU cluster at 1 Hz writes 442 million rows a day, so samples never pass
 Each file is read as text into a temporary table (DuckDB's reject store catches structurally broken
 lines with their line numbers), every value is cast with ``try_cast``, and the first contract rule a
 row breaks sends it to ``raw.quarantine``; the same conservation rows in = staged + quarantined holds.
+A file whose bytes repeat an earlier telemetry file's is not read at all; the ledger records it as a duplicate.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ import duckdb
 from cost_pipeline.contract.schemas import DEVICE_SAMPLE_ACTIVITY_COLUMNS, DEVICE_SAMPLE_COLUMNS
 from cost_pipeline.ingest.records import Rejection, file_sha256
 from cost_pipeline.ingest.warehouse import (
+    FirstSeen,
     IngestReport,
     begin_source,
     quote,
     raw_table_ddl,
+    record_duplicate,
     record_file,
 )
 
@@ -123,9 +126,16 @@ def load_device_samples(con: duckdb.DuckDBPyConnection, landing_dir: Path) -> In
         from (select {", ".join(f"null as {quote(n)}" for n, _ in DEVICE_SAMPLE_COLUMNS)}) where false
     """)
     files: list[tuple[str, str, list[Rejection]]] = []
+    duplicate_of: dict[str, str] = {}
+    seen = FirstSeen()
     for path in paths:
         source_file = path.relative_to(landing_dir).as_posix()
         sha = file_sha256(path)
+        original = seen.original_of(source_file, sha)
+        if original is not None:        # same bytes as an earlier file: not read, recorded as a duplicate
+            duplicate_of[source_file] = original
+            files.append((source_file, sha, []))
+            continue
         try:
             broken = _stage_parquet(con, path) if path.suffix == ".parquet" else _stage_csv(con, path)
         except (ValueError, duckdb.Error) as error:
@@ -157,6 +167,9 @@ def load_device_samples(con: duckdb.DuckDBPyConnection, landing_dir: Path) -> In
         by_rule = con.execute("select failed_rule, count(*) from checked_samples where failed_rule is not null "
                               "group by failed_rule").fetchall()
         for source_file, sha, rejections in files:
+            if source_file in duplicate_of:
+                record_duplicate(con, SOURCE, source_file, sha, duplicate_of[source_file], report)
+                continue
             staged, failed = counts.get(source_file, (0, 0))
             record_file(con, SOURCE, source_file, sha, staged + failed + len(rejections), staged, rejections, report,
                         checked_in_database=failed)

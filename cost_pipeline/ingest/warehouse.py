@@ -3,6 +3,13 @@
 Each source replaces its own rows in one transaction, so a reader never sees half a source and a
 re-run of the same landing folder gives the same tables. Identifiers come from the contract schemas
 (package code); every path and value travels as a parameter.
+
+The file ledger (``raw.ingested_files``) holds each file's sha256. A file whose bytes equal those of a file
+of the same source already seen in this load (files go in sorted order; the first one wins) loads no rows:
+it is recorded with ``duplicate_of`` naming that file and rows in = staged = quarantined = 0.
+
+An ingest connection can be locked down (``connect(path, readable_dir=...)``): DuckDB may then open files
+only under that folder, cannot attach, copy out, install or load extensions, and cannot change a setting.
 """
 
 from __future__ import annotations
@@ -38,8 +45,11 @@ create table if not exists raw.ingested_files (
     file_sha256 varchar not null,
     rows_in bigint not null,
     rows_staged bigint not null,
-    rows_quarantined bigint not null
+    rows_quarantined bigint not null,
+    duplicate_of varchar
 )"""
+# Warehouses written before the file ledger knew duplicates gain the column in place.
+_FILES_MIGRATE = "alter table raw.ingested_files add column if not exists duplicate_of varchar"
 
 
 @dataclass
@@ -51,8 +61,10 @@ class IngestReport:
     rows_in: int = 0
     rows_staged: int = 0
     rows_quarantined: int = 0
+    duplicate_files: int = 0
     by_rule: Counter[str] = field(default_factory=Counter)
     examples: list[str] = field(default_factory=list)
+    duplicates: list[tuple[str, str]] = field(default_factory=list)   # (file, the earlier file it repeats)
 
     @property
     def conserved(self) -> bool:
@@ -68,13 +80,50 @@ class IngestReport:
             if len(self.examples) < 20:
                 self.examples.append(rejection.describe(source_file))
 
+    def add_duplicate(self, source_file: str, duplicate_of: str) -> None:
+        """A file (counted in ``files``) that repeats an earlier file's bytes; it adds no rows."""
+        self.files += 1
+        self.duplicate_files += 1
+        self.duplicates.append((source_file, duplicate_of))
 
-def connect(path: str | Path) -> duckdb.DuckDBPyConnection:
+
+def lock_down(con: duckdb.DuckDBPyConnection, readable_dir: str | Path) -> None:
+    """Restrict ``con``'s database to files under ``readable_dir`` and lock its configuration.
+
+    After this, reading or writing a file anywhere else, ``ATTACH`` of a database file, ``INSTALL`` and
+    ``LOAD`` of an extension that is not built in, and any ``SET``/``RESET`` are refused. The order matters:
+    ``allowed_directories`` cannot be changed once external access is off, and nothing can once locked.
+    The settings belong to the database instance, so every connection to it that is open at the same
+    time (cursors, and ``duckdb.connect`` of the same file in this process) is restricted too.
+
+    Note: DuckDB's allowed directories are readable *and writable* (``COPY ... TO`` a file under
+    ``readable_dir`` succeeds); everything outside it is refused. Symbolic links pointing outside it are
+    refused as well.
+    """
+    directory = Path(readable_dir).resolve()
+    con.execute("set allowed_directories = ?", [[str(directory)]])
+    con.execute("set enable_external_access = false")
+    con.execute("set lock_configuration = true")
+
+
+def connect(path: str | Path, readable_dir: str | Path | None = None) -> duckdb.DuckDBPyConnection:
+    """Open the warehouse and make sure the quarantine and the file ledger exist.
+
+    With ``readable_dir`` (the landing folder, for ingest) the connection is locked down to it
+    (``lock_down``); without it the connection is unrestricted, as before.
+    """
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(str(path))
-    con.execute(f"create schema if not exists {RAW}")
-    con.execute(_QUARANTINE_DDL)
-    con.execute(_FILES_DDL)
+    try:
+        con.execute(f"create schema if not exists {RAW}")
+        con.execute(_QUARANTINE_DDL)
+        con.execute(_FILES_DDL)
+        con.execute(_FILES_MIGRATE)
+        if readable_dir is not None:
+            lock_down(con, readable_dir)
+    except BaseException:
+        con.close()
+        raise
     return con
 
 
@@ -107,9 +156,31 @@ def record_file(con: duckdb.DuckDBPyConnection, source: str, source_file: str, s
             "insert into raw.quarantine values (?, ?, ?, ?, ?, ?, ?)",
             [[source, source_file, sha256, r.line, r.rule, r.message, r.raw] for r in rejections],
         )
-    con.execute("insert into raw.ingested_files values (?, ?, ?, ?, ?, ?)",
+    con.execute("insert into raw.ingested_files (source, source_file, file_sha256, rows_in, rows_staged, "
+                "rows_quarantined, duplicate_of) values (?, ?, ?, ?, ?, ?, null)",
                 [source, source_file, sha256, rows_in, staged, len(rejections) + checked_in_database])
     report.add_file(source_file, rows_in, staged, rejections)
+
+
+def record_duplicate(con: duckdb.DuckDBPyConnection, source: str, source_file: str, sha256: str,
+                     duplicate_of: str, report: IngestReport) -> None:
+    """Write the ledger row of a file whose bytes repeat ``duplicate_of``'s: no rows in, staged or quarantined."""
+    con.execute("insert into raw.ingested_files (source, source_file, file_sha256, rows_in, rows_staged, "
+                "rows_quarantined, duplicate_of) values (?, ?, ?, 0, 0, 0, ?)",
+                [source, source_file, sha256, duplicate_of])
+    report.add_duplicate(source_file, duplicate_of)
+
+
+class FirstSeen:
+    """Which file of one source first had each sha256, in the order files are offered (sorted paths)."""
+
+    def __init__(self) -> None:
+        self._by_sha: dict[str, str] = {}
+
+    def original_of(self, source_file: str, sha256: str) -> str | None:
+        """The earlier file with the same bytes, or None (and remember this file) when it is the first."""
+        original = self._by_sha.setdefault(sha256, source_file)
+        return None if original == source_file else original
 
 
 def write_validated_source(
@@ -118,8 +189,13 @@ def write_validated_source(
     landing_dir: Path,
     parsed_files: Sequence[tuple[ParsedFile, pd.DataFrame]],
 ) -> IngestReport:
-    """Replace ``raw.<schema.table>`` with the valid rows of every file, quarantine the rest, in one transaction."""
+    """Replace ``raw.<schema.table>`` with the valid rows of every file, quarantine the rest, in one transaction.
+
+    A file repeating the bytes of an earlier file in ``parsed_files`` adds neither rows nor quarantine lines;
+    it is recorded as a duplicate of that file.
+    """
     report = IngestReport(schema.table)
+    seen = FirstSeen()
     columns = [(c.name, c.sql_type) for c in schema.columns]
     select_list = ", ".join(f"cast({quote(n)} as {t})" for n, t in columns)
     begin_source(con, schema.table)
@@ -127,6 +203,10 @@ def write_validated_source(
         con.execute(raw_table_ddl(schema.table, columns))
         for parsed, valid in parsed_files:
             source_file = parsed.path.relative_to(landing_dir).as_posix()
+            original = seen.original_of(source_file, parsed.sha256)
+            if original is not None:
+                record_duplicate(con, schema.table, source_file, parsed.sha256, original, report)
+                continue
             if not valid.empty:
                 incoming = valid.assign(source_file=source_file, file_sha256=parsed.sha256)
                 con.register("incoming_rows", incoming)

@@ -1,0 +1,94 @@
+"""One nightly run at a time per warehouse: an exclusive ``flock`` on ``<warehouse>.lock``, held for the run.
+
+DuckDB already lets only one process write a file at a time, but only while a connection is open; a run
+opens and closes one per step, so two runs could interleave their steps. The run lock closes that gap:
+a second run that finds the lock held is refused at once, before it writes anything.
+
+The lock belongs to the open lock file, so the operating system releases it when the holder exits, even
+after ``kill -9``; a stale ``.lock`` file left behind is harmless and is reused. Within one thread the lock
+is re-entrant (the CLI may hold it around a demo run while ``run_pipeline`` takes it again); another thread
+or process is refused. ``flock`` is advisory and local: it does not protect a warehouse on a network file
+system shared between hosts.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+_held: dict[tuple[Path, int], int] = {}     # (lock file, thread id) -> nesting depth
+_held_guard = threading.Lock()
+
+
+class WarehouseBusy(RuntimeError):
+    """Another run holds the warehouse's run lock; this run was refused before it wrote anything."""
+
+    def __init__(self, warehouse: Path, lock_file: Path, holder: str | None) -> None:
+        who = f"another run (pid {holder})" if holder else "another run"
+        super().__init__(
+            f"warehouse {warehouse} is busy: {who} holds its run lock {lock_file}. "
+            "This run was refused and wrote nothing; wait for the other run to finish, then run again.")
+        self.warehouse = warehouse
+        self.lock_file = lock_file
+
+
+def lock_file_for(warehouse_path: str | Path) -> Path:
+    warehouse = Path(warehouse_path).resolve()
+    return warehouse.with_name(warehouse.name + ".lock")
+
+
+def _holder(fd: int) -> str | None:
+    try:
+        text = os.pread(fd, 64, 0).decode("ascii", errors="replace").strip()
+    except OSError:
+        return None
+    return text if text.isdigit() else None
+
+
+@contextmanager
+def warehouse_run_lock(warehouse_path: str | Path) -> Iterator[Path]:
+    """Hold the run lock of ``warehouse_path`` for the ``with`` block; raise ``WarehouseBusy`` if another run has it.
+
+    Yields the lock file's path. The warehouse file itself is never opened or created here.
+    """
+    warehouse = Path(warehouse_path).resolve()
+    lock_file = lock_file_for(warehouse)
+    key = (lock_file, threading.get_ident())
+    with _held_guard:
+        if key in _held:
+            _held[key] += 1
+            reentered = True
+        else:
+            reentered = False
+    if reentered:
+        try:
+            yield lock_file
+        finally:
+            with _held_guard:
+                _held[key] -= 1
+        return
+
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise WarehouseBusy(warehouse, lock_file, _holder(fd)) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        with _held_guard:
+            _held[key] = 1
+        try:
+            yield lock_file
+        finally:
+            with _held_guard:
+                del _held[key]
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
