@@ -159,3 +159,12 @@ def test_rows_in_equal_rows_staged_plus_quarantined_for_every_source(demo_run):
     # The one corrupt sacct line is named by file, line and rule.
     assert demo_run.query("select source_file, line, rule from raw.quarantine") == [
         ("scheduler/sacct_2026-11.txt", 27, "start_timestamp")]
+
+
+def test_every_mart_row_records_its_contract_version(demo_run):
+    marts = [t for (t,) in demo_run.query(
+        "select table_name from information_schema.tables where table_schema = 'marts' order by 1")]
+    assert len(marts) >= 13
+    for table in marts:
+        missing = demo_run.query(f'select count(*) from marts."{table}" where contract_version is null')[0][0]
+        assert missing == 0, table

@@ -19,6 +19,7 @@ calls as (
 totals as (
     select
         {{ keys }},
+        max(contract_version) as contract_version,
         count(*) as tasks,
         sum(case when succeeded then 1 else 0 end) as tasks_succeeded,
         sum(case when succeeded then 0 else 1 end) as tasks_failed,
@@ -34,6 +35,7 @@ select
     {%- for key in grain %}
     totals.{{ key }},
     {%- endfor %}
+    totals.contract_version,
     cast(totals.tasks as bigint) as tasks,
     cast(totals.tasks_succeeded as bigint) as tasks_succeeded,
     cast(totals.tasks_failed as bigint) as tasks_failed,

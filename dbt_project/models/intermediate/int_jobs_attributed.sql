@@ -13,13 +13,7 @@ enumerations as (
 ),
 
 latest_contract as (
-    select max(contract_version) as contract_version
-    from (
-        select contract_version, row_number() over (
-            order by {{ dbt.length('contract_version') }} desc, contract_version desc) as newest
-        from enumerations
-    ) as versions
-    where newest = 1
+    select {{ latest_contract_version() }} as contract_version
 ),
 
 attributed as (

@@ -7,14 +7,7 @@ with requests as (
 
 enumerations as (
     select * from {{ ref('stg_contract__enumerations') }}
-    where contract_version = (
-        select contract_version from (
-            select contract_version, row_number() over (
-                order by {{ dbt.length('contract_version') }} desc, contract_version desc) as newest
-            from {{ ref('stg_contract__enumerations') }}
-        ) as versions
-        where newest = 1
-    )
+    where contract_version = {{ latest_contract_version() }}
 ),
 
 parameters as (

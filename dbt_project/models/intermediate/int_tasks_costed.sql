@@ -22,7 +22,8 @@ request_totals as (
         count(*) as attempts,
         cast(sum(case when escalated_to is not null then 1 else 0 end) as bigint) as escalations,
         max(case when human_handoff then 1 else 0 end) = 1 as human_handoff,
-        cast(sum(request_cost_cents) as bigint) as request_cost_cents
+        cast(sum(request_cost_cents) as bigint) as request_cost_cents,
+        max(contract_version) as contract_version
     from requests
     group by task_id
 ),
@@ -43,6 +44,7 @@ select
     cast(round(coalesce(outcomes.human_minutes, 0) * coalesce(outcomes.human_cost_per_hour, 0) / 60.0 * 100, 0)
         as bigint) as human_cost_cents,
     outcomes.task_id is not null as has_outcome,
+    request_totals.contract_version,
     coalesce(outcomes.succeeded, false) as succeeded,
     outcomes.judged_by
 from request_totals

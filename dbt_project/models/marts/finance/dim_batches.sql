@@ -4,14 +4,7 @@ with batches as (
 ),
 
 latest_contract as (
-    select contract_version
-    from (
-        select contract_version, row_number() over (
-            order by {{ dbt.length('contract_version') }} desc, contract_version desc) as newest
-        from {{ ref('stg_contract__enumerations') }}
-    ) as versions
-    where newest = 1
-    group by contract_version
+    select {{ latest_contract_version() }} as contract_version
 )
 
 select

@@ -7,6 +7,7 @@ with jobs as (
 select
     batch_id,
     termination_category,
+    max(contract_version) as contract_version,
     count(*) as failed_jobs,
     cast(sum(case when is_repeated_same_cause then 1 else 0 end) as bigint) as repeated_same_cause_jobs,
     cast(sum(occupied_gpu_seconds) / 3600.0 as decimal(18, 4)) as failed_gpu_hours,

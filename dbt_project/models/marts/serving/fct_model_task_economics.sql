@@ -5,6 +5,7 @@ with economics as (
 
 select
     routed_model as model,
+    contract_version,
     tasks,
     tasks_succeeded,
     tasks_failed,

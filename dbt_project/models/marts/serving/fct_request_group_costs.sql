@@ -7,6 +7,7 @@ select
     output_bucket,
     cache_hit,
     latency_tier,
+    max(contract_version) as contract_version,
     cast(sum(case when is_completed then 1 else 0 end) as bigint) as requests,
     cast(sum(case when is_completed then 0 else 1 end) as bigint) as requests_not_completed,
     cast(sum(request_cost_cents) / 100.0 as decimal(18, 2)) as group_cost,

@@ -3,6 +3,7 @@ select
     task_id,
     task_category,
     routed_model,
+    contract_version,
     cast(attempts as bigint) as attempts,
     cast(retries as bigint) as retries,
     cast(escalations as bigint) as escalations,

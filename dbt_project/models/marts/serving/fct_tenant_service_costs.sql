@@ -4,6 +4,7 @@ select
     tenant,
     business_line,
     model,
+    max(contract_version) as contract_version,
     cast(sum(case when is_completed then 1 else 0 end) as bigint) as requests_completed,
     cast(count(*) as bigint) as requests_total,
     cast(sum(input_tokens) as bigint) as input_tokens,

@@ -1,0 +1,14 @@
+{#- The newest contract version shipped (v10 sorts after v9): a scalar subquery. Rows without a batch, and the
+    service book, are computed under it; batches keep the version they were registered with. -#}
+{% macro latest_contract_version() %}
+(
+    select max(contract_version)
+    from (
+        select
+            contract_version,
+            row_number() over (order by {{ dbt.length('contract_version') }} desc, contract_version desc) as newest
+        from {{ ref('stg_contract__enumerations') }}
+    ) as contract_versions
+    where newest = 1
+)
+{% endmacro %}
