@@ -10,6 +10,7 @@ from pathlib import Path
 import duckdb
 
 from cost_pipeline.demo import write_demo_landing
+from cost_pipeline.run_lock import WarehouseBusy, warehouse_run_lock
 
 BATCH_COLUMNS = (
     ("batch_id", "batch", 13), ("jobs", "jobs", 5), ("requested_gpu_hours", "requested h", 12),
@@ -26,16 +27,17 @@ def run_pipeline(landing: Path, warehouse: Path) -> bool:
     """Materialise every asset (the nightly job) in this process; returns whether the run succeeded."""
     os.environ["COST_LANDING_DIR"] = str(landing.resolve())
     os.environ["COST_WAREHOUSE"] = str(warehouse.resolve())
-    from cost_pipeline.dbt_setup import prepare_manifest
+    with warehouse_run_lock(warehouse):
+        from cost_pipeline.dbt_setup import prepare_manifest
 
-    prepare_manifest()
-    import dagster as dg
+        prepare_manifest()
+        import dagster as dg
 
-    from cost_pipeline.definitions import defs
+        from cost_pipeline.definitions import defs
 
-    instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
-    result = defs.resolve_job_def("nightly_cost_refresh_job").execute_in_process(instance=instance)
-    return result.success
+        instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
+        result = defs.resolve_job_def("nightly_cost_refresh_job").execute_in_process(instance=instance)
+        return result.success
 
 
 def _format(value: object, width: int) -> str:
@@ -82,17 +84,20 @@ def main(argv: list[str] | None = None) -> int:
 
         print(prepare_manifest())
         return 0
-    if args.command == "demo":
-        landing = write_demo_landing(args.dir / "landing")
-        warehouse = args.dir / "warehouse.duckdb"
-    else:
-        landing, warehouse = args.landing, args.warehouse
-        if not landing.is_dir():
-            print(f"cost-pipeline: landing folder {landing} does not exist", file=sys.stderr)
-            return 2
-    ok = run_pipeline(landing, warehouse)
-    if warehouse.exists():
-        report(warehouse)
+    warehouse = args.dir / "warehouse.duckdb" if args.command == "demo" else args.warehouse
+    if args.command == "run" and not args.landing.is_dir():
+        print(f"cost-pipeline: landing folder {args.landing} does not exist", file=sys.stderr)
+        return 2
+    try:
+        # Held from before the demo rewrites its landing folder until the report is printed.
+        with warehouse_run_lock(warehouse):
+            landing = write_demo_landing(args.dir / "landing") if args.command == "demo" else args.landing
+            ok = run_pipeline(landing, warehouse)
+            if warehouse.exists():
+                report(warehouse)
+    except WarehouseBusy as busy:
+        print(f"cost-pipeline: {busy}", file=sys.stderr)
+        return 3
     if not ok:
         print("cost-pipeline: the run failed; see the messages above", file=sys.stderr)
         return 1

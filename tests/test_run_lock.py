@@ -124,3 +124,22 @@ def test_the_lock_is_reentrant_within_one_thread_and_released_afterwards(tmp_pat
     holder = _hold_in_another_process(warehouse)            # released: another process can take it now
     holder.kill()
     holder.wait(timeout=30)
+
+
+def test_the_cli_refuses_a_second_run_and_writes_nothing(tmp_path, capsys):
+    from cost_pipeline.cli import main
+
+    landing = tmp_path / "landing"
+    (landing / "registry").mkdir(parents=True)
+    (landing / "registry" / "batches.csv").write_text(REGISTRY, encoding="utf-8")
+    warehouse = tmp_path / "warehouse.duckdb"
+    holder = _hold_in_another_process(warehouse)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        code = main(["run", "--landing", str(landing), "--warehouse", str(warehouse)])
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert code == 3
+    assert "is busy: another run" in capsys.readouterr().err
+    assert not warehouse.exists()

@@ -30,12 +30,15 @@ def report_result(context: dg.AssetExecutionContext, report: IngestReport) -> dg
     """Turn an ingest report into metadata and check results: counts and rule names only."""
     for example in report.examples:
         context.log.warning(f"quarantined: {example}")
+    for source_file, original in report.duplicates:
+        context.log.warning(f"duplicate: {source_file} has the same bytes as {original}; it loaded 0 rows")
     by_rule = dict(sorted(report.by_rule.items()))
     metadata = {
         "files": report.files,
         "rows_in": report.rows_in,
         "rows_staged": report.rows_staged,
         "rows_quarantined": report.rows_quarantined,
+        "duplicate_files": report.duplicate_files,
         "quarantined_by_rule": dg.MetadataValue.json(by_rule),
     }
     return dg.MaterializeResult(
@@ -62,8 +65,8 @@ def report_result(context: dg.AssetExecutionContext, report: IngestReport) -> dg
                      description="Every shipped definitions-contract version's numeric parameters (R3)."),
     ],
 )
-def contract_tables(warehouse: Warehouse):
-    con = warehouse.connect()
+def contract_tables(landing: LandingZone, warehouse: Warehouse):
+    con = warehouse.connect(readable=landing.root)
     try:
         counts = load_contract_tables(con)
     finally:
@@ -81,7 +84,7 @@ class SchedulerIngestConfig(dg.Config):
 
 def _load(context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse, name: str,
           options: SacctOptions = SacctOptions()) -> dg.MaterializeResult:
-    con = warehouse.connect()
+    con = warehouse.connect(readable=landing.root)
     try:
         report = load_source(con, landing.root, sources(options)[name], load_contract())
     finally:
@@ -124,7 +127,7 @@ source_assets = [scheduler_jobs, *(_source_asset(name, text) for name, text in _
           description="DCGM device samples (I2): telemetry/*.csv|parquet, loaded and validated inside DuckDB.")
 def device_samples(context: dg.AssetExecutionContext, landing: LandingZone,
                    warehouse: Warehouse) -> dg.MaterializeResult:
-    con = warehouse.connect()
+    con = warehouse.connect(readable=landing.root)
     try:
         report = load_device_samples(con, landing.root)
     finally:

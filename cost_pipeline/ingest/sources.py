@@ -26,7 +26,7 @@ from cost_pipeline.ingest.records import (
     parse_file,
 )
 from cost_pipeline.ingest.validate import validate_rows
-from cost_pipeline.ingest.warehouse import IngestReport, write_validated_source
+from cost_pipeline.ingest.warehouse import IngestReport, lock_down, write_validated_source
 from cost_pipeline.parsing import slurm
 
 LineParser = Callable[[list[str], ParsedFile], None]
@@ -168,6 +168,7 @@ def parse_parquet(path: Path, map_row: Callable[[dict[str, object]], dict[str, o
     """A Parquet file as rows numbered from 1; an unreadable file becomes a single line-0 rejection."""
     parsed = ParsedFile(path=path, sha256=file_sha256(path))
     con = duckdb.connect()
+    lock_down(con, path.parent)
     try:
         cursor = con.execute("select * from read_parquet(?, file_row_number = true) order by file_row_number",
                              [str(path)])
