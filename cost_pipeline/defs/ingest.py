@@ -5,6 +5,7 @@ rows quarantined) and ``no_quarantined_rows`` (a warning that names files, lines
 """
 
 import dagster as dg
+import duckdb
 
 from cost_pipeline.contract import load_contract
 from cost_pipeline.defs.resources import LandingZone, Warehouse
@@ -14,6 +15,9 @@ from cost_pipeline.ingest.telemetry import load_device_samples
 from cost_pipeline.ingest.warehouse import IngestReport
 
 GROUP = "ingest"
+# The warehouse file is held by another process (a BI reader, a manual query): wait and try again.
+TRANSIENT_RETRIES = 5
+TRANSIENT_WAIT_SECONDS = 2
 
 
 def _check_specs(table: str) -> list[dg.AssetCheckSpec]:
@@ -24,6 +28,16 @@ def _check_specs(table: str) -> list[dg.AssetCheckSpec]:
         dg.AssetCheckSpec("no_quarantined_rows", asset=key,
                           description="Warns when any row broke the definitions contract (see raw.quarantine)."),
     ]
+
+
+def connect_for_ingest(warehouse: Warehouse, landing: LandingZone) -> duckdb.DuckDBPyConnection:
+    """A locked-down warehouse connection; a file held by another process is a transient error, retried."""
+    try:
+        return warehouse.connect(readable=landing.root)
+    except duckdb.IOException as error:
+        if "lock" not in str(error).lower():
+            raise
+        raise dg.RetryRequested(max_retries=TRANSIENT_RETRIES, seconds_to_wait=TRANSIENT_WAIT_SECONDS) from error
 
 
 def report_result(context: dg.AssetExecutionContext, report: IngestReport) -> dg.MaterializeResult:
@@ -66,7 +80,7 @@ def report_result(context: dg.AssetExecutionContext, report: IngestReport) -> dg
     ],
 )
 def contract_tables(landing: LandingZone, warehouse: Warehouse):
-    con = warehouse.connect(readable=landing.root)
+    con = connect_for_ingest(warehouse, landing)
     try:
         counts = load_contract_tables(con)
     finally:
@@ -84,7 +98,7 @@ class SchedulerIngestConfig(dg.Config):
 
 def _load(context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse, name: str,
           options: SacctOptions = SacctOptions()) -> dg.MaterializeResult:
-    con = warehouse.connect(readable=landing.root)
+    con = connect_for_ingest(warehouse, landing)
     try:
         report = load_source(con, landing.root, sources(options)[name], load_contract())
     finally:
@@ -127,7 +141,7 @@ source_assets = [scheduler_jobs, *(_source_asset(name, text) for name, text in _
           description="DCGM device samples (I2): telemetry/*.csv|parquet, loaded and validated inside DuckDB.")
 def device_samples(context: dg.AssetExecutionContext, landing: LandingZone,
                    warehouse: Warehouse) -> dg.MaterializeResult:
-    con = warehouse.connect(readable=landing.root)
+    con = connect_for_ingest(warehouse, landing)
     try:
         report = load_device_samples(con, landing.root)
     finally:
