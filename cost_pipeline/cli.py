@@ -23,6 +23,16 @@ BATCH_COLUMNS = (
 )
 
 
+SERVICE_COLUMNS = (
+    ("month", "month", 10), ("model", "model", 16), ("gpu_hours", "GPU h", 10), ("serving_cost", "spend C", 11),
+    ("requests_completed", "completed N", 12), ("cost_per_request", "C / N", 11),
+)
+TASK_COLUMNS = (
+    ("model", "routed to", 16), ("tasks", "tasks", 6), ("success_rate", "success", 8),
+    ("cost_per_call", "per call", 11), ("cost_per_successful_task", "per success", 12),
+)
+
+
 def run_pipeline(landing: Path, warehouse: Path) -> bool:
     """Materialise every asset (the nightly job) in this process; returns whether the run succeeded."""
     os.environ["COST_LANDING_DIR"] = str(landing.resolve())
@@ -45,26 +55,33 @@ def _format(value: object, width: int) -> str:
     return text.rjust(width)
 
 
+def _table(con: duckdb.DuckDBPyConnection, title: str, relation: str, columns: tuple, order: str, out) -> None:
+    names = ", ".join(c for c, _, _ in columns)
+    rows = con.execute(f"select {names} from {relation} order by {order}").fetchall()
+    print(f"\n{title} ({relation}):", file=out)
+    print(" ".join(heading.rjust(width) for _, heading, width in columns), file=out)
+    for row in rows:
+        print(" ".join(_format(v, w) for v, (_, _, w) in zip(row, columns, strict=True)), file=out)
+
+
 def report(warehouse: Path, out=sys.stdout) -> None:
-    """Print the quarantine (file, line, rule) and the per-batch compute table."""
+    """Print the quarantine (file, line, rule), the per-batch compute bill and the service book."""
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         quarantined = con.execute(
             "select source, source_file, line, rule, message from raw.quarantine order by source, source_file, line"
         ).fetchall()
-        names = ", ".join(c for c, _, _ in BATCH_COLUMNS)
-        rows = con.execute(
-            f"select {names} from marts.fct_batch_compute order by batch_id = 'unattributed', batch_id").fetchall()
+        if quarantined:
+            print(f"\n{len(quarantined)} row(s) quarantined (see raw.quarantine):", file=out)
+            for source, source_file, line, rule, message in quarantined[:20]:
+                print(f"  [{source}] {source_file}, line {line}: rule {rule}: {message}", file=out)
+        _table(con, "Compute bill per batch", "marts.fct_batch_compute", BATCH_COLUMNS,
+               "batch_id = 'unattributed', batch_id", out)
+        _table(con, "Service book per model and month", "marts.fct_service_month", SERVICE_COLUMNS,
+               "month, model", out)
+        _table(con, "Cost per successful task", "marts.fct_model_task_economics", TASK_COLUMNS, "model", out)
     finally:
         con.close()
-    if quarantined:
-        print(f"\n{len(quarantined)} row(s) quarantined (see raw.quarantine):", file=out)
-        for source, source_file, line, rule, message in quarantined[:20]:
-            print(f"  [{source}] {source_file}, line {line}: rule {rule}: {message}", file=out)
-    print("\nCompute bill per batch (marts.fct_batch_compute):", file=out)
-    print(" ".join(title.rjust(width) for _, title, width in BATCH_COLUMNS), file=out)
-    for row in rows:
-        print(" ".join(_format(v, w) for v, (_, _, w) in zip(row, BATCH_COLUMNS, strict=True)), file=out)
     print(f"\nWarehouse: {warehouse}  (schemas raw, staging, intermediate, marts)", file=out)
 
 

@@ -168,3 +168,17 @@ def test_every_mart_row_records_its_contract_version(demo_run):
     for table in marts:
         missing = demo_run.query(f'select count(*) from marts."{table}" where contract_version is null')[0][0]
         assert missing == 0, table
+
+
+def test_the_printed_report_shows_the_bills(demo_run):
+    import io
+
+    from cost_pipeline.cli import report
+
+    out = io.StringIO()
+    report(demo_run.warehouse, out=out)
+    text = out.getvalue()
+    assert "scheduler/sacct_2026-11.txt, line 27: rule start_timestamp" in text
+    b7 = next(line for line in text.splitlines() if line.strip().startswith("B-7"))
+    assert b7.split()[-3:] == ["465.77", "15.5257", "3.0502"]
+    assert "27440.00" in text and "4667.60" in text
