@@ -1,0 +1,59 @@
+-- Every snapshot version of every batch's figures (R16), oldest first, with the columns that changed since the
+-- version before. fct_batch_compute shows the latest figures; this mart shows how they got there.
+{%- set figures = batch_cost_figures() %}
+{%- set compared = ['contract_version', 'config_version', 'data_version'] + figures %}
+
+with snapshots as (
+    select * from {{ ref('snp_batch_costs') }}
+),
+
+pairs as (
+    select
+        current_version.batch_id,
+        current_version.snapshot_version,
+        {%- for column in compared %}
+        current_version.{{ column }} as current_{{ loop.index }},
+        previous_version.{{ column }} as previous_{{ loop.index }}{% if not loop.last %},{% endif %}
+        {%- endfor %}
+    from snapshots as current_version
+    inner join snapshots as previous_version
+        on current_version.batch_id = previous_version.batch_id
+        and current_version.snapshot_version = previous_version.snapshot_version + 1
+),
+
+changes as (
+    {%- for column in compared %}
+    select batch_id, snapshot_version, '{{ column }}' as column_name, {{ loop.index }} as column_order
+    from pairs
+    where current_{{ loop.index }} is distinct from previous_{{ loop.index }}
+    {% if not loop.last %}union all{% endif %}
+    {%- endfor %}
+),
+
+change_lists as (
+    select
+        batch_id,
+        snapshot_version,
+        {{ dbt.listagg('column_name', "', '", 'order by column_order') }} as changed_columns
+    from changes
+    group by batch_id, snapshot_version
+)
+
+select
+    snapshots.batch_id,
+    snapshots.snapshot_version,
+    snapshots.snapshot_version = max(snapshots.snapshot_version) over (partition by snapshots.batch_id)
+        as is_latest,
+    snapshots.contract_version,
+    snapshots.config_version,
+    snapshots.data_version,
+    snapshots.inputs_hash,
+    snapshots.content_hash,
+    {%- for column in figures %}
+    snapshots.{{ column }},
+    {%- endfor %}
+    case when snapshots.snapshot_version = 1 then 'first snapshot' else change_lists.changed_columns end
+        as changed_columns
+from snapshots
+left join change_lists
+    on snapshots.batch_id = change_lists.batch_id and snapshots.snapshot_version = change_lists.snapshot_version

@@ -1,0 +1,50 @@
+"""Cost snapshots are insert-only (R16): a late file adds a new version for the batch it touches, earlier
+versions stay byte-identical, and a re-run with nothing new adds nothing."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import duckdb
+
+from cost_pipeline.cli import run_pipeline
+
+
+def _snapshots(warehouse) -> list[tuple]:
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        return con.execute("select * from history.snp_batch_costs order by batch_id, snapshot_version").fetchall()
+    finally:
+        con.close()
+
+
+def test_a_late_file_adds_a_version_and_history_is_never_rewritten(demo_run, tmp_path):
+    landing = tmp_path / "landing"
+    shutil.copytree(demo_run.landing, landing)
+    warehouse = tmp_path / "w.duckdb"
+    shutil.copyfile(demo_run.warehouse, warehouse)
+    first = _snapshots(warehouse)
+    assert [(r[0], r[1]) for r in first] == [("B-7", 1), ("B-8", 1), ("unattributed", 1)]
+
+    # A late step record for B-7's retry job arrives the next night.
+    late = {"batch_id": "B-7", "job_id": "1003", "step": 31, "started_at": "2026-11-03T11:40:00",
+            "ended_at": "2026-11-03T11:50:00", "committed": True, "discarded_reason": None, "samples": 512,
+            "tokens": 1_000_000, "config_version": "rl-cfg-12", "data_version": "prefs-2026-10"}
+    (landing / "steps" / "steps_late.jsonl").write_text(json.dumps(late) + "\n", encoding="utf-8")
+    assert run_pipeline(landing, warehouse)
+    second = _snapshots(warehouse)
+    assert [(r[0], r[1]) for r in second] == [("B-7", 1), ("B-7", 2), ("B-8", 1), ("unattributed", 1)]
+    assert [r for r in second if r[1] == 1] == first          # earlier versions byte-identical
+
+    con = duckdb.connect(str(warehouse), read_only=True)
+    history = con.execute("select batch_id, snapshot_version, is_latest, changed_columns, steps_run, compute_cost "
+                          "from marts.fct_batch_cost_history where batch_id = 'B-7' order by 2").fetchall()
+    con.close()
+    assert history[0][:4] == ("B-7", 1, False, "first snapshot") and history[0][4] == 33
+    assert history[1][:3] == ("B-7", 2, True) and history[1][4] == 34
+    assert history[1][3] == "steps_run, steps_counted, cost_per_counted_step"
+    assert history[1][5] == history[0][5]                     # the same compute spent over one more step
+
+    assert run_pipeline(landing, warehouse)                   # nothing new: nothing appended
+    assert _snapshots(warehouse) == second
