@@ -82,7 +82,8 @@ def test_bad_registry_file_is_quarantined_whole_and_the_good_one_loads(tmp_path)
     ]
     rows_in, staged, quarantined = conservation(tmp_path / "w.duckdb", "batch_registry")
     assert (rows_in, staged, quarantined) == (5, 1, 4)
-    assert check_results(result) == {"rows_conserved": True, "no_quarantined_rows": False}
+    assert check_results(result) == {"rows_conserved": True, "no_quarantined_rows": False,
+                                     "quarantine_not_growing": True}
 
 
 def test_quarantine_messages_name_file_line_and_rule_but_never_values(tmp_path):
@@ -180,3 +181,17 @@ def test_every_source_loads_an_empty_landing_folder(tmp_path, name):
     result = materialize(tmp_path / "landing", tmp_path / "w.duckdb", name)
     assert result.success
     assert query(tmp_path / "w.duckdb", f'select count(*) from raw."{name}"') == [(0,)]
+
+
+def test_a_growing_quarantine_fails_its_check(tmp_path):
+    landing, warehouse = tmp_path / "landing", tmp_path / "w.duckdb"
+    instance = dg.DagsterInstance.ephemeral()
+    registry = landing / "registry" / "batches.csv"
+    write(registry, REGISTRY_HEADER + "B-1,p,g,t,d1,m1,c1,cfg1,v1\nB-2,p,g\n")
+    assert check_results(materialize(landing, warehouse, "batch_registry", instance=instance))[
+        "quarantine_not_growing"]
+    write(registry, REGISTRY_HEADER + "B-1,p,g,t,d1,m1,c1,cfg1,v1\nB-2,p,g\nB-3,p,g\n")
+    grown = materialize(landing, warehouse, "batch_registry", instance=instance)
+    assert grown.success                      # the night still loads
+    assert check_results(grown) == {"rows_conserved": True, "no_quarantined_rows": False,
+                                    "quarantine_not_growing": False}

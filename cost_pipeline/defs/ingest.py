@@ -27,6 +27,8 @@ def _check_specs(table: str) -> list[dg.AssetCheckSpec]:
                           description="Rows in = rows staged + rows quarantined, for every file."),
         dg.AssetCheckSpec("no_quarantined_rows", asset=key,
                           description="Warns when any row broke the definitions contract (see raw.quarantine)."),
+        dg.AssetCheckSpec("quarantine_not_growing", asset=key,
+                          description="Fails when more rows are quarantined than at the previous materialisation."),
     ]
 
 
@@ -40,8 +42,17 @@ def connect_for_ingest(warehouse: Warehouse, landing: LandingZone) -> duckdb.Duc
         raise dg.RetryRequested(max_retries=TRANSIENT_RETRIES, seconds_to_wait=TRANSIENT_WAIT_SECONDS) from error
 
 
+def previously_quarantined(context: dg.AssetExecutionContext) -> int | None:
+    """rows_quarantined recorded by this asset's previous materialisation, if any."""
+    event = context.instance.get_latest_materialization_event(context.asset_key)
+    materialization = event.asset_materialization if event else None
+    value = materialization.metadata.get("rows_quarantined") if materialization else None
+    return int(value.value) if value is not None else None
+
+
 def report_result(context: dg.AssetExecutionContext, report: IngestReport) -> dg.MaterializeResult:
     """Turn an ingest report into metadata and check results: counts and rule names only."""
+    previous = previously_quarantined(context)
     for example in report.examples:
         context.log.warning(f"quarantined: {example}")
     for source_file, original in report.duplicates:
@@ -67,6 +78,12 @@ def report_result(context: dg.AssetExecutionContext, report: IngestReport) -> dg
                 severity=dg.AssetCheckSeverity.WARN,
                 metadata={"rows_quarantined": report.rows_quarantined,
                           "quarantined_by_rule": dg.MetadataValue.json(by_rule)}),
+            dg.AssetCheckResult(
+                check_name="quarantine_not_growing",
+                passed=previous is None or report.rows_quarantined <= previous,
+                severity=dg.AssetCheckSeverity.ERROR,
+                metadata={"rows_quarantined": report.rows_quarantined,
+                          "previously_quarantined": -1 if previous is None else previous}),
         ],
     )
 
