@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -59,6 +61,17 @@ class Contract:
     @property
     def serving(self) -> dict[str, Any]:
         return dict(self.document["serving"])
+
+    @property
+    def confidential_columns(self) -> dict[tuple[str, str], str]:
+        """(marts table, column) -> why it is for finance only (R20); an empty dict when the version lists none."""
+        columns = {}
+        for entry, reason in (self.document.get("confidential") or {}).items():
+            table, dot, column = str(entry).partition(".")
+            if not (dot and table and column) or "." in column:
+                raise ValueError(f"contract {self.version}: confidential entry {entry!r} is not <table>.<column>")
+            columns[(table.lower(), column.lower())] = str(reason)
+        return columns
 
     def enumeration_rows(self) -> list[dict[str, Any]]:
         """Every enumeration as rows.
@@ -127,21 +140,44 @@ class Contract:
         return [{"contract_version": self.version, "name": k, "value": float(v)} for k, v in values.items()]
 
 
+_extra_directories: list[Path] = []
+
+
+def add_contract_directory(path: str | Path) -> None:
+    """Also look for definitions_<version>.yaml in ``path`` (a deployment's own contract folder, or a test's)."""
+    _extra_directories.append(Path(path))
+    load_contract.cache_clear()
+
+
+def remove_contract_directory(path: str | Path) -> None:
+    _extra_directories.remove(Path(path))
+    load_contract.cache_clear()
+
+
+def _contract_files() -> dict[str, Traversable]:
+    """Contract version -> its file; the package's own files first, then added directories."""
+    files: dict[str, Traversable] = {}
+    for folder in [resources.files(__package__), *_extra_directories]:
+        for entry in folder.iterdir():
+            match = _FILE_PATTERN.match(entry.name)
+            if match and match.group(1) not in files:
+                files[match.group(1)] = entry
+    return files
+
+
 def available_versions() -> list[str]:
-    """Contract versions shipped in this package, oldest first."""
-    names = [p.name for p in resources.files(__package__).iterdir()]
-    versions = [m.group(1) for n in names if (m := _FILE_PATTERN.match(n))]
-    return sorted(versions, key=lambda v: int(v[1:]))
+    """Contract versions available, oldest first."""
+    return sorted(_contract_files(), key=lambda v: int(v[1:]))
 
 
 @cache
 def load_contract(version: str | None = None) -> Contract:
     """Load one contract version; the newest when ``version`` is None."""
+    files = _contract_files()
     version = version or available_versions()[-1]
-    if version not in available_versions():
-        raise ValueError(f"unknown contract version {version!r}; shipped: {available_versions()}")
-    text = resources.files(__package__).joinpath(f"definitions_{version}.yaml").read_text(encoding="utf-8")
-    document = yaml.safe_load(text)
+    if version not in files:
+        raise ValueError(f"unknown contract version {version!r}; available: {available_versions()}")
+    document = yaml.safe_load(files[version].read_text(encoding="utf-8"))
     if document.get("version") != version:
         raise ValueError(f"definitions_{version}.yaml declares version {document.get('version')!r}")
     return Contract(version=version, document=document)
