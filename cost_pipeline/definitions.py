@@ -11,11 +11,12 @@ from dagster_dbt import DbtCliResource
 from cost_pipeline.dbt_setup import dbt_executable, dbt_project
 from cost_pipeline.defs.dbt import cost_models
 from cost_pipeline.defs.ingest import ingest_assets
+from cost_pipeline.defs.publish import publish_assets
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.defs.schedules import nightly_cost_refresh, nightly_cost_refresh_job
 
 defs = dg.Definitions(
-    assets=[*ingest_assets, cost_models],
+    assets=[*ingest_assets, cost_models, *publish_assets],
     jobs=[nightly_cost_refresh_job],
     schedules=[nightly_cost_refresh],
     resources={

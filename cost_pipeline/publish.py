@@ -1,0 +1,192 @@
+"""Publishing the marts for BI readers (R20): two DuckDB files beside the warehouse, each swapped in atomically.
+
+- ``<warehouse stem>.finance.duckdb``: every table of schema ``marts``, every column.
+- ``<warehouse stem>.engineering.duckdb``: the same tables without the confidential columns that the definitions
+  contract lists (``confidential:`` in ``contract/definitions_v*.yaml``): people's cost rates and anything derived
+  per person, and contract discounts. DuckDB has no GRANT, so the split is physical.
+
+Both files also hold ``main.inputs``: the warehouse's file ledger (source, file, sha256, row counts), so a reader
+can trace a figure to the landing files it came from. Nothing in them depends on when they were published, so
+publishing the same warehouse twice gives identical tables.
+
+Readers never open the warehouse, so they never block the nightly writer (DuckDB: one writer per file, and a reader
+in another process blocks it). Each file is written under a temporary name in the same folder, flushed to disk and
+then renamed over the old one (``os.replace``). A reader that already has the old file open keeps reading that
+snapshot; the next connection opens the new one. A file that an administrator restricted (``chmod``/``chgrp``)
+keeps its mode and group across nightly swaps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from cost_pipeline.contract import available_versions, load_contract
+from cost_pipeline.ingest.warehouse import quote
+
+FINANCE = "finance"
+ENGINEERING = "engineering"
+AUDIENCES = (FINANCE, ENGINEERING)
+MARTS = "marts"
+INPUTS = "inputs"   # main.inputs in each published file
+_INPUT_COLUMNS = ("source", "source_file", "file_sha256", "rows_in", "rows_staged", "rows_quarantined",
+                  "duplicate_of")
+# The in-memory connection already has databases of these names.
+_RESERVED_ALIASES = {"memory", "system", "temp", "main"}
+
+
+class ConfidentialListOutdated(RuntimeError):
+    """The contract names a confidential column the warehouse does not have: nothing is published."""
+
+
+@dataclass(frozen=True)
+class Publication:
+    """What one publish wrote: names and counts only, safe for logs and Dagster metadata."""
+
+    files: dict[str, Path]
+    tables: dict[str, int]            # audience -> marts tables in its file
+    omitted: tuple[str, ...]          # "table.column" left out of the engineering file
+    input_files: int
+
+
+def published_path(warehouse: Path, audience: str) -> Path:
+    """``<folder>/<warehouse stem>.<audience>.duckdb``."""
+    if audience not in AUDIENCES:
+        raise ValueError(f"unknown audience {audience!r}; expected one of {AUDIENCES}")
+    return warehouse.with_name(f"{warehouse.stem}.{audience}.duckdb")
+
+
+def confidential_columns() -> dict[tuple[str, str], str]:
+    """(marts table, column) -> reason, from every shipped contract version: once confidential, always."""
+    columns: dict[tuple[str, str], str] = {}
+    for version in available_versions():
+        columns.update(load_contract(version).confidential_columns)
+    return columns
+
+
+def publish_marts(warehouse: Path) -> dict[str, Path]:
+    """Publish the warehouse's marts into the finance and engineering files; returns audience -> file."""
+    return publish(warehouse).files
+
+
+def publish(warehouse: Path) -> Publication:
+    """``publish_marts`` with what was written: tables per file and the columns engineering does not get."""
+    warehouse = Path(warehouse).resolve()
+    if not warehouse.is_file():
+        raise FileNotFoundError(f"no warehouse at {warehouse}")
+    targets = {audience: published_path(warehouse, audience) for audience in AUDIENCES}
+    temporaries = {audience: _temporary_path(path) for audience, path in targets.items()}
+    con = duckdb.connect()   # in memory: the warehouse is attached read-only, nothing else is opened
+    try:
+        source = _source_alias(warehouse)
+        con.execute(f"attach ? as {quote(source)} (read_only)", [str(warehouse)])
+        columns = _marts_columns(con, source)
+        if not columns:
+            raise RuntimeError(f"the warehouse {warehouse} has no {MARTS} tables: nothing to publish")
+        confidential = confidential_columns()
+        present = {(t.lower(), c.lower()) for t, cols in columns.items() for c in cols}
+        missing = sorted(f"{t}.{c}" for t, c in confidential if (t, c) not in present)
+        if missing:
+            raise ConfidentialListOutdated(
+                f"the definitions contract lists confidential column(s) {', '.join(missing)}, which the warehouse's "
+                f"{MARTS} schema does not have; update the contract's confidential list before publishing")
+        omitted = tuple(f"{t}.{c}" for t, cols in columns.items() for c in cols
+                        if (t.lower(), c.lower()) in confidential)
+        plans = {
+            FINANCE: columns,
+            ENGINEERING: {t: [c for c in cols if (t.lower(), c.lower()) not in confidential]
+                          for t, cols in columns.items()},
+        }
+        inputs = 0
+        for audience, plan in plans.items():
+            inputs = _write(con, source, temporaries[audience], plan, targets[audience])
+        con.execute(f"detach {quote(source)}")
+    except BaseException:
+        con.close()
+        for temporary in temporaries.values():
+            _remove(temporary)
+        raise
+    con.close()
+    for audience in AUDIENCES:   # both files are complete on disk before either is swapped in
+        os.replace(temporaries[audience], targets[audience])
+    _fsync_directory(warehouse.parent)
+    return Publication(files=targets, tables={a: len(p) for a, p in plans.items()}, omitted=omitted,
+                       input_files=inputs)
+
+
+def _source_alias(warehouse: Path) -> str:
+    # Attached under its own name (dbt's database name is the file stem), so a view in marts still resolves.
+    return warehouse.stem if warehouse.stem.lower() not in _RESERVED_ALIASES else "warehouse_source"
+
+
+def _temporary_path(target: Path) -> Path:
+    return target.with_name(f".{target.name}.{os.getpid()}-{uuid.uuid4().hex}.tmp")
+
+
+def _marts_columns(con: duckdb.DuckDBPyConnection, source: str) -> dict[str, list[str]]:
+    """table -> columns in order, for every table and view of the warehouse's marts schema."""
+    rows = con.execute(
+        "select table_name, column_name from duckdb_columns() where database_name = ? and schema_name = ? "
+        "order by table_name, column_index", [source, MARTS]).fetchall()
+    columns: dict[str, list[str]] = {}
+    for table, column in rows:
+        columns.setdefault(table, []).append(column)
+    return columns
+
+
+def _write(con: duckdb.DuckDBPyConnection, source: str, temporary: Path, plan: dict[str, list[str]],
+           target: Path) -> int:
+    """Write one published file under ``temporary`` and flush it to disk; returns the number of input files."""
+    alias = "published" if source != "published" else "published_file"
+    con.execute(f"attach ? as {alias}", [str(temporary)])
+    _copy_permissions(target, temporary)
+    try:
+        con.execute(f"create schema {alias}.{MARTS}")
+        for table, columns in plan.items():
+            names = ", ".join(quote(c) for c in columns)
+            con.execute(f"create table {alias}.{MARTS}.{quote(table)} as "
+                        f"select {names} from {quote(source)}.{MARTS}.{quote(table)} order by all")
+        ledger = ", ".join(quote(c) for c in _INPUT_COLUMNS)
+        con.execute(f"create table {alias}.main.{INPUTS} as select {ledger} from {quote(source)}.raw.ingested_files "
+                    "order by source, source_file")
+        (inputs,) = con.execute(f"select count(*) from {alias}.main.{INPUTS}").fetchone()
+        con.execute(f"checkpoint {alias}")
+    finally:
+        con.execute(f"detach {alias}")
+    descriptor = os.open(temporary, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+    return int(inputs)
+
+
+def _copy_permissions(target: Path, temporary: Path) -> None:
+    """Give the new file the old one's mode and group, so a restricted finance file stays restricted."""
+    try:
+        old = target.stat()
+    except FileNotFoundError:
+        return
+    os.chmod(temporary, stat.S_IMODE(old.st_mode))
+    with contextlib.suppress(PermissionError):
+        os.chown(temporary, -1, old.st_gid)
+
+
+def _fsync_directory(folder: Path) -> None:
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _remove(temporary: Path) -> None:
+    for path in (temporary, temporary.with_name(temporary.name + ".wal")):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()

@@ -1,0 +1,302 @@
+"""Publishing the marts for BI readers (R20): a finance file and an engineering file beside the warehouse, each
+swapped in atomically; the engineering file never holds a confidential column; a reader held open during a run
+neither blocks it nor sees the swap; a canary rate appears nowhere outside the finance file."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+
+from cost_pipeline import publish as publishing
+from cost_pipeline.cli import run_pipeline
+from cost_pipeline.contract import load_contract
+from cost_pipeline.defs.publish import mart_keys, published_marts
+from cost_pipeline.fingerprint import table_fingerprints
+from cost_pipeline.ingest.warehouse import quote
+from cost_pipeline.publish import ENGINEERING, FINANCE, ConfidentialListOutdated, publish_marts, published_path
+
+CANARY_RATE = "987654.32"                  # a person's hourly rate planted in tasks/outcomes.csv
+CANARY_TASK_COST = "98765.43"              # what it makes of the demo's 6 hand-off minutes: 6 × 987654.32 / 60
+CANARY_TEXTS = (CANARY_RATE, CANARY_TASK_COST, "98765.432", "9876543")   # the last: the same in cents
+
+
+def tables(path: Path, schema: str) -> dict[str, list[str]]:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        rows = con.execute("select table_name, column_name from information_schema.columns where table_schema = ? "
+                           "order by table_name, ordinal_position", [schema]).fetchall()
+    finally:
+        con.close()
+    found: dict[str, list[str]] = {}
+    for table, column in rows:
+        found.setdefault(table, []).append(column)
+    return found
+
+
+def all_text(path: Path) -> str:
+    """Every row of every table in every schema of a DuckDB file, as text."""
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        relations = con.execute("select table_schema, table_name from information_schema.tables "
+                                "order by 1, 2").fetchall()
+        parts = []
+        for schema, table in relations:
+            parts.append(f"{schema}.{table}")
+            rows = con.execute(f"select cast(t as varchar) from {quote(schema)}.{quote(table)} as t").fetchall()
+            parts.extend(row for (row,) in rows)
+        return "\n".join(parts)
+    finally:
+        con.close()
+
+
+def copy_warehouse(demo_run, folder: Path) -> Path:
+    """The demo warehouse and its published files, copied so this test can re-run or re-publish freely."""
+    folder.mkdir(parents=True, exist_ok=True)
+    warehouse = folder / demo_run.warehouse.name
+    shutil.copyfile(demo_run.warehouse, warehouse)
+    for audience in (FINANCE, ENGINEERING):
+        shutil.copyfile(published_path(demo_run.warehouse, audience), published_path(warehouse, audience))
+    return warehouse
+
+
+def test_the_nightly_run_publishes_a_finance_and_an_engineering_file(demo_run):
+    assert demo_run.succeeded
+    finance = published_path(demo_run.warehouse, FINANCE)
+    engineering = published_path(demo_run.warehouse, ENGINEERING)
+    assert finance == demo_run.warehouse.with_name("warehouse.finance.duckdb")
+    assert engineering == demo_run.warehouse.with_name("warehouse.engineering.duckdb")
+
+    marts = tables(demo_run.warehouse, "marts")
+    assert len(marts) >= 13
+    assert tables(finance, "marts") == marts                       # every table, every column
+    assert table_fingerprints(finance) == table_fingerprints(demo_run.warehouse)
+    published = tables(engineering, "marts")
+    assert set(published) == set(marts)                            # every table ...
+    assert "human_cost" in marts["fct_task_costs"]
+    assert "human_cost" not in published["fct_task_costs"]         # ... minus the confidential columns
+    assert "task_cost" in published["fct_task_costs"]
+    assert {t: c for t, c in published.items() if t != "fct_task_costs"} == \
+        {t: c for t, c in marts.items() if t != "fct_task_costs"}
+
+    # The inputs ledger lets a reader trace a figure to its landing files; no table says when it was published.
+    ledger = demo_run.query("select source, source_file, file_sha256 from raw.ingested_files order by all")
+    for path in (finance, engineering):
+        assert list(tables(path, "main")) == ["inputs"]
+        con = duckdb.connect(str(path), read_only=True)
+        try:
+            assert con.execute("select source, source_file, file_sha256 from main.inputs order by all").fetchall() \
+                == ledger
+        finally:
+            con.close()
+    assert not [p for p in demo_run.warehouse.parent.iterdir() if p.name.endswith((".tmp", ".tmp.wal"))]
+
+
+def test_the_confidential_columns_are_listed_once_in_the_contract():
+    assert load_contract("v1").confidential_columns.keys() == {("fct_task_costs", "human_cost")}
+    assert publishing.confidential_columns().keys() >= {("fct_task_costs", "human_cost")}
+
+
+def test_republishing_gives_identical_tables(demo_run, tmp_path):
+    warehouse = copy_warehouse(demo_run, tmp_path)
+    before = {a: {s: table_fingerprints(published_path(warehouse, a), s) for s in ("marts", "main")}
+              for a in (FINANCE, ENGINEERING)}
+    files = publish_marts(warehouse)
+    assert files == {FINANCE: published_path(warehouse, FINANCE), ENGINEERING: published_path(warehouse, ENGINEERING)}
+    after = {a: {s: table_fingerprints(files[a], s) for s in ("marts", "main")} for a in (FINANCE, ENGINEERING)}
+    assert after == before
+    assert before[FINANCE]["marts"] != before[ENGINEERING]["marts"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [warehouse.name, files[FINANCE].name, files[ENGINEERING].name])     # no temporary file left behind
+
+
+def test_a_new_mart_is_published_and_a_listed_column_never_is(demo_run, tmp_path, monkeypatch):
+    warehouse = copy_warehouse(demo_run, tmp_path)
+    con = duckdb.connect(str(warehouse))
+    con.execute("create table marts.fct_new_mart as select 'B-7' as batch_id, 12.5 as vendor_discount")
+    con.close()
+    listed = {**publishing.confidential_columns(), ("fct_new_mart", "vendor_discount"): "a contract discount"}
+    monkeypatch.setattr(publishing, "confidential_columns", lambda: listed)
+    files = publish_marts(warehouse)
+    assert tables(files[FINANCE], "marts")["fct_new_mart"] == ["batch_id", "vendor_discount"]
+    assert tables(files[ENGINEERING], "marts")["fct_new_mart"] == ["batch_id"]
+
+
+def test_a_listed_column_the_warehouse_lacks_stops_publishing(demo_run, tmp_path, monkeypatch):
+    """A renamed confidential column would otherwise reach engineering unnoticed: nothing is swapped."""
+    warehouse = copy_warehouse(demo_run, tmp_path)
+    before = {a: published_path(warehouse, a).stat().st_ino for a in (FINANCE, ENGINEERING)}
+    listed = {**publishing.confidential_columns(), ("fct_task_costs", "people_cost"): "renamed?"}
+    monkeypatch.setattr(publishing, "confidential_columns", lambda: listed)
+    with pytest.raises(ConfidentialListOutdated, match="fct_task_costs.people_cost"):
+        publish_marts(warehouse)
+    assert {a: published_path(warehouse, a).stat().st_ino for a in (FINANCE, ENGINEERING)} == before
+    assert len(list(tmp_path.iterdir())) == 3                        # no temporary file left behind
+
+
+def test_a_restricted_file_stays_restricted_across_swaps(demo_run, tmp_path):
+    warehouse = copy_warehouse(demo_run, tmp_path)
+    published_path(warehouse, FINANCE).chmod(0o640)
+    files = publish_marts(warehouse)
+    assert files[FINANCE].stat().st_mode & 0o777 == 0o640
+
+
+def test_the_publish_asset_depends_on_every_mart():
+    from cost_pipeline.definitions import defs
+
+    graph = defs.resolve_asset_graph()
+    marts = {key for key in graph.get_all_asset_keys() if key.path[0] == "marts"}
+    assert len(marts) >= 13 and set(mart_keys) == marts
+    assert graph.get(published_marts.key).parent_keys == marts
+    assert published_marts.group_names_by_key[published_marts.key] == "publish"
+
+
+def test_a_failed_run_leaves_the_published_files_as_they_were(demo_run, tmp_path, monkeypatch):
+    """A failed blocking check stops dbt, and so the publish: readers keep the last good night."""
+    from cost_pipeline.ingest.warehouse import IngestReport
+
+    warehouse = copy_warehouse(demo_run, tmp_path / "night")
+    before = {a: published_path(warehouse, a).stat().st_ino for a in (FINANCE, ENGINEERING)}
+    real = IngestReport.conserved
+    monkeypatch.setattr(IngestReport, "conserved",
+                        property(lambda report: False if report.source == "task_outcomes" else real.fget(report)))
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    monkeypatch.setenv("COST_LANDING_DIR", str(demo_run.landing))
+    monkeypatch.setenv("COST_WAREHOUSE", str(warehouse))
+
+    assert not run_pipeline(demo_run.landing, warehouse)
+    assert {a: published_path(warehouse, a).stat().st_ino for a in (FINANCE, ENGINEERING)} == before
+    assert not [p for p in warehouse.parent.iterdir() if ".tmp" in p.name]
+
+
+READER = textwrap.dedent("""
+    import json, os, sys
+    import duckdb
+
+    path = sys.argv[1]
+    con = duckdb.connect(path, read_only=True)
+
+    def look():
+        return {"marker": con.execute("select note from main.snapshot_marker").fetchone()[0],
+                "batches": con.execute("select count(*) from marts.fct_batch_compute").fetchone()[0]}
+
+    print(json.dumps({"inode": os.stat(path).st_ino, **look()}), flush=True)
+    sys.stdin.readline()              # hold the connection open until the run is over
+    print(json.dumps(look()), flush=True)
+    con.close()
+""")
+
+
+def test_a_reader_held_open_during_a_run_neither_blocks_it_nor_sees_the_swap(demo_run, tmp_path, monkeypatch):
+    warehouse = copy_warehouse(demo_run, tmp_path / "night")
+    finance = published_path(warehouse, FINANCE)
+    con = duckdb.connect(str(finance))
+    con.execute("create table main.snapshot_marker as select 'yesterday' as note")   # tells the snapshots apart
+    con.close()
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    monkeypatch.setenv("COST_LANDING_DIR", str(demo_run.landing))    # restored after the test
+    monkeypatch.setenv("COST_WAREHOUSE", str(warehouse))
+
+    reader = subprocess.Popen([sys.executable, "-c", READER, str(finance)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        opened = json.loads(reader.stdout.readline() or reader.stderr.read())
+        assert opened["marker"] == "yesterday" and opened["batches"] >= 3
+
+        assert run_pipeline(demo_run.landing, warehouse)
+
+        assert reader.poll() is None                                  # the reader was open all along
+        assert os.stat(finance).st_ino != opened["inode"]             # a new file was swapped in ...
+        assert "snapshot_marker" not in tables(finance, "main")
+        assert table_fingerprints(finance) == table_fingerprints(warehouse)
+        reader.stdin.write("done\n")
+        reader.stdin.flush()
+        assert json.loads(reader.stdout.readline()) == {"marker": "yesterday", "batches": opened["batches"]}
+        assert reader.wait(timeout=30) == 0                           # ... while the reader kept its snapshot
+    finally:
+        if reader.poll() is None:
+            reader.kill()
+            reader.wait()
+
+
+def plant_canary(landing: Path) -> str:
+    """Give one handed-off task a distinctive hourly rate; returns the task id."""
+    path = landing / "tasks" / "outcomes.csv"
+    with path.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    (task,) = [row for row in rows if row["judged_by"] == "human"][:1]
+    assert task["human_minutes"] == "6"
+    task["human_cost_per_hour"] = CANARY_RATE
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    return task["task_id"]
+
+
+def leaks(text: str) -> list[str]:
+    return [canary for canary in CANARY_TEXTS if canary in text]
+
+
+def test_a_canary_rate_appears_nowhere_outside_the_finance_file(demo_run, tmp_path, monkeypatch, capfd):
+    landing = tmp_path / "landing"
+    shutil.copytree(demo_run.landing, landing)
+    task_id = plant_canary(landing)
+    warehouse = tmp_path / "night" / "warehouse.duckdb"
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.setenv("COST_LANDING_DIR", str(landing))
+    monkeypatch.setenv("COST_WAREHOUSE", str(warehouse))
+    capfd.readouterr()
+
+    assert run_pipeline(landing, warehouse)
+    captured = capfd.readouterr()
+
+    # It got through: the warehouse holds the rate, and finance reads the task's people cost.
+    assert {CANARY_RATE, CANARY_TASK_COST} <= set(leaks(all_text(warehouse)))
+    finance = duckdb.connect(str(published_path(warehouse, FINANCE)), read_only=True)
+    (human_cost,) = finance.execute("select cast(human_cost as varchar) from marts.fct_task_costs where task_id = ?",
+                                    [task_id]).fetchone()
+    finance.close()
+    assert human_cost == CANARY_TASK_COST
+
+    # Nowhere else: not in the engineering file ...
+    engineering = published_path(warehouse, ENGINEERING)
+    assert len(tables(engineering, "marts")) >= 13
+    assert leaks(all_text(engineering)) == []
+    # ... nor in the terminal output ...
+    assert "RUN_SUCCESS" in captured.out + captured.err
+    assert leaks(captured.out) == [] and leaks(captured.err) == []
+    # ... nor in the Dagster event log (messages, materialisation and check metadata) ...
+    instance = dg.DagsterInstance.get()
+    try:
+        (run,) = instance.get_runs()
+        entries = instance.all_logs(run.run_id)
+        assert any(e.dagster_event and e.dagster_event.event_type_value == "ASSET_MATERIALIZATION"
+                   and e.dagster_event.asset_key == published_marts.key for e in entries)
+        assert leaks("\n".join(dg.serialize_value(entry) for entry in entries)) == []
+    finally:
+        instance.dispose()
+    # ... nor anywhere in the instance's storage (run and event-log databases, compute logs) ...
+    stored = [p for p in home.rglob("*") if p.is_file()]
+    assert stored
+    assert {p.name: leaks(p.read_bytes().decode("utf-8", "replace")) for p in stored} == {p.name: [] for p in stored}
+    # ... nor in what dbt wrote for this run (its log, run results and compiled SQL).
+    from cost_pipeline.dbt_setup import DBT_PROJECT_DIR
+
+    dbt_files = [p for d in (DBT_PROJECT_DIR / "target").glob(f"*-{run.run_id[:7]}-*") for p in d.rglob("*")
+                 if p.is_file()]
+    assert dbt_files
+    assert {p.name: leaks(p.read_bytes().decode("utf-8", "replace")) for p in dbt_files} == \
+        {p.name: [] for p in dbt_files}
