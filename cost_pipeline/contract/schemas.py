@@ -224,6 +224,39 @@ def task_outcomes(contract: Contract) -> SourceSchema:
     ), unique=("task_id",))
 
 
+FOCUS_AMOUNT = (pa.Check.str_matches(r"^-?\d{1,12}(\.\d{1,10})?$"),)
+
+
+def billing_focus(contract: Contract) -> SourceSchema:
+    """FOCUS 1.x columns the pipeline uses; amounts keep up to 10 decimals as providers write them."""
+    return SourceSchema("billing_focus", (
+        Col("billing_period_start", "TIMESTAMP", nullable=True),
+        Col("billing_period_end", "TIMESTAMP", nullable=True),
+        Col("charge_period_start", "TIMESTAMP"),
+        Col("charge_period_end", "TIMESTAMP"),
+        Col("charge_category", "VARCHAR", nullable=True,
+            checks=_isin(["Usage", "Purchase", "Tax", "Credit", "Adjustment"])),
+        Col("charge_class", "VARCHAR", nullable=True, checks=_isin(["Correction"])),
+        Col("charge_frequency", "VARCHAR", nullable=True),
+        Col("pricing_category", "VARCHAR", nullable=True),
+        Col("billed_cost", "DECIMAL(22,10)", checks=FOCUS_AMOUNT),
+        Col("effective_cost", "DECIMAL(22,10)", checks=FOCUS_AMOUNT),
+        Col("list_cost", "DECIMAL(22,10)", nullable=True, checks=FOCUS_AMOUNT),
+        Col("contracted_cost", "DECIMAL(22,10)", nullable=True, checks=FOCUS_AMOUNT),
+        Col("billing_currency", "VARCHAR", nullable=True),
+        Col("resource_id", "VARCHAR", nullable=True),
+        Col("resource_name", "VARCHAR", nullable=True),
+        Col("service_name", "VARCHAR", nullable=True),
+        Col("sku_id", "VARCHAR", nullable=True),
+        Col("consumed_quantity", "DOUBLE", nullable=True),
+        Col("consumed_unit", "VARCHAR", nullable=True),
+        Col("commitment_discount_id", "VARCHAR", nullable=True),
+        Col("commitment_discount_status", "VARCHAR", nullable=True),
+        Col("tags", "VARCHAR", nullable=True),
+        Col("batch_id", "VARCHAR", nullable=True),
+    ))
+
+
 # Device samples are validated inside DuckDB (cost_pipeline/ingest/telemetry.py); their column types live here
 # so the contract entry and the raw table still share one definition.
 DEVICE_SAMPLE_COLUMNS: tuple[tuple[str, str], ...] = (

@@ -114,10 +114,10 @@ class SchedulerIngestConfig(dg.Config):
 
 
 def _load(context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse, name: str,
-          options: SacctOptions = SacctOptions()) -> dg.MaterializeResult:
+          options: SacctOptions = SacctOptions(), focus_tag_key: str = "batch_id") -> dg.MaterializeResult:
     con = connect_for_ingest(warehouse, landing)
     try:
-        report = load_source(con, landing.root, sources(options)[name], load_contract())
+        report = load_source(con, landing.root, sources(options, focus_tag_key)[name], load_contract())
     finally:
         con.close()
     return report_result(context, report)
@@ -140,6 +140,19 @@ def scheduler_jobs(context: dg.AssetExecutionContext, landing: LandingZone, ware
     return _load(context, landing, warehouse, "scheduler_jobs", SacctOptions(config.sacct_delimiter, fields))
 
 
+class BillingIngestConfig(dg.Config):
+    """Which key of the FOCUS ``Tags`` JSON object carries the batch key."""
+
+    batch_tag_key: str = "batch_id"
+
+
+@dg.asset(key=["raw", "billing_focus"], group_name=GROUP, kinds={"duckdb"}, check_specs=_check_specs("billing_focus"),
+          description="FOCUS 1.x billing exports (I4): billing/*.csv, as providers write them.")
+def billing_focus(context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse,
+                  config: BillingIngestConfig) -> dg.MaterializeResult:
+    return _load(context, landing, warehouse, "billing_focus", focus_tag_key=config.batch_tag_key)
+
+
 _DESCRIPTIONS = {
     "batch_registry": "The batch registry (I10): registry/batches*.csv.",
     "scheduler_events": "Kubernetes-style job events (I1): scheduler/*.jsonl.",
@@ -151,7 +164,8 @@ _DESCRIPTIONS = {
     "serving_monthly_costs": "Monthly serving costs besides GPUs (I9): serving/monthly_costs*.csv.",
     "task_outcomes": "Task outcomes and human correction time (I9): tasks/outcomes*.csv.",
 }
-source_assets = [scheduler_jobs, *(_source_asset(name, text) for name, text in _DESCRIPTIONS.items())]
+source_assets = [scheduler_jobs, billing_focus,
+                 *(_source_asset(name, text) for name, text in _DESCRIPTIONS.items())]
 
 
 @dg.asset(key=["raw", "device_samples"], group_name=GROUP, kinds={"duckdb"}, check_specs=_check_specs("device_samples"),

@@ -16,6 +16,7 @@ import duckdb
 
 from cost_pipeline.contract import Contract
 from cost_pipeline.contract import schemas as s
+from cost_pipeline.ingest.focus import focus_line_parser
 from cost_pipeline.ingest.records import (
     FileRejected,
     ParsedFile,
@@ -211,7 +212,7 @@ def _jsonl(schema: s.SourceSchema) -> LineParser:
     return jsonl_line_parser(c.name for c in schema.columns)
 
 
-def sources(sacct: SacctOptions = SacctOptions()) -> dict[str, Source]:
+def sources(sacct: SacctOptions = SacctOptions(), focus_tag_key: str = "batch_id") -> dict[str, Source]:
     """Every small source by raw table name."""
     return {
         src.name: src for src in (
@@ -228,6 +229,8 @@ def sources(sacct: SacctOptions = SacctOptions()) -> dict[str, Source]:
             Source("serving_replicas", "serving", ("replicas*.csv",), s.serving_replicas, _csv),
             Source("serving_monthly_costs", "serving", ("monthly_costs*.csv",), s.serving_monthly_costs, _csv),
             Source("task_outcomes", "tasks", ("outcomes*.csv",), s.task_outcomes, _csv),
+            Source("billing_focus", "billing", ("*.csv",), s.billing_focus,
+                   lambda _schema: focus_line_parser(focus_tag_key)),
         )
     }
 

@@ -1,0 +1,35 @@
+with source as (
+    select * from {{ source('raw', 'billing_focus') }}
+),
+
+renamed as (
+    select
+        billing_period_start,
+        billing_period_end,
+        charge_period_start,
+        charge_period_end,
+        charge_category,
+        coalesce(charge_class, 'Regular') as charge_class,
+        charge_frequency,
+        pricing_category,
+        billed_cost,
+        effective_cost,
+        list_cost,
+        contracted_cost,
+        billing_currency,
+        resource_id,
+        resource_name,
+        service_name,
+        sku_id,
+        consumed_quantity,
+        consumed_unit,
+        commitment_discount_id,
+        commitment_discount_status,
+        tags,
+        batch_id,
+        source_file,
+        source_line
+    from source
+)
+
+select * from renamed
