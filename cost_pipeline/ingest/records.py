@@ -10,6 +10,7 @@ import csv
 import hashlib
 import io
 import json
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,8 @@ class ParsedFile:
     rows_in: int = 0
     rows: list[dict[str, Any]] = field(default_factory=list)
     rejections: list[Rejection] = field(default_factory=list)
+    # The decoded text with its line ends as written, while the line parser runs (a CSV value may hold one).
+    text: str | None = None
 
 
 class FileRejected(Exception):
@@ -54,23 +57,37 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def read_text_lines(path: Path) -> list[str]:
+# Line ends are \n, \r\n and \r only. ``str.splitlines`` also breaks at \x0b, \x0c, \x1c-\x1e, \x85, U+2028 and
+# U+2029, characters a value may hold (JSON writes U+2028 unescaped): one record would become two broken lines.
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def read_text(path: Path) -> str:
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        return path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError:
         raise FileRejected("file_encoding", "file is not UTF-8 text") from None
-    return text.splitlines()
+
+
+def split_lines(text: str) -> list[str]:
+    lines = _LINE_END.split(text)
+    if lines[-1] == "":
+        lines.pop()         # the text ends with a line end (or is empty)
+    return lines
 
 
 def parse_file(path: Path, parse_lines: Callable[[list[str], ParsedFile], None]) -> ParsedFile:
     """Run a line parser over one file; a whole-file failure becomes a single line-0 rejection."""
     parsed = ParsedFile(path=path, sha256=file_sha256(path))
     try:
-        parse_lines(read_text_lines(path), parsed)
+        parsed.text = read_text(path)
+        parse_lines(split_lines(parsed.text), parsed)
     except FileRejected as error:
         parsed.rows.clear()
         parsed.rejections[:] = [Rejection(line=0, rule=error.rule, message=str(error))]
         parsed.rows_in = 1
+    finally:
+        parsed.text = None
     return parsed
 
 
@@ -81,7 +98,11 @@ def csv_line_parser(required_columns: Iterable[str]) -> Callable[[list[str], Par
     def parse(lines: list[str], parsed: ParsedFile) -> None:
         if not lines:
             return
-        reader = csv.reader(io.StringIO("\n".join(lines)))
+        # The text as written (newline="": line ends are the csv module's to read), so a quoted value keeps
+        # its \r\n or \r; the lines joined where there is no such text or a caller changed the lines.
+        written = parsed.text is not None and split_lines(parsed.text) == lines
+        text = parsed.text if written else "\n".join(lines)
+        reader = csv.reader(io.StringIO(text, newline=""))
         try:
             header = [h.strip() for h in next(reader)]
         except csv.Error:
@@ -114,6 +135,19 @@ def csv_line_parser(required_columns: Iterable[str]) -> Callable[[list[str], Par
     return parse
 
 
+# A \uXXXX escape in the surrogate range; only such an escape can put an unpaired surrogate into a string
+# decoded from UTF-8 text, and DuckDB (like any UTF-8 store) cannot hold one.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _is_unicode(obj: object) -> bool:
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except (UnicodeEncodeError, RecursionError):
+        return False
+    return True
+
+
 def jsonl_line_parser(fields: Iterable[str]) -> Callable[[list[str], ParsedFile], None]:
     """Parse JSON Lines into rows of the given fields; a line that is not a JSON object is rejected."""
     names = list(fields)
@@ -125,13 +159,18 @@ def jsonl_line_parser(fields: Iterable[str]) -> Callable[[list[str], ParsedFile]
             parsed.rows_in += 1
             try:
                 obj = json.loads(text)
-            except (json.JSONDecodeError, RecursionError):
+            except (ValueError, RecursionError):
+                # ValueError: JSONDecodeError, and an integer past Python's 4,300-digit conversion limit.
                 parsed.rejections.append(Rejection(number, "json_syntax", "line is not valid JSON", text))
                 continue
             if not isinstance(obj, dict):
                 parsed.rejections.append(Rejection(number, "json_object", "line is not a JSON object", text))
                 continue
             row = {name: obj.get(name) for name in names}
+            if _SURROGATE_ESCAPE.search(text) and not _is_unicode(row):
+                parsed.rejections.append(Rejection(number, "json_text", "a string holds an unpaired surrogate "
+                                                   "escape (\\ud800-\\udfff), which is not text", text))
+                continue
             row["source_line"] = number
             parsed.rows.append(row)
 

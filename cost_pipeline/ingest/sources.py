@@ -27,7 +27,7 @@ from cost_pipeline.ingest.records import (
     parse_file,
 )
 from cost_pipeline.ingest.validate import validate_rows
-from cost_pipeline.ingest.warehouse import IngestReport, lock_down, write_validated_source
+from cost_pipeline.ingest.warehouse import IngestReport, file_pattern, lock_down, write_validated_source
 from cost_pipeline.parsing import slurm
 
 LineParser = Callable[[list[str], ParsedFile], None]
@@ -108,9 +108,9 @@ def _utc(value: object) -> object:
     if isinstance(value, str):
         try:
             parsed = datetime.fromisoformat(value.strip())
-        except ValueError:
+            return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo else parsed
+        except (ValueError, OverflowError):     # OverflowError: an offset that moves year 1 or 9999 off the calendar
             return value
-        return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo else parsed
     return value
 
 
@@ -172,7 +172,7 @@ def parse_parquet(path: Path, map_row: Callable[[dict[str, object]], dict[str, o
     lock_down(con, path.parent)
     try:
         cursor = con.execute("select * from read_parquet(?, file_row_number = true) order by file_row_number",
-                             [str(path)])
+                             [file_pattern(path)])
         names = [d[0] for d in cursor.description]
         records = cursor.fetchall()
     except duckdb.Error:
@@ -246,7 +246,7 @@ def load_source(con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Sourc
             parsed = parse_parquet(path, source.parquet_row)
         else:
             parsed = parse_file(path, parser)
-        results.append((parsed, validate_rows(parsed, schema)))
+        results.append((parsed, validate_rows(parsed, schema, con)))
     return write_validated_source(con, schema, landing_dir, results)
 
 

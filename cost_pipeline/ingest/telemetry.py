@@ -9,6 +9,8 @@ A file whose bytes repeat an earlier telemetry file's is not read at all; the le
 
 from __future__ import annotations
 
+import hashlib
+import re
 from pathlib import Path
 
 import duckdb
@@ -19,6 +21,7 @@ from cost_pipeline.ingest.warehouse import (
     FirstSeen,
     IngestReport,
     begin_source,
+    file_pattern,
     quote,
     raw_table_ddl,
     record_duplicate,
@@ -61,10 +64,58 @@ def _typed_select() -> str:
     return ", ".join(casts)
 
 
-def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path) -> list[Rejection]:
-    """Read one CSV as text into ``landing_samples(line, ...)``; return its structurally broken lines."""
+def _sample_columns(present: set[str]) -> str:
+    """The sample columns, by the names DuckDB gave them; an absent optional column is null."""
+    missing = [c for c in _REQUIRED if c not in present]
+    if missing:
+        raise ValueError(f"header lacks required column(s): {', '.join(missing)}")
+    return ", ".join(quote(name) if name in present else f"cast(null as varchar) as {quote(name)}"
+                     for name, _ in DEVICE_SAMPLE_COLUMNS)
+
+
+def _columns_of(con: duckdb.DuckDBPyConnection, relation: str, params: list | None = None) -> set[str]:
+    return {row[0] for row in con.execute(f"describe {relation}", params or []).fetchall()}
+
+
+_SCAN_CHUNK = 1 << 20
+_BLANK_LINE = re.compile(rb"\n\r?(?=\n)")     # a line end, then an empty line (LF or CRLF) ending at the next \n
+
+
+def scan_csv(path: Path) -> tuple[str, list[int]]:
+    """The file's sha256 and the numbers of its empty lines after the first, in one pass over its bytes.
+
+    DuckDB's CSV reader skips an empty line without a trace but counts it in its line numbers, so the line
+    number of every kept row after one depends on knowing where they are.
+    """
+    digest = hashlib.sha256()
+    blanks: list[int] = []
+    newlines = 0            # line ends in the chunks read so far
+    tail = b""              # the previous chunk's last bytes: a blank line may straddle two chunks
     with path.open("rb") as handle:
-        header = handle.readline().decode("utf-8", errors="replace").strip().split(",")
+        for chunk in iter(lambda: handle.read(_SCAN_CHUNK), b""):
+            digest.update(chunk)
+            window = tail + chunk
+            counted, position = newlines - tail.count(b"\n"), 0     # line ends before window[position]
+            for match in _BLANK_LINE.finditer(window):
+                if match.end() < len(tail):
+                    continue            # found with the previous chunk
+                counted += window.count(b"\n", position, match.start() + 1)
+                position = match.start() + 1
+                blanks.append(counted + 1)
+            newlines += chunk.count(b"\n")
+            tail = window[-2:]
+    return digest.hexdigest(), blanks
+
+
+def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path, blank_lines: list[int]) -> list[Rejection]:
+    """Read one CSV as text into ``landing_samples(line, ...)``; return its structurally broken lines.
+
+    Line numbers are DuckDB's: physical lines, except that a line end inside a quoted value does not count.
+    An empty line is not a row (as in every CSV source) but keeps its number (``blank_lines``, from
+    ``scan_csv``); the scan reads bytes, so an empty line inside a quoted value would shift later numbers.
+    """
+    with path.open("rb") as handle:     # a cheap first look, before DuckDB reads the file
+        header = handle.readline().decode("utf-8-sig", errors="replace").strip().split(",")
     missing = [c for c in _REQUIRED if c not in [h.strip().strip('"') for h in header]]
     if missing:
         raise ValueError(f"header lacks required column(s): {', '.join(missing)}")
@@ -73,20 +124,26 @@ def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path) -> list[Rejection]:
     con.execute(
         "create or replace temp table landing_text as select * from read_csv(?, header = true, "
         "all_varchar = true, store_rejects = true, rejects_table = 'landing_rejects', "
-        "rejects_scan = 'landing_scan', auto_detect = true, delim = ',', quote = '\"')",
-        [str(path)],
+        "rejects_scan = 'landing_scan', auto_detect = true, skip = 0, delim = ',', quote = '\"')",
+        [file_pattern(path)],
     )
-    # A kept row's line number: its position among kept rows, plus the header, plus the broken lines before it.
-    con.execute("""
+    selected = _sample_columns(_columns_of(con, "landing_text"))
+    # A kept row's line number: its position among kept rows, plus the header, plus the lines before it that
+    # hold no kept row (broken lines and empty ones). Adjacent skipped lines share ``kept_before``; the last wins.
+    con.execute(f"""
         create or replace temp table landing_samples as
-        with broken as (
-            select line, cast(line - 2 - (row_number() over (order by line) - 1) as bigint) as kept_before,
-                   row_number() over (order by line) as broken_so_far
-            from (select distinct line from landing_rejects)
-        ), kept as (select rowid as position, * from landing_text)
-        select cast(kept.position + 2 + coalesce(broken.broken_so_far, 0) as bigint) as line, kept.* exclude (position)
-        from kept asof left join broken on kept.position >= broken.kept_before
-    """)
+        with skipped as (
+            select line, row_number() over (order by line) as skipped_so_far
+            from (select line from landing_rejects union select unnest(?::bigint[]))
+            where line > 1
+        ), gaps as (
+            select cast(line - 2 - (skipped_so_far - 1) as bigint) as kept_before, max(skipped_so_far) as skipped_so_far
+            from skipped group by all
+        ), kept as (select rowid as landing_position, {selected} from landing_text)
+        select cast(kept.landing_position + 2 + coalesce(gaps.skipped_so_far, 0) as bigint) as line,
+               kept.* exclude (landing_position)
+        from kept asof left join gaps on kept.landing_position >= gaps.kept_before
+    """, [blank_lines])
     rows = con.execute("""
         select line, string_agg(distinct cast(error_type as varchar), ', ') as kinds
         from landing_rejects group by line order by line
@@ -96,14 +153,11 @@ def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path) -> list[Rejection]:
 
 
 def _stage_parquet(con: duckdb.DuckDBPyConnection, path: Path) -> list[Rejection]:
-    names = {row[0] for row in con.execute("describe select * from read_parquet(?)", [str(path)]).fetchall()}
-    missing = [c for c in _REQUIRED if c not in names]
-    if missing:
-        raise ValueError(f"columns lack required name(s): {', '.join(missing)}")
+    selected = _sample_columns(_columns_of(con, "select * from read_parquet(?)", [file_pattern(path)]))
     con.execute(
-        "create or replace temp table landing_samples as select cast(file_row_number + 1 as bigint) as line, * "
-        "exclude (file_row_number) from read_parquet(?, file_row_number = true)",
-        [str(path)],
+        f"create or replace temp table landing_samples as select cast(file_row_number + 1 as bigint) as line, "
+        f"{selected} from read_parquet(?, file_row_number = true)",
+        [file_pattern(path)],
     )
     return []
 
@@ -130,23 +184,24 @@ def load_device_samples(con: duckdb.DuckDBPyConnection, landing_dir: Path) -> In
     seen = FirstSeen()
     for path in paths:
         source_file = path.relative_to(landing_dir).as_posix()
-        sha = file_sha256(path)
+        sha, blank_lines = (file_sha256(path), []) if path.suffix == ".parquet" else scan_csv(path)
         original = seen.original_of(source_file, sha)
         if original is not None:        # same bytes as an earlier file: not read, recorded as a duplicate
             duplicate_of[source_file] = original
             files.append((source_file, sha, []))
             continue
         try:
-            broken = _stage_parquet(con, path) if path.suffix == ".parquet" else _stage_csv(con, path)
+            broken = _stage_parquet(con, path) if path.suffix == ".parquet" else _stage_csv(con, path, blank_lines)
+            # One statement: a file's rows are all checked in, or (it fails) none are and the file is quarantined.
+            con.execute(
+                f"insert into checked_samples select ?, ?, line, {_typed_select()}, {failed_rule}, {failed_message} "
+                "from landing_samples",
+                [source_file, sha],
+            )
         except (ValueError, duckdb.Error) as error:
             message = str(error).splitlines()[0] if isinstance(error, ValueError) else "file is not readable"
             files.append((source_file, sha, [Rejection(0, "file_format", message)]))
             continue
-        con.execute(
-            f"insert into checked_samples select ?, ?, line, {_typed_select()}, {failed_rule}, {failed_message} "
-            "from landing_samples",
-            [source_file, sha],
-        )
         files.append((source_file, sha, broken))
     for table in ("landing_text", "landing_samples", "landing_rejects", "landing_scan"):
         con.execute(f"drop table if exists {table}")

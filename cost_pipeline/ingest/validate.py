@@ -2,15 +2,28 @@
 
 pandera's ``drop_invalid_rows`` loses rows silently; here every failing row becomes a ``Rejection``
 naming the column and check (never the value: it may be confidential).
+
+These rules come before and after the contract's own checks, for every source alike:
+
+- a cell holding a list or an object (JSON) where the column wants one value is rejected (``<column>.scalar``),
+  rather than stored as its Python text, and so is timestamp text too long to be one
+  (``<column>.timestamp_length``);
+- a row that passes pandera must also fit the warehouse column it is written to (``<column>.warehouse_type``):
+  pandera's Int64 takes 2**31 for an INTEGER column, and the contract's date and money patterns take
+  2026-02-30 and non-ASCII digits (``\\d``), all of which DuckDB refuses at insert time, and with them the
+  whole source's load. The check is the writer's own cast, run as ``try_cast`` in DuckDB on the same frame;
+- a key column's repeats are rejected after the first occurrence that passed everything else.
 """
 
 from __future__ import annotations
 
+import duckdb
 import pandas as pd
 import pandera.pandas as pa
 
 from cost_pipeline.contract.schemas import SourceSchema
 from cost_pipeline.ingest.records import ParsedFile, Rejection
+from cost_pipeline.ingest.warehouse import quote
 
 _TRUE = {"true", "t", "yes", "1"}
 _FALSE = {"false", "f", "no", "0"}
@@ -24,23 +37,112 @@ def _boolean(value: object) -> object:
     return value
 
 
+def _as_text(value: object) -> object:
+    """pandera's coercion to ``str`` for one value: text stays, null stays null, anything else becomes its text."""
+    if value is None or isinstance(value, str) or pd.isna(value):
+        return value
+    return str(value)
+
+
 def _rule(column: object, check: object) -> str:
     name = str(check).split("(")[0]
     return f"{column}.{name}" if column is not None else name
 
 
-def validate_rows(parsed: ParsedFile, schema: SourceSchema) -> pd.DataFrame:
-    """Validate ``parsed.rows``; failing rows move to ``parsed.rejections``; returns the valid, typed rows."""
-    columns = [c.name for c in schema.columns]
-    frame = pd.DataFrame(parsed.rows, columns=[*columns, "source_line"])
-    if frame.empty:
-        return frame
-    frame.index = frame["source_line"].astype(int)
-    for column in schema.columns:
-        if column.sql_type == "BOOLEAN":
-            frame[column.name] = frame[column.name].map(_boolean)
-    model = schema.pandera()
+# No timestamp text is longer; a longer value (a corrupt field can be megabytes) is refused before the date
+# parser, which falls back to dateutil and takes seconds over such a string.
+MAX_TIMESTAMP_TEXT = 64
+
+
+def _precheck(rows: list[dict[str, object]], schema: SourceSchema) -> dict[int, Rejection]:
+    """Rows with a list or an object (parsed JSON) in a column that holds one value, or over-long timestamp text."""
     rejected: dict[int, Rejection] = {}
+    for row in rows:
+        line = int(row["source_line"])
+        for column in schema.columns:
+            value = row.get(column.name)
+            if isinstance(value, list | dict | tuple | set):
+                rejected[line] = Rejection(line, f"{column.name}.scalar",
+                                           f"column {column.name} holds a list or an object, not one value")
+                break
+            if column.sql_type == "TIMESTAMP" and isinstance(value, str) and len(value) > MAX_TIMESTAMP_TEXT:
+                rejected[line] = Rejection(line, f"{column.name}.timestamp_length",
+                                           f"column {column.name} is too long to be a timestamp")
+                break
+    return rejected
+
+
+_MODELS: dict[int, tuple[SourceSchema, pa.DataFrameSchema]] = {}
+
+
+def _model(schema: SourceSchema) -> pa.DataFrameSchema:
+    """The schema's pandera model, built once per schema object (a load validates file after file with it).
+
+    Text columns are made text here (``_as_text``), so the model leaves out pandera's own str coercion and its
+    element-wise dtype check, which format an empty failure report for every column on every call (about 3 ms
+    a column, most of a small file's validation); nullability and the contract's checks still run.
+    """
+    cached = _MODELS.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        if len(_MODELS) > 64:
+            _MODELS.clear()
+        text = {c.name: {"dtype": None} for c in schema.columns if c.pandas_dtype is str}
+        cached = _MODELS[id(schema)] = (schema, schema.pandera().update_columns(text))
+    return cached[1]
+
+
+# After pandera's coercion these columns hold pandas values every one of which the warehouse type takes
+# (str, Int64, float64, boolean, datetime64[ns]); the others (INTEGER, DECIMAL, DATE) are checked.
+_ALWAYS_FIT = {"VARCHAR", "BIGINT", "DOUBLE", "BOOLEAN", "TIMESTAMP"}
+
+
+def _misfits(valid: pd.DataFrame, schema: SourceSchema, con: duckdb.DuckDBPyConnection | None) -> dict[int, Rejection]:
+    """Rows holding a value the writer's ``cast(<column> as <sql type>)`` would refuse."""
+    checked = [(i, c) for i, c in enumerate(schema.columns) if c.sql_type not in _ALWAYS_FIT]
+    if valid.empty or not checked:
+        return {}
+    own = con is None
+    con = duckdb.connect(config={"enable_external_access": False}) if own else con
+    failed = "case " + " ".join(
+        f"when {quote(c.name)} is not null and try_cast({quote(c.name)} as {c.sql_type}) is null then {i}"
+        for i, c in checked) + " end"
+    try:
+        rows = valid[[c.name for _, c in checked]].assign(validating_line=valid.index.astype("int64"))
+        con.register("validating_rows", rows)
+        found = con.execute(f"select validating_line, failed from (select validating_line, {failed} as failed "
+                            "from validating_rows) where failed is not null").fetchall()
+        con.unregister("validating_rows")
+    finally:
+        if own:
+            con.close()
+    rejected = {}
+    for line, index in found:
+        column = schema.columns[index]
+        rejected[int(line)] = Rejection(int(line), f"{column.name}.warehouse_type",
+                                        f"column {column.name} does not fit the warehouse type {column.sql_type}")
+    return rejected
+
+
+def validate_rows(parsed: ParsedFile, schema: SourceSchema,
+                  con: duckdb.DuckDBPyConnection | None = None) -> pd.DataFrame:
+    """Validate ``parsed.rows``; failing rows move to ``parsed.rejections``; returns the valid, typed rows.
+
+    ``con`` (the warehouse connection, when there is one) runs the warehouse-type check; without it a private
+    in-memory database does.
+    """
+    columns = [c.name for c in schema.columns]
+    if not parsed.rows:
+        return pd.DataFrame(columns=[*columns, "source_line"])
+    rejected: dict[int, Rejection] = _precheck(parsed.rows, schema)
+    rows = [row for row in parsed.rows if int(row["source_line"]) not in rejected]
+    data = {}
+    for column in schema.columns:
+        prepare = _boolean if column.sql_type == "BOOLEAN" else _as_text if column.pandas_dtype is str else None
+        values = [row.get(column.name) for row in rows]
+        data[column.name] = values if prepare is None else [prepare(v) for v in values]
+    # Object columns: a JSON integer beyond 64 bits would otherwise break the frame's own construction.
+    frame = pd.DataFrame(data, columns=columns, index=[int(row["source_line"]) for row in rows], dtype=object)
+    model = _model(schema)
     current = frame
     while True:
         try:
@@ -63,6 +165,9 @@ def validate_rows(parsed: ParsedFile, schema: SourceSchema) -> pd.DataFrame:
                     rule = _rule(case.column, case.check)
                     rejected[line] = Rejection(line, rule, f"column {case.column} fails {case.check}")
             current = current.drop(index=[i for i in current.index if int(i) in rejected])
+    misfits = _misfits(valid, schema, con)
+    rejected.update(misfits)
+    valid = valid.drop(index=list(misfits))
     for key in schema.unique:
         duplicated = valid[key].duplicated(keep="first")
         for line in valid.index[duplicated]:

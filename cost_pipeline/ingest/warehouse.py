@@ -14,6 +14,7 @@ only under that folder, cannot attach, copy out, install or load extensions, and
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -104,6 +105,19 @@ def lock_down(con: duckdb.DuckDBPyConnection, readable_dir: str | Path) -> None:
     con.execute("set allowed_directories = ?", [[str(directory)]])
     con.execute("set enable_external_access = false")
     con.execute("set lock_configuration = true")
+
+
+_GLOB_CHARACTER = re.compile(r"([*?\[])")
+
+
+def file_pattern(path: str | Path) -> str:
+    """``path`` as DuckDB's file readers (``read_csv``, ``read_parquet``) take it: that one file, by its name.
+
+    The readers expand glob patterns, so a landing file named ``dcgm*.csv`` would read every telemetry file
+    under its own name and ``x[1].csv`` would read ``x1.csv``. Each ``*``, ``?`` and ``[`` is put in a
+    bracket class of its own (``[*]``), which matches that character only.
+    """
+    return _GLOB_CHARACTER.sub(r"[\1]", str(path))
 
 
 def connect(path: str | Path, readable_dir: str | Path | None = None) -> duckdb.DuckDBPyConnection:

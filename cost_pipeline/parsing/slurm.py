@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 SACCT_FIELDS: tuple[str, ...] = (
     "JobID", "JobIDRaw", "JobName", "Account", "Partition", "User", "WCKey", "State", "ExitCode",
@@ -20,10 +20,12 @@ LABEL_KEYS: tuple[str, ...] = ("batch", "phase", "reason", "restart_of", "contin
 
 _NO_TIME = {"", "none", "unknown", "n/a"}
 _NO_LIMIT = {"unlimited", "partition_limit", "invalid", "none", ""}
-_DURATION = re.compile(r"^(?:(?P<days>\d+)-)?(?P<rest>\d+(?::\d+){0,2})(?:\.\d+)?$")
-_JOB_ID = re.compile(r"^(?P<base>\d+(?:_(?:\d+|\[[^\]]*\]))?(?:\+\d+)?)(?:\.(?P<step>[A-Za-z0-9_-]+))?$")
-_GPU_TRES = re.compile(r"(?:^|,)gres/gpu=(\d+)(?:,|$)")
-_TYPED_GPU_TRES = re.compile(r"(?:^|,)gres/gpu:[^=,]+=(\d+)(?:,|$)")
+# Patterns are ASCII: ``\d`` would also take other scripts' digits (``int`` reads some of them, not others).
+_DURATION = re.compile(r"^(?:(?P<days>\d+)-)?(?P<rest>\d+(?::\d+){0,2})(?:\.\d+)?$", re.ASCII)
+_JOB_ID = re.compile(r"^(?P<base>\d+(?:_(?:\d+|\[[^\]]*\]))?(?:\+\d+)?)(?:\.(?P<step>[A-Za-z0-9_-]+))?$", re.ASCII)
+_GPU_TRES = re.compile(r"(?:^|,)gres/gpu=(\d+)(?:,|$)", re.ASCII)
+_TYPED_GPU_TRES = re.compile(r"(?:^|,)gres/gpu:[^=,]+=(\d+)(?:,|$)", re.ASCII)
+_MAX_DIGITS = 18        # any count or duration in sacct fits; more digits is a corrupt field, not a number
 
 
 class FieldError(ValueError):
@@ -34,14 +36,33 @@ class FieldError(ValueError):
         self.rule = rule
 
 
+def _number(digits: str, rule: str, message: str) -> int:
+    """ASCII digits as an int; more than ``_MAX_DIGITS`` of them break ``rule``."""
+    if len(digits) > _MAX_DIGITS:
+        raise FieldError(rule, message)
+    return int(digits)
+
+
+def parse_count(text: str, field: str) -> int | None:
+    """A whole number such as ``Restarts`` or ``NNodes``; anything that is not ASCII digits gives ``None``."""
+    value = text.strip()
+    if not (value.isascii() and value.isdigit()):
+        return None
+    return _number(value, f"{field.lower()}_count", f"{field} has too many digits to be a count")
+
+
 def parse_timestamp(text: str, field: str) -> datetime | None:
-    """Slurm timestamps are ISO without zone (UTC here); ``None``/``Unknown`` mean not (yet) known."""
+    """Slurm timestamps are ISO without zone (UTC here); ``None``/``Unknown`` mean not (yet) known.
+
+    A timestamp that does carry an offset is converted to UTC, so every value compares with every other.
+    """
     value = text.strip()
     if value.lower() in _NO_TIME:
         return None
     try:
-        return datetime.fromisoformat(value)
-    except ValueError:
+        parsed = datetime.fromisoformat(value)
+        return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo is not None else parsed
+    except (ValueError, OverflowError):     # OverflowError: an offset that moves year 1 or 9999 off the calendar
         raise FieldError(f"{field.lower()}_timestamp", f"{field} is not an ISO timestamp") from None
 
 
@@ -54,15 +75,16 @@ def parse_duration(text: str, field: str) -> int | None:
     if value.lower() in _NO_LIMIT:
         return None
     match = _DURATION.match(value)
+    rule, message = f"{field.lower()}_duration", f"{field} is not a Slurm duration"
     if not match:
-        raise FieldError(f"{field.lower()}_duration", f"{field} is not a Slurm duration")
-    parts = [int(p) for p in match.group("rest").split(":")]
+        raise FieldError(rule, message)
+    parts = [_number(p, rule, message) for p in match.group("rest").split(":")]
     days = match.group("days")
     if days is not None:
         # After "D-" the fields are hours[:minutes[:seconds]].
         parts += [0] * (3 - len(parts))
         hours, minutes, seconds = parts
-        return ((int(days) * 24 + hours) * 60 + minutes) * 60 + seconds
+        return ((_number(days, rule, message) * 24 + hours) * 60 + minutes) * 60 + seconds
     if len(parts) == 1:
         return parts[0] * 60
     if len(parts) == 2:
@@ -74,10 +96,11 @@ def parse_duration(text: str, field: str) -> int | None:
 def parse_tres_gpus(text: str) -> int:
     """GPUs in a TRES string. Untyped ``gres/gpu=N`` wins; else the sum of typed ``gres/gpu:model=N``; else 0."""
     value = text.strip()
+    rule, message = "tres_gpus", "TRES has a GPU count with too many digits"
     untyped = _GPU_TRES.search(value)
     if untyped:
-        return int(untyped.group(1))
-    return sum(int(n) for n in _TYPED_GPU_TRES.findall(value))
+        return _number(untyped.group(1), rule, message)
+    return sum(_number(n, rule, message) for n in _TYPED_GPU_TRES.findall(value))
 
 
 def parse_state(text: str) -> tuple[str, str | None]:
@@ -121,14 +144,18 @@ def split_sacct_lines(
     """Yield (line number, fields by name or None when the field count is wrong, raw line).
 
     With ``fields=None`` the first line is the header. ``--parsable`` (not ``2``) ends each line with the
-    delimiter; that trailing empty field is dropped.
+    delimiter; that trailing empty field is dropped. When the header shows the file is ``--parsable2`` (no
+    trailing delimiter), a line with one field too many is not read that way: it is a value holding the
+    delimiter, and taking it would shift every later field (``Comment`` would lose what follows the ``|``).
     """
     start = 1
+    trailing = True             # header-less files: either style is accepted
     if fields is None:
         if not lines:
             return
         header = lines[0].rstrip("\r\n").split(delimiter)
-        if header and header[-1] == "":
+        trailing = bool(header) and header[-1] == ""
+        if trailing:
             header = header[:-1]
         fields = header
         start = 2
@@ -138,7 +165,7 @@ def split_sacct_lines(
         if not text.strip():
             continue
         values = text.split(delimiter)
-        if len(values) == len(fields) + 1 and values[-1] == "":
+        if trailing and len(values) == len(fields) + 1 and values[-1] == "":
             values = values[:-1]
         yield line_no, (dict(zip(fields, values, strict=True)) if len(values) == len(fields) else None), text
 
@@ -155,8 +182,7 @@ def parse_sacct_record(fields: dict[str, str]) -> dict[str, object]:
     end = parse_timestamp(fields["End"], "End")
     if start is not None and end is not None and end < start:
         raise FieldError("end_not_before_start", "End is before Start")
-    restarts = fields.get("Restarts", "").strip()
-    nnodes = fields.get("NNodes", "").strip()
+    restarts = parse_count(fields.get("Restarts", ""), "Restarts")
     node_list = fields.get("NodeList", "").strip()
     return {
         "job_id": allocation_id if record_type == "allocation" else fields["JobID"].strip(),
@@ -172,7 +198,7 @@ def parse_sacct_record(fields: dict[str, str]) -> dict[str, object]:
         "cancelled_by": cancelled_by,
         "exit_code": fields.get("ExitCode", "").strip() or None,
         "failed_node": fields.get("FailedNode", "").strip() or None,
-        "restarts": int(restarts) if restarts.isdigit() else 0,
+        "restarts": 0 if restarts is None else restarts,
         "submit_at": parse_timestamp(fields.get("Submit", ""), "Submit"),
         "start_at": start,
         "end_at": end,
@@ -180,7 +206,7 @@ def parse_sacct_record(fields: dict[str, str]) -> dict[str, object]:
         "time_limit_seconds": parse_duration(fields["Timelimit"], "Timelimit"),
         "gpus_requested": parse_tres_gpus(fields["ReqTRES"]),
         "gpus_allocated": parse_tres_gpus(fields["AllocTRES"]),
-        "node_count": int(nnodes) if nnodes.isdigit() else None,
+        "node_count": parse_count(fields.get("NNodes", ""), "NNodes"),
         "node_list": None if node_list.lower() in {"", "none assigned", "none"} else node_list,
         "batch_id": labels.get("batch"),
         "phase": labels.get("phase"),
