@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import duckdb
@@ -29,6 +29,7 @@ from cost_pipeline.ingest.records import (
 from cost_pipeline.ingest.validate import validate_rows
 from cost_pipeline.ingest.warehouse import IngestReport, file_pattern, lock_down, write_validated_source
 from cost_pipeline.parsing import slurm
+from cost_pipeline.parsing.timestamps import utc_naive
 
 LineParser = Callable[[list[str], ParsedFile], None]
 
@@ -103,17 +104,6 @@ _LITELLM_FIELDS = ("startTime", "endTime", "prompt_tokens", "completion_tokens",
 _LITELLM_STATUS = {"success": "completed", "failure": "failed"}
 
 
-def _utc(value: object) -> object:
-    """ISO text (``Z`` or an offset allowed) -> naive UTC datetime; anything else is left for validation."""
-    if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value.strip())
-            return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo else parsed
-        except (ValueError, OverflowError):     # OverflowError: an offset that moves year 1 or 9999 off the calendar
-            return value
-    return value
-
-
 def _flag(value: object) -> object:
     """LiteLLM writes cache_hit as "True"/"False"/"" text; booleans pass through."""
     if isinstance(value, str):
@@ -125,7 +115,7 @@ def request_row(row: dict[str, object]) -> dict[str, object]:
     """One request in the native shape, or a LiteLLM spend-log row mapped into it."""
     if row.get("requested_at") is not None or row.get("startTime") is None:
         mapped = {name: row.get(name) for name in _REQUEST_FIELDS}
-        mapped["requested_at"] = _utc(mapped["requested_at"])
+        mapped["requested_at"] = utc_naive(mapped["requested_at"])
         mapped["cache_hit"] = _flag(mapped["cache_hit"])
         mapped["human_handoff"] = _flag(mapped["human_handoff"])
         mapped["request_shape"] = "native"
@@ -138,7 +128,7 @@ def request_row(row: dict[str, object]) -> dict[str, object]:
             except json.JSONDecodeError:
                 metadata = None
     metadata = metadata if isinstance(metadata, dict) else {}
-    started, ended = _utc(row.get("startTime")), _utc(row.get("endTime"))
+    started, ended = utc_naive(row.get("startTime")), utc_naive(row.get("endTime"))
     latency = (int((ended - started).total_seconds() * 1000)
                if isinstance(started, datetime) and isinstance(ended, datetime) else None)
     status = row.get("status") or metadata.get("status") or "success"
