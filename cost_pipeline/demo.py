@@ -91,6 +91,9 @@ BATCHES = [
     {"batch_id": "B-8", "project": "assistant-rl", "goal": "RL fine-tune of the v2 policy with the new reward",
      "team": "post-training", "data_version": "prefs-2026-11", "model_version": "policy-v2",
      "code_version": "d4e5f6a", "config_version": "rl-cfg-14", "contract_version": "v1"},
+    {"batch_id": "B-10", "project": "assistant-rl", "goal": "Evaluation burst of the v2 policy on rented cloud GPUs",
+     "team": "post-training", "data_version": "prefs-2026-11", "model_version": "policy-v2",
+     "code_version": "d4e5f6a", "config_version": "rl-cfg-14", "contract_version": "v1"},
 ]
 
 
@@ -264,6 +267,49 @@ def _write_serving(landing: Path) -> None:
                outcomes)
 
 
+# Cloud, November 2026: batch B-10 rents 8 GPUs for 4 hours through a Kubernetes cluster in the cloud. The job
+# comes from the cluster's event stream; the provider's FOCUS 1.2 export bills it by ResourceId (no batch tag),
+# restates part of it (ChargeClass = Correction), bills a B-10-tagged volume, a support plan no batch owns and a
+# line tagged with a batch nobody registered.
+CLOUD_JOB = "b10-eval-cloud"
+CLOUD_JOB_ARN = f"arn:aws:eks:us-east-1:123456789012:job/{CLOUD_JOB}"
+FOCUS_COLUMNS = ["BillingAccountId", "BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd",
+                 "ChargeCategory", "ChargeClass", "ChargeDescription", "ChargeFrequency", "PricingCategory",
+                 "ListCost", "ContractedCost", "BilledCost", "EffectiveCost", "BillingCurrency", "InvoiceId",
+                 "ResourceId", "ResourceName", "ServiceCategory", "ServiceName", "SkuId", "ConsumedQuantity",
+                 "ConsumedUnit", "Tags", "x_CostCenter"]
+# (charge class, description, list, billed = effective, resource id, service category, service, quantity, unit, tags)
+FOCUS_LINES = [
+    ("", "8 x H100 for 4 h", "171.37", "102.40", CLOUD_JOB_ARN, "Compute", "Amazon EKS", "32", "GPU-Hours", {}),
+    ("Correction", "Restated: 2 GPU-hours billed twice", "-10.71", "-6.40", CLOUD_JOB_ARN, "Compute",
+     "Amazon EKS", "-2", "GPU-Hours", {}),
+    ("", "Checkpoint volume", "12.00", "12.00", "vol-0b10ckpt", "Storage", "Amazon EBS", "120", "GB-Mo",
+     {"batch_id": "B-10"}),
+    ("", "Support plan", "29.00", "29.00", "", "Management and Governance", "AWS Support", "", "", {}),
+    ("", "Notebook instance", "5.00", "5.00", "i-0nb99", "Compute", "Amazon EC2", "2", "Hours", {"batch_id": "B-99"}),
+]
+
+
+def _write_cloud(landing: Path) -> None:
+    events = [
+        {"job_id": CLOUD_JOB, "event": "submit", "at": "2026-11-10T00:00:00Z"},
+        {"job_id": CLOUD_JOB, "event": "start", "at": "2026-11-10T00:10:00Z"},
+        {"job_id": CLOUD_JOB, "event": "end", "at": "2026-11-10T04:10:00Z", "state": "Succeeded"},
+    ]
+    labels = {"batch": "B-10", "phase": "validation", "reason": "planned_experiment"}
+    path = landing / "scheduler" / "cloud_events_2026-11.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(dict(e, gpus_requested=8, gpus_allocated=8, time_limit_s=21600, labels=labels))
+                            + "\n" for e in events), encoding="utf-8")
+    rows = []
+    for charge_class, description, list_cost, cost, resource, category, service, quantity, unit, tags in FOCUS_LINES:
+        rows.append(["123456789012", "2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z", "2026-11-10T00:00:00Z",
+                     "2026-11-11T00:00:00Z", "Usage", charge_class, description, "Usage-Based", "Standard",
+                     list_cost, list_cost, cost, cost, "USD", "INV-2026-11-0042", resource, resource, category, service,
+                     f"SKU-{service.replace(' ', '')}", quantity, unit, json.dumps(tags) if tags else "", "ml-platform"])
+    _write_csv(landing / "billing" / "aws_focus_2026-11.csv", FOCUS_COLUMNS, rows)
+
+
 def _write_csv(path: Path, header: list[str], rows: list[list[object]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as handle:
@@ -310,4 +356,5 @@ def write_demo_landing(landing: Path) -> Path:
                [[m, item, amount, "USD"] for m in ("2026-10", "2026-11")
                 for item, amount in (("rent", "2016.00"), ("power", "1152.00"), ("network", "288.00"))])
     _write_serving(landing)
+    _write_cloud(landing)
     return landing

@@ -247,6 +247,8 @@ def billing_focus(contract: Contract) -> SourceSchema:
         Col("resource_id", "VARCHAR", nullable=True),
         Col("resource_name", "VARCHAR", nullable=True),
         Col("service_name", "VARCHAR", nullable=True),
+        Col("service_category", "VARCHAR", nullable=True),
+        Col("invoice_id", "VARCHAR", nullable=True),
         Col("sku_id", "VARCHAR", nullable=True),
         Col("consumed_quantity", "DOUBLE", nullable=True),
         Col("consumed_unit", "VARCHAR", nullable=True),

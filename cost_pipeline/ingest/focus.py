@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from cost_pipeline.ingest.records import ParsedFile, Rejection, csv_line_parser
+from cost_pipeline.ingest.records import ParsedFile, Rejection, RowRejected, csv_line_parser
 from cost_pipeline.parsing.timestamps import utc_naive
 
 REQUIRED = ("ChargePeriodStart", "ChargePeriodEnd", "BilledCost", "EffectiveCost")
@@ -22,6 +22,7 @@ COLUMNS = {
     "PricingCategory": "pricing_category", "BilledCost": "billed_cost", "EffectiveCost": "effective_cost",
     "ListCost": "list_cost", "ContractedCost": "contracted_cost", "BillingCurrency": "billing_currency",
     "ResourceId": "resource_id", "ResourceName": "resource_name", "ServiceName": "service_name",
+    "ServiceCategory": "service_category", "InvoiceId": "invoice_id",
     "SkuId": "sku_id", "ConsumedQuantity": "consumed_quantity", "ConsumedUnit": "consumed_unit",
     "CommitmentDiscountId": "commitment_discount_id", "CommitmentDiscountStatus": "commitment_discount_status",
 }
@@ -33,8 +34,9 @@ def _missing_as_none(value: object) -> object:
     return None if isinstance(value, str) and value.strip().lower() in ("", "null") else value
 
 
-class TagsError(ValueError):
-    pass
+class TagsError(RowRejected):
+    def __init__(self, message: str) -> None:
+        super().__init__("tags.json_object", message)
 
 
 def batch_from_tags(tags: object, key: str) -> str | None:
@@ -56,7 +58,8 @@ def focus_row(row: dict[str, object], tag_key: str) -> dict[str, object]:
     mapped = {column: _missing_as_none(row.get(name)) for name, column in COLUMNS.items()}
     for column in TIMESTAMPS:
         mapped[column] = utc_naive(mapped[column])
-    mapped["tags"] = row.get("Tags")
+    tags = row.get("Tags")
+    mapped["tags"] = json.dumps(tags, sort_keys=True, default=str) if isinstance(tags, dict) else tags
     mapped["batch_id"] = batch_from_tags(row.get("Tags"), tag_key)
     return mapped
 
@@ -71,7 +74,7 @@ def focus_line_parser(tag_key: str = "batch_id") -> Callable[[list[str], ParsedF
             try:
                 kept.append(dict(focus_row(row, tag_key), source_line=row["source_line"]))
             except TagsError as error:
-                parsed.rejections.append(Rejection(row["source_line"], "tags.json_object", str(error)))
+                parsed.rejections.append(Rejection(row["source_line"], error.rule, str(error)))
         parsed.rows[:] = kept
 
     return parse

@@ -49,6 +49,14 @@ class FileRejected(Exception):
         self.rule = rule
 
 
+class RowRejected(ValueError):
+    """One row breaks a rule while it is mapped into its raw shape; it is quarantined, the file goes on."""
+
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(message)
+        self.rule = rule
+
+
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:

@@ -16,11 +16,12 @@ import duckdb
 
 from cost_pipeline.contract import Contract
 from cost_pipeline.contract import schemas as s
-from cost_pipeline.ingest.focus import focus_line_parser
+from cost_pipeline.ingest.focus import focus_line_parser, focus_row
 from cost_pipeline.ingest.records import (
     FileRejected,
     ParsedFile,
     Rejection,
+    RowRejected,
     csv_line_parser,
     file_sha256,
     jsonl_line_parser,
@@ -175,7 +176,10 @@ def parse_parquet(path: Path, map_row: Callable[[dict[str, object]], dict[str, o
         row = dict(zip(names, values, strict=True))
         row["source_line"] = int(row.pop("file_row_number")) + 1
         parsed.rows_in += 1
-        parsed.rows.append(dict(map_row(row), source_line=row["source_line"]))
+        try:
+            parsed.rows.append(dict(map_row(row), source_line=row["source_line"]))
+        except RowRejected as error:
+            parsed.rejections.append(Rejection(row["source_line"], error.rule, str(error)))
     return parsed
 
 
@@ -219,8 +223,9 @@ def sources(sacct: SacctOptions = SacctOptions(), focus_tag_key: str = "batch_id
             Source("serving_replicas", "serving", ("replicas*.csv",), s.serving_replicas, _csv),
             Source("serving_monthly_costs", "serving", ("monthly_costs*.csv",), s.serving_monthly_costs, _csv),
             Source("task_outcomes", "tasks", ("outcomes*.csv",), s.task_outcomes, _csv),
-            Source("billing_focus", "billing", ("*.csv",), s.billing_focus,
-                   lambda _schema: focus_line_parser(focus_tag_key)),
+            Source("billing_focus", "billing", ("*.csv", "*.parquet"), s.billing_focus,
+                   lambda _schema: focus_line_parser(focus_tag_key),
+                   parquet_row=lambda row: focus_row(row, focus_tag_key)),
         )
     }
 

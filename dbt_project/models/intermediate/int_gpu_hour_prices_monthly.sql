@@ -29,11 +29,7 @@ months as (
 ),
 
 month_bounds as (
-    select
-        month_start,
-        cast(month_start as {{ dbt.type_timestamp() }}) as month_from,
-        cast({{ dbt.dateadd('month', 1, 'month_start') }} as {{ dbt.type_timestamp() }}) as month_until
-    from months
+    {{ month_bounds('months') }}
 ),
 
 in_service as (

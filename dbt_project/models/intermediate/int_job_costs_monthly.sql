@@ -1,67 +1,78 @@
--- Each job's occupied GPU-hours split over the calendar months it ran in, priced at that month's internal
--- GPU-hour price (R8). Money is rounded once, to the cent, per job and month; every total above is a sum
--- of these exact amounts.
-with jobs as (
-    select
-        job_id,
-        batch_id,
-        phase,
-        start_at,
-        end_at,
-        occupied_gpu_seconds,
-        {{ seconds_between('start_at', 'end_at') }} as span_seconds
-    from {{ ref('int_jobs_attributed') }}
-    where start_at is not null and end_at is not null and occupied_gpu_seconds > 0
+-- Each job's cost per calendar month. A job on owned GPUs takes its largest-remainder share of the month's
+-- capacity cost (int_capacity_allocation: the job-months, serving replicas and idle capacity of a month sum to
+-- its capacity cost to the cent); a job a FOCUS line names by ResourceId costs what the bill says
+-- (EffectiveCost of its lines in the charge month, rounded to the cent once per job and month).
+with job_months as (
+    select * from {{ ref('int_job_months') }}
+),
+
+allocation as (
+    select month_start, part_id as job_id, allocated_cents
+    from {{ ref('int_capacity_allocation') }}
+    where part_kind = 'training_job'
 ),
 
 prices as (
-    select
-        month_start,
-        cast(month_start as {{ dbt.type_timestamp() }}) as month_from,
-        cast({{ dbt.dateadd('month', 1, 'month_start') }} as {{ dbt.type_timestamp() }}) as month_until,
-        price_per_available_gpu_hour
-    from {{ ref('int_gpu_hour_prices_monthly') }}
+    select month_start, price_per_available_gpu_hour from {{ ref('int_gpu_hour_prices_monthly') }}
 ),
 
-job_month_overlaps as (
-    select
-        jobs.job_id,
-        jobs.batch_id,
-        jobs.phase,
-        prices.month_start,
-        prices.price_per_available_gpu_hour,
-        jobs.occupied_gpu_seconds,
-        jobs.span_seconds,
-        {{ seconds_between(
-            'greatest(jobs.start_at, prices.month_from)',
-            'least(jobs.end_at, prices.month_until)') }} as overlap_seconds
-    from jobs
-    inner join prices
-        on jobs.start_at < prices.month_until
-        and jobs.end_at > prices.month_from
-),
-
--- A job whose occupation has gaps (a requeued Kubernetes job) is spread over its span in proportion.
-monthly as (
+cloud_charges as (
     select
         job_id,
-        batch_id,
-        phase,
         month_start,
-        price_per_available_gpu_hour,
-        case when span_seconds = overlap_seconds then occupied_gpu_seconds
-            else round(occupied_gpu_seconds * 1.0 * overlap_seconds / span_seconds, 0) end as occupied_gpu_seconds
-    from job_month_overlaps
-    where overlap_seconds > 0
+        cast(round(sum(effective_cost), 2) as decimal(18, 2)) as compute_cost
+    from {{ ref('int_focus_charges_attributed') }}
+    where job_id is not null
+    group by job_id, month_start
+),
+
+owned as (
+    select
+        job_months.job_id,
+        job_months.batch_id,
+        job_months.phase,
+        job_months.month_start,
+        'owned_capacity' as cost_source,
+        job_months.occupied_gpu_seconds,
+        prices.price_per_available_gpu_hour,
+        cast(allocation.allocated_cents / 100.0 as decimal(18, 2)) as compute_cost,
+        allocation.job_id is null as is_unpriced
+    from job_months
+    left join allocation
+        on job_months.job_id = allocation.job_id
+        and job_months.month_start = allocation.month_start
+    left join prices on job_months.month_start = prices.month_start
+    where not job_months.is_cloud_billed
+),
+
+-- A cloud job's occupied time is placed in the months it ran; its bill in the months charged.
+cloud_keys as (
+    select job_id, month_start from job_months where is_cloud_billed
+    union
+    select job_id, month_start from cloud_charges
+),
+
+cloud as (
+    select
+        cloud_keys.job_id,
+        jobs.batch_id,
+        jobs.phase,
+        cloud_keys.month_start,
+        'cloud_bill' as cost_source,
+        coalesce(job_months.occupied_gpu_seconds, 0) as occupied_gpu_seconds,
+        cast(null as double) as price_per_available_gpu_hour,
+        coalesce(cloud_charges.compute_cost, cast(0 as decimal(18, 2))) as compute_cost,
+        false as is_unpriced
+    from cloud_keys
+    inner join {{ ref('int_jobs_attributed') }} as jobs on cloud_keys.job_id = jobs.job_id
+    left join job_months
+        on cloud_keys.job_id = job_months.job_id
+        and cloud_keys.month_start = job_months.month_start
+    left join cloud_charges
+        on cloud_keys.job_id = cloud_charges.job_id
+        and cloud_keys.month_start = cloud_charges.month_start
 )
 
-select
-    job_id,
-    batch_id,
-    phase,
-    month_start,
-    occupied_gpu_seconds,
-    price_per_available_gpu_hour,
-    cast(round(occupied_gpu_seconds * price_per_available_gpu_hour / 3600.0, 2) as decimal(18, 2)) as compute_cost,
-    price_per_available_gpu_hour is null as is_unpriced
-from monthly
+select * from owned
+union all
+select * from cloud

@@ -1,48 +1,31 @@
--- The month's serving spend C per model (R13): replica GPU-hours x price (the replica's agreed price, or the
--- internal GPU-hour price of that month when blank) plus the month's other serving costs, shared among
+-- The month's serving spend C per model (R13): replica GPU-hours x price (the replica's agreed price, or its
+-- share of the month's owned capacity cost when blank) plus the month's other serving costs, shared among
 -- models by GPU-hours to the cent. Money is held in integer cents.
-with replicas as (
-    select * from {{ ref('stg_serving__replicas') }}
+with replica_months as (
+    select * from {{ ref('int_replica_months') }}
 ),
 
-months as (
-    select distinct cast({{ dbt.date_trunc('month', 'requested_at') }} as date) as month_start
-    from {{ ref('stg_serving__requests') }}
-    union
-    select cost_month from {{ ref('stg_serving__monthly_costs') }}
-    union
-    select cast({{ dbt.date_trunc('month', 'started_at') }} as date) from replicas
-    union
-    select cast({{ dbt.date_trunc('month', 'ended_at') }} as date) from replicas
+allocation as (
+    select month_start, part_id as replica_id, allocated_cents
+    from {{ ref('int_capacity_allocation') }}
+    where part_kind = 'serving_replica'
 ),
 
-month_bounds as (
+-- An agreed price is rounded to the cent once per replica-month; the internal price is the replica-month's
+-- share of owned capacity cost (int_capacity_allocation), null when the month has no owned capacity.
+replica_costs as (
     select
-        month_start,
-        cast(month_start as {{ dbt.type_timestamp() }}) as month_from,
-        cast({{ dbt.dateadd('month', 1, 'month_start') }} as {{ dbt.type_timestamp() }}) as month_until
-    from months
-),
-
-internal_prices as (
-    select month_start, price_per_available_gpu_hour from {{ ref('int_gpu_hour_prices_monthly') }}
-),
-
-replica_months as (
-    select
-        month_bounds.month_start,
-        replicas.replica_id,
-        replicas.model,
-        replicas.gpus * {{ seconds_between(
-            'greatest(replicas.started_at, month_bounds.month_from)',
-            'least(replicas.ended_at, month_bounds.month_until)') }} as gpu_seconds,
-        replicas.gpu_hour_price is null as uses_internal_price,
-        coalesce(replicas.gpu_hour_price, internal_prices.price_per_available_gpu_hour) as gpu_hour_price
-    from replicas
-    inner join month_bounds
-        on replicas.started_at < month_bounds.month_until
-        and replicas.ended_at > month_bounds.month_from
-    left join internal_prices on month_bounds.month_start = internal_prices.month_start
+        replica_months.month_start,
+        replica_months.model,
+        replica_months.gpu_seconds,
+        replica_months.uses_internal_price,
+        case when replica_months.uses_internal_price then allocation.allocated_cents
+            else cast(round(replica_months.gpu_seconds * replica_months.agreed_gpu_hour_price / 36.0, 0) as bigint)
+        end as gpu_cost_cents
+    from replica_months
+    left join allocation
+        on replica_months.month_start = allocation.month_start
+        and replica_months.replica_id = allocation.replica_id
 ),
 
 model_months as (
@@ -50,10 +33,10 @@ model_months as (
         month_start,
         model,
         cast(sum(gpu_seconds) as bigint) as gpu_seconds,
-        cast(sum(cast(round(gpu_seconds * gpu_hour_price / 36.0, 0) as bigint)) as bigint) as gpu_cost_cents,
+        cast(sum(coalesce(gpu_cost_cents, 0)) as bigint) as gpu_cost_cents,
         max(case when uses_internal_price then 1 else 0 end) = 1 as uses_internal_price,
-        max(case when gpu_hour_price is null then 1 else 0 end) = 1 as has_unpriced_replica
-    from replica_months
+        max(case when gpu_cost_cents is null then 1 else 0 end) = 1 as has_unpriced_replica
+    from replica_costs
     group by month_start, model
 ),
 

@@ -9,6 +9,7 @@ usage as (
         sum(costs.occupied_gpu_seconds) as occupied_gpu_seconds,
         sum(costs.compute_cost) as compute_cost
     from {{ ref('int_job_costs_monthly') }} as costs
+    where costs.cost_source = 'owned_capacity'
     group by costs.month_start
 ),
 
@@ -21,6 +22,7 @@ effective as (
             else 0 end) as effective_compute_gpu_seconds
     from {{ ref('int_job_costs_monthly') }} as costs
     inner join {{ ref('int_jobs_costed') }} as jobs on costs.job_id = jobs.job_id
+    where costs.cost_source = 'owned_capacity'
     group by costs.month_start
 ),
 

@@ -20,6 +20,8 @@ renamed as (
         resource_id,
         resource_name,
         service_name,
+        service_category,
+        invoice_id,
         sku_id,
         consumed_quantity,
         consumed_unit,

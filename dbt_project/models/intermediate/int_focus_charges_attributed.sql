@@ -1,0 +1,88 @@
+-- FOCUS charge lines resolved to a batch (R9, R12): the batch key from Tags when it names a registered batch,
+-- otherwise the scheduler job whose id the line's ResourceId names (the whole id, or its last '/' segment);
+-- everything else stays visible as 'unattributed' with the reason. Amounts are kept as exported.
+with charges as (
+    select * from {{ ref('stg_billing__focus_charges') }}
+),
+
+batches as (
+    select batch_id from {{ ref('stg_registry__batches') }}
+),
+
+jobs as (
+    select job_id, batch_id, phase from {{ ref('int_jobs_attributed') }}
+),
+
+job_matches as (
+    select
+        charges.source_file,
+        charges.source_line,
+        count(distinct jobs.job_id) as matched_jobs,
+        min(jobs.job_id) as job_id
+    from charges
+    inner join jobs
+        on charges.resource_id = jobs.job_id
+        or charges.resource_id like {{ dbt.concat(["'%/'", "jobs.job_id"]) }}
+    group by charges.source_file, charges.source_line
+),
+
+resolved as (
+    select
+        charges.*,
+        tagged.batch_id as tagged_batch_id,
+        coalesce(job_matches.matched_jobs, 0) as matched_jobs,
+        case when job_matches.matched_jobs = 1 then jobs.job_id end as job_id,
+        case when job_matches.matched_jobs = 1 then jobs.phase end as job_phase,
+        case when job_matches.matched_jobs = 1 and jobs.batch_id <> 'unattributed' then jobs.batch_id end
+            as job_batch_id
+    from charges
+    left join batches as tagged on charges.batch_id = tagged.batch_id
+    left join job_matches
+        on charges.source_file = job_matches.source_file
+        and charges.source_line = job_matches.source_line
+    left join jobs on job_matches.job_id = jobs.job_id
+)
+
+select
+    source_file,
+    source_line,
+    cast({{ dbt.date_trunc('month', 'charge_period_start') }} as date) as month_start,
+    cast({{ dbt.date_trunc('month', 'coalesce(billing_period_start, charge_period_start)') }} as date)
+        as billing_month,
+    charge_period_start,
+    charge_period_end,
+    charge_category,
+    charge_class,
+    charge_class = 'Correction' as is_correction,
+    invoice_id,
+    billing_currency,
+    resource_id,
+    service_name,
+    service_category,
+    sku_id,
+    consumed_quantity,
+    consumed_unit,
+    billed_cost,
+    effective_cost,
+    list_cost,
+    case
+        when tagged_batch_id is not null then tagged_batch_id
+        when batch_id is null and job_batch_id is not null then job_batch_id
+        else 'unattributed'
+    end as batch_id,
+    case
+        when tagged_batch_id is not null then 'tag'
+        when batch_id is null and job_batch_id is not null then 'resource_job'
+        else 'none'
+    end as attribution,
+    case
+        when tagged_batch_id is not null then null
+        when batch_id is not null then 'batch_not_registered'
+        when job_batch_id is not null then null
+        when matched_jobs > 1 then 'ambiguous_resource_match'
+        when job_id is not null then 'job_not_in_a_registered_batch'
+        else 'no_batch_tag_or_job_match'
+    end as unattributed_reason,
+    job_id,
+    job_phase as phase
+from resolved
