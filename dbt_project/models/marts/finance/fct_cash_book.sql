@@ -1,0 +1,50 @@
+-- The cash book (R12): what was paid, by month and item - capacity purchases on their purchase date, facility
+-- and serving-fleet costs in their month, cloud bills at BilledCost in their billing period (a line without an
+-- invoice yet is pending). Never added to the resource or service book: a server bought in January is cash in
+-- January and resource cost over three years.
+with purchases as (
+    select
+        cast({{ dbt.date_trunc('month', 'purchased_on') }} as date) as month_start,
+        'capacity_purchase' as item,
+        'billed' as evidence_level,
+        quantity * unit_price as amount
+    from {{ ref('stg_ledger__purchases') }}
+),
+
+facility as (
+    select cost_month as month_start, 'facility' as item, 'billed' as evidence_level, amount
+    from {{ ref('stg_ledger__facility_costs') }}
+),
+
+serving_fleet as (
+    select cost_month as month_start, 'serving_fleet' as item, 'billed' as evidence_level, amount
+    from {{ ref('stg_serving__monthly_costs') }}
+),
+
+cloud as (
+    select
+        billing_month as month_start,
+        'cloud_bill' as item,
+        case when invoice_id is null then 'pending' else 'billed' end as evidence_level,
+        billed_cost as amount
+    from {{ ref('int_focus_charges_attributed') }}
+),
+
+payments as (
+    select * from purchases
+    union all
+    select * from facility
+    union all
+    select * from serving_fleet
+    union all
+    select * from cloud
+)
+
+select
+    month_start as month,
+    item,
+    evidence_level,
+    cast(round(sum(amount), 2) as decimal(18, 2)) as amount,
+    cast(count(*) as bigint) as lines
+from payments
+group by month_start, item, evidence_level
