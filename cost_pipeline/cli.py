@@ -59,8 +59,12 @@ def _format(value: object, width: int) -> str:
 
 def _table(con: duckdb.DuckDBPyConnection, title: str, relation: str, columns: tuple, order: str, out) -> None:
     names = ", ".join(c for c, _, _ in columns)
-    rows = con.execute(f"select {names} from {relation} order by {order}").fetchall()
     print(f"\n{title} ({relation}):", file=out)
+    try:
+        rows = con.execute(f"select {names} from {relation} order by {order}").fetchall()
+    except duckdb.CatalogException:
+        print("  not built: the run stopped before this mart", file=out)
+        return
     print(" ".join(heading.rjust(width) for _, heading, width in columns), file=out)
     for row in rows:
         print(" ".join(_format(v, w) for v, (_, _, w) in zip(row, columns, strict=True)), file=out)

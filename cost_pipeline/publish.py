@@ -3,7 +3,8 @@
 - ``<warehouse stem>.finance.duckdb``: every table of schema ``marts``, every column.
 - ``<warehouse stem>.engineering.duckdb``: the same tables without the confidential columns that the definitions
   contract lists (``confidential:`` in ``contract/definitions_v*.yaml``): people's cost rates and anything derived
-  per person, and contract discounts. DuckDB has no GRANT, so the split is physical.
+  per person, and contract discounts; figures of groups of fewer than three people (``small_groups:``) are null.
+  DuckDB has no GRANT, so the split is physical.
 
 Both files also hold ``main.inputs``: the warehouse's file ledger (source, file, sha256, row counts), so a reader
 can trace a figure to the landing files it came from. Nothing in them depends on when they were published, so
@@ -70,6 +71,32 @@ def confidential_columns() -> dict[tuple[str, str], str]:
     return columns
 
 
+def small_group_rules() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """marts table -> (SQL condition, columns blanked in the engineering file), from every shipped contract."""
+    rules: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for version in available_versions():
+        for table, (condition, columns) in load_contract(version).small_groups[1].items():
+            if table in rules:
+                previous, blanked = rules[table]
+                condition, columns = f"({previous}) or ({condition})", tuple(dict.fromkeys(blanked + columns))
+            rules[table] = (condition, columns)
+    return rules
+
+
+def _engineering_select(table: str, columns: list[str], confidential: dict[tuple[str, str], str],
+                        rules: dict[str, tuple[str, tuple[str, ...]]]) -> list[str]:
+    """Select expressions of one engineering table: confidential columns left out, small groups blanked."""
+    condition, blanked = rules.get(table.lower(), ("false", ()))
+    expressions = []
+    for column in columns:
+        if (table.lower(), column.lower()) in confidential:
+            continue
+        name = quote(column)
+        expressions.append(f"case when ({condition}) then null else {name} end as {name}"
+                           if column.lower() in blanked else name)
+    return expressions
+
+
 def publish_marts(warehouse: Path) -> dict[str, Path]:
     """Publish the warehouse's marts into the finance and engineering files; returns audience -> file."""
     return publish(warehouse).files
@@ -90,18 +117,20 @@ def publish(warehouse: Path) -> Publication:
         if not columns:
             raise RuntimeError(f"the warehouse {warehouse} has no {MARTS} tables: nothing to publish")
         confidential = confidential_columns()
+        rules = small_group_rules()
         present = {(t.lower(), c.lower()) for t, cols in columns.items() for c in cols}
-        missing = sorted(f"{t}.{c}" for t, c in confidential if (t, c) not in present)
+        listed = set(confidential) | {(t, c) for t, (_, blanked) in rules.items() for c in blanked}
+        missing = sorted(f"{t}.{c}" for t, c in listed if (t, c) not in present)
         if missing:
             raise ConfidentialListOutdated(
                 f"the definitions contract lists confidential column(s) {', '.join(missing)}, which the warehouse's "
-                f"{MARTS} schema does not have; update the contract's confidential list before publishing")
+                f"{MARTS} schema does not have; update the contract's confidential and small_groups lists before "
+                "publishing")
         omitted = tuple(f"{t}.{c}" for t, cols in columns.items() for c in cols
                         if (t.lower(), c.lower()) in confidential)
         plans = {
-            FINANCE: columns,
-            ENGINEERING: {t: [c for c in cols if (t.lower(), c.lower()) not in confidential]
-                          for t, cols in columns.items()},
+            FINANCE: {t: [quote(c) for c in cols] for t, cols in columns.items()},
+            ENGINEERING: {t: _engineering_select(t, cols, confidential, rules) for t, cols in columns.items()},
         }
         inputs = 0
         for audience, plan in plans.items():
@@ -148,10 +177,9 @@ def _write(con: duckdb.DuckDBPyConnection, source: str, temporary: Path, plan: d
     _copy_permissions(target, temporary)
     try:
         con.execute(f"create schema {alias}.{MARTS}")
-        for table, columns in plan.items():
-            names = ", ".join(quote(c) for c in columns)
+        for table, expressions in plan.items():
             con.execute(f"create table {alias}.{MARTS}.{quote(table)} as "
-                        f"select {names} from {quote(source)}.{MARTS}.{quote(table)} order by all")
+                        f"select {', '.join(expressions)} from {quote(source)}.{MARTS}.{quote(table)} order by all")
         ledger = ", ".join(quote(c) for c in _INPUT_COLUMNS)
         con.execute(f"create table {alias}.main.{INPUTS} as select {ledger} from {quote(source)}.raw.ingested_files "
                     "order by source, source_file")

@@ -73,6 +73,17 @@ class Contract:
             columns[(table.lower(), column.lower())] = str(reason)
         return columns
 
+    @property
+    def small_groups(self) -> tuple[int, dict[str, tuple[str, tuple[str, ...]]]]:
+        """(min_people, marts table -> (SQL condition, columns published as null in the engineering file))."""
+        section = self.document.get("small_groups") or {}
+        min_people = int(section.get("min_people", 3))
+        tables = {}
+        for table, rule in (section.get("suppress") or {}).items():
+            condition = str(rule["when"]).format(min_people=min_people)
+            tables[str(table).lower()] = (condition, tuple(str(c).lower() for c in rule["columns"]))
+        return min_people, tables
+
     def enumeration_rows(self) -> list[dict[str, Any]]:
         """Every enumeration as rows.
 
@@ -122,6 +133,13 @@ class Contract:
             add("serving_cost_item", code, description=text)
         for code in serving["allocation_keys"]:
             add("allocation_key", code, category="default" if code == serving["allocation_key"] else None)
+        for review_class, spec in doc["plan_review"]["classes"].items():
+            add("review_class", review_class, description=spec["description"])
+            for key, enumeration in (("termination_categories", "review_termination_category"),
+                                     ("run_reasons", "review_run_reason"), ("phases", "review_phase"),
+                                     ("labour_categories", "review_labour_category")):
+                for code in spec.get(key, []):
+                    add(enumeration, code, category=review_class)
         return rows
 
     def parameter_rows(self) -> list[dict[str, Any]]:
@@ -136,6 +154,7 @@ class Contract:
             "serving_input_token_weight": self.document["serving"]["input_token_weight"],
             "serving_output_token_weight": self.document["serving"]["output_token_weight"],
             "serving_allocation_by_tokens": self.document["serving"]["allocation_key"] == "token_weighted_gpu_time",
+            "stop_signal_rounds": self.document["plan_review"]["stop_signal_rounds"],
         }
         return [{"contract_version": self.version, "name": k, "value": float(v)} for k, v in values.items()]
 
