@@ -22,7 +22,20 @@ BATCH_COLUMNS = (
     ("cost_per_effective_gpu_hour", "per eff. h", 11),
 )
 
-
+FULL_COST_COLUMNS = (
+    ("batch_id", "batch", 13), ("compute_cost", "compute", 11), ("storage_cost", "storage", 9),
+    ("labour_cost", "labour", 10), ("services_cost", "services", 10), ("total_cost", "total", 11),
+    ("total_cost_low", "low", 11), ("total_cost_high", "high", 11), ("rerun_cost", "of which rerun", 15),
+    ("billed_cost", "billed", 10), ("measured_cost", "measured", 10), ("assumed_cost", "assumed", 9),
+    ("pending_cost", "pending", 9),
+)
+BUDGET_COLUMNS = (
+    ("batch_id", "batch", 13), ("budget_cost", "budget", 10), ("actual_cost", "actual", 10),
+    ("variance_pct", "variance %", 11), ("over_boundary", "over bound", 11), ("rounds_run", "rounds", 7),
+    ("stop_signal", "stop", 6), ("exploration_cost", "exploration", 12),
+    ("unforeseeable_failure_cost", "unforeseeable", 14), ("avoidable_rework_cost", "avoidable", 10),
+    ("planned_work_cost", "planned", 10),
+)
 SERVICE_COLUMNS = (
     ("month", "month", 10), ("model", "model", 16), ("gpu_hours", "GPU h", 10), ("serving_cost", "spend C", 11),
     ("requests_completed", "completed N", 12), ("cost_per_request", "C / N", 11),
@@ -71,7 +84,8 @@ def _table(con: duckdb.DuckDBPyConnection, title: str, relation: str, columns: t
 
 
 def report(warehouse: Path, out=sys.stdout) -> None:
-    """Print the quarantine (file, line, rule), the per-batch compute bill and the service book."""
+    """Print the quarantine (file, line, rule), the per-batch compute and full bills, plan vs actual and the
+    service book."""
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         quarantined = con.execute(
@@ -83,6 +97,9 @@ def report(warehouse: Path, out=sys.stdout) -> None:
                 print(f"  [{source}] {source_file}, line {line}: rule {rule}: {message}", file=out)
         _table(con, "Compute bill per batch", "marts.fct_batch_compute", BATCH_COLUMNS,
                "batch_id = 'unattributed', batch_id", out)
+        _table(con, "Full cost per batch", "marts.fct_batch_costs", FULL_COST_COLUMNS,
+               "batch_id = 'unattributed', batch_id", out)
+        _table(con, "Plan vs actual", "marts.fct_batch_budget", BUDGET_COLUMNS, "batch_id", out)
         _table(con, "Service book per model and month", "marts.fct_service_month", SERVICE_COLUMNS,
                "month, model", out)
         _table(con, "Cost per successful task", "marts.fct_model_task_economics", TASK_COLUMNS, "model", out)
