@@ -12,12 +12,16 @@ batch, one corrupt line). Every figure is simple enough to compute by hand; test
 from __future__ import annotations
 
 import csv
+import gzip
+import io
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from urllib.parse import quote_plus
 
 import duckdb
+import pandas as pd
 
 from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS
 from cost_pipeline.parsing.slurm import SACCT_FIELDS
@@ -305,9 +309,97 @@ def _write_cloud(landing: Path) -> None:
     for charge_class, description, list_cost, cost, resource, category, service, quantity, unit, tags in FOCUS_LINES:
         rows.append(["123456789012", "2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z", "2026-11-10T00:00:00Z",
                      "2026-11-11T00:00:00Z", "Usage", charge_class, description, "Usage-Based", "Standard",
-                     list_cost, list_cost, cost, cost, "USD", "INV-2026-11-0042", resource, resource, category, service,
-                     f"SKU-{service.replace(' ', '')}", quantity, unit, json.dumps(tags) if tags else "", "ml-platform"])
+                     list_cost, list_cost, cost, cost, "USD", "INV-2026-11-0042", resource, resource, category,
+                     service, f"SKU-{service.replace(' ', '')}", quantity, unit, json.dumps(tags) if tags else "",
+                     "ml-platform"])
     _write_csv(landing / "billing" / "aws_focus_2026-11.csv", FOCUS_COLUMNS, rows)
+
+GIB = 1 << 30
+STORAGE_INVENTORY_AT = "1795996800000"        # manifest creationTimestamp: 2026-11-30T00:00:00Z in milliseconds
+STORAGE_PRICES = [["STANDARD", "0.023"], ["STANDARD_IA", "0.0125"], ["GLACIER", "0.004"]]
+# bucket, prefix, purpose, owner, batch_id, retention_days (blank: the purpose's contract default)
+STORAGE_PREFIX_RULES = [
+    ["ml-prod", "raw/b7/", "raw", "data-team", "B-7", ""],
+    ["ml-prod", "checkpoints/b7/", "checkpoint", "training-team", "B-7", ""],
+    ["ml-prod", "eval/b7/", "eval_result", "eval-team", "B-7", ""],
+    ["ml-prod", "backup/b7/", "backup", "platform-team", "B-7", ""],
+    ["ml-prod", "logs/b7/", "log", "platform-team", "B-7", "30"],
+    ["ml-prod", "raw/b8/", "raw", "data-team", "B-8", ""],
+    ["ml-prod", "checkpoints/b8/", "checkpoint", "training-team", "B-8", ""],
+    ["ml-prod", "models/", "release_artifact", "platform-team", "", ""],
+    ["ml-prod", "models/b8/candidates/", "candidate_model", "training-team", "B-8", ""],
+    ["ml-archive", "raw/b8/", "backup", "platform-team", "B-8", ""],
+]
+# The main inventory (ml-prod, taken 2026-11-30T00:00Z): key, GiB, LastModifiedDate, ETag, StorageClass.
+# Objects written before November are held 29/30 of the month; the rest from their write to the 30th.
+STORAGE_OBJECTS = [
+    ("raw/b7/part-0000.parquet", 3000, "2026-10-15T08:00:00.000Z", "a7f0c3e1b2d4e5f60718293a4b5c6d7e", "STANDARD"),
+    ("checkpoints/b7/step 1000.ckpt", 600, "2026-11-10T00:00:00.000Z", "0c1d2e3f405162738495a6b7c8d9e0f1",
+     "STANDARD"),
+    ("checkpoints/b7/step-2000.ckpt", 600, "2026-11-16T00:00:00.000Z", "9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+     "STANDARD"),
+    ("backup/b7/step-2000.ckpt", 600, "2026-11-20T00:00:00.000Z", "9f8e7d6c5b4a39281706f5e4d3c2b1a0", "GLACIER"),
+    ("eval/b7/results.jsonl", 120, "2026-11-25T00:00:00.000Z", "3c4d5e6f708192a3b4c5d6e7f8091a2b", "STANDARD_IA"),
+    ("logs/b7/train.log", 300, "2026-09-30T00:00:00.000Z", "5e6f708192a3b4c5d6e7f8091a2b3c4d", "STANDARD"),
+    ("raw/b8/shard-000.parquet", 1500, "2026-10-20T00:00:00.000Z", "7a8b9c0d1e2f30415263748596a7b8c9",
+     "STANDARD"),
+    ("checkpoints/b8/step-500.ckpt", 600, "2026-11-20T00:00:00.000Z", "b8c9d0e1f2031425364758697a8b9c0d",
+     "STANDARD"),
+    ("models/b8/candidates/cand-1.safetensors", 150, "2026-11-24T00:00:00.000Z", "c9d0e1f20314253647586970a8b9c0d1",
+     "STANDARD"),
+    ("scratch/tmp-dump.bin", 600, "2026-11-01T00:00:00.000Z", "d0e1f203142536475869707a8b9c0d1e", "STANDARD"),
+]
+# An earlier inventory of ml-prod in the same month (header CSV, date in the name): superseded by the 30th's.
+STORAGE_EARLIER = [("scratch/old-dump.bin", 900, "2026-11-02T00:00:00.000Z", "e1f20314253647586970a8b9c0d1e2f3",
+                    "STANDARD")]
+# A second bucket as Parquet with AWS's own column names: a copy of B-8's raw shard (same ETag, a duplicate) and
+# an object in a storage class without a price and without a rule.
+STORAGE_ARCHIVE = [
+    ("raw/b8/shard-000.parquet", 1500, "2026-11-15T00:00:00+00:00", "7a8b9c0d1e2f30415263748596a7b8c9", "GLACIER"),
+    ("tmp/unpriced.bin", 10, "2026-11-01T00:00:00+00:00", "f2031425364758697a8b9c0d1e2f3041", "INTELLIGENT_TIERING"),
+]
+
+
+def _write_storage(landing: Path) -> None:
+    """S3 Inventory files as AWS writes them (I6), the prefix rules and the storage prices."""
+    folder = landing / "storage"
+    _write_csv(folder / "storage_prices.csv", ["storage_class", "price_per_gb_month"], STORAGE_PRICES)
+    _write_csv(folder / "prefix_rules.csv", ["bucket", "prefix", "purpose", "owner", "batch_id", "retention_days"],
+               STORAGE_PREFIX_RULES)
+
+    data_name = "3c2e8a4f-1b7d-4e0a-9f61-2d5c7b8e9a10.csv.gz"
+    inventory = folder / "ml-prod" / "2026-11-30T00-00Z"
+    inventory.mkdir(parents=True, exist_ok=True)
+    text = io.StringIO()
+    writer = csv.writer(text, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    for key, gib, modified, etag, storage_class in STORAGE_OBJECTS:
+        writer.writerow(["ml-prod", quote_plus(key, safe="/"), gib * GIB, modified, etag, storage_class, "true"])
+    (inventory / data_name).write_bytes(gzip.compress(text.getvalue().encode("utf-8"), mtime=0))
+    manifest = {
+        "sourceBucket": "ml-prod", "destinationBucket": "arn:aws:s3:::ml-inventory", "version": "2016-11-30",
+        "creationTimestamp": STORAGE_INVENTORY_AT, "fileFormat": "CSV",
+        "fileSchema": "Bucket, Key, Size, LastModifiedDate, ETag, StorageClass, IsLatest",
+        "files": [{"key": f"ml-prod/daily/data/{data_name}", "size": 0, "MD5checksum": "0" * 32}],
+    }
+    (inventory / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+
+    _write_csv(folder / "ml-prod_inventory_2026-11-23.csv",
+               ["Bucket", "Key", "Size", "LastModifiedDate", "ETag", "StorageClass"],
+               [["ml-prod", key, gib * GIB, modified, etag, storage_class]
+                for key, gib, modified, etag, storage_class in STORAGE_EARLIER])
+
+    archive = pd.DataFrame({
+        "bucket": ["ml-archive"] * len(STORAGE_ARCHIVE),
+        "key": [row[0] for row in STORAGE_ARCHIVE],
+        "size": [row[1] * GIB for row in STORAGE_ARCHIVE],
+        "last_modified_date": [pd.Timestamp(row[2]) for row in STORAGE_ARCHIVE],
+        "e_tag": [row[3] for row in STORAGE_ARCHIVE],
+        "storage_class": [row[4] for row in STORAGE_ARCHIVE],
+        "is_latest": [True] * len(STORAGE_ARCHIVE),
+    })
+    con = duckdb.connect()
+    con.from_df(archive).write_parquet(str(folder / "ml-archive_inventory_2026-11-30.parquet"))
+    con.close()
 
 
 def _write_csv(path: Path, header: list[str], rows: list[list[object]]) -> None:
@@ -357,4 +449,6 @@ def write_demo_landing(landing: Path) -> Path:
                 for item, amount in (("rent", "2016.00"), ("power", "1152.00"), ("network", "288.00"))])
     _write_serving(landing)
     _write_cloud(landing)
+
+    _write_storage(landing)
     return landing

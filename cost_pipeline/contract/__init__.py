@@ -59,6 +59,11 @@ class Contract:
         return dict(self.document["utilization_tiers"])
 
     @property
+    def storage_purposes(self) -> dict[str, int]:
+        """Storage purpose -> default retention in days (empty for a version that defines none)."""
+        return {k: int(v["default_retention_days"]) for k, v in (self.document.get("storage_purposes") or {}).items()}
+
+    @property
     def serving(self) -> dict[str, Any]:
         return dict(self.document["serving"])
 
@@ -89,7 +94,7 @@ class Contract:
 
         Columns: contract_version, enumeration, code, category, is_rerun (run reasons),
         is_same_cause (termination categories whose repeats are flagged), lower_bound and upper_bound
-        (bucket edges), description.
+        (bucket edges; for storage_purpose, upper_bound is the default retention in days), description.
         """
         doc = self.document
         rows: list[dict[str, Any]] = []
@@ -116,6 +121,8 @@ class Contract:
             add("sacct_state", state, category=reason)
         for code, text in doc["discard_reasons"].items():
             add("discard_reason", code, description=text)
+        for code, spec in (doc.get("storage_purposes") or {}).items():
+            add("storage_purpose", code, upper_bound=spec["default_retention_days"], description=spec["description"])
         for code, text in doc["evidence_levels"].items():
             add("evidence_level", code, description=text)
         for code, text in doc["misread_fields"].items():

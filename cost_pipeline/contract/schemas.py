@@ -259,6 +259,43 @@ def billing_focus(contract: Contract) -> SourceSchema:
     ))
 
 
+def storage_inventory(contract: Contract) -> SourceSchema:
+    """S3 Inventory rows (I6), read by AWS field name; extra inventory fields are not kept."""
+    return SourceSchema("storage_inventory", (
+        Col("bucket", "VARCHAR"),
+        Col("object_key", "VARCHAR"),
+        Col("version_id", "VARCHAR", nullable=True),
+        Col("size_bytes", "BIGINT", checks=NON_NEGATIVE),
+        Col("last_modified_at", "TIMESTAMP"),
+        Col("etag", "VARCHAR", nullable=True),
+        Col("storage_class", "VARCHAR"),
+        Col("inventory_at", "TIMESTAMP"),
+        Col("inventory_date_from", "VARCHAR", checks=_isin(["manifest", "file_name"])),
+    ))
+
+
+def storage_prefix_rules(contract: Contract) -> SourceSchema:
+    """Who owns what under a bucket prefix, for which batch and purpose; blank retention: the purpose's default."""
+    return SourceSchema("storage_prefix_rules", (
+        Col("bucket", "VARCHAR"),
+        Col("prefix", "VARCHAR", nullable=True),
+        Col("purpose", "VARCHAR", checks=_isin(list(contract.storage_purposes))),
+        Col("owner", "VARCHAR", nullable=True),
+        Col("batch_id", "VARCHAR", nullable=True, checks=BATCH_KEY),
+        Col("retention_days", "INTEGER", nullable=True, checks=NON_NEGATIVE),
+    ))
+
+
+PRICE_PER_GB_MONTH = (pa.Check.str_matches(r"^\d{1,12}(\.\d{1,6})?$"),)
+
+
+def storage_prices(contract: Contract) -> SourceSchema:
+    return SourceSchema("storage_prices", (
+        Col("storage_class", "VARCHAR"),
+        Col("price_per_gb_month", "DECIMAL(18,6)", checks=PRICE_PER_GB_MONTH),
+    ), unique=("storage_class",))
+
+
 # Device samples are validated inside DuckDB (cost_pipeline/ingest/telemetry.py); their column types live here
 # so the contract entry and the raw table still share one definition.
 DEVICE_SAMPLE_COLUMNS: tuple[tuple[str, str], ...] = (

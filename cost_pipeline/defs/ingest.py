@@ -163,6 +163,10 @@ _DESCRIPTIONS = {
     "serving_replicas": "Serving replica allocations (I9): serving/replicas*.csv.",
     "serving_monthly_costs": "Monthly serving costs besides GPUs (I9): serving/monthly_costs*.csv.",
     "task_outcomes": "Task outcomes and human correction time (I9): tasks/outcomes*.csv.",
+    "storage_inventory": "S3 Inventory files (I6): storage/**/*.csv|csv.gz (header-less with manifest.json, or with "
+                         "a header) and *.parquet.",
+    "storage_prefix_rules": "Bucket prefix rules (I6): storage/prefix_rules*.csv, purpose, owner, batch, retention.",
+    "storage_prices": "Storage prices per class and GB-month (I6): storage/storage_prices*.csv.",
 }
 source_assets = [scheduler_jobs, billing_focus,
                  *(_source_asset(name, text) for name, text in _DESCRIPTIONS.items())]

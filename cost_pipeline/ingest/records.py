@@ -7,11 +7,13 @@ Every data line of a file ends up either as a row (carrying ``source_line``) or 
 from __future__ import annotations
 
 import csv
+import gzip
 import hashlib
 import io
 import json
 import re
-from collections.abc import Callable, Iterable
+import zlib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,8 +73,15 @@ _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def read_text(path: Path) -> str:
+    """The file's text; a ``.gz`` file (S3 Inventory writes ``.csv.gz``) is decompressed first."""
+    data = path.read_bytes()
+    if path.name.lower().endswith(".gz"):
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error):
+            raise FileRejected("file_compression", "file is not valid gzip") from None
     try:
-        return path.read_bytes().decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise FileRejected("file_encoding", "file is not UTF-8 text") from None
 
@@ -84,6 +93,14 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
+def reject_file(parsed: ParsedFile, error: FileRejected) -> ParsedFile:
+    """Turn ``parsed`` into one line-0 rejection: the whole file is quarantined, counted as one row in."""
+    parsed.rows.clear()
+    parsed.rejections[:] = [Rejection(line=0, rule=error.rule, message=str(error))]
+    parsed.rows_in = 1
+    return parsed
+
+
 def parse_file(path: Path, parse_lines: Callable[[list[str], ParsedFile], None]) -> ParsedFile:
     """Run a line parser over one file; a whole-file failure becomes a single line-0 rejection."""
     parsed = ParsedFile(path=path, sha256=file_sha256(path))
@@ -91,16 +108,19 @@ def parse_file(path: Path, parse_lines: Callable[[list[str], ParsedFile], None])
         parsed.text = read_text(path)
         parse_lines(split_lines(parsed.text), parsed)
     except FileRejected as error:
-        parsed.rows.clear()
-        parsed.rejections[:] = [Rejection(line=0, rule=error.rule, message=str(error))]
-        parsed.rows_in = 1
+        reject_file(parsed, error)
     finally:
         parsed.text = None
     return parsed
 
 
-def csv_line_parser(required_columns: Iterable[str]) -> Callable[[list[str], ParsedFile], None]:
-    """Parse a CSV with a header into string rows; a header missing required columns rejects the file."""
+def csv_line_parser(required_columns: Iterable[str],
+                    fieldnames: Sequence[str] | None = None) -> Callable[[list[str], ParsedFile], None]:
+    """Parse a CSV with a header into string rows; a header missing required columns rejects the file.
+
+    With ``fieldnames`` the file has no header line (S3 Inventory CSV, whose columns are in its manifest):
+    every line is data and ``fieldnames`` names its fields.
+    """
     required = list(required_columns)
 
     def parse(lines: list[str], parsed: ParsedFile) -> None:
@@ -111,10 +131,13 @@ def csv_line_parser(required_columns: Iterable[str]) -> Callable[[list[str], Par
         written = parsed.text is not None and split_lines(parsed.text) == lines
         text = parsed.text if written else "\n".join(lines)
         reader = csv.reader(io.StringIO(text, newline=""))
-        try:
-            header = [h.strip() for h in next(reader)]
-        except csv.Error:
-            raise FileRejected("csv_header", "header line is not valid CSV") from None
+        if fieldnames is not None:
+            header = [h.strip() for h in fieldnames]
+        else:
+            try:
+                header = [h.strip() for h in next(reader)]
+            except csv.Error:
+                raise FileRejected("csv_header", "header line is not valid CSV") from None
         missing = [c for c in required if c not in header]
         if missing:
             raise FileRejected("csv_header", f"header lacks required column(s): {', '.join(missing)}")

@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from fnmatch import fnmatch
 from pathlib import Path
 
 import duckdb
@@ -17,18 +18,18 @@ import duckdb
 from cost_pipeline.contract import Contract
 from cost_pipeline.contract import schemas as s
 from cost_pipeline.ingest.focus import focus_line_parser, focus_row
+from cost_pipeline.ingest.parquet import parse_parquet
 from cost_pipeline.ingest.records import (
     FileRejected,
     ParsedFile,
     Rejection,
-    RowRejected,
     csv_line_parser,
-    file_sha256,
     jsonl_line_parser,
     parse_file,
 )
+from cost_pipeline.ingest.s3_inventory import parse_inventory
 from cost_pipeline.ingest.validate import validate_rows
-from cost_pipeline.ingest.warehouse import IngestReport, file_pattern, lock_down, write_validated_source
+from cost_pipeline.ingest.warehouse import IngestReport, write_validated_source
 from cost_pipeline.parsing import slurm
 from cost_pipeline.parsing.timestamps import utc_naive
 
@@ -156,33 +157,6 @@ def request_line_parser() -> LineParser:
     return parse
 
 
-def parse_parquet(path: Path, map_row: Callable[[dict[str, object]], dict[str, object]]) -> ParsedFile:
-    """A Parquet file as rows numbered from 1; an unreadable file becomes a single line-0 rejection."""
-    parsed = ParsedFile(path=path, sha256=file_sha256(path))
-    con = duckdb.connect()
-    lock_down(con, path.parent)
-    try:
-        cursor = con.execute("select * from read_parquet(?, file_row_number = true) order by file_row_number",
-                             [file_pattern(path)])
-        names = [d[0] for d in cursor.description]
-        records = cursor.fetchall()
-    except duckdb.Error:
-        parsed.rows_in = 1
-        parsed.rejections.append(Rejection(0, "file_format", "file is not readable Parquet"))
-        return parsed
-    finally:
-        con.close()
-    for values in records:
-        row = dict(zip(names, values, strict=True))
-        row["source_line"] = int(row.pop("file_row_number")) + 1
-        parsed.rows_in += 1
-        try:
-            parsed.rows.append(dict(map_row(row), source_line=row["source_line"]))
-        except RowRejected as error:
-            parsed.rejections.append(Rejection(row["source_line"], error.rule, str(error)))
-    return parsed
-
-
 @dataclass(frozen=True)
 class Source:
     name: str
@@ -191,10 +165,13 @@ class Source:
     schema: Callable[[Contract], s.SourceSchema]
     parser: Callable[[s.SourceSchema], LineParser]
     parquet_row: Callable[[dict[str, object]], dict[str, object]] | None = None   # set when Parquet is accepted
+    exclude: tuple[str, ...] = ()         # file-name patterns another source of the same folder reads
+    reader: Callable[[Path], ParsedFile] | None = None   # a whole-file reader, when a file needs more than its lines
 
     def files(self, landing_dir: Path) -> list[Path]:
         folder = landing_dir / self.folder
-        found = {p for pattern in self.patterns for p in folder.glob(pattern) if p.is_file()}
+        found = {p for pattern in self.patterns for p in folder.glob(pattern)
+                 if p.is_file() and not any(fnmatch(p.name, x) for x in self.exclude)}
         return sorted(found)
 
 
@@ -202,8 +179,16 @@ def _csv(schema: s.SourceSchema) -> LineParser:
     return csv_line_parser(c.name for c in schema.columns if not c.nullable)
 
 
+def _csv_all_columns(schema: s.SourceSchema) -> LineParser:
+    """A CSV whose header must name every column, even those whose values may be blank."""
+    return csv_line_parser(c.name for c in schema.columns)
+
+
 def _jsonl(schema: s.SourceSchema) -> LineParser:
     return jsonl_line_parser(c.name for c in schema.columns)
+
+
+_STORAGE_TABLES = ("prefix_rules*.csv", "storage_prices*.csv")
 
 
 def sources(sacct: SacctOptions = SacctOptions(), focus_tag_key: str = "batch_id") -> dict[str, Source]:
@@ -226,6 +211,11 @@ def sources(sacct: SacctOptions = SacctOptions(), focus_tag_key: str = "batch_id
             Source("billing_focus", "billing", ("*.csv", "*.parquet"), s.billing_focus,
                    lambda _schema: focus_line_parser(focus_tag_key),
                    parquet_row=lambda row: focus_row(row, focus_tag_key)),
+            Source("storage_inventory", "storage", ("**/*.csv", "**/*.csv.gz", "**/*.parquet"), s.storage_inventory,
+                   _csv, exclude=_STORAGE_TABLES, reader=parse_inventory),
+            Source("storage_prefix_rules", "storage", ("prefix_rules*.csv",), s.storage_prefix_rules,
+                   _csv_all_columns),
+            Source("storage_prices", "storage", ("storage_prices*.csv",), s.storage_prices, _csv),
         )
     }
 
@@ -237,7 +227,9 @@ def load_source(con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Sourc
     parser = source.parser(schema)
     results: list[tuple[ParsedFile, object]] = []
     for path in source.files(landing_dir):
-        if path.suffix == ".parquet" and source.parquet_row is not None:
+        if source.reader is not None:
+            parsed = source.reader(path)
+        elif path.suffix == ".parquet" and source.parquet_row is not None:
             parsed = parse_parquet(path, source.parquet_row)
         else:
             parsed = parse_file(path, parser)

@@ -6,7 +6,12 @@ from datetime import UTC, datetime
 
 
 def utc_naive(value: object) -> object:
-    """ISO text -> naive UTC datetime; anything unparseable is returned unchanged for validation to reject."""
+    """ISO text (or an aware datetime, as Parquet readers return) -> naive UTC datetime.
+
+    Anything unparseable is returned unchanged for validation to reject.
+    """
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return value.astimezone(UTC).replace(tzinfo=None)
     if not isinstance(value, str):
         return value
     try:

@@ -1,0 +1,235 @@
+-- One row per object (or object version) in each bucket's latest inventory of each month (I6, R9, R19): the prefix
+-- rule that owns it (longest matching prefix), its batch, purpose, retention, duplicate ETags, and its storage
+-- cost for the month. Cost = size in GB (2^30 bytes) x price per GB-month x held share of the month, where the
+-- object is held from LastModifiedDate (or the month's start, if earlier) to the inventory date, over the length of
+-- the month that contains the inventory date. storage_cost is kept unrounded (6 decimals) per object; every total
+-- above rounds once to the cent.
+with objects as (
+    select
+        *,
+        cast({{ dbt.date_trunc('month', 'inventory_at') }} as date) as month_start
+    from {{ ref('stg_storage__inventory_objects') }}
+),
+
+latest_inventories as (
+    select
+        bucket,
+        month_start,
+        max(inventory_at) as inventory_at
+    from objects
+    group by bucket, month_start
+),
+
+current_objects as (
+    select objects.*
+    from objects
+    inner join latest_inventories
+        on objects.bucket = latest_inventories.bucket
+        and objects.inventory_at = latest_inventories.inventory_at
+),
+
+rules as (
+    select * from {{ ref('stg_storage__prefix_rules') }}
+),
+
+rule_matches as (
+    select
+        current_objects.bucket,
+        current_objects.object_key,
+        current_objects.version_id,
+        current_objects.inventory_at,
+        rules.prefix,
+        rules.purpose,
+        rules.owner,
+        rules.batch_id,
+        rules.retention_days,
+        row_number() over (
+            partition by current_objects.bucket, current_objects.object_key, current_objects.version_id,
+                current_objects.inventory_at
+            order by {{ dbt.length('rules.prefix') }} desc
+        ) as match_rank
+    from current_objects
+    inner join rules
+        on current_objects.bucket = rules.bucket
+        and substring(current_objects.object_key, 1, {{ dbt.length('rules.prefix') }}) = rules.prefix
+),
+
+best_rules as (
+    select * from rule_matches where match_rank = 1
+),
+
+-- Each distinct place (bucket, key) an ETag is held in the month's latest inventories.
+etag_places as (
+    select distinct
+        month_start,
+        etag,
+        bucket,
+        object_key,
+        {{ dbt.concat(["'s3://'", 'bucket', "'/'", 'object_key']) }} as location
+    from current_objects
+    where etag is not null
+),
+
+etag_counts as (
+    select
+        month_start,
+        etag,
+        count(*) as duplicate_count
+    from etag_places
+    group by month_start, etag
+),
+
+batches as (
+    select batch_id, contract_version from {{ ref('stg_registry__batches') }}
+),
+
+purposes as (
+    select contract_version, code as purpose, upper_bound as default_retention_days
+    from {{ ref('stg_contract__enumerations') }}
+    where enumeration = 'storage_purpose'
+),
+
+prices as (
+    select storage_class, price_per_gb_month from {{ ref('stg_storage__prices') }}
+),
+
+latest_contract as (
+    select {{ latest_contract_version() }} as contract_version
+),
+
+attributed as (
+    select
+        current_objects.bucket,
+        current_objects.object_key,
+        current_objects.version_id,
+        current_objects.size_bytes,
+        current_objects.storage_class,
+        current_objects.etag,
+        current_objects.last_modified_at,
+        current_objects.inventory_at,
+        current_objects.month_start,
+        current_objects.source_file,
+        current_objects.source_line,
+        best_rules.prefix as rule_prefix,
+        best_rules.purpose,
+        best_rules.owner,
+        coalesce(batches.batch_id, 'unattributed') as batch_id,
+        case
+            when best_rules.prefix is null then 'no_prefix_rule'
+            when best_rules.batch_id is null then 'no_batch_in_rule'
+            when batches.batch_id is null then 'batch_not_registered'
+        end as unattributed_reason,
+        coalesce(batches.contract_version, latest_contract.contract_version) as contract_version,
+        best_rules.retention_days as rule_retention_days
+    from current_objects
+    left join best_rules
+        on current_objects.bucket = best_rules.bucket
+        and current_objects.object_key = best_rules.object_key
+        and current_objects.inventory_at = best_rules.inventory_at
+        and (current_objects.version_id = best_rules.version_id
+            or (current_objects.version_id is null and best_rules.version_id is null))
+    left join batches on best_rules.batch_id = batches.batch_id
+    cross join latest_contract
+),
+
+with_retention as (
+    select
+        attributed.*,
+        cast(coalesce(attributed.rule_retention_days, purposes.default_retention_days) as integer) as retention_days
+    from attributed
+    left join purposes
+        on attributed.purpose = purposes.purpose
+        and attributed.contract_version = purposes.contract_version
+),
+
+held as (
+    select
+        with_retention.*,
+        case
+            when last_modified_at > cast(month_start as {{ dbt.type_timestamp() }}) then last_modified_at
+            else cast(month_start as {{ dbt.type_timestamp() }})
+        end as held_from,
+        {{ seconds_between(
+            'cast(month_start as ' ~ dbt.type_timestamp() ~ ')',
+            'cast(' ~ dbt.dateadd('month', 1, 'month_start') ~ ' as ' ~ dbt.type_timestamp() ~ ')') }} as month_seconds
+    from with_retention
+),
+
+held_seconds as (
+    select
+        held.*,
+        case
+            when inventory_at > held_from then {{ seconds_between('held_from', 'inventory_at') }}
+            else 0
+        end as held_seconds
+    from held
+),
+
+costed as (
+    select
+        held_seconds.*,
+        etag_counts.duplicate_count as etag_places,
+        prices.price_per_gb_month,
+        prices.price_per_gb_month is null as is_unpriced,
+        -- The exact product in decimals, then one division; rounded once, to 6 decimals, per object.
+        cast(round(
+            held_seconds.size_bytes * prices.price_per_gb_month * held_seconds.held_seconds
+            / (cast(1073741824 as {{ dbt.type_bigint() }}) * held_seconds.month_seconds), 6) as decimal(18, 6))
+            as priced_cost
+    from held_seconds
+    left join etag_counts
+        on held_seconds.month_start = etag_counts.month_start
+        and held_seconds.etag = etag_counts.etag
+    left join prices on held_seconds.storage_class = prices.storage_class
+),
+
+duplicates as (
+    select
+        costed.bucket,
+        costed.object_key,
+        costed.month_start,
+        min(etag_places.location) as duplicate_of
+    from costed
+    inner join etag_places
+        on costed.month_start = etag_places.month_start
+        and costed.etag = etag_places.etag
+        and not (costed.bucket = etag_places.bucket and costed.object_key = etag_places.object_key)
+    group by costed.bucket, costed.object_key, costed.month_start
+)
+
+select
+    costed.bucket,
+    costed.object_key,
+    costed.version_id,
+    costed.size_bytes,
+    costed.storage_class,
+    costed.etag,
+    costed.last_modified_at,
+    costed.inventory_at,
+    costed.month_start,
+    costed.rule_prefix,
+    costed.purpose,
+    costed.owner,
+    costed.batch_id,
+    costed.unattributed_reason,
+    costed.contract_version,
+    costed.retention_days,
+    costed.retention_days is not null
+        and {{ dbt.dateadd('day', 'costed.retention_days', 'costed.last_modified_at') }} < costed.inventory_at
+        as is_past_retention,
+    duplicates.duplicate_of is not null as is_duplicate,
+    coalesce(costed.etag_places, 1) as duplicate_count,
+    duplicates.duplicate_of,
+    costed.held_seconds,
+    costed.month_seconds,
+    cast(round(1.0 * costed.held_seconds / costed.month_seconds, 10) as decimal(18, 10)) as held_share,
+    costed.price_per_gb_month,
+    costed.is_unpriced,
+    coalesce(costed.priced_cost, cast(0 as decimal(18, 6))) as storage_cost,
+    costed.source_file,
+    costed.source_line
+from costed
+left join duplicates
+    on costed.bucket = duplicates.bucket
+    and costed.object_key = duplicates.object_key
+    and costed.month_start = duplicates.month_start
