@@ -154,7 +154,7 @@ def billing_focus(context: dg.AssetExecutionContext, landing: LandingZone, wareh
 
 
 _DESCRIPTIONS = {
-    "batch_registry": "The batch registry (I10): registry/batches*.csv.",
+    "batch_registry": "The batch registry and plan (I10): registry/batches*.csv.",
     "scheduler_events": "Kubernetes-style job events (I1): scheduler/*.jsonl.",
     "training_steps": "Training-step records (I3): steps/*.jsonl.",
     "ledger_purchases": "Procurement ledger (I5): ledger/purchases*.csv.",
@@ -163,6 +163,9 @@ _DESCRIPTIONS = {
     "serving_replicas": "Serving replica allocations (I9): serving/replicas*.csv.",
     "serving_monthly_costs": "Monthly serving costs besides GPUs (I9): serving/monthly_costs*.csv.",
     "task_outcomes": "Task outcomes and human correction time (I9): tasks/outcomes*.csv.",
+    "batch_rounds": "Trial rounds of a batch and the evidence each produced (I10, R18): registry/rounds*.csv.",
+    "timesheets": "Harvest detailed time reports (I7): timesheets/*.csv; cost rates are confidential (R20).",
+    "service_invoices": "External-service invoices and accruals (I8): services/*.csv.",
 }
 source_assets = [scheduler_jobs, billing_focus,
                  *(_source_asset(name, text) for name, text in _DESCRIPTIONS.items())]

@@ -17,6 +17,7 @@ import duckdb
 from cost_pipeline.contract import Contract
 from cost_pipeline.contract import schemas as s
 from cost_pipeline.ingest.focus import focus_line_parser
+from cost_pipeline.ingest.harvest import harvest_line_parser
 from cost_pipeline.ingest.records import (
     FileRejected,
     ParsedFile,
@@ -221,6 +222,9 @@ def sources(sacct: SacctOptions = SacctOptions(), focus_tag_key: str = "batch_id
             Source("task_outcomes", "tasks", ("outcomes*.csv",), s.task_outcomes, _csv),
             Source("billing_focus", "billing", ("*.csv",), s.billing_focus,
                    lambda _schema: focus_line_parser(focus_tag_key)),
+            Source("batch_rounds", "registry", ("rounds*.csv",), s.batch_rounds, _csv),
+            Source("timesheets", "timesheets", ("*.csv",), s.timesheets, lambda _schema: harvest_line_parser()),
+            Source("service_invoices", "services", ("*.csv",), s.service_invoices, _csv),
         )
     }
 
