@@ -17,6 +17,7 @@ import io
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from urllib.parse import quote_plus
 
@@ -91,13 +92,66 @@ JOBS: tuple[DemoJob, ...] = (
 BATCHES = [
     {"batch_id": "B-7", "project": "assistant-rl", "goal": "RL fine-tune of the v1 policy on preference data",
      "team": "post-training", "data_version": "prefs-2026-10", "model_version": "policy-v1",
-     "code_version": "a1b2c3d", "config_version": "rl-cfg-12", "contract_version": "v1"},
+     "code_version": "a1b2c3d", "config_version": "rl-cfg-12",
+     "budget_cost": "11500.00", "budget_gpu_hours": "250.00", "max_trial_rounds": "3",
+     "stop_condition": "stop after two rounds whose cost rose without new evidence", "variance_boundary_pct": "10.00",
+     "contract_version": "v1"},
     {"batch_id": "B-8", "project": "assistant-rl", "goal": "RL fine-tune of the v2 policy with the new reward",
      "team": "post-training", "data_version": "prefs-2026-11", "model_version": "policy-v2",
-     "code_version": "d4e5f6a", "config_version": "rl-cfg-14", "contract_version": "v1"},
+     "code_version": "d4e5f6a", "config_version": "rl-cfg-14",
+     "budget_cost": "400.00", "budget_gpu_hours": "120.00", "max_trial_rounds": "2",
+     "stop_condition": "stop after two rounds whose cost rose without new evidence", "variance_boundary_pct": "5.00",
+     "contract_version": "v1"},
     {"batch_id": "B-10", "project": "assistant-rl", "goal": "Evaluation burst of the v2 policy on rented cloud GPUs",
      "team": "post-training", "data_version": "prefs-2026-11", "model_version": "policy-v2",
-     "code_version": "d4e5f6a", "config_version": "rl-cfg-14", "contract_version": "v1"},
+     "code_version": "d4e5f6a", "config_version": "rl-cfg-14",
+     "budget_cost": "100.00", "budget_gpu_hours": "32.00", "max_trial_rounds": "1",
+     "stop_condition": "one evaluation burst", "variance_boundary_pct": "10.00",
+     "contract_version": "v1"},
+]
+# Budgets (R18), written before contract_version, which stays the registry file's last column. B-7's is about
+# 1.5 x its known full cost (compute 465.77 + labour 4,230.28 + services 3,000.00), so it stays within budget;
+# B-8's is below even its compute cost, so it passes its 5 % variance boundary.
+
+# Harvest detailed time report, November 2026 (I7): (date, project code, task, hours, first, last, roles, cost rate).
+# B-7: three people on training engineering, one on business evaluation (a group of fewer than three), one entry
+# without a Cost Rate (assumed), rework hours; Ben Okafor's rate 173.37 is a canary that must never leave finance.
+# B-8: similar, smaller. One entry's Project Code is not a batch: it is unattributed.
+CANARY_RATE = "173.37"
+TIMESHEET_ENTRIES = [
+    ("2026-11-02", "B-7", "Data preparation", "6", "Alice", "Chen", "ML Engineer", "120.00"),
+    ("2026-11-03", "B-7", "Training runs", "8", "Alice", "Chen", "ML Engineer", "120.00"),
+    ("2026-11-03", "B-7", "Rerun after failure", "4", "Alice", "Chen", "ML Engineer", "120.00"),
+    ("2026-11-03", "B-7", "Training runs", "6", "Ben", "Okafor", "ML Engineer", CANARY_RATE),
+    ("2026-11-04", "B-7", "Rerun after failure", "1.5", "Ben", "Okafor", "ML Engineer", CANARY_RATE),
+    ("2026-11-03", "B-7", "Training runs", "5", "Chloe", "Martin", "ML Engineer, Contractor", ""),
+    ("2026-11-04", "B-7", "Business evaluation", "3", "Dmitri", "Ivanov", "Product", "90.00"),
+    ("2026-11-06", "B-8", "Training runs", "4", "Alice", "Chen", "ML Engineer", "120.00"),
+    ("2026-11-06", "B-8", "Cluster support", "2", "Eva", "Lind", "Platform", ""),
+    ("2026-11-07", "B-8", "Evaluation rework", "2", "Dmitri", "Ivanov", "Product", "90.00"),
+    ("2026-11-07", "B-8", "Coordination", "1", "Farah", "Haddad", "Programme", "80.00"),
+    ("2026-11-09", "PLATFORM", "Coordination", "2", "Farah", "Haddad", "Programme", "80.00"),
+]
+HARVEST_HEADER = ["Date", "Client", "Project", "Project Code", "Task", "Notes", "Hours", "Hours Rounded", "Billable?",
+                  "Invoiced?", "Approved?", "First Name", "Last Name", "Roles", "Employee?", "Billable Rate",
+                  "Billable Amount", "Cost Rate", "Cost Amount", "Currency", "External Reference URL"]
+
+# Vendor invoices (I8): B-7 an initial delivery (billed) and an ongoing-support accrual not yet invoiced (pending);
+# B-8 one billed invoice.
+SERVICE_INVOICES = [
+    ["LC-2026-311", "Labelcraft", "B-7", "initial_delivery", "2400.00", "USD", "2026-11-10", ""],
+    ["LC-ACCR-2026-11", "Labelcraft", "B-7", "ongoing_support", "600.00", "USD", "", "2026-11"],
+    ["EW-0042", "EvalWorks", "B-8", "initial_delivery", "1500.00", "USD", "2026-11-20", ""],
+]
+
+# Trial rounds (R18): B-7's two rounds each produced evidence; B-8's cost rose round after round while only its
+# first round produced any (round 1 = job 2001, round 2 = the sweep, round 3 = training and validation).
+BATCH_ROUNDS = [
+    ["B-7", 1, "2026-11-02T00:00:00", "2026-11-03T00:00:00", "learning rate 3e-6 beats 1e-5 on the reward proxy"],
+    ["B-7", 2, "2026-11-03T00:00:00", "2026-11-05T00:00:00", "policy-v1 RL candidate passes the acceptance bar"],
+    ["B-8", 1, "2026-11-05T00:00:00", "2026-11-05T01:30:00", "config with the new reward head fails at load"],
+    ["B-8", 2, "2026-11-05T01:30:00", "2026-11-06T00:00:00", ""],
+    ["B-8", 3, "2026-11-06T00:00:00", "2026-11-08T00:00:00", ""],
 ]
 
 
@@ -402,6 +456,24 @@ def _write_storage(landing: Path) -> None:
     con.close()
 
 
+def _write_timesheets(landing: Path) -> None:
+    """The month's Harvest export with every column Harvest writes (Cost Amount blank where the rate is)."""
+    rows = []
+    for date, code, task, hours, first, last, roles, rate in TIMESHEET_ENTRIES:
+        amount = f"{Decimal(hours) * Decimal(rate):.2f}" if rate else ""
+        rows.append([date, "Internal", "assistant-rl", code, task, "", hours, hours, "No", "No", "Yes", first, last,
+                     roles, "Yes", "0.0", "0.0", rate, amount, "United States Dollar - USD", ""])
+    _write_csv(landing / "timesheets" / "harvest_time_report_2026-11.csv", HARVEST_HEADER, rows)
+
+
+def _write_services_and_rounds(landing: Path) -> None:
+    _write_csv(landing / "services" / "invoices_2026-11.csv",
+               ["invoice_id", "vendor", "batch_id", "stage", "amount", "currency", "invoiced_on", "service_month"],
+               SERVICE_INVOICES)
+    _write_csv(landing / "registry" / "rounds.csv", ["batch_id", "round", "started_at", "ended_at", "evidence"],
+               BATCH_ROUNDS)
+
+
 def _write_csv(path: Path, header: list[str], rows: list[list[object]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as handle:
@@ -449,6 +521,7 @@ def write_demo_landing(landing: Path) -> Path:
                 for item, amount in (("rent", "2016.00"), ("power", "1152.00"), ("network", "288.00"))])
     _write_serving(landing)
     _write_cloud(landing)
-
     _write_storage(landing)
+    _write_timesheets(landing)
+    _write_services_and_rounds(landing)
     return landing

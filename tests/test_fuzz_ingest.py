@@ -82,7 +82,11 @@ STAGED_KEY = {
 
 
 # Extra valid rows where the demo has few, so files can hold several distinct rows.
-_EXTRA_REGISTRY = [f"B-{n},proj-{n},goal {n},team-{n % 3},d{n},m{n},c{n},cfg{n},v1" for n in range(10, 20)]
+# Registry rows follow the demo's header: the registry's attributes, the plan (blank on every third row), the contract
+# version.
+_EXTRA_REGISTRY = [f"B-{n},proj-{n},goal {n},team-{n % 3},d{n},m{n},c{n},cfg{n},"
+                   + (",,,," if n % 3 == 0 else f"{100 * n}.00,{n}.5,{1 + n % 4},stop rule {n},{n % 20}") + ",v1"
+                   for n in range(10, 20)]
 _EXTRA_PURCHASES = [f"P-{n:03d},2026-0{1 + n % 9}-15,{('gpu_server', 'network', 'storage', 'other')[n % 4]},"
                     f"item {n},{1 + n % 4},{1000 * n}.50,USD,{8 if n % 4 == 0 else 0},{3 + n % 3},{10 * n}.00"
                     for n in range(2, 12)]
@@ -355,6 +359,8 @@ def seed_rows(demo: Path, fmt: Format) -> tuple[str | None, list[str]]:
     if fmt.kind == "jsonl":
         return None, lines[:200]
     extra = {"batch_registry": _EXTRA_REGISTRY, "ledger_purchases": _EXTRA_PURCHASES}.get(fmt.source, [])
+    # An extra row must be valid under the seed file's header, or it only adds field-count rejections.
+    assert all(len(row.split(fmt.delimiter)) == len(lines[0].split(fmt.delimiter)) for row in extra), fmt.source
     return lines[0], lines[1:201] + extra
 
 

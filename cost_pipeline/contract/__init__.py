@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -66,6 +67,45 @@ class Contract:
     @property
     def serving(self) -> dict[str, Any]:
         return dict(self.document["serving"])
+
+    @property
+    def labour_roles(self) -> list[str]:
+        return list(self.document["labour_roles"])
+
+    @property
+    def labour_categories(self) -> list[str]:
+        return list(self.document["labour_categories"])
+
+    @property
+    def labour_tasks(self) -> dict[str, tuple[str, str]]:
+        """Harvest task name -> (role, category); a task naming an unknown role or category is a contract error."""
+        tasks = {}
+        for task, spec in self.document["labour_tasks"].items():
+            role, category = spec["role"], spec["category"]
+            if role not in self.labour_roles or category not in self.labour_categories:
+                raise ValueError(f"contract {self.version}: labour task {task!r} names an unknown role or category")
+            tasks[str(task)] = (role, category)
+        return tasks
+
+    @property
+    def labour_assumed_rates(self) -> dict[str, dict[str, Decimal]]:
+        """Role -> {low, typical, high} hourly rate, for entries without a Cost Rate; every role needs one."""
+        rates = {}
+        for role in self.labour_roles:
+            spec = self.document["labour_assumed_rates"].get(role)
+            if spec is None:
+                raise ValueError(f"contract {self.version}: labour role {role!r} has no assumed rate")
+            levels = {level: Decimal(str(spec[level])) for level in ("low", "typical", "high")}
+            if any(rate != rate.quantize(Decimal("0.01")) for rate in levels.values()):
+                raise ValueError(f"contract {self.version}: assumed rates of {role!r} are not whole cents")
+            if not levels["low"] <= levels["typical"] <= levels["high"]:
+                raise ValueError(f"contract {self.version}: assumed rates of {role!r} are not low <= typical <= high")
+            rates[role] = levels
+        return rates
+
+    @property
+    def service_stages(self) -> list[str]:
+        return list(self.document["service_stages"])
 
     @property
     def confidential_columns(self) -> dict[tuple[str, str], str]:
@@ -147,10 +187,22 @@ class Contract:
                                      ("labour_categories", "review_labour_category")):
                 for code in spec.get(key, []):
                     add(enumeration, code, category=review_class)
+
+        for code, text in doc["labour_roles"].items():
+            add("labour_role", code, description=text)
+        for code, text in doc["labour_categories"].items():
+            add("labour_category", code, description=text)
+        # A task maps to two codes: one row per mapping, the task name as code and the role or category as category.
+        for task, (role, category) in self.labour_tasks.items():
+            add("labour_task_role", task, category=role)
+            add("labour_task_category", task, category=category)
+        for code, text in doc["service_stages"].items():
+            add("service_stage", code, description=text)
         return rows
 
     def parameter_rows(self) -> list[dict[str, Any]]:
-        """Numeric parameters (the utilization-tier rule) as rows (contract_version, name, value)."""
+        """Numeric parameters (the utilization-tier rule, serving weights, labour assumed rates, the pending range)
+        as rows (contract_version, name, value)."""
         t = self.document["utilization_tiers"]
         values = {
             "sample_interval_seconds": t["sample_interval_seconds"],
@@ -163,6 +215,12 @@ class Contract:
             "serving_allocation_by_tokens": self.document["serving"]["allocation_key"] == "token_weighted_gpu_time",
             "stop_signal_rounds": self.document["plan_review"]["stop_signal_rounds"],
         }
+        values["pending_range_pct"] = self.document["pending_range_pct"]
+        # Assumed labour rates as labour_assumed_rate.<role>.<low|typical|high>; whole cents, so the double the
+        # table holds casts back to the exact DECIMAL(18,2) rate.
+        for role, levels in self.labour_assumed_rates.items():
+            for level, rate in levels.items():
+                values[f"labour_assumed_rate.{role}.{level}"] = rate
         return [{"contract_version": self.version, "name": k, "value": float(v)} for k, v in values.items()]
 
 

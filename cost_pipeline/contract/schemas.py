@@ -7,14 +7,18 @@ Enumerations come from the contract: a new contract version changes validation w
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 
+import pandas as pd
 import pandera.pandas as pa
 
 from cost_pipeline.contract import Contract, available_versions
 
 MONEY_PATTERN = r"^-?\d{1,15}(\.\d{1,2})?$"
 MONTH_PATTERN = r"^\d{4}-(0[1-9]|1[0-2])(-01)?$"
+PLAIN_NUMBER = r"^\d{1,15}(\.\d{1,2})?$"    # a non-negative number with up to two decimals
 
 
 @dataclass(frozen=True)
@@ -23,6 +27,9 @@ class Col:
     sql_type: str
     nullable: bool = False
     checks: tuple[pa.Check, ...] = ()
+    # The quarantine rule a failed check of this column is recorded under, when the contract names one
+    # (labour_task); otherwise <column>.<check>.
+    rule: str | None = None
 
     @property
     def pandas_dtype(self) -> str | type:
@@ -37,11 +44,14 @@ class SourceSchema:
     table: str
     columns: tuple[Col, ...]
     unique: tuple[str, ...] = field(default=())
+    # Checks across columns of one row (element-wise on the row); a failure is quarantined under the check's name.
+    row_checks: tuple[pa.Check, ...] = field(default=())
 
     def pandera(self) -> pa.DataFrameSchema:
         return pa.DataFrameSchema(
             {c.name: pa.Column(c.pandas_dtype, checks=list(c.checks), nullable=c.nullable, coerce=True)
              for c in self.columns},
+            checks=list(self.row_checks),
             strict="filter",
         )
 
@@ -74,6 +84,7 @@ def batch_registry(contract: Contract) -> SourceSchema:
         Col("code_version", "VARCHAR"),
         Col("config_version", "VARCHAR"),
         Col("contract_version", "VARCHAR", checks=_isin(available_versions())),
+        *batch_plan_columns(),
     ), unique=("batch_id",))
 
 
@@ -87,6 +98,74 @@ def _label_columns(contract: Contract) -> tuple[Col, ...]:
         Col("continues", "VARCHAR", nullable=True),
         Col("end_reason", "VARCHAR", nullable=True, checks=_isin(contract.end_reasons)),
     )
+
+
+def batch_plan_columns() -> tuple[Col, ...]:
+    """The batch plan (R18) beside the registry's attributes; optional, so registry files without them still load."""
+    return (
+        Col("budget_cost", "DECIMAL(18,2)", nullable=True, checks=_money()),
+        Col("budget_gpu_hours", "DECIMAL(18,2)", nullable=True, checks=(pa.Check.str_matches(PLAIN_NUMBER),)),
+        Col("max_trial_rounds", "INTEGER", nullable=True, checks=POSITIVE),
+        Col("stop_condition", "VARCHAR", nullable=True),
+        Col("variance_boundary_pct", "DECIMAL(18,2)", nullable=True,
+            checks=(pa.Check.str_matches(PLAIN_NUMBER),)),
+    )
+
+
+def batch_rounds(contract: Contract) -> SourceSchema:
+    """Trial rounds (R18): a round is a time window of its batch; evidence is what the round newly established."""
+    return SourceSchema("batch_rounds", (
+        Col("batch_id", "VARCHAR", checks=BATCH_KEY),
+        Col("round", "INTEGER", checks=POSITIVE),
+        Col("started_at", "TIMESTAMP"),
+        Col("ended_at", "TIMESTAMP"),
+        Col("evidence", "VARCHAR", nullable=True),
+    ))
+
+
+HOURS = r"^\d{1,2}(\.\d{1,4})?$"
+
+
+def _at_most_24_hours(value: object) -> bool:
+    return isinstance(value, str) and re.match(HOURS, value) is not None and Decimal(value) <= 24
+
+
+def timesheets(contract: Contract) -> SourceSchema:
+    """Harvest detailed-time-report entries (I7); ``cost_rate`` is a person's rate, confidential (R20)."""
+    return SourceSchema("timesheets", (
+        Col("entry_date", "DATE", checks=_date()),
+        Col("client", "VARCHAR", nullable=True),
+        Col("project", "VARCHAR", nullable=True),
+        Col("project_code", "VARCHAR", nullable=True),
+        Col("task", "VARCHAR", checks=_isin(list(contract.labour_tasks)), rule="labour_task"),
+        Col("notes", "VARCHAR", nullable=True),
+        Col("hours", "DECIMAL(12,4)",
+            checks=(pa.Check(_at_most_24_hours, element_wise=True, name="hours_of_a_day"),)),
+        Col("billable", "VARCHAR", nullable=True),
+        Col("first_name", "VARCHAR"),
+        Col("last_name", "VARCHAR"),
+        Col("roles", "VARCHAR", nullable=True),
+        Col("cost_rate", "DECIMAL(18,2)", nullable=True, checks=_money()),
+        Col("currency", "VARCHAR", nullable=True),
+    ))
+
+
+def service_invoices(contract: Contract) -> SourceSchema:
+    """Vendor invoices and accruals (I8). ``service_month`` (YYYY-MM, optional) dates the service; without it the
+    month of ``invoiced_on``. An accrual (blank ``invoiced_on``) must carry it."""
+    return SourceSchema("service_invoices", (
+        Col("invoice_id", "VARCHAR"),
+        Col("vendor", "VARCHAR"),
+        Col("batch_id", "VARCHAR", nullable=True),
+        Col("stage", "VARCHAR", checks=_isin(contract.service_stages)),
+        Col("amount", "DECIMAL(18,2)", checks=_money()),
+        Col("currency", "VARCHAR", checks=(pa.Check.str_matches(r"^[A-Z]{3}$"),)),
+        Col("invoiced_on", "DATE", nullable=True, checks=_date()),
+        Col("service_month", "VARCHAR", nullable=True, checks=(pa.Check.str_matches(MONTH_PATTERN),)),
+    ), unique=("invoice_id",), row_checks=(
+        pa.Check(lambda row: not (pd.isna(row["invoiced_on"]) and pd.isna(row["service_month"])),
+                 element_wise=True, name="accrual_service_month"),
+    ))
 
 
 def scheduler_jobs(contract: Contract) -> SourceSchema:

@@ -154,7 +154,7 @@ def billing_focus(context: dg.AssetExecutionContext, landing: LandingZone, wareh
 
 
 _DESCRIPTIONS = {
-    "batch_registry": "The batch registry (I10): registry/batches*.csv.",
+    "batch_registry": "The batch registry and plan (I10): registry/batches*.csv.",
     "scheduler_events": "Kubernetes-style job events (I1): scheduler/*.jsonl.",
     "training_steps": "Training-step records (I3): steps/*.jsonl.",
     "ledger_purchases": "Procurement ledger (I5): ledger/purchases*.csv.",
@@ -167,6 +167,10 @@ _DESCRIPTIONS = {
                          "a header) and *.parquet.",
     "storage_prefix_rules": "Bucket prefix rules (I6): storage/prefix_rules*.csv, purpose, owner, batch, retention.",
     "storage_prices": "Storage prices per class and GB-month (I6): storage/storage_prices*.csv.",
+
+    "batch_rounds": "Trial rounds of a batch and the evidence each produced (I10, R18): registry/rounds*.csv.",
+    "timesheets": "Harvest detailed time reports (I7): timesheets/*.csv; cost rates are confidential (R20).",
+    "service_invoices": "External-service invoices and accruals (I8): services/*.csv.",
 }
 source_assets = [scheduler_jobs, billing_focus,
                  *(_source_asset(name, text) for name, text in _DESCRIPTIONS.items())]

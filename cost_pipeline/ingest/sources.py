@@ -18,6 +18,7 @@ import duckdb
 from cost_pipeline.contract import Contract
 from cost_pipeline.contract import schemas as s
 from cost_pipeline.ingest.focus import focus_line_parser, focus_row
+from cost_pipeline.ingest.harvest import harvest_line_parser
 from cost_pipeline.ingest.parquet import parse_parquet
 from cost_pipeline.ingest.records import (
     FileRejected,
@@ -216,6 +217,9 @@ def sources(sacct: SacctOptions = SacctOptions(), focus_tag_key: str = "batch_id
             Source("storage_prefix_rules", "storage", ("prefix_rules*.csv",), s.storage_prefix_rules,
                    _csv_all_columns),
             Source("storage_prices", "storage", ("storage_prices*.csv",), s.storage_prices, _csv),
+            Source("batch_rounds", "registry", ("rounds*.csv",), s.batch_rounds, _csv),
+            Source("timesheets", "timesheets", ("*.csv",), s.timesheets, lambda _schema: harvest_line_parser()),
+            Source("service_invoices", "services", ("*.csv",), s.service_invoices, _csv),
         )
     }
 

@@ -143,6 +143,8 @@ def validate_rows(parsed: ParsedFile, schema: SourceSchema,
     # Object columns: a JSON integer beyond 64 bits would otherwise break the frame's own construction.
     frame = pd.DataFrame(data, columns=columns, index=[int(row["source_line"]) for row in rows], dtype=object)
     model = _model(schema)
+    named_rules = {c.name: c.rule for c in schema.columns if c.rule}
+    row_rules = {str(check.name) for check in schema.row_checks}
     current = frame
     while True:
         try:
@@ -162,8 +164,12 @@ def validate_rows(parsed: ParsedFile, schema: SourceSchema,
             for case in indexed.itertuples():
                 line = int(case.index)
                 if line not in rejected:
-                    rule = _rule(case.column, case.check)
-                    rejected[line] = Rejection(line, rule, f"column {case.column} fails {case.check}")
+                    if str(case.check) in row_rules:
+                        rule, what = str(case.check), "the row"
+                    else:
+                        rule = named_rules.get(case.column) or _rule(case.column, case.check)
+                        what = f"column {case.column}"
+                    rejected[line] = Rejection(line, rule, f"{what} fails {case.check}")
             current = current.drop(index=[i for i in current.index if int(i) in rejected])
     misfits = _misfits(valid, schema, con)
     rejected.update(misfits)

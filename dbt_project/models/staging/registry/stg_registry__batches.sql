@@ -13,6 +13,11 @@ renamed as (
         code_version,
         config_version,
         contract_version,
+        budget_cost,
+        budget_gpu_hours,
+        max_trial_rounds,
+        stop_condition,
+        variance_boundary_pct,
         source_file,
         source_line
     from source

@@ -1,0 +1,35 @@
+"""Harvest "detailed time report" CSV exports (I7), exactly as Harvest writes them.
+
+Columns are read by their Harvest names in any order; optional ones may be missing and extra ones are ignored.
+The batch key is the ``Project Code``; the ``Task`` is mapped to a role and a category by the contract
+(``labour_tasks``), and a task the contract does not list is quarantined (rule ``labour_task``). ``Cost Rate`` may
+be blank: the entry is then costed at the contract's assumed rate for its role.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from cost_pipeline.ingest.records import ParsedFile, csv_line_parser
+
+REQUIRED = ("Date", "Project Code", "Task", "Hours", "First Name", "Last Name")
+COLUMNS = {
+    "Date": "entry_date", "Client": "client", "Project": "project", "Project Code": "project_code", "Task": "task",
+    "Notes": "notes", "Hours": "hours", "Billable?": "billable", "First Name": "first_name",
+    "Last Name": "last_name", "Roles": "roles", "Cost Rate": "cost_rate", "Currency": "currency",
+}
+
+
+def harvest_row(row: dict[str, object]) -> dict[str, object]:
+    """One detailed-time-report line (by Harvest column names) -> the raw timesheet shape."""
+    return {column: row.get(name) for name, column in COLUMNS.items()}
+
+
+def harvest_line_parser() -> Callable[[list[str], ParsedFile], None]:
+    read_csv = csv_line_parser(REQUIRED)
+
+    def parse(lines: list[str], parsed: ParsedFile) -> None:
+        read_csv(lines, parsed)
+        parsed.rows[:] = [dict(harvest_row(row), source_line=row["source_line"]) for row in parsed.rows]
+
+    return parse

@@ -1,0 +1,103 @@
+-- One row per timesheet entry (I7, R9): the batch from the Harvest Project Code ('unattributed' when it is not a
+-- registered batch, R1), the task's role and category from the batch's contract version, and the entry's cost.
+-- Money: hours x rate is rounded to the cent once per entry (labour_cost, and likewise its low and high). An entry
+-- with a Cost Rate is 'measured' (low = high = cost); without one it is 'assumed' at the contract's typical rate for
+-- the role, with the range low..high from the contract's low and high rates.
+-- cost_rate is a person's rate: confidential (R20). Names stay in staging; person_key is a hash of the name.
+with entries as (
+    select * from {{ ref('stg_timesheets__entries') }}
+),
+
+batches as (
+    select batch_id, contract_version from {{ ref('stg_registry__batches') }}
+),
+
+enumerations as (
+    select * from {{ ref('stg_contract__enumerations') }}
+),
+
+parameters as (
+    select * from {{ ref('stg_contract__parameters') }}
+),
+
+latest_contract as (
+    select {{ latest_contract_version() }} as contract_version
+),
+
+assumed_rates as (
+    select
+        contract_version,
+        {{ dbt.split_part('parameter_name', "'.'", 2) }} as role,
+        {{ dbt.split_part('parameter_name', "'.'", 3) }} as rate_level,
+        -- Whole cents in the contract: the cast restores the exact rate from the parameter table's double.
+        cast(parameter_value as decimal(18, 2)) as rate
+    from parameters
+    where parameter_name like 'labour_assumed_rate.%'
+),
+
+attributed as (
+    select
+        entries.*,
+        coalesce(batches.batch_id, 'unattributed') as batch_key,
+        coalesce(batches.contract_version, latest_contract.contract_version) as contract_version
+    from entries
+    left join batches on entries.project_code = batches.batch_id
+    cross join latest_contract
+),
+
+classified as (
+    select
+        attributed.*,
+        task_roles.category as role,
+        task_categories.category as labour_category
+    from attributed
+    left join enumerations as task_roles
+        on task_roles.enumeration = 'labour_task_role'
+        and task_roles.code = attributed.task
+        and task_roles.contract_version = attributed.contract_version
+    left join enumerations as task_categories
+        on task_categories.enumeration = 'labour_task_category'
+        and task_categories.code = attributed.task
+        and task_categories.contract_version = attributed.contract_version
+),
+
+rated as (
+    select
+        classified.*,
+        coalesce(classified.cost_rate, typical.rate) as applied_rate,
+        coalesce(classified.cost_rate, low.rate) as low_rate,
+        coalesce(classified.cost_rate, high.rate) as high_rate
+    from classified
+    left join assumed_rates as typical
+        on typical.contract_version = classified.contract_version
+        and typical.role = classified.role
+        and typical.rate_level = 'typical'
+    left join assumed_rates as low
+        on low.contract_version = classified.contract_version
+        and low.role = classified.role
+        and low.rate_level = 'low'
+    left join assumed_rates as high
+        on high.contract_version = classified.contract_version
+        and high.role = classified.role
+        and high.rate_level = 'high'
+)
+
+select
+    entry_date,
+    cast({{ dbt.date_trunc('month', 'entry_date') }} as date) as month_start,
+    batch_key as batch_id,
+    project_code,
+    {{ dbt.hash(dbt.concat(["lower(trim(first_name))", "'|'", "lower(trim(last_name))"])) }} as person_key,
+    task,
+    role,
+    labour_category as category,
+    hours,
+    cost_rate,
+    cast(hours * applied_rate as decimal(18, 2)) as labour_cost,
+    cast(hours * low_rate as decimal(18, 2)) as labour_cost_low,
+    cast(hours * high_rate as decimal(18, 2)) as labour_cost_high,
+    case when cost_rate is not null then 'measured' else 'assumed' end as evidence_level,
+    contract_version,
+    source_file,
+    source_line
+from rated

@@ -1,0 +1,75 @@
+-- One row per external-service invoice (I8, R9). The batch from the invoice's batch_id ('unattributed' when it is
+-- not a registered batch, R1). Month rule: the month the service was delivered (service_month) when the file gives
+-- it, else the month of invoiced_on; an accrual (no invoiced_on) must give service_month (ingest quarantines it
+-- otherwise, rule accrual_service_month). An invoiced line is 'billed' (low = high = amount); an accrual is
+-- 'pending', its range amount -+ pending_range_pct % from the batch's contract version, rounded to the cent once
+-- per line. An invoice listed both as an accrual and as billed counts once, billed.
+with invoices as (
+    select * from {{ ref('stg_services__invoices') }}
+),
+
+batches as (
+    select batch_id, contract_version from {{ ref('stg_registry__batches') }}
+),
+
+parameters as (
+    select * from {{ ref('stg_contract__parameters') }}
+),
+
+latest_contract as (
+    select {{ latest_contract_version() }} as contract_version
+),
+
+latest_line as (
+    select
+        invoices.*,
+        row_number() over (
+            partition by invoice_id
+            order by case when invoiced_on is null then 1 else 0 end, source_file desc, source_line desc
+        ) as line_rank
+    from invoices
+),
+
+attributed as (
+    select
+        latest_line.*,
+        coalesce(batches.batch_id, 'unattributed') as batch_key,
+        coalesce(batches.contract_version, latest_contract.contract_version) as contract_version
+    from latest_line
+    left join batches on latest_line.batch_id = batches.batch_id
+    cross join latest_contract
+    where latest_line.line_rank = 1
+),
+
+ranged as (
+    select
+        attributed.*,
+        case when attributed.invoiced_on is null then 'pending' else 'billed' end as evidence_level,
+        case when attributed.invoiced_on is null then pending_range.parameter_value else 0 end as range_pct
+    from attributed
+    left join parameters as pending_range
+        on pending_range.contract_version = attributed.contract_version
+        and pending_range.parameter_name = 'pending_range_pct'
+)
+
+select
+    invoice_id,
+    vendor,
+    batch_key as batch_id,
+    stage,
+    case
+        when service_month is not null
+            then cast({{ dbt.concat(["substring(service_month, 1, 7)", "'-01'"]) }} as date)
+        else cast({{ dbt.date_trunc('month', 'invoiced_on') }} as date)
+    end as month_start,
+    invoiced_on,
+    amount,
+    currency,
+    -- range_pct is a whole percentage in the contract: as decimal(9, 4) it is exact.
+    cast(amount * (100 - cast(range_pct as decimal(9, 4))) / 100 as decimal(18, 2)) as amount_low,
+    cast(amount * (100 + cast(range_pct as decimal(9, 4))) / 100 as decimal(18, 2)) as amount_high,
+    evidence_level,
+    contract_version,
+    source_file,
+    source_line
+from ranged
