@@ -93,7 +93,7 @@ BATCHES = [
     {"batch_id": "B-7", "project": "assistant-rl", "goal": "RL fine-tune of the v1 policy on preference data",
      "team": "post-training", "data_version": "prefs-2026-10", "model_version": "policy-v1",
      "code_version": "a1b2c3d", "config_version": "rl-cfg-12",
-     "budget_cost": "11500.00", "budget_gpu_hours": "250.00", "max_trial_rounds": "3",
+     "budget_cost": "8000.00", "budget_gpu_hours": "250.00", "max_trial_rounds": "3",
      "stop_condition": "stop after two rounds whose cost rose without new evidence", "variance_boundary_pct": "10.00",
      "contract_version": "v1"},
     {"batch_id": "B-8", "project": "assistant-rl", "goal": "RL fine-tune of the v2 policy with the new reward",
@@ -109,9 +109,9 @@ BATCHES = [
      "stop_condition": "one evaluation burst", "variance_boundary_pct": "10.00",
      "contract_version": "v1"},
 ]
-# Budgets (R18), written before contract_version, which stays the registry file's last column. B-7's is about
-# 1.5 x its known full cost (compute 465.77 + labour 4,230.28 + services 3,000.00), so it stays within budget;
-# B-8's is below even its compute cost, so it passes its 5 % variance boundary.
+# Budgets (R18), written before contract_version, which stays the registry file's last column. B-7's full cost
+# (7,786.11) is 2.67 % under its 8,000.00 budget, inside its 10 % boundary; B-8's budget is below even its compute
+# cost, so it passes its 5 % boundary; B-10's 108.00 is 8 % over its 100.00, inside 10 %.
 
 # Harvest detailed time report, November 2026 (I7): (date, project code, task, hours, first, last, roles, cost rate).
 # B-7: three people on training engineering, one on business evaluation (a group of fewer than three), one entry

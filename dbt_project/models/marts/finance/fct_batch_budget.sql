@@ -1,0 +1,113 @@
+-- Plan vs actual (R18), one row per registered batch: the budget baseline from the registry against the actual
+-- full cost to date (fct_batch_costs.total_cost, refreshed nightly), the variance and whether it passes the
+-- batch's boundary (either way: an underspend beyond it needs explaining too); trial rounds against the maximum;
+-- a stop signal when the last stop_signal_rounds rounds (contract) each cost more than the round before and
+-- none produced new evidence; and the review's split of the actual cost into its classes.
+with batches as (
+    select * from {{ ref('stg_registry__batches') }}
+),
+
+costs as (
+    select * from {{ ref('fct_batch_costs') }}
+),
+
+compute as (
+    select batch_id, occupied_gpu_hours from {{ ref('fct_batch_compute') }}
+),
+
+review as (
+    select
+        batch_id,
+        sum(case when review_class = 'reasonable_exploration' then amount else 0 end) as exploration_cost,
+        sum(case when review_class = 'unforeseeable_failure' then amount else 0 end) as unforeseeable_failure_cost,
+        sum(case when review_class = 'avoidable_rework' then amount else 0 end) as avoidable_rework_cost,
+        sum(case when review_class = 'planned_work' then amount else 0 end) as planned_work_cost
+    from {{ ref('fct_cost_lines') }}
+    group by batch_id
+),
+
+stop_rule as (
+    select contract_version, cast(parameter_value as integer) as stop_signal_rounds
+    from {{ ref('stg_contract__parameters') }}
+    where parameter_name = 'stop_signal_rounds'
+),
+
+rounds as (
+    select
+        batch_id,
+        rising_cost_without_evidence_streak,
+        count(*) over (partition by batch_id) as rounds_run,
+        row_number() over (partition by batch_id order by started_at desc, round_number desc) as rounds_from_last
+    from {{ ref('int_batch_rounds') }}
+),
+
+-- The batch's latest round: how many rounds in a row, up to it, cost more than the one before without evidence.
+round_totals as (
+    select
+        rounds.batch_id,
+        rounds.rounds_run,
+        rounds.rising_cost_without_evidence_streak as rising_without_evidence,
+        stop_rule.stop_signal_rounds
+    from rounds
+    inner join batches on rounds.batch_id = batches.batch_id
+    inner join stop_rule on batches.contract_version = stop_rule.contract_version
+    where rounds.rounds_from_last = 1
+),
+
+joined as (
+    select
+        batches.batch_id,
+        batches.contract_version,
+        batches.budget_cost,
+        batches.budget_gpu_hours,
+        batches.variance_boundary_pct,
+        batches.max_trial_rounds,
+        batches.stop_condition,
+        costs.total_cost as actual_cost,
+        compute.occupied_gpu_hours as actual_gpu_hours,
+        costs.labour_people,
+        coalesce(round_totals.rounds_run, 0) as rounds_run,
+        coalesce(round_totals.rising_without_evidence, 0) as rising_without_evidence,
+        round_totals.stop_signal_rounds,
+        coalesce(review.exploration_cost, 0) as exploration_cost,
+        coalesce(review.unforeseeable_failure_cost, 0) as unforeseeable_failure_cost,
+        coalesce(review.avoidable_rework_cost, 0) as avoidable_rework_cost,
+        coalesce(review.planned_work_cost, 0) as planned_work_cost
+    from batches
+    inner join costs on batches.batch_id = costs.batch_id
+    left join compute on batches.batch_id = compute.batch_id
+    left join round_totals on batches.batch_id = round_totals.batch_id
+    left join review on batches.batch_id = review.batch_id
+)
+
+select
+    batch_id,
+    contract_version,
+    cast(budget_cost as decimal(18, 2)) as budget_cost,
+    cast(actual_cost as decimal(18, 2)) as actual_cost,
+    cast(actual_cost - budget_cost as decimal(18, 2)) as variance,
+    case when budget_cost > 0
+        then cast(round((actual_cost - budget_cost) * 100.0 / budget_cost, 2) as decimal(18, 2))
+    end as variance_pct,
+    cast(variance_boundary_pct as decimal(18, 2)) as variance_boundary_pct,
+    coalesce(budget_cost > 0 and variance_boundary_pct is not null
+        and abs(actual_cost - budget_cost) * 100.0 > variance_boundary_pct * budget_cost, false) as over_boundary,
+    cast(budget_gpu_hours as decimal(18, 4)) as budget_gpu_hours,
+    cast(coalesce(actual_gpu_hours, 0) as decimal(18, 4)) as actual_gpu_hours,
+    cast(max_trial_rounds as bigint) as max_trial_rounds,
+    cast(rounds_run as bigint) as rounds_run,
+    coalesce(rounds_run > max_trial_rounds, false) as rounds_over_max,
+    stop_condition,
+    coalesce(stop_signal_rounds is not null and rising_without_evidence >= stop_signal_rounds, false)
+        or coalesce(rounds_run > max_trial_rounds, false) as stop_signal,
+    case
+        when stop_signal_rounds is not null and rising_without_evidence >= stop_signal_rounds
+            then 'cost_rising_without_new_evidence'
+        when rounds_run > max_trial_rounds then 'trial_rounds_exceeded'
+    end as stop_reason,
+    cast(exploration_cost as decimal(18, 2)) as exploration_cost,
+    cast(unforeseeable_failure_cost as decimal(18, 2)) as unforeseeable_failure_cost,
+    cast(avoidable_rework_cost as decimal(18, 2)) as avoidable_rework_cost,
+    cast(planned_work_cost as decimal(18, 2)) as planned_work_cost,
+    cast(labour_people as bigint) as labour_people
+from joined
