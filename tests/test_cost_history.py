@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from decimal import Decimal
 
 import duckdb
 
@@ -25,7 +26,7 @@ def test_a_late_file_adds_a_version_and_history_is_never_rewritten(demo_run, tmp
     warehouse = tmp_path / "w.duckdb"
     shutil.copyfile(demo_run.warehouse, warehouse)
     first = _snapshots(warehouse)
-    assert [(r[0], r[1]) for r in first] == [("B-7", 1), ("B-8", 1), ("unattributed", 1)]
+    assert [(r[0], r[1]) for r in first] == [("B-10", 1), ("B-7", 1), ("B-8", 1), ("unattributed", 1)]
 
     # A late step record for B-7's retry job arrives the next night.
     late = {"batch_id": "B-7", "job_id": "1003", "step": 31, "started_at": "2026-11-03T11:40:00",
@@ -34,7 +35,7 @@ def test_a_late_file_adds_a_version_and_history_is_never_rewritten(demo_run, tmp
     (landing / "steps" / "steps_late.jsonl").write_text(json.dumps(late) + "\n", encoding="utf-8")
     assert run_pipeline(landing, warehouse)
     second = _snapshots(warehouse)
-    assert [(r[0], r[1]) for r in second] == [("B-7", 1), ("B-7", 2), ("B-8", 1), ("unattributed", 1)]
+    assert [(r[0], r[1]) for r in second] == [("B-10", 1), ("B-7", 1), ("B-7", 2), ("B-8", 1), ("unattributed", 1)]
     assert [r for r in second if r[1] == 1] == first          # earlier versions byte-identical
 
     con = duckdb.connect(str(warehouse), read_only=True)
@@ -48,3 +49,38 @@ def test_a_late_file_adds_a_version_and_history_is_never_rewritten(demo_run, tmp
 
     assert run_pipeline(landing, warehouse)                   # nothing new: nothing appended
     assert _snapshots(warehouse) == second
+
+
+def test_a_restated_bill_adds_a_version_and_the_estimate_stays_in_history(demo_run, tmp_path):
+    """The provider restates B-10's cloud job (ChargeClass = Correction) in a later export: B-10 gets a second
+    version with the corrected cost; its first version, and every other batch, is untouched."""
+    landing = tmp_path / "landing"
+    shutil.copytree(demo_run.landing, landing)
+    warehouse = tmp_path / "w.duckdb"
+    shutil.copyfile(demo_run.warehouse, warehouse)
+    first = _snapshots(warehouse)
+
+    export = (landing / "billing" / "aws_focus_2026-11.csv").read_text(encoding="utf-8").splitlines()
+    header, job_line = export[0], next(line for line in export if "8 x H100 for 4 h" in line)
+    restated = (job_line.replace("8 x H100 for 4 h", "Restated: reserved-instance rate applied")
+                .replace(",Usage,,", ",Usage,Correction,").replace("171.37", "-16.00").replace("102.40", "-9.60"))
+    assert restated.count("-9.60") == 2 and ",Correction," in restated
+    (landing / "billing" / "aws_focus_2026-12-restated.csv").write_text(f"{header}\n{restated}\n",
+                                                                        encoding="utf-8")
+    assert run_pipeline(landing, warehouse)
+
+    second = _snapshots(warehouse)
+    assert [(r[0], r[1]) for r in second] == [("B-10", 1), ("B-10", 2), ("B-7", 1), ("B-8", 1), ("unattributed", 1)]
+    assert [r for r in second if r[1] == 1] == first          # the estimate's version is byte-identical
+    con = duckdb.connect(str(warehouse), read_only=True)
+    history = con.execute("select snapshot_version, is_latest, changed_columns, compute_cost, cloud_compute_cost, "
+                          "total_cost from marts.fct_batch_cost_history where batch_id = 'B-10' order by 1").fetchall()
+    lines = con.execute("select count(*), sum(amount) from marts.fct_cost_lines "
+                        "where batch_id = 'B-10' and has_correction").fetchone()
+    con.close()
+    assert history[0] == (1, False, "first snapshot", Decimal("96.00"), Decimal("96.00"), Decimal("108.00"))
+    assert history[1][:2] == (2, True)
+    assert history[1][3:] == (Decimal("86.40"), Decimal("86.40"), Decimal("98.40"))   # 96.00 - 9.60
+    assert history[1][2] == ("compute_cost, cost_per_effective_gpu_hour, total_cost, total_cost_low, "
+                             "total_cost_high, cloud_compute_cost")
+    assert lines == (1, Decimal("86.40"))                     # the job's line, restatements included

@@ -27,7 +27,11 @@ from cost_pipeline.publish import ENGINEERING, FINANCE, ConfidentialListOutdated
 
 CANARY_RATE = "987654.32"                  # a person's hourly rate planted in tasks/outcomes.csv
 CANARY_TASK_COST = "98765.43"              # what it makes of the demo's 6 hand-off minutes: 6 × 987654.32 / 60
-CANARY_TEXTS = (CANARY_RATE, CANARY_TASK_COST, "98765.432", "9876543")   # the last: the same in cents
+# The demo's own canaries: one person's timesheet cost rate and what it makes of his 6 training hours, and the
+# cloud contract discount of the B-10 job (ListCost 160.66 - EffectiveCost 96.00 after the restatement).
+DEMO_RATE, DEMO_RATE_DERIVED, DEMO_LIST_COST, DEMO_DISCOUNT = "173.37", "1040.22", "160.66", "64.66"
+CANARY_TEXTS = (CANARY_RATE, CANARY_TASK_COST, "98765.432", "9876543",   # the fourth: the same in cents
+                DEMO_RATE, DEMO_RATE_DERIVED, DEMO_LIST_COST, DEMO_DISCOUNT)
 
 
 def tables(path: Path, schema: str) -> dict[str, list[str]]:
@@ -272,6 +276,12 @@ def test_a_canary_rate_appears_nowhere_outside_the_finance_file(demo_run, tmp_pa
                                     [task_id]).fetchone()
     finance.close()
     assert human_cost == CANARY_TASK_COST
+    finance = duckdb.connect(str(published_path(warehouse, FINANCE)), read_only=True)
+    (list_cost, discount) = finance.execute(
+        "select cast(list_cost as varchar), cast(contract_discount as varchar) from marts.fct_resource_book "
+        "where job_id = 'b10-eval-cloud'").fetchone()
+    finance.close()
+    assert (list_cost, discount) == (DEMO_LIST_COST, DEMO_DISCOUNT)
 
     # Nowhere else: not in the engineering file ...
     engineering = published_path(warehouse, ENGINEERING)

@@ -7,3 +7,12 @@
         'compute_cost', 'rerun_compute_cost', 'cost_per_counted_step', 'cost_per_effective_gpu_hour'
     ]) }}
 {% endmacro %}
+
+{#- The full-cost figures a snapshot keeps beside them (R9, R16), from fct_batch_costs: a restated bill or a late
+    timesheet changes them and so adds a version. -#}
+{% macro batch_full_cost_figures() %}
+    {{ return([
+        'total_cost', 'total_cost_low', 'total_cost_high', 'storage_cost', 'labour_cost', 'services_cost',
+        'cloud_compute_cost', 'pending_cost', 'labour_people'
+    ]) }}
+{% endmacro %}

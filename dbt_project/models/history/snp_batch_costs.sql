@@ -1,12 +1,16 @@
-{{ config(materialized='incremental', incremental_strategy='append', on_schema_change='fail') }}
+{{ config(materialized='incremental', incremental_strategy='append', on_schema_change='append_new_columns') }}
 
 -- Insert-only cost snapshots per batch (R16). A run appends a new version of a batch only when its figures,
 -- contract version or config/data versions differ from the batch's latest version; earlier versions are never
--- updated or deleted. Each version records the input files (sha256) of the run that produced it.
+-- updated or deleted. Each version records the input files (sha256) of the run that produced it. The figures
+-- are the compute bill's (fct_batch_compute) and the full cost's (fct_batch_costs); a figure added later appears
+-- as a new column, null in the versions written before it (on_schema_change: append_new_columns).
 {%- set figures = batch_cost_figures() %}
-{%- set traced = ['compute.contract_version', 'batches.config_version', 'batches.data_version'] %}
+{%- set full_figures = batch_full_cost_figures() %}
+{%- set traced = ['full_costs.contract_version', 'batches.config_version', 'batches.data_version'] %}
 {%- set parts = [] %}
 {%- for column in figures %}{% do traced.append('compute.' ~ column) %}{% endfor %}
+{%- for column in full_figures %}{% do traced.append('full_costs.' ~ column) %}{% endfor %}
 {%- for expression in traced %}
     {%- do parts.append("coalesce(cast(" ~ expression ~ " as " ~ dbt.type_string() ~ "), '-')") %}
     {%- do parts.append("'|'") %}
@@ -19,16 +23,20 @@ with inputs as (
 
 current_figures as (
     select
-        compute.batch_id,
-        compute.contract_version,
+        full_costs.batch_id,
+        full_costs.contract_version,
         batches.config_version,
         batches.data_version,
         {%- for column in figures %}
         compute.{{ column }},
         {%- endfor %}
+        {%- for column in full_figures %}
+        full_costs.{{ column }},
+        {%- endfor %}
         {{ dbt.hash(dbt.concat(parts)) }} as content_hash
-    from {{ ref('fct_batch_compute') }} as compute
-    left join {{ ref('dim_batches') }} as batches on compute.batch_id = batches.batch_id
+    from {{ ref('fct_batch_costs') }} as full_costs
+    left join {{ ref('fct_batch_compute') }} as compute on full_costs.batch_id = compute.batch_id
+    left join {{ ref('dim_batches') }} as batches on full_costs.batch_id = batches.batch_id
 ),
 
 {% if is_incremental() %}
@@ -71,7 +79,7 @@ select
     changed.data_version,
     inputs.inputs_hash,
     changed.content_hash,
-    {%- for column in figures %}
+    {%- for column in figures + full_figures %}
     changed.{{ column }}{% if not loop.last %},{% endif %}
     {%- endfor %}
 from changed

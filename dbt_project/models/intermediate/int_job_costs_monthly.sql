@@ -20,7 +20,8 @@ cloud_charges as (
     select
         job_id,
         month_start,
-        cast(round(sum(effective_cost), 2) as decimal(18, 2)) as compute_cost
+        cast(round(sum(effective_cost), 2) as decimal(18, 2)) as compute_cost,
+        cast(round(sum(list_cost), 2) as decimal(18, 2)) as list_cost
     from {{ ref('int_focus_charges_attributed') }}
     where job_id is not null
     group by job_id, month_start
@@ -36,6 +37,7 @@ owned as (
         job_months.occupied_gpu_seconds,
         prices.price_per_available_gpu_hour,
         cast(allocation.allocated_cents / 100.0 as decimal(18, 2)) as compute_cost,
+        cast(null as decimal(18, 2)) as list_cost,
         allocation.job_id is null as is_unpriced
     from job_months
     left join allocation
@@ -62,6 +64,7 @@ cloud as (
         coalesce(job_months.occupied_gpu_seconds, 0) as occupied_gpu_seconds,
         cast(null as double) as price_per_available_gpu_hour,
         coalesce(cloud_charges.compute_cost, cast(0 as decimal(18, 2))) as compute_cost,
+        cloud_charges.list_cost,
         false as is_unpriced
     from cloud_keys
     inner join {{ ref('int_jobs_attributed') }} as jobs on cloud_keys.job_id = jobs.job_id

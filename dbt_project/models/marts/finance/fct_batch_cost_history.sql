@@ -1,6 +1,6 @@
 -- Every snapshot version of every batch's figures (R16), oldest first, with the columns that changed since the
--- version before. fct_batch_compute shows the latest figures; this mart shows how they got there.
-{%- set figures = batch_cost_figures() %}
+-- version before. fct_batch_compute and fct_batch_costs show the latest figures; this mart shows how they got there.
+{%- set figures = batch_cost_figures() + batch_full_cost_figures() %}
 {%- set compared = ['contract_version', 'config_version', 'data_version'] + figures %}
 
 with snapshots as (

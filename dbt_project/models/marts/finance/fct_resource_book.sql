@@ -12,6 +12,7 @@ cloud_lines as (
         batch_id,
         coalesce(resource_id, service_name, 'unspecified') as resource_key,
         sum(effective_cost) as effective_cost,
+        sum(list_cost) as list_cost,
         count(*) as charge_lines,
         max(case when is_correction then 1 else 0 end) = 1 as has_correction
     from {{ ref('int_focus_charges_attributed') }}
@@ -41,6 +42,7 @@ lines as (
         job_costs.occupied_gpu_seconds,
         job_costs.price_per_available_gpu_hour,
         job_costs.compute_cost as resource_cost,
+        job_costs.list_cost,
         job_costs.is_unpriced,
         coalesce(corrected_jobs.has_correction, false) as has_correction
     from job_costs
@@ -58,6 +60,7 @@ lines as (
         0 as occupied_gpu_seconds,
         cast(null as double) as price_per_available_gpu_hour,
         cast(round(effective_cost, 2) as decimal(18, 2)) as resource_cost,
+        cast(round(list_cost, 2) as decimal(18, 2)) as list_cost,
         false as is_unpriced,
         has_correction
     from cloud_lines
@@ -75,6 +78,8 @@ select
     cast(lines.occupied_gpu_seconds / 3600.0 as decimal(18, 4)) as occupied_gpu_hours,
     cast(round(lines.price_per_available_gpu_hour, 6) as decimal(18, 6)) as price_per_available_gpu_hour,
     cast(coalesce(lines.resource_cost, 0) as decimal(18, 2)) as resource_cost,
+    cast(lines.list_cost as decimal(18, 2)) as list_cost,
+    cast(lines.list_cost - coalesce(lines.resource_cost, 0) as decimal(18, 2)) as contract_discount,
     lines.is_unpriced,
     lines.has_correction
 from lines
