@@ -25,6 +25,7 @@ import duckdb
 import pandas as pd
 
 from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS
+from cost_pipeline.ingest.warehouse import file_pattern
 from cost_pipeline.parsing.slurm import SACCT_FIELDS
 
 SETUP_MINUTES = 10          # idle before the first step in every job
@@ -503,7 +504,8 @@ def write_demo_landing(landing: Path) -> Path:
     _write_csv(staging_csv, header, rest)
     columns = "{" + ", ".join(f"'{name}': '{sql_type}'" for name, sql_type in DEVICE_SAMPLE_COLUMNS) + "}"
     con = duckdb.connect()
-    relation = con.sql(f"select * from read_csv(?, header = true, columns = {columns})", params=[str(staging_csv)])
+    relation = con.sql(f"select * from read_csv(?, header = true, columns = {columns})",
+                       params=[file_pattern(staging_csv)])
     relation.write_parquet(str(landing / "telemetry" / "dcgm_rest.parquet"))
     con.close()
     staging_csv.unlink()
