@@ -50,6 +50,7 @@ model_months as (
         month_start,
         model,
         cast(sum(gpu_seconds) as bigint) as gpu_seconds,
+        cast(sum(case when uses_internal_price then gpu_seconds else 0 end) as bigint) as internal_price_gpu_seconds,
         cast(sum(cast(round(gpu_seconds * gpu_hour_price / 36.0, 0) as bigint)) as bigint) as gpu_cost_cents,
         max(case when uses_internal_price then 1 else 0 end) = 1 as uses_internal_price,
         max(case when gpu_hour_price is null then 1 else 0 end) = 1 as has_unpriced_replica
@@ -79,6 +80,7 @@ select
     month_start,
     model,
     gpu_seconds,
+    internal_price_gpu_seconds,
     uses_internal_price,
     has_unpriced_replica,
     gpu_cost_cents,
