@@ -47,7 +47,7 @@ def test_b7_training_every_waiting_figure_by_hand(demo_run):
     tail = {"1002": 16 * (240 - 142), "1003": 16 * (360 - 215)}
     comm = {"1002": 8 * 23 + 8 * 17, "1003": 15 * 35 + 29}       # the comm_wait tier (see test_end_to_end)
     hang_1002 = 8 * 60             # gpu-b idle from minute 180 to 240; gpu-a keeps computing after the last step
-    recovery_1003 = 16 * (130)     # 1002 ended 04:00, 1003's first step started 06:10
+    recovery_1003 = 16 * 130       # 1002 ended 04:00, 1003's first step started 06:10
     recovery_allocated_1003 = 16 * 10
     expected = {
         "jobs": 2,
@@ -104,7 +104,7 @@ def test_no_waiting_total_anywhere(demo_run):
             if sum(1 for v in values if v) < 3:
                 continue
             checked += 1
-            for i, value in enumerate(values):
+            for value in values:
                 assert value != sum(values) - value
         assert checked > 0
 

@@ -85,9 +85,9 @@ intervals as (
         case when last_step_end_at is not null and end_at is not null
             then greatest({{ seconds_between('last_step_end_at', 'end_at') }}, 0) end as tail_seconds,
         case when samples > 0 then comm_wait_gpu_seconds end as data_and_sync_wait_gpu_seconds,
-        -- Only jobs that ended in a failure and have step records: without steps there is no telling where the
-        -- work stopped, so the hang is unknown (null), not 0.
-        case when is_failed and last_step_end_at is not null and end_at is not null
+        -- Only jobs that ended in a failure, with step records and device samples: without steps there is no
+        -- telling where the work stopped, without samples whether the GPUs idled; the hang is then null, not 0.
+        case when is_failed and last_step_end_at is not null and end_at is not null and samples > 0
             then coalesce(idle_after_last_step, 0) end as hang_after_fault_gpu_seconds,
         -- A restart (restart_of) recovers from the restarted job's end until work resumes: its first step, or,
         -- without step records, its own start (a lower bound; see recovery_ends_at_first_step).

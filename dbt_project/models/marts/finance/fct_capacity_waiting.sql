@@ -31,6 +31,7 @@ allocated as (
 
 select
     month_start,
+    {{ latest_contract_version() }} as contract_version,
     hours_in_month,
     gpus_in_service,
     cast(available_gpu_seconds / 3600.0 as decimal(18, 4)) as available_gpu_hours,
