@@ -1,0 +1,80 @@
+-- One row per device sample inside its job's occupied window, classified into the contract's utilization tiers
+-- (R5). Each sample stands for the time to the same GPU's next sample, capped at max_gap_factor x the nominal
+-- interval and at the job's end. Samples outside the job's occupied window are not the job's.
+-- A view: int_job_utilization_tiered sums it per job, int_job_waiting per job after the last step.
+{{ config(materialized='view') }}
+
+with jobs as (
+    select job_id, job_id_raw, start_at, end_at, contract_version
+    from {{ ref('int_jobs_attributed') }}
+    where start_at is not null and end_at is not null
+),
+
+-- Samples may carry the Slurm JobID or, for array tasks, the raw id.
+job_aliases as (
+    select job_id as sample_job_id, job_id from jobs
+    union
+    select job_id_raw as sample_job_id, job_id from jobs
+    where job_id_raw is not null and job_id_raw <> job_id
+),
+
+parameters as (
+    select
+        contract_version,
+        max(case when parameter_name = 'sample_interval_seconds' then parameter_value end) as interval_seconds,
+        max(case when parameter_name = 'max_gap_factor' then parameter_value end) as max_gap_factor,
+        max(case when parameter_name = 'comm_wait_min_nvlink_bytes_per_second' then parameter_value end)
+            as comm_min_nvlink,
+        max(case when parameter_name = 'comm_wait_max_tensor_active' then parameter_value end) as comm_max_tensor,
+        max(case when parameter_name = 'effective_min_gr_engine_active' then parameter_value end) as effective_min_gr
+    from {{ ref('stg_contract__parameters') }}
+    group by contract_version
+),
+
+samples as (
+    select
+        job_aliases.job_id,
+        samples.hostname,
+        samples.gpu_index,
+        samples.sampled_at,
+        samples.gr_engine_active,
+        samples.tensor_active,
+        samples.nvlink_tx_bytes_per_second + samples.nvlink_rx_bytes_per_second as nvlink_bytes_per_second
+    from {{ ref('stg_telemetry__device_samples') }} as samples
+    inner join job_aliases on samples.job_id = job_aliases.sample_job_id
+),
+
+sequenced as (
+    select
+        samples.*,
+        jobs.end_at,
+        parameters.*,
+        lead(samples.sampled_at) over (
+            partition by samples.job_id, samples.hostname, samples.gpu_index order by samples.sampled_at
+        ) as next_sampled_at
+    from samples
+    inner join jobs on samples.job_id = jobs.job_id
+    inner join parameters on jobs.contract_version = parameters.contract_version
+    where samples.sampled_at >= jobs.start_at and samples.sampled_at < jobs.end_at
+),
+
+classified as (
+    select
+        job_id,
+        hostname,
+        gpu_index,
+        sampled_at,
+        least(
+            coalesce({{ seconds_between('sampled_at', 'next_sampled_at') }}, interval_seconds),
+            interval_seconds * max_gap_factor,
+            {{ seconds_between('sampled_at', 'end_at') }}
+        ) as represented_seconds,
+        case
+            when nvlink_bytes_per_second >= comm_min_nvlink and tensor_active < comm_max_tensor then 'comm_wait'
+            when gr_engine_active >= effective_min_gr then 'effective_compute'
+            else 'idle'
+        end as tier
+    from sequenced
+)
+
+select * from classified
