@@ -155,6 +155,8 @@ def test_three_books_are_kept_apart(demo_run):
     assert cash[("2026-01-01", "capacity_purchase", "billed")] == "915596.00"   # paid once, in January
     assert cash[("2026-11-01", "facility", "billed")] == "3456.00"
     assert cash[("2026-11-01", "cloud_bill", "billed")] == "142.00"              # BilledCost of all five lines
+    assert cash[("2026-11-01", "external_service", "billed")] == "3900.00"       # 2,400.00 + 1,500.00 invoiced
+    assert cash[("2026-11-01", "external_service", "pending")] == "600.00"       # B-7's accrual
     # The resource book spreads the purchase over its life instead: November's share is in the reconciliation.
     (resource_total,) = demo_run.query("select sum(resource_cost) from marts.fct_resource_book "
                                        "where month = date '2026-11-01'")[0]

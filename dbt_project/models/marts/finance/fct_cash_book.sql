@@ -1,6 +1,6 @@
 -- The cash book (R12): what was paid, by month and item - capacity purchases on their purchase date, facility
 -- and serving-fleet costs in their month, cloud bills at BilledCost in their billing period (a line without an
--- invoice yet is pending). Never added to the resource or service book: a server bought in January is cash in
+-- invoice yet is pending), vendor invoices in the month invoiced (an accrual is pending). Never added to the resource or service book: a server bought in January is cash in
 -- January and resource cost over three years.
 with purchases as (
     select
@@ -30,6 +30,12 @@ cloud as (
     from {{ ref('int_focus_charges_attributed') }}
 ),
 
+-- Vendor invoices in the month invoiced; an accrual not yet invoiced is pending in its service month.
+services as (
+    select month_start, 'external_service' as item, evidence_level, amount
+    from {{ ref('int_service_costs') }}
+),
+
 payments as (
     select * from purchases
     union all
@@ -38,6 +44,8 @@ payments as (
     select * from serving_fleet
     union all
     select * from cloud
+    union all
+    select * from services
 )
 
 select
