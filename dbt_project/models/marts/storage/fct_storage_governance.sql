@@ -31,6 +31,7 @@ select
     object_key,
     version_id,
     batch_id,
+    contract_version,
     purpose,
     owner,
     size_bytes,
