@@ -150,7 +150,7 @@ def test_rows_in_equal_rows_staged_plus_quarantined_for_every_source(demo_run):
     assert sources == {"batch_registry", "scheduler_jobs", "training_steps", "ledger_purchases", "ledger_facility",
                        "device_samples", "serving_requests", "serving_replicas", "serving_monthly_costs",
                        "task_outcomes", "timesheets", "service_invoices", "batch_rounds", "storage_inventory",
-                       "storage_prefix_rules", "storage_prices"}
+                       "storage_prefix_rules", "storage_prices", "billing_focus", "scheduler_events"}
     for source, source_file, rows_in, staged, quarantined in files:
         assert rows_in == staged + quarantined, source_file
         (in_table,) = demo_run.query(f'select count(*) from raw."{source}" where source_file = ?', [source_file])[0]
