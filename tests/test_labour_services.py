@@ -311,5 +311,6 @@ def test_demo_rounds_cost_rises_without_evidence_on_b8(demo_run):
 def test_demo_batch_plan(demo_run):
     rows = demo_run.query("select batch_id, budget_cost, budget_gpu_hours, max_trial_rounds, variance_boundary_pct "
                           "from staging.stg_registry__batches order by 1")
-    assert rows == [("B-7", Decimal("8000.00"), Decimal("250.00"), 3, Decimal("10.00")),
+    assert rows == [("B-10", Decimal("100.00"), Decimal("32.00"), 1, Decimal("10.00")),
+                    ("B-7", Decimal("8000.00"), Decimal("250.00"), 3, Decimal("10.00")),
                     ("B-8", Decimal("400.00"), Decimal("120.00"), 2, Decimal("5.00"))]

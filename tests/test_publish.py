@@ -90,8 +90,11 @@ def test_the_nightly_run_publishes_a_finance_and_an_engineering_file(demo_run):
     assert "human_cost" not in published["fct_task_costs"]         # ... minus the confidential columns
     assert "task_cost" not in published["fct_task_costs"]          # task_cost - request_cost = a person's cost
     assert "request_cost" in published["fct_task_costs"]
-    assert {t: c for t, c in published.items() if t != "fct_task_costs"} == \
-        {t: c for t, c in marts.items() if t != "fct_task_costs"}
+    assert [c for c in marts["fct_resource_book"] if c not in published["fct_resource_book"]] == [
+        "list_cost", "contract_discount"]                          # a contract discount, and what reveals it
+    with_omissions = {"fct_task_costs", "fct_resource_book"}
+    assert {t: c for t, c in published.items() if t not in with_omissions} == \
+        {t: c for t, c in marts.items() if t not in with_omissions}
 
     # The inputs ledger lets a reader trace a figure to its landing files; no table says when it was published.
     ledger = demo_run.query("select source, source_file, file_sha256 from raw.ingested_files order by all")
@@ -107,7 +110,8 @@ def test_the_nightly_run_publishes_a_finance_and_an_engineering_file(demo_run):
 
 
 def test_the_confidential_columns_are_listed_once_in_the_contract():
-    listed = {("fct_task_costs", "human_cost"), ("fct_task_costs", "task_cost")}
+    listed = {("fct_task_costs", "human_cost"), ("fct_task_costs", "task_cost"),
+              ("fct_resource_book", "list_cost"), ("fct_resource_book", "contract_discount")}
     assert load_contract("v1").confidential_columns.keys() == listed
     assert publishing.confidential_columns().keys() >= listed
 

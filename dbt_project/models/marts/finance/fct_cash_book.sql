@@ -46,13 +46,24 @@ payments as (
     select * from cloud
     union all
     select * from services
+),
+
+grouped as (
+    select
+        month_start,
+        item,
+        evidence_level,
+        cast(round(sum(amount), 2) as decimal(18, 2)) as amount,
+        cast(count(*) as bigint) as lines
+    from payments
+    group by month_start, item, evidence_level
 )
 
 select
     month_start as month,
+    {{ latest_contract_version() }} as contract_version,
     item,
     evidence_level,
-    cast(round(sum(amount), 2) as decimal(18, 2)) as amount,
-    cast(count(*) as bigint) as lines
-from payments
-group by month_start, item, evidence_level
+    amount,
+    lines
+from grouped
