@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -254,7 +255,10 @@ def plant_canary(landing: Path) -> str:
 
 
 def leaks(text: str) -> list[str]:
-    return [canary for canary in CANARY_TEXTS if canary in text]
+    """The canaries written in ``text`` as numbers of their own: a timestamp or a hash that happens to contain the
+    digits (an event log's 1796049876.5432 holds 9876543) is not a leak; the same number in cents still is."""
+    return [canary for canary in CANARY_TEXTS
+            if re.search(rf"(?<![\w.]){re.escape(canary)}(?!\w)", text)]
 
 
 def test_a_canary_rate_appears_nowhere_outside_the_finance_file(demo_run, tmp_path, monkeypatch, capfd):
