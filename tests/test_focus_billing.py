@@ -67,3 +67,29 @@ def test_the_batch_key_comes_from_a_configured_tag(tmp_path):
                                       "where source_file like 'billing/openchargeback%'").fetchall()}
     con.close()
     assert "genomics-sequencing" in keys and None not in keys
+
+
+def test_a_parquet_export_loads_like_its_csv(tmp_path):
+    """The same FOCUS export as Parquet (Tags a JSON text column) stages the same lines, batch keys and amounts."""
+    source = SHARED_DATA / "openchargeback" / "aws_2025-01.csv"
+    landing = tmp_path / "landing"
+    (landing / "billing").mkdir(parents=True)
+    con = duckdb.connect()
+    con.execute("copy (select * from read_csv(?, header = true, all_varchar = true)) to ? (format parquet)",
+                [str(source), str(landing / "billing" / "aws_2025-01.parquet")])
+    con.close()
+    shutil.copyfile(source, landing / "billing" / "aws_2025-01.csv")
+    warehouse = tmp_path / "w.duckdb"
+    assert _materialize(landing, warehouse, tag_key="project_id").success
+    con = duckdb.connect(str(warehouse), read_only=True)
+    staged = {path: rows for path, rows in con.execute(
+        "select source_file, list(struct_pack(source_line, batch_id, billed_cost, effective_cost, resource_id) "
+        "order by source_line) from raw.billing_focus group by source_file").fetchall()}
+    ledger = con.execute("select source_file, rows_in, rows_staged, rows_quarantined from raw.ingested_files "
+                         "order by 1").fetchall()
+    con.close()
+    csv_rows, parquet_rows = staged["billing/aws_2025-01.csv"], staged["billing/aws_2025-01.parquet"]
+    # A CSV's line 1 is its header: its data lines are numbered from 2, the Parquet rows from 1.
+    assert [dict(r, source_line=r["source_line"] - 1) for r in csv_rows] == parquet_rows
+    assert {r["batch_id"] for r in parquet_rows} >= {"genomics-sequencing"}
+    assert [(rows_in, staged_, bad) for _, rows_in, staged_, bad in ledger] == [(len(csv_rows), len(csv_rows), 0)] * 2
