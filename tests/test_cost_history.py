@@ -20,6 +20,15 @@ def _snapshots(warehouse) -> list[tuple]:
         con.close()
 
 
+def _step_snapshots(warehouse) -> list[tuple]:
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        return con.execute("select * from history.snp_step_costs "
+                           "order by batch_id, job_id, step_number, started_at, snapshot_version").fetchall()
+    finally:
+        con.close()
+
+
 def test_a_late_file_adds_a_version_and_history_is_never_rewritten(demo_run, tmp_path):
     landing = tmp_path / "landing"
     shutil.copytree(demo_run.landing, landing)
@@ -27,6 +36,11 @@ def test_a_late_file_adds_a_version_and_history_is_never_rewritten(demo_run, tmp
     shutil.copyfile(demo_run.warehouse, warehouse)
     first = _snapshots(warehouse)
     assert [(r[0], r[1]) for r in first] == [("B-10", 1), ("B-7", 1), ("B-8", 1), ("unattributed", 1)]
+    first_steps = _step_snapshots(warehouse)
+    assert len(first_steps) == 13 + 20 + 30                  # jobs 1002, 1003 and 2003, one version each
+    # A step's cost is its job's cost per allocated second x its seconds: 1002 cost 158.56 over 4 h, steps of 600 s.
+    step_one = demo_run.row("select step_cost from history.snp_step_costs where job_id = '1002' and step_number = 1")
+    assert step_one["step_cost"] == Decimal("6.6067")           # 158.56 x 600 / 14,400
 
     # A late step record for B-7's retry job arrives the next night.
     late = {"batch_id": "B-7", "job_id": "1003", "step": 31, "started_at": "2026-11-03T11:40:00",
@@ -37,6 +51,11 @@ def test_a_late_file_adds_a_version_and_history_is_never_rewritten(demo_run, tmp
     second = _snapshots(warehouse)
     assert [(r[0], r[1]) for r in second] == [("B-10", 1), ("B-7", 1), ("B-7", 2), ("B-8", 1), ("unattributed", 1)]
     assert [r for r in second if r[1] == 1] == first          # earlier versions byte-identical
+    # Per step (R16): the late step is appended, every other step's version stays as it was.
+    second_steps = _step_snapshots(warehouse)
+    assert [r for r in second_steps if r not in first_steps] == [
+        r for r in second_steps if r[1] == "1003" and r[2] == 31]
+    assert set(first_steps) <= set(second_steps) and len(second_steps) == len(first_steps) + 1
 
     con = duckdb.connect(str(warehouse), read_only=True)
     history = con.execute("select batch_id, snapshot_version, is_latest, changed_columns, steps_run, compute_cost "
@@ -49,6 +68,7 @@ def test_a_late_file_adds_a_version_and_history_is_never_rewritten(demo_run, tmp
 
     assert run_pipeline(landing, warehouse)                   # nothing new: nothing appended
     assert _snapshots(warehouse) == second
+    assert _step_snapshots(warehouse) == second_steps
 
 
 def test_a_restated_bill_adds_a_version_and_the_estimate_stays_in_history(demo_run, tmp_path):

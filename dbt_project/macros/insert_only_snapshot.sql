@@ -1,0 +1,83 @@
+{#-
+    The body of an insert-only snapshot model (R16), materialized incremental with the append strategy.
+
+    current  a CTE of the calling model: one row per key with the traced versions and the figures
+    keys     the columns that name one snapshotted thing (e.g. ['batch_id'])
+    traced   the version columns kept and compared (contract, config, data version)
+    figures  the figure columns kept and compared
+
+    A run appends a row for a key only when its traced versions or figures differ from the key's latest snapshot
+    (content_hash); earlier versions are never updated or deleted. Each appended row records the hash of every
+    input file (sha256) of the run that produced it.
+-#}
+{% macro insert_only_snapshot(current, keys, traced, figures) %}
+{%- set parts = [] %}
+{%- for column in traced + figures %}
+    {%- do parts.append("coalesce(cast(" ~ column ~ " as " ~ dbt.type_string() ~ "), '-')") %}
+    {%- do parts.append("'|'") %}
+{%- endfor %}
+{%- set key_list = keys | join(', ') %}
+snapshot_inputs as (
+    select {{ dbt.hash(dbt.listagg('file_sha256', "','", 'order by file_sha256')) }} as inputs_hash
+    from {{ source('raw', 'ingested_files') }}
+),
+
+hashed as (
+    select
+        {{ current }}.*,
+        {{ dbt.hash(dbt.concat(parts)) }} as content_hash
+    from {{ current }}
+),
+
+{% if is_incremental() %}
+latest as (
+    select {{ key_list }}, snapshot_version, content_hash
+    from (
+        select
+            {{ key_list }},
+            snapshot_version,
+            content_hash,
+            row_number() over (partition by {{ key_list }} order by snapshot_version desc) as recency
+        from {{ this }}
+    ) as versions
+    where recency = 1
+),
+{% else %}
+latest as (
+    select
+        {%- for key in keys %}
+        hashed.{{ key }},
+        {%- endfor %}
+        cast(0 as integer) as snapshot_version,
+        hashed.content_hash
+    from hashed
+    where 1 = 0
+),
+{% endif %}
+
+changed as (
+    select
+        hashed.*,
+        cast(coalesce(latest.snapshot_version, 0) + 1 as integer) as snapshot_version
+    from hashed
+    left join latest
+        on {% for key in keys %}hashed.{{ key }} = latest.{{ key }}{% if not loop.last %} and {% endif %}{% endfor %}
+    where latest.content_hash is null or latest.content_hash <> hashed.content_hash
+)
+
+select
+    {%- for key in keys %}
+    changed.{{ key }},
+    {%- endfor %}
+    changed.snapshot_version,
+    {%- for column in traced %}
+    changed.{{ column }},
+    {%- endfor %}
+    snapshot_inputs.inputs_hash,
+    changed.content_hash,
+    {%- for column in figures %}
+    changed.{{ column }}{% if not loop.last %},{% endif %}
+    {%- endfor %}
+from changed
+cross join snapshot_inputs
+{% endmacro %}

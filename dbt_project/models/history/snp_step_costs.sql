@@ -1,0 +1,52 @@
+{{ config(materialized='incremental', incremental_strategy='append', on_schema_change='append_new_columns') }}
+
+-- Insert-only cost snapshots per training step (R16): each step's duration, whether it counted into the model and
+-- its cost - the cost of its job's allocation per second x the step's seconds (setup and tail stay with the job).
+-- A late step record, a restated bill or a new contract version that changes a step's figures appends a new
+-- version of that step; earlier versions are never rewritten.
+with steps as (
+    select * from {{ ref('int_training_steps_attributed') }}
+),
+
+jobs as (
+    select
+        job_id,
+        job_id_raw,
+        contract_version,
+        compute_cost,
+        {{ seconds_between('start_at', 'end_at') }} as span_seconds
+    from {{ ref('int_jobs_costed') }}
+    where start_at is not null and end_at is not null
+),
+
+job_aliases as (
+    select job_id as step_job_id, jobs.* from jobs
+    union all
+    select job_id_raw as step_job_id, jobs.* from jobs
+    where job_id_raw is not null and job_id_raw <> job_id
+),
+
+current_steps as (
+    select
+        steps.batch_id,
+        steps.job_id,
+        steps.step_number,
+        steps.started_at,
+        coalesce(job_aliases.contract_version, {{ latest_contract_version() }}) as contract_version,
+        steps.config_version,
+        steps.data_version,
+        steps.phase,
+        steps.step_seconds,
+        steps.is_counted,
+        steps.discarded_reason,
+        case when job_aliases.span_seconds > 0
+            then cast(round(job_aliases.compute_cost * steps.step_seconds / job_aliases.span_seconds, 4)
+                as decimal(18, 4))
+        end as step_cost
+    from steps
+    left join job_aliases on steps.job_id = job_aliases.step_job_id
+),
+
+{{ insert_only_snapshot('current_steps', ['batch_id', 'job_id', 'step_number', 'started_at'],
+                        ['contract_version', 'config_version', 'data_version'],
+                        ['phase', 'step_seconds', 'is_counted', 'discarded_reason', 'step_cost']) }}
