@@ -142,3 +142,29 @@ def test_the_cli_refuses_a_second_run_and_writes_nothing(tmp_path, capsys):
     assert code == 3
     assert "is busy: another run" in capsys.readouterr().err
     assert not warehouse.exists()
+
+
+def test_a_run_launched_through_dagster_takes_the_lock_too(tmp_path):
+    """The webserver and the schedule launch runs without the CLI: the warehouse resource takes the lock itself."""
+    import dagster as dg
+
+    from cost_pipeline.defs.ingest import source_assets
+    from cost_pipeline.defs.resources import LandingZone, Warehouse
+
+    landing = tmp_path / "landing"
+    (landing / "registry").mkdir(parents=True)
+    (landing / "registry" / "batches.csv").write_text(REGISTRY, encoding="utf-8")
+    warehouse = tmp_path / "w.duckdb"
+    registry = next(a for a in source_assets if a.key == dg.AssetKey(["raw", "batch_registry"]))
+    resources = {"landing": LandingZone(path=str(landing)), "warehouse": Warehouse(path=str(warehouse))}
+    holder = _hold_in_another_process(warehouse)
+    try:
+        with pytest.raises(dg.DagsterResourceFunctionError) as refused:
+            dg.materialize([registry], resources=resources, instance=dg.DagsterInstance.ephemeral())
+        assert isinstance(refused.value.__cause__, WarehouseBusy)
+        assert "is busy" in str(refused.value.__cause__)
+        assert not warehouse.exists()                      # refused before it wrote anything
+    finally:
+        holder.communicate("")
+    assert dg.materialize([registry], resources=resources, instance=dg.DagsterInstance.ephemeral()).success
+    assert warehouse.exists()

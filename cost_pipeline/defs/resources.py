@@ -1,12 +1,15 @@
 """Where the landing files are and where the warehouse lives; configured from the environment at launch."""
 
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
 import duckdb
 
 from cost_pipeline.ingest.warehouse import connect
+from cost_pipeline.run_lock import warehouse_run_lock
 
 
 class LandingZone(dg.ConfigurableResource):
@@ -20,9 +23,19 @@ class LandingZone(dg.ConfigurableResource):
 
 
 class Warehouse(dg.ConfigurableResource):
-    """The DuckDB warehouse file. A connection is opened per step and closed at once: DuckDB allows one writer."""
+    """The DuckDB warehouse file. A connection is opened per step and closed at once: DuckDB allows one writer.
+
+    A run that uses the warehouse holds its run lock (``cost_pipeline.run_lock``) from start to end, whoever
+    launched it - the CLI, the webserver, the nightly schedule: a second run is refused before it writes anything.
+    Within the CLI's thread the lock is re-entrant, so ``cost-pipeline run`` (which takes it first) goes through.
+    """
 
     path: str
+
+    @contextlib.contextmanager
+    def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator["Warehouse"]:
+        with warehouse_run_lock(self.file), super().yield_for_execution(context) as resource:
+            yield resource
 
     @property
     def file(self) -> Path:
