@@ -14,12 +14,14 @@ Readers never open the warehouse, so they never block the nightly writer (DuckDB
 in another process blocks it). Each file is written under a temporary name in the same folder, flushed to disk and
 then renamed over the old one (``os.replace``). A reader that already has the old file open keeps reading that
 snapshot; the next connection opens the new one. A file that an administrator restricted (``chmod``/``chgrp``)
-keeps its mode and group across nightly swaps.
+keeps its mode and group across nightly swaps. A publish killed mid-write leaves its temporary file behind; the
+next publish deletes it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import stat
 import uuid
@@ -108,6 +110,8 @@ def publish(warehouse: Path) -> Publication:
     if not warehouse.is_file():
         raise FileNotFoundError(f"no warehouse at {warehouse}")
     targets = {audience: published_path(warehouse, audience) for audience in AUDIENCES}
+    for path in targets.values():
+        _remove_abandoned_temporaries(path)
     temporaries = {audience: _temporary_path(path) for audience, path in targets.items()}
     con = duckdb.connect()   # in memory: the warehouse is attached read-only, nothing else is opened
     try:
@@ -156,6 +160,29 @@ def _source_alias(warehouse: Path) -> str:
 
 def _temporary_path(target: Path) -> Path:
     return target.with_name(f".{target.name}.{os.getpid()}-{uuid.uuid4().hex}.tmp")
+
+
+def _remove_abandoned_temporaries(target: Path) -> list[Path]:
+    """Delete the temporary files of publishes whose process is gone (killed mid-write): they may hold finance
+    figures under a hidden name. A temporary of a process still running is left alone. Returns what was removed."""
+    removed = []
+    for temporary in target.parent.glob(f".{glob.escape(target.name)}.*-*.tmp"):
+        pid = temporary.name[len(target.name) + 2:].split("-", 1)[0]
+        if not pid.isdigit() or _process_is_alive(int(pid)):
+            continue
+        _remove(temporary)
+        removed.append(temporary)
+    return removed
+
+
+def _process_is_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _marts_columns(con: duckdb.DuckDBPyConnection, source: str) -> dict[str, list[str]]:
