@@ -1,7 +1,8 @@
 """Fuzzed landing files through the real ingest (issue 5, "inputs that fight back").
 
 For each format (CSV: the batch registry and the purchase ledger; JSONL: training steps and serving requests;
-sacct: scheduler jobs; device-sample CSV: telemetry, checked inside DuckDB), a seeded generator writes 500
+sacct: scheduler jobs; device-sample CSV: telemetry, checked inside DuckDB; FOCUS: a provider's billing export,
+Tags JSON and all), a seeded generator writes 500
 malformed files into one landing folder, starting from the demo's valid rows and mutating them: truncated
 lines, extra and missing delimiters, random bytes (NUL, invalid UTF-8), BOM, CRLF, empty and header-only files,
 wrong headers, huge fields, unbalanced quotes, numbers as words, malformed dates, negative and huge numbers,
@@ -71,6 +72,8 @@ FORMATS = (
            "JobID", "|"),
     Format("device_samples", "device-sample csv", "telemetry", "dcgm_{:03d}.csv", "telemetry/dcgm_b7.csv", "csv", 500,
            "timestamp"),
+    Format("billing_focus", "focus", "billing", "focus_{:03d}.csv", "billing/aws_focus_2026-11.csv", "csv", 500,
+           "ResourceId"),
 )
 BY_SOURCE = {f.source: f for f in FORMATS}
 # How a staged row's key reads in its raw table, to compare with the text on the line it claims to come from.
@@ -78,6 +81,7 @@ STAGED_KEY = {
     "batch_registry": "batch_id", "ledger_purchases": "purchase_id", "training_steps": "cast(step as varchar)",
     "serving_requests": "request_id", "scheduler_jobs": "job_id",
     "device_samples": "strftime(\"timestamp\", '%Y-%m-%dT%H:%M:%S')",
+    "billing_focus": "coalesce(resource_id, '')",     # FOCUS writes a missing value as empty or "null"
 }
 
 
@@ -90,6 +94,13 @@ _EXTRA_REGISTRY = [f"B-{n},proj-{n},goal {n},team-{n % 3},d{n},m{n},c{n},cfg{n},
 _EXTRA_PURCHASES = [f"P-{n:03d},2026-0{1 + n % 9}-15,{('gpu_server', 'network', 'storage', 'other')[n % 4]},"
                     f"item {n},{1 + n % 4},{1000 * n}.50,USD,{8 if n % 4 == 0 else 0},{3 + n % 3},{10 * n}.00"
                     for n in range(2, 12)]
+# FOCUS lines in the demo export's columns. The demo's tagged lines quote their Tags JSON, and a quoted file cannot be
+# traced line by line; these untagged lines keep most files quote-free (a tag is still mutated in where one is).
+_EXTRA_FOCUS = [f"123456789012,2026-11-01T00:00:00Z,2026-12-01T00:00:00Z,2026-11-{1 + n:02d}T00:00:00Z,"
+                f"2026-11-{2 + n:02d}T00:00:00Z,Usage,{'Correction' if n % 5 == 0 else ''},line {n},Usage-Based,"
+                f"Standard,{3 * n}.50,{3 * n}.50,{2 * n}.25,{2 * n}.25,USD,INV-{n},i-0{n:04x},i-0{n:04x},"
+                f"{('Compute', 'Storage', 'Networking')[n % 3]},Service {n},SKU-{n},{n},Hours,,cc-{n}"
+                for n in range(1, 13)]
 
 # ---------------------------------------------------------------------------------------------- value pools
 WORD_NUMBERS = ["twelve", "NaN", "nan", "inf", "-inf", "Infinity", "1e309", "1,000", "1 000", "0x1F", "١٢", "²",
@@ -358,7 +369,8 @@ def seed_rows(demo: Path, fmt: Format) -> tuple[str | None, list[str]]:
     lines = (demo / fmt.seed_file).read_text(encoding="utf-8").splitlines()
     if fmt.kind == "jsonl":
         return None, lines[:200]
-    extra = {"batch_registry": _EXTRA_REGISTRY, "ledger_purchases": _EXTRA_PURCHASES}.get(fmt.source, [])
+    extra = {"batch_registry": _EXTRA_REGISTRY, "ledger_purchases": _EXTRA_PURCHASES,
+             "billing_focus": _EXTRA_FOCUS}.get(fmt.source, [])
     # An extra row must be valid under the seed file's header, or it only adds field-count rejections.
     assert all(len(row.split(fmt.delimiter)) == len(lines[0].split(fmt.delimiter)) for row in extra), fmt.source
     return lines[0], lines[1:201] + extra
@@ -620,6 +632,8 @@ def _key_on_line(fmt: Format, lines: list[str], line: int) -> str | None:
     if len(fields) != len(header):
         return f"<{len(fields)} fields>"
     value = fields[header.index(fmt.key)].strip()
+    if fmt.format == "focus" and value.lower() == "null":
+        return ""
     if fmt.key == "timestamp":      # staged as TIMESTAMP: compare the instant, written any ISO way
         try:
             return datetime.fromisoformat(value).strftime("%Y-%m-%dT%H:%M:%S")
