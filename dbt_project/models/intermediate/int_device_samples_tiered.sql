@@ -1,21 +1,17 @@
 -- One row per device sample inside its job's occupied window, classified into the contract's utilization tiers
 -- (R5). Each sample stands for the time to the same GPU's next sample, capped at max_gap_factor x the nominal
 -- interval and at the job's end. Samples outside the job's occupied window are not the job's.
--- A view: int_job_utilization_tiered sums it per job, int_job_waiting per job after the last step.
+-- A view, read once: int_job_utilization_tiered sums it per job (and per job after its last step).
 {{ config(materialized='view') }}
 
 with jobs as (
-    select job_id, job_id_raw, start_at, end_at, contract_version
+    select job_id, start_at, end_at, contract_version
     from {{ ref('int_jobs_attributed') }}
     where start_at is not null and end_at is not null
 ),
 
--- Samples may carry the Slurm JobID or, for array tasks, the raw id.
 job_aliases as (
-    select job_id as sample_job_id, job_id from jobs
-    union
-    select job_id_raw as sample_job_id, job_id from jobs
-    where job_id_raw is not null and job_id_raw <> job_id
+    select * from {{ ref('int_job_aliases') }}
 ),
 
 parameters as (
@@ -41,7 +37,7 @@ samples as (
         samples.tensor_active,
         samples.nvlink_tx_bytes_per_second + samples.nvlink_rx_bytes_per_second as nvlink_bytes_per_second
     from {{ ref('stg_telemetry__device_samples') }} as samples
-    inner join job_aliases on samples.job_id = job_aliases.sample_job_id
+    inner join job_aliases on samples.job_id = job_aliases.alias_job_id
 ),
 
 sequenced as (

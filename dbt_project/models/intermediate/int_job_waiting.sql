@@ -9,36 +9,13 @@ with jobs as (
     select * from {{ ref('int_jobs_costed') }}
 ),
 
--- Step records may carry the Slurm JobID or, for array tasks, the raw id.
-job_aliases as (
-    select job_id as step_job_id, job_id from jobs
-    union
-    select job_id_raw as step_job_id, job_id from jobs
-    where job_id_raw is not null and job_id_raw <> job_id
-),
-
 steps as (
-    select
-        job_aliases.job_id,
-        count(*) as steps_run,
-        min(steps.started_at) as first_step_at,
-        max(steps.ended_at) as last_step_end_at
-    from {{ ref('int_training_steps_attributed') }} as steps
-    inner join job_aliases on steps.job_id = job_aliases.step_job_id
-    group by job_aliases.job_id
+    select * from {{ ref('int_job_step_spans') }}
 ),
 
--- Idle device time after the last step of a job that ended in a failure: the GPUs held but hung after the
--- fault, from the utilization tiers (samples taken at or after the last step's end).
-hang as (
-    select
-        samples.job_id,
-        sum(case when samples.tier = 'idle' then samples.represented_seconds else 0 end) as idle_after_last_step,
-        count(*) as samples_after_last_step
-    from {{ ref('int_device_samples_tiered') }} as samples
-    inner join steps on samples.job_id = steps.job_id
-    where samples.sampled_at >= steps.last_step_end_at
-    group by samples.job_id
+-- Idle device time after the last step (the GPUs held but hung after a fault), from the utilization tiers.
+utilization as (
+    select job_id, idle_after_last_step_gpu_seconds from {{ ref('int_job_utilization_tiered') }}
 ),
 
 joined as (
@@ -47,12 +24,11 @@ joined as (
         steps.steps_run,
         steps.first_step_at,
         steps.last_step_end_at,
-        hang.idle_after_last_step,
-        hang.samples_after_last_step,
+        utilization.idle_after_last_step_gpu_seconds,
         parent.end_at as restarted_job_end_at
     from jobs
     left join steps on jobs.job_id = steps.job_id
-    left join hang on jobs.job_id = hang.job_id
+    left join utilization on jobs.job_id = utilization.job_id
     left join jobs as parent
         on jobs.lineage_type = 'restart_of'
         and parent.job_id = jobs.lineage_job_id
@@ -88,16 +64,17 @@ intervals as (
         -- Only jobs that ended in a failure, with step records and device samples: without steps there is no
         -- telling where the work stopped, without samples whether the GPUs idled; the hang is then null, not 0.
         case when is_failed and last_step_end_at is not null and end_at is not null and samples > 0
-            then coalesce(idle_after_last_step, 0) end as hang_after_fault_gpu_seconds,
+            then coalesce(idle_after_last_step_gpu_seconds, 0) end as hang_after_fault_gpu_seconds,
         -- A restart (restart_of) recovers from the restarted job's end until work resumes: its first step, or,
         -- without step records, its own start (a lower bound; see recovery_ends_at_first_step).
         case when restarted_job_end_at is not null and start_at is not null
             then greatest({{ seconds_between('restarted_job_end_at', 'coalesce(first_step_at, start_at)') }}, 0)
         end as restart_recovery_seconds,
+        -- The part of a recovery the restart held its GPUs for (from its own start): what it costs.
         case when restarted_job_end_at is not null and first_step_at is not null
             then greatest({{ seconds_between(
-                'greatest(restarted_job_end_at, start_at)', 'first_step_at') }}, 0)
-        end as restart_recovery_allocated_seconds,
+                'greatest(restarted_job_end_at, start_at)', 'first_step_at') }}, 0) * gpus_allocated
+        end as preemption_recovery_allocated_gpu_seconds,
         case when restarted_job_end_at is not null and start_at is not null
             then first_step_at is not null end as recovery_ends_at_first_step,
         -- A Kubernetes job preempted or requeued inside its own span waits between losing and regaining its GPUs.
@@ -115,43 +92,12 @@ gpu_seconds as (
         tail_seconds * gpus_allocated as tail_gpu_seconds,
         case when restart_recovery_seconds is not null or requeue_gap_seconds is not null
             then (coalesce(restart_recovery_seconds, 0) + coalesce(requeue_gap_seconds, 0)) * gpus_allocated
-        end as preemption_recovery_gpu_seconds,
-        restart_recovery_allocated_seconds * gpus_allocated as preemption_recovery_allocated_gpu_seconds
+        end as preemption_recovery_gpu_seconds
     from intervals
 )
 
 select
-    job_id,
-    batch_id,
-    phase,
-    scheduler,
-    state,
-    is_failed,
-    lineage_type,
-    lineage_job_id,
-    submit_at,
-    start_at,
-    end_at,
-    first_step_at,
-    last_step_end_at,
-    steps_run,
-    gpus_requested,
-    gpus_allocated,
-    occupied_gpu_seconds,
-    compute_cost,
-    queued_seconds,
-    queued_gpu_seconds,
-    setup_seconds,
-    setup_gpu_seconds,
-    data_and_sync_wait_gpu_seconds,
-    hang_after_fault_gpu_seconds,
-    tail_seconds,
-    tail_gpu_seconds,
-    restart_recovery_seconds,
-    requeue_gap_seconds,
-    recovery_ends_at_first_step,
-    preemption_recovery_gpu_seconds,
-    preemption_recovery_allocated_gpu_seconds,
+    *,
     {%- for figure in ['setup', 'data_and_sync_wait', 'hang_after_fault', 'tail', 'preemption_recovery_allocated'] %}
     case when {{ figure }}_gpu_seconds is not null and occupied_gpu_seconds > 0
         then cast(round(compute_cost * {{ figure }}_gpu_seconds / occupied_gpu_seconds, 2) as decimal(18, 2))

@@ -9,19 +9,16 @@ batches as (
 ),
 
 jobs as (
-    select job_id, job_id_raw, phase from {{ ref('int_jobs_attributed') }}
+    select job_id, phase from {{ ref('int_jobs_attributed') }}
 ),
 
 job_aliases as (
-    select job_id as step_job_id, phase from jobs
-    union
-    select job_id_raw as step_job_id, phase from jobs
-    where job_id_raw is not null and job_id_raw <> job_id
+    select * from {{ ref('int_job_aliases') }}
 )
 
 select
     coalesce(batches.batch_id, 'unattributed') as batch_id,
-    coalesce(job_aliases.phase, 'unlabelled') as phase,
+    coalesce(jobs.phase, 'unlabelled') as phase,
     steps.job_id,
     steps.step_number,
     steps.started_at,
@@ -36,4 +33,5 @@ select
     steps.data_version
 from steps
 left join batches on steps.batch_id = batches.batch_id
-left join job_aliases on steps.job_id = job_aliases.step_job_id
+left join job_aliases on steps.job_id = job_aliases.alias_job_id
+left join jobs on job_aliases.job_id = jobs.job_id

@@ -1,0 +1,18 @@
+-- One row per scheduler job with step records (R10): how many steps it ran, when the first began and when the last
+-- ended. Waiting reads setup and tail from it; the utilization tiers read the hang after the last step.
+with steps as (
+    select * from {{ ref('int_training_steps_attributed') }}
+),
+
+job_aliases as (
+    select * from {{ ref('int_job_aliases') }}
+)
+
+select
+    job_aliases.job_id,
+    count(*) as steps_run,
+    min(steps.started_at) as first_step_at,
+    max(steps.ended_at) as last_step_end_at
+from steps
+inner join job_aliases on steps.job_id = job_aliases.alias_job_id
+group by job_aliases.job_id
