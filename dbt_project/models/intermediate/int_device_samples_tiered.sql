@@ -15,16 +15,13 @@ job_aliases as (
 ),
 
 parameters as (
-    select
-        contract_version,
-        max(case when parameter_name = 'sample_interval_seconds' then parameter_value end) as interval_seconds,
-        max(case when parameter_name = 'max_gap_factor' then parameter_value end) as max_gap_factor,
-        max(case when parameter_name = 'comm_wait_min_nvlink_bytes_per_second' then parameter_value end)
-            as comm_min_nvlink,
-        max(case when parameter_name = 'comm_wait_max_tensor_active' then parameter_value end) as comm_max_tensor,
-        max(case when parameter_name = 'effective_min_gr_engine_active' then parameter_value end) as effective_min_gr
-    from {{ ref('stg_contract__parameters') }}
-    group by contract_version
+    {{ contract_parameters({
+        'sample_interval_seconds': 'interval_seconds',
+        'max_gap_factor': 'max_gap_factor',
+        'comm_wait_min_nvlink_bytes_per_second': 'comm_min_nvlink',
+        'comm_wait_max_tensor_active': 'comm_max_tensor',
+        'effective_min_gr_engine_active': 'effective_min_gr',
+    }) }}
 ),
 
 samples as (

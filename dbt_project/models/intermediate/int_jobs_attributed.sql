@@ -4,30 +4,22 @@ with jobs as (
     select * from {{ ref('int_jobs_unioned') }}
 ),
 
-batches as (
-    select batch_id, contract_version from {{ ref('stg_registry__batches') }}
-),
-
 enumerations as (
     select * from {{ ref('stg_contract__enumerations') }}
 ),
 
-latest_contract as (
-    select {{ latest_contract_version() }} as contract_version
+resolved as (
+    {{ resolve_batch('jobs', 'batch_id') }}
 ),
 
 attributed as (
     select
-        jobs.*,
-        coalesce(batches.batch_id, 'unattributed') as batch_key,
+        resolved.*,
         case
-            when jobs.batch_id is null then 'no_batch_label'
-            when batches.batch_id is null then 'batch_not_registered'
-        end as unattributed_reason,
-        coalesce(batches.contract_version, latest_contract.contract_version) as contract_version
-    from jobs
-    left join batches on jobs.batch_id = batches.batch_id
-    cross join latest_contract
+            when resolved.batch_id is null then 'no_batch_label'
+            when not resolved.is_registered_batch then 'batch_not_registered'
+        end as unattributed_reason
+    from resolved
 ),
 
 with_reasons as (

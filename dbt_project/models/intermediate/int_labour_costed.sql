@@ -8,20 +8,12 @@ with entries as (
     select * from {{ ref('stg_timesheets__entries') }}
 ),
 
-batches as (
-    select batch_id, contract_version from {{ ref('stg_registry__batches') }}
-),
-
 enumerations as (
     select * from {{ ref('stg_contract__enumerations') }}
 ),
 
 parameters as (
     select * from {{ ref('stg_contract__parameters') }}
-),
-
-latest_contract as (
-    select {{ latest_contract_version() }} as contract_version
 ),
 
 assumed_rates as (
@@ -36,13 +28,7 @@ assumed_rates as (
 ),
 
 attributed as (
-    select
-        entries.*,
-        coalesce(batches.batch_id, 'unattributed') as batch_key,
-        coalesce(batches.contract_version, latest_contract.contract_version) as contract_version
-    from entries
-    left join batches on entries.project_code = batches.batch_id
-    cross join latest_contract
+    {{ resolve_batch('entries', 'project_code') }}
 ),
 
 classified as (

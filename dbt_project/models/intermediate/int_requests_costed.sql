@@ -10,12 +10,17 @@ enumerations as (
     where contract_version = {{ latest_contract_version() }}
 ),
 
+parameters_by_version as (
+    {{ contract_parameters({
+        'serving_input_token_weight': 'input_weight',
+        'serving_output_token_weight': 'output_weight',
+        'serving_allocation_by_tokens': 'by_tokens',
+    }) }}
+),
+
 parameters as (
-    select
-        max(case when parameter_name = 'serving_input_token_weight' then parameter_value end) as input_weight,
-        max(case when parameter_name = 'serving_output_token_weight' then parameter_value end) as output_weight,
-        max(case when parameter_name = 'serving_allocation_by_tokens' then parameter_value end) as by_tokens
-    from {{ ref('stg_contract__parameters') }}
+    select input_weight, output_weight, by_tokens
+    from parameters_by_version
     where contract_version = (select max(contract_version) from enumerations)
 ),
 

@@ -8,16 +8,8 @@ with invoices as (
     select * from {{ ref('stg_services__invoices') }}
 ),
 
-batches as (
-    select batch_id, contract_version from {{ ref('stg_registry__batches') }}
-),
-
 parameters as (
     select * from {{ ref('stg_contract__parameters') }}
-),
-
-latest_contract as (
-    select {{ latest_contract_version() }} as contract_version
 ),
 
 latest_line as (
@@ -30,15 +22,13 @@ latest_line as (
     from invoices
 ),
 
+-- An invoice listed both as an accrual and as billed counts once: its billed line, else its latest line.
+counted_lines as (
+    select * from latest_line where line_rank = 1
+),
+
 attributed as (
-    select
-        latest_line.*,
-        coalesce(batches.batch_id, 'unattributed') as batch_key,
-        coalesce(batches.contract_version, latest_contract.contract_version) as contract_version
-    from latest_line
-    left join batches on latest_line.batch_id = batches.batch_id
-    cross join latest_contract
-    where latest_line.line_rank = 1
+    {{ resolve_batch('counted_lines', 'batch_id') }}
 ),
 
 ranged as (

@@ -79,10 +79,6 @@ etag_counts as (
     group by month_start, etag
 ),
 
-batches as (
-    select batch_id, contract_version from {{ ref('stg_registry__batches') }}
-),
-
 purposes as (
     select contract_version, code as purpose, upper_bound as default_retention_days
     from {{ ref('stg_contract__enumerations') }}
@@ -93,11 +89,7 @@ prices as (
     select storage_class, price_per_gb_month from {{ ref('stg_storage__prices') }}
 ),
 
-latest_contract as (
-    select {{ latest_contract_version() }} as contract_version
-),
-
-attributed as (
+ruled as (
     select
         current_objects.bucket,
         current_objects.object_key,
@@ -113,13 +105,7 @@ attributed as (
         best_rules.prefix as rule_prefix,
         best_rules.purpose,
         best_rules.owner,
-        coalesce(batches.batch_id, 'unattributed') as batch_id,
-        case
-            when best_rules.prefix is null then 'no_prefix_rule'
-            when best_rules.batch_id is null then 'no_batch_in_rule'
-            when batches.batch_id is null then 'batch_not_registered'
-        end as unattributed_reason,
-        coalesce(batches.contract_version, latest_contract.contract_version) as contract_version,
+        best_rules.batch_id as rule_batch_id,
         best_rules.retention_days as rule_retention_days
     from current_objects
     left join best_rules
@@ -128,8 +114,21 @@ attributed as (
         and current_objects.inventory_at = best_rules.inventory_at
         and (current_objects.version_id = best_rules.version_id
             or (current_objects.version_id is null and best_rules.version_id is null))
-    left join batches on best_rules.batch_id = batches.batch_id
-    cross join latest_contract
+),
+
+resolved as (
+    {{ resolve_batch('ruled', 'rule_batch_id') }}
+),
+
+attributed as (
+    select
+        resolved.*,
+        case
+            when resolved.rule_prefix is null then 'no_prefix_rule'
+            when resolved.rule_batch_id is null then 'no_batch_in_rule'
+            when not resolved.is_registered_batch then 'batch_not_registered'
+        end as unattributed_reason
+    from resolved
 ),
 
 with_retention as (
@@ -210,7 +209,7 @@ select
     costed.rule_prefix,
     costed.purpose,
     costed.owner,
-    costed.batch_id,
+    costed.batch_key as batch_id,
     costed.unattributed_reason,
     costed.contract_version,
     costed.retention_days,

@@ -27,9 +27,7 @@ review as (
 ),
 
 stop_rule as (
-    select contract_version, cast(parameter_value as integer) as stop_signal_rounds
-    from {{ ref('stg_contract__parameters') }}
-    where parameter_name = 'stop_signal_rounds'
+    {{ contract_parameters({'stop_signal_rounds': 'stop_signal_rounds'}) }}
 ),
 
 rounds as (
@@ -47,7 +45,7 @@ round_totals as (
         rounds.batch_id,
         rounds.rounds_run,
         rounds.rising_cost_without_evidence_streak as rising_without_evidence,
-        stop_rule.stop_signal_rounds
+        cast(stop_rule.stop_signal_rounds as integer) as stop_signal_rounds
     from rounds
     inner join batches on rounds.batch_id = batches.batch_id
     inner join stop_rule on batches.contract_version = stop_rule.contract_version
