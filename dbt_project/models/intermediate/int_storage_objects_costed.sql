@@ -20,12 +20,23 @@ latest_inventories as (
     group by bucket, month_start
 ),
 
-current_objects as (
-    select objects.*
+-- An object listed twice in one inventory (a data file delivered again under another name, with other bytes)
+-- counts once: its listing in the last file, last line.
+listed_objects as (
+    select
+        objects.*,
+        row_number() over (
+            partition by objects.bucket, objects.object_key, objects.version_id, objects.inventory_at
+            order by objects.source_file desc, objects.source_line desc
+        ) as listing_rank
     from objects
     inner join latest_inventories
         on objects.bucket = latest_inventories.bucket
         and objects.inventory_at = latest_inventories.inventory_at
+),
+
+current_objects as (
+    select * from listed_objects where listing_rank = 1
 ),
 
 rules as (
