@@ -1,6 +1,7 @@
 -- One row per device sample inside its job's occupied window, classified into the contract's utilization tiers
 -- (R5). Each sample stands for the time to the same GPU's next sample, capped at max_gap_factor x the nominal
--- interval and at the job's end. Samples outside the job's occupied window are not the job's.
+-- interval and at the job's end. Samples outside the job's occupied window are not the job's; a sample delivered
+-- twice counts once.
 -- A view, read once: int_job_utilization_tiered sums it per job (and per job after its last step).
 {{ config(materialized='view') }}
 
@@ -68,6 +69,9 @@ classified as (
             else 'idle'
         end as tier
     from sequenced
+    -- A sample delivered twice (the same GPU at the same instant, from two files) is one sample: the copy whose
+    -- next sample is later stands for the time; the other would stand for none.
+    where next_sampled_at is null or next_sampled_at > sampled_at
 )
 
 select * from classified

@@ -1,5 +1,7 @@
-with source as (
-    select * from {{ source('raw', 'billing_focus') }}
+-- FOCUS lines carry no line id: a month-to-date export shipped again repeats every earlier line, which counts once.
+-- A restatement is a line of its own (ChargeClass = Correction, or other amounts), so it is kept.
+with newest as (
+    {{ identical_lines_once(source('raw', 'billing_focus')) }}
 ),
 
 renamed as (
@@ -31,7 +33,7 @@ renamed as (
         batch_id,
         source_file,
         source_line
-    from source
+    from newest
 )
 
 select * from renamed

@@ -2,6 +2,11 @@ with source as (
     select * from {{ source('raw', 'scheduler_events') }}
 ),
 
+-- An event stream shipped again: each event (job, kind, time) once, from the newest file.
+newest as (
+    {{ newest_delivery('source', ['job_id', 'event', adapter.quote('at')]) }}
+),
+
 renamed as (
     select
         job_id,
@@ -19,7 +24,7 @@ renamed as (
         end_reason,
         source_file,
         source_line
-    from source
+    from newest
 )
 
 select * from renamed

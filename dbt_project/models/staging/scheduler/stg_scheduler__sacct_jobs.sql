@@ -2,6 +2,12 @@ with source as (
     select * from {{ source('raw', 'scheduler_jobs') }}
 ),
 
+-- A job in several exports (running in one, ended in the next): its latest accounting, a finished record over a
+-- running one.
+newest as (
+    {{ newest_delivery('source', ['job_id'], prefer='case when end_at is null then 1 else 0 end, end_at desc') }}
+),
+
 renamed as (
     select
         job_id,
@@ -35,7 +41,7 @@ renamed as (
         end_reason,
         source_file,
         source_line
-    from source
+    from newest
 )
 
 select * from renamed

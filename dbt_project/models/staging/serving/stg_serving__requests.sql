@@ -2,6 +2,11 @@ with source as (
     select * from {{ source('raw', 'serving_requests') }}
 ),
 
+-- A request log shipped again: each request once, from the newest file.
+newest as (
+    {{ newest_delivery('source', ['request_id']) }}
+),
+
 renamed as (
     select
         request_id,
@@ -22,7 +27,7 @@ renamed as (
         request_shape,
         source_file,
         source_line
-    from source
+    from newest
 )
 
 select * from renamed

@@ -2,6 +2,11 @@ with source as (
     select * from {{ source('raw', 'training_steps') }}
 ),
 
+-- A step file shipped again: each step once; the newest file wins (a step discarded after the fact is restated).
+newest as (
+    {{ newest_delivery('source', ['job_id', 'step', 'started_at']) }}
+),
+
 renamed as (
     select
         batch_id,
@@ -18,7 +23,7 @@ renamed as (
         data_version,
         source_file,
         source_line
-    from source
+    from newest
 )
 
 select * from renamed

@@ -1,7 +1,9 @@
 -- Harvest time entries as exported; the only model that holds people's names (R20). No joins here: the task's role
 -- and category and the batch come in int_labour_costed.
-with source as (
-    select * from {{ source('raw', 'timesheets') }}
+-- Harvest entries carry no id: a time report exported again (month to date) repeats every earlier entry, which
+-- counts once.
+with newest as (
+    {{ identical_lines_once(source('raw', 'timesheets')) }}
 ),
 
 renamed as (
@@ -21,7 +23,7 @@ renamed as (
         currency,
         source_file,
         source_line
-    from source
+    from newest
 )
 
 select * from renamed

@@ -1,0 +1,99 @@
+"""Exports delivered again, overlapping, or month to date (R16): every record counts once, and the night goes on.
+
+The file ledger stops the same bytes under a new name; these are other bytes with the same records: a sacct export
+that saw a job running and the next one that saw it end, a request log or a FOCUS bill shipped again, a Harvest
+report exported month to date. raw keeps every delivery (nothing is lost); staging reads each record once.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import duckdb
+
+from cost_pipeline.cli import run_pipeline
+from cost_pipeline.fingerprint import table_fingerprints
+
+# Every file a night may see again with its records unchanged (text formats: a re-export differs in its bytes).
+REDELIVERED = ["billing/aws_focus_2026-11.csv", "requests/requests_2026-11.jsonl",
+               "scheduler/cloud_events_2026-11.jsonl", "scheduler/sacct_2026-11.txt", "services/invoices_2026-11.csv",
+               "steps/steps.jsonl", "telemetry/dcgm_b7.csv", "timesheets/harvest_time_report_2026-11.csv"]
+
+
+def _deliver_again(landing: Path, relative: str, suffix: str) -> Path:
+    """A copy of a landing file under another name, other bytes (a trailing blank line), the same records."""
+    path = landing / relative
+    again = path.with_name(f"{path.stem}{suffix}{path.suffix}")
+    again.write_bytes(path.read_bytes() + b"\n")
+    return again
+
+
+def _running_export(sacct: Path, job_id: str) -> Path:
+    """An earlier sacct export that saw ``job_id`` still running: End Unknown, the Elapsed time so far."""
+    header, *rows = sacct.read_text(encoding="utf-8").splitlines()
+    names = header.split("|")
+    row = next(r.split("|") for r in rows if r.split("|")[0] == job_id)
+    row[names.index("State")] = "RUNNING"
+    row[names.index("End")] = "Unknown"
+    row[names.index("Elapsed")] = "00:30:00"
+    earlier = sacct.with_name("sacct_2026-11-01_partial.txt")
+    earlier.write_text("\n".join([header, "|".join(row)]) + "\n", encoding="utf-8")
+    return earlier
+
+
+def test_records_delivered_twice_count_once(demo_run, tmp_path):
+    landing = tmp_path / "landing"
+    shutil.copytree(demo_run.landing, landing)
+    for relative in REDELIVERED:
+        _deliver_again(landing, relative, "_again")
+    _running_export(landing / "scheduler" / "sacct_2026-11.txt", "1001")
+    warehouse = tmp_path / "warehouse.duckdb"
+
+    assert run_pipeline(landing, warehouse), "a re-delivered export must not stop the night"
+
+    # Every mart as on the clean demo; the cost history also records which files fed a figure (more files here).
+    clean, again = table_fingerprints(demo_run.warehouse), table_fingerprints(warehouse)
+    assert len(again) == len(clean) >= 13
+    assert {t: h for t, h in again.items() if t != "fct_batch_cost_history"} == {
+        t: h for t, h in clean.items() if t != "fct_batch_cost_history"}
+    figures = ("select batch_id, snapshot_version, total_cost, compute_cost, labour_cost "
+               "from marts.fct_batch_cost_history")
+    assert demo_run.query(figures + " order by 1, 2") == _query(warehouse, figures + " order by 1, 2")
+
+
+def test_raw_keeps_every_delivery_and_the_latest_accounting_of_a_job_wins(demo_run, tmp_path):
+    landing = tmp_path / "landing"
+    shutil.copytree(demo_run.landing, landing)
+    _running_export(landing / "scheduler" / "sacct_2026-11.txt", "1001")
+    _deliver_again(landing, "billing/aws_focus_2026-11.csv", "_again")
+    # A FOCUS export repeating a line within itself: the second copy is a charge of its own.
+    focus = landing / "billing" / "aws_focus_2026-11.csv"
+    header, first, *_ = focus.read_text(encoding="utf-8").splitlines()
+    (landing / "billing" / "aws_focus_2026-11_twice.csv").write_text("\n".join([header, first, first]) + "\n",
+                                                                      encoding="utf-8")
+    warehouse = tmp_path / "warehouse.duckdb"
+    assert run_pipeline(landing, warehouse)
+
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        # Both accountings of job 1001 are in raw; the finished one is the job.
+        assert con.execute("select state from raw.scheduler_jobs where job_id = '1001' order by state").fetchall() == [
+            ("COMPLETED",), ("RUNNING",)]
+        assert con.execute("select state, end_at from intermediate.int_jobs_attributed where job_id = '1001'"
+                           ).fetchall() == con.execute(
+            "select state, end_at from raw.scheduler_jobs where job_id = '1001' and state = 'COMPLETED'").fetchall()
+        # FOCUS: 5 lines + 5 again + 2 copies of the first line in one file = 12 in raw. Staging: the 5 lines, and
+        # the first line's second copy within the one file (a charge of its own).
+        assert con.execute("select count(*) from raw.billing_focus").fetchone() == (12,)
+        assert con.execute("select count(*) from staging.stg_billing__focus_charges").fetchone() == (6,)
+    finally:
+        con.close()
+
+
+def _query(warehouse: Path, sql: str) -> list[tuple]:
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
