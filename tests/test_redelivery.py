@@ -8,6 +8,7 @@ report exported month to date. raw keeps every delivery (nothing is lost); stagi
 from __future__ import annotations
 
 import shutil
+from decimal import Decimal
 from pathlib import Path
 
 import duckdb
@@ -16,9 +17,16 @@ from cost_pipeline.cli import run_pipeline
 from cost_pipeline.fingerprint import table_fingerprints
 
 # Every file a night may see again with its records unchanged (text formats: a re-export differs in its bytes).
-REDELIVERED = ["billing/aws_focus_2026-11.csv", "requests/requests_2026-11.jsonl",
-               "scheduler/cloud_events_2026-11.jsonl", "scheduler/sacct_2026-11.txt", "services/invoices_2026-11.csv",
-               "steps/steps.jsonl", "telemetry/dcgm_b7.csv", "timesheets/harvest_time_report_2026-11.csv"]
+REDELIVERED = [
+    # records and lines
+    "billing/aws_focus_2026-11.csv", "requests/requests_2026-11.jsonl", "scheduler/cloud_events_2026-11.jsonl",
+    "scheduler/sacct_2026-11.txt", "services/invoices_2026-11.csv", "steps/steps.jsonl", "telemetry/dcgm_b7.csv",
+    "timesheets/harvest_time_report_2026-11.csv", "storage/ml-prod_inventory_2026-11-23.csv",
+    # reference files, exported whole again
+    "ledger/facility.csv", "ledger/purchases.csv", "registry/batches.csv", "registry/rounds.csv",
+    "serving/monthly_costs.csv", "serving/replicas.csv", "storage/prefix_rules.csv", "storage/storage_prices.csv",
+    "tasks/outcomes.csv",
+]
 
 
 def _deliver_again(landing: Path, relative: str, suffix: str) -> Path:
@@ -62,7 +70,7 @@ def test_records_delivered_twice_count_once(demo_run, tmp_path):
     assert demo_run.query(figures + " order by 1, 2") == _query(warehouse, figures + " order by 1, 2")
 
 
-def test_raw_keeps_every_delivery_and_the_latest_accounting_of_a_job_wins(demo_run, tmp_path):
+def test_raw_keeps_every_delivery_and_the_newest_record_wins(demo_run, tmp_path):
     landing = tmp_path / "landing"
     shutil.copytree(demo_run.landing, landing)
     _running_export(landing / "scheduler" / "sacct_2026-11.txt", "1001")
@@ -72,6 +80,11 @@ def test_raw_keeps_every_delivery_and_the_latest_accounting_of_a_job_wins(demo_r
     header, first, *_ = focus.read_text(encoding="utf-8").splitlines()
     (landing / "billing" / "aws_focus_2026-11_twice.csv").write_text("\n".join([header, first, first]) + "\n",
                                                                       encoding="utf-8")
+    # The registry exported whole again a month later, with B-8's budget raised from 400.00 to 500.00.
+    registry = (landing / "registry" / "batches.csv").read_text(encoding="utf-8")
+    assert registry.count(",400.00,") == 1
+    (landing / "registry" / "batches_2026-12.csv").write_text(registry.replace(",400.00,", ",500.00,"),
+                                                              encoding="utf-8")
     warehouse = tmp_path / "warehouse.duckdb"
     assert run_pipeline(landing, warehouse)
 
@@ -87,6 +100,11 @@ def test_raw_keeps_every_delivery_and_the_latest_accounting_of_a_job_wins(demo_r
         # the first line's second copy within the one file (a charge of its own).
         assert con.execute("select count(*) from raw.billing_focus").fetchone() == (12,)
         assert con.execute("select count(*) from staging.stg_billing__focus_charges").fetchone() == (6,)
+        # The newest registry file (by name) holds each batch's registration.
+        assert con.execute("select batch_id, budget_cost from raw.batch_registry where batch_id = 'B-8' "
+                           "order by source_file").fetchall() == [("B-8", Decimal("400.00")), ("B-8", Decimal("500.00"))]
+        assert con.execute("select budget_cost from marts.fct_batch_budget where batch_id = 'B-8'").fetchall() == [
+            (Decimal("500.00"),)]
     finally:
         con.close()
 

@@ -2,6 +2,11 @@ with source as (
     select * from {{ source('raw', 'ledger_purchases') }}
 ),
 
+-- A reference file delivered again (a whole new export, other bytes): each purchase once, from the newest file.
+newest as (
+    {{ newest_delivery('source', ['purchase_id']) }}
+),
+
 renamed as (
     select
         purchase_id,
@@ -14,7 +19,7 @@ renamed as (
         gpus_per_unit,
         depreciation_years,
         salvage_value
-    from source
+    from newest
 )
 
 select * from renamed

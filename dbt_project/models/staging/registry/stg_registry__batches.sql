@@ -2,6 +2,11 @@ with source as (
     select * from {{ source('raw', 'batch_registry') }}
 ),
 
+-- A reference file delivered again (a whole new export, other bytes): each batch once, from the newest file.
+newest as (
+    {{ newest_delivery('source', ['batch_id']) }}
+),
+
 renamed as (
     select
         batch_id,
@@ -20,7 +25,7 @@ renamed as (
         variance_boundary_pct,
         source_file,
         source_line
-    from source
+    from newest
 )
 
 select * from renamed

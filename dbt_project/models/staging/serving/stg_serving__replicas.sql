@@ -2,6 +2,11 @@ with source as (
     select * from {{ source('raw', 'serving_replicas') }}
 ),
 
+-- A reference file delivered again (a whole new export, other bytes): each replica once, from the newest file.
+newest as (
+    {{ newest_delivery('source', ['replica_id']) }}
+),
+
 renamed as (
     select
         replica_id,
@@ -10,7 +15,7 @@ renamed as (
         started_at,
         ended_at,
         gpu_hour_price
-    from source
+    from newest
 )
 
 select * from renamed

@@ -2,6 +2,11 @@ with source as (
     select * from {{ source('raw', 'storage_prefix_rules') }}
 ),
 
+-- A reference file delivered again (a whole new export, other bytes): each bucket prefix once, from the newest file.
+newest as (
+    {{ newest_delivery('source', ['bucket', "coalesce(prefix, '')"]) }}
+),
+
 renamed as (
     select
         bucket,
@@ -13,7 +18,7 @@ renamed as (
         retention_days,
         source_file,
         source_line
-    from source
+    from newest
 )
 
 select * from renamed
