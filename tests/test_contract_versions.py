@@ -29,6 +29,9 @@ def test_two_contract_versions_side_by_side(demo_run, tmp_path):
     lines = registry.read_text(encoding="utf-8").splitlines()
     lines = [line[: line.rindex(",")] + ",v2" if line.startswith("B-8,") else line for line in lines]
     registry.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # A later registry export names v2 for B-7 too: B-7 keeps v1, the version it was registered with.
+    later = [line[: line.rindex(",")] + ",v2" if line.startswith("B-7,") else line for line in lines]
+    (landing / "registry" / "batches_2026-12.csv").write_text("\n".join(later) + "\n", encoding="utf-8")
 
     add_contract_directory(contracts)
     try:
@@ -45,7 +48,7 @@ def test_two_contract_versions_side_by_side(demo_run, tmp_path):
     versions = con.execute("select distinct contract_version from raw.contract_enumerations order by 1").fetchall()
     con.close()
     assert versions == [("v1",), ("v2",)]
-    # B-7 keeps v1: the hand-computed figures of tests/test_end_to_end.py.
+    # B-7 keeps v1 (its first registration): the hand-computed figures of tests/test_end_to_end.py.
     assert rows["B-7"] == ("v1", Decimal("152.7000"), Decimal("16.9667"), Decimal("17.3333"))
     # B-8 under v2: its effective minutes (8,712) become idle; comm wait is unchanged.
     assert rows["B-8"] == ("v2", Decimal("0.0000"), Decimal("16.1333"), Decimal("155.8667"))
