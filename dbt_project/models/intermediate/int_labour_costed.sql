@@ -31,20 +31,41 @@ attributed as (
     {{ resolve_batch('entries', 'project_code') }}
 ),
 
+-- Each task's role and category per contract version, and which version is the newest to know the task.
+task_classes as (
+    select
+        task_roles.contract_version,
+        task_roles.code as task,
+        task_roles.category as role,
+        task_categories.category as labour_category,
+        row_number() over (
+            partition by task_roles.code
+            order by {{ dbt.length('task_roles.contract_version') }} desc, task_roles.contract_version desc
+        ) as newest_first
+    from enumerations as task_roles
+    inner join enumerations as task_categories
+        on task_categories.enumeration = 'labour_task_category'
+        and task_categories.code = task_roles.code
+        and task_categories.contract_version = task_roles.contract_version
+    where task_roles.enumeration = 'labour_task_role'
+),
+
+-- Classified under the batch's own contract version; a task only a newer version knows (timesheets move faster than
+-- registrations) is classified and rated under the newest version that knows it, and says so: the entry stays in
+-- the batch's cost instead of failing the night.
 classified as (
     select
         attributed.*,
-        task_roles.category as role,
-        task_categories.category as labour_category
+        coalesce(own.role, newest.role) as role,
+        coalesce(own.labour_category, newest.labour_category) as labour_category,
+        coalesce(own.contract_version, newest.contract_version) as classified_under_version
     from attributed
-    left join enumerations as task_roles
-        on task_roles.enumeration = 'labour_task_role'
-        and task_roles.code = attributed.task
-        and task_roles.contract_version = attributed.contract_version
-    left join enumerations as task_categories
-        on task_categories.enumeration = 'labour_task_category'
-        and task_categories.code = attributed.task
-        and task_categories.contract_version = attributed.contract_version
+    left join task_classes as own
+        on own.task = attributed.task
+        and own.contract_version = attributed.contract_version
+    left join task_classes as newest
+        on newest.task = attributed.task
+        and newest.newest_first = 1
 ),
 
 rated as (
@@ -55,15 +76,15 @@ rated as (
         coalesce(classified.cost_rate, high.rate) as high_rate
     from classified
     left join assumed_rates as typical
-        on typical.contract_version = classified.contract_version
+        on typical.contract_version = classified.classified_under_version
         and typical.role = classified.role
         and typical.rate_level = 'typical'
     left join assumed_rates as low
-        on low.contract_version = classified.contract_version
+        on low.contract_version = classified.classified_under_version
         and low.role = classified.role
         and low.rate_level = 'low'
     left join assumed_rates as high
-        on high.contract_version = classified.contract_version
+        on high.contract_version = classified.classified_under_version
         and high.role = classified.role
         and high.rate_level = 'high'
 )
@@ -84,6 +105,7 @@ select
     cast(hours * high_rate as decimal(18, 2)) as labour_cost_high,
     case when cost_rate is not null then 'measured' else 'assumed' end as evidence_level,
     contract_version,
+    classified_under_version,
     source_file,
     source_line
 from rated
