@@ -104,6 +104,10 @@ class Contract:
         return rates
 
     @property
+    def reporting_currency(self) -> str:
+        return str(self.document["reporting_currency"])
+
+    @property
     def service_stages(self) -> list[str]:
         return list(self.document["service_stages"])
 

@@ -64,6 +64,12 @@ def _money() -> tuple[pa.Check, ...]:
     return (pa.Check.str_matches(MONEY_PATTERN),)
 
 
+def _currency(contract: Contract) -> tuple[pa.Check, ...]:
+    """The contract's reporting currency, the only one an amount may be in (there are no exchange rates)."""
+    code = contract.reporting_currency
+    return (pa.Check(lambda value: value == code, element_wise=True, name="reporting_currency"),)
+
+
 def _date() -> tuple[pa.Check, ...]:
     return (pa.Check.str_matches(r"^\d{4}-\d{2}-\d{2}$"),)
 
@@ -146,7 +152,7 @@ def timesheets(contract: Contract) -> SourceSchema:
         Col("last_name", "VARCHAR"),
         Col("roles", "VARCHAR", nullable=True),
         Col("cost_rate", "DECIMAL(18,2)", nullable=True, checks=_money()),
-        Col("currency", "VARCHAR", nullable=True),
+        Col("currency", "VARCHAR", nullable=True, checks=_currency(contract)),
     ))
 
 
@@ -159,7 +165,7 @@ def service_invoices(contract: Contract) -> SourceSchema:
         Col("batch_id", "VARCHAR", nullable=True),
         Col("stage", "VARCHAR", checks=_isin(contract.service_stages)),
         Col("amount", "DECIMAL(18,2)", checks=_money()),
-        Col("currency", "VARCHAR", checks=(pa.Check.str_matches(r"^[A-Z]{3}$"),)),
+        Col("currency", "VARCHAR", checks=_currency(contract)),
         Col("invoiced_on", "DATE", nullable=True, checks=_date()),
         Col("service_month", "VARCHAR", nullable=True, checks=(pa.Check.str_matches(MONTH_PATTERN),)),
     ), unique=("invoice_id",), row_checks=(
@@ -234,7 +240,7 @@ def ledger_purchases(contract: Contract) -> SourceSchema:
         Col("description", "VARCHAR", nullable=True),
         Col("quantity", "INTEGER", checks=POSITIVE),
         Col("unit_price", "DECIMAL(18,2)", checks=_money()),
-        Col("currency", "VARCHAR", checks=(pa.Check.str_matches(r"^[A-Z]{3}$"),)),
+        Col("currency", "VARCHAR", checks=_currency(contract)),
         Col("gpus_per_unit", "INTEGER", checks=NON_NEGATIVE),
         Col("depreciation_years", "INTEGER", checks=POSITIVE),
         Col("salvage_value", "DECIMAL(18,2)", checks=_money()),
@@ -246,7 +252,7 @@ def ledger_facility(contract: Contract) -> SourceSchema:
         Col("month", "VARCHAR", checks=(pa.Check.str_matches(MONTH_PATTERN),)),
         Col("item", "VARCHAR", checks=_isin(["rent", "power", "network", "operations"])),
         Col("amount", "DECIMAL(18,2)", checks=_money()),
-        Col("currency", "VARCHAR", checks=(pa.Check.str_matches(r"^[A-Z]{3}$"),)),
+        Col("currency", "VARCHAR", checks=_currency(contract)),
     ))
 
 
@@ -322,7 +328,7 @@ def billing_focus(contract: Contract) -> SourceSchema:
         Col("effective_cost", "DECIMAL(22,10)", checks=FOCUS_AMOUNT),
         Col("list_cost", "DECIMAL(22,10)", nullable=True, checks=FOCUS_AMOUNT),
         Col("contracted_cost", "DECIMAL(22,10)", nullable=True, checks=FOCUS_AMOUNT),
-        Col("billing_currency", "VARCHAR", nullable=True),
+        Col("billing_currency", "VARCHAR", nullable=True, checks=_currency(contract)),
         Col("resource_id", "VARCHAR", nullable=True),
         Col("resource_name", "VARCHAR", nullable=True),
         Col("service_name", "VARCHAR", nullable=True),

@@ -3,7 +3,8 @@
 Columns are read by their Harvest names in any order; optional ones may be missing and extra ones are ignored.
 The batch key is the ``Project Code``; the ``Task`` is mapped to a role and a category by the contract
 (``labour_tasks``), and a task the contract does not list is quarantined (rule ``labour_task``). ``Cost Rate`` may
-be blank: the entry is then costed at the contract's assumed rate for its role.
+be blank: the entry is then costed at the contract's assumed rate for its role. ``Currency`` is kept as its ISO
+code and must be the contract's reporting currency (rule ``currency.reporting_currency``).
 """
 
 from __future__ import annotations
@@ -20,9 +21,18 @@ COLUMNS = {
 }
 
 
+def currency_code(value: object) -> object:
+    """Harvest writes a currency as its name and ISO code ("United States Dollar - USD"): the code."""
+    if isinstance(value, str) and " - " in value:
+        return value.rsplit(" - ", 1)[1].strip()
+    return value
+
+
 def harvest_row(row: dict[str, object]) -> dict[str, object]:
     """One detailed-time-report line (by Harvest column names) -> the raw timesheet shape."""
-    return {column: row.get(name) for name, column in COLUMNS.items()}
+    mapped = {column: row.get(name) for name, column in COLUMNS.items()}
+    mapped["currency"] = currency_code(mapped["currency"])
+    return mapped
 
 
 def harvest_line_parser() -> Callable[[list[str], ParsedFile], None]:

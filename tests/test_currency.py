@@ -1,0 +1,66 @@
+"""Amounts are added up in one currency, the contract's reporting_currency: a line in another is quarantined with
+its file, line and rule, never summed with the rest (there are no exchange rates to convert it with)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from cost_pipeline.contract import load_contract
+from cost_pipeline.ingest.harvest import currency_code
+from cost_pipeline.ingest.sources import load_source, sources
+from cost_pipeline.ingest.warehouse import connect
+
+
+def _load(tmp_path: Path, relative: str, text: str, source: str) -> list[tuple]:
+    landing = tmp_path / "landing"
+    (landing / relative).parent.mkdir(parents=True, exist_ok=True)
+    (landing / relative).write_text(text, encoding="utf-8")
+    warehouse = tmp_path / "w.duckdb"
+    con = connect(warehouse, readable_dir=landing)
+    try:
+        load_source(con, landing, sources()[source], load_contract())
+    finally:
+        con.close()
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        return con.execute("select source_file, line, rule from raw.quarantine order by line").fetchall()
+    finally:
+        con.close()
+
+
+def test_the_demo_contract_reports_in_us_dollars():
+    assert load_contract().reporting_currency == "USD"
+
+
+def test_a_purchase_in_another_currency_is_quarantined(tmp_path):
+    header = ("purchase_id,purchased_on,asset_class,description,quantity,unit_price,currency,gpus_per_unit,"
+              "depreciation_years,salvage_value\n")
+    text = header + "P-1,2026-01-01,gpu_server,s,2,100.00,USD,8,3,0.00\nP-2,2026-01-01,gpu_server,s,2,100.00,EUR,8,3,0.00\n"
+    assert _load(tmp_path, "ledger/purchases.csv", text, "ledger_purchases") == [
+        ("ledger/purchases.csv", 3, "currency.reporting_currency")]
+
+
+def test_a_focus_line_billed_in_another_currency_is_quarantined_and_a_blank_one_is_not(tmp_path):
+    header = "ChargePeriodStart,ChargePeriodEnd,BilledCost,EffectiveCost,BillingCurrency\n"
+    text = header + ("2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,1.00,1.00,USD\n"
+                     "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,1.00,1.00,EUR\n"
+                     "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,1.00,1.00,\n")
+    assert _load(tmp_path, "billing/focus.csv", text, "billing_focus") == [
+        ("billing/focus.csv", 3, "billing_currency.reporting_currency")]
+
+
+def test_harvest_writes_a_currency_as_its_name_and_code():
+    assert currency_code("United States Dollar - USD") == "USD"
+    assert currency_code("Euro - EUR") == "EUR"
+    assert currency_code("USD") == "USD"
+    assert currency_code(None) is None
+
+
+def test_a_timesheet_entry_in_another_currency_is_quarantined(tmp_path):
+    header = "Date,Project Code,Task,Hours,First Name,Last Name,Cost Rate,Currency\n"
+    text = header + ("2026-11-02,B-7,Data preparation,6,Ann,Lee,100.00,United States Dollar - USD\n"
+                     "2026-11-02,B-7,Data preparation,6,Ann,Lee,100.00,Euro - EUR\n")
+    assert _load(tmp_path, "timesheets/harvest.csv", text, "timesheets") == [
+        ("timesheets/harvest.csv", 3, "currency.reporting_currency")]
