@@ -9,6 +9,7 @@ import duckdb
 import pytest
 
 from cost_pipeline.dbt_setup import prepare_manifest
+from tests.helpers import query
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -22,11 +23,7 @@ class DemoRun:
     succeeded: bool
 
     def query(self, sql: str, params: list | None = None) -> list[tuple]:
-        con = duckdb.connect(str(self.warehouse), read_only=True)
-        try:
-            return con.execute(sql, params or []).fetchall()
-        finally:
-            con.close()
+        return query(self.warehouse, sql, params)
 
     def row(self, sql: str, params: list | None = None) -> dict:
         con = duckdb.connect(str(self.warehouse), read_only=True)

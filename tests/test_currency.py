@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
-
 from cost_pipeline.contract import load_contract
 from cost_pipeline.ingest.harvest import currency_code
 from cost_pipeline.ingest.sources import load_source, sources
 from cost_pipeline.ingest.warehouse import connect
+from tests.helpers import query
 
 
 def _load(tmp_path: Path, relative: str, text: str, source: str) -> list[tuple]:
@@ -23,11 +22,7 @@ def _load(tmp_path: Path, relative: str, text: str, source: str) -> list[tuple]:
         load_source(con, landing, sources()[source], load_contract())
     finally:
         con.close()
-    con = duckdb.connect(str(warehouse), read_only=True)
-    try:
-        return con.execute("select source_file, line, rule from raw.quarantine order by line").fetchall()
-    finally:
-        con.close()
+    return query(warehouse, "select source_file, line, rule from raw.quarantine order by line")
 
 
 def test_the_demo_contract_reports_in_us_dollars():
@@ -37,7 +32,8 @@ def test_the_demo_contract_reports_in_us_dollars():
 def test_a_purchase_in_another_currency_is_quarantined(tmp_path):
     header = ("purchase_id,purchased_on,asset_class,description,quantity,unit_price,currency,gpus_per_unit,"
               "depreciation_years,salvage_value\n")
-    text = header + "P-1,2026-01-01,gpu_server,s,2,100.00,USD,8,3,0.00\nP-2,2026-01-01,gpu_server,s,2,100.00,EUR,8,3,0.00\n"
+    text = header + ("P-1,2026-01-01,gpu_server,s,2,100.00,USD,8,3,0.00\n"
+                     "P-2,2026-01-01,gpu_server,s,2,100.00,EUR,8,3,0.00\n")
     assert _load(tmp_path, "ledger/purchases.csv", text, "ledger_purchases") == [
         ("ledger/purchases.csv", 3, "currency.reporting_currency")]
 

@@ -16,6 +16,7 @@ from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.ingest.sources import load_source, sources
 from cost_pipeline.ingest.telemetry import load_device_samples
 from cost_pipeline.ingest.warehouse import connect
+from tests.helpers import query
 
 ASSETS = {a.key.path[-1]: a for a in [*source_assets, device_samples]}
 REGISTRY = ("batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"
@@ -37,14 +38,6 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def _query(warehouse: Path, sql: str, params: list | None = None) -> list[tuple]:
-    con = duckdb.connect(str(warehouse), read_only=True)
-    try:
-        return con.execute(sql, params or []).fetchall()
-    finally:
-        con.close()
-
-
 def _materialize(landing: Path, warehouse: Path, name: str) -> dg.ExecuteInProcessResult:
     resources = {"landing": LandingZone(path=str(landing)), "warehouse": Warehouse(path=str(warehouse))}
     return dg.materialize([ASSETS[name]], resources=resources, instance=dg.DagsterInstance.ephemeral())
@@ -64,15 +57,15 @@ def test_a_registry_file_copied_under_a_new_name_loads_its_rows_once(tmp_path):
     result = _materialize(landing, warehouse, "batch_registry")
     assert result.success
     assert _checks(result)["rows_conserved"] is True
-    assert _query(warehouse, "select batch_id, source_file from raw.batch_registry order by 1") == [
+    assert query(warehouse, "select batch_id, source_file from raw.batch_registry order by 1") == [
         ("B-1", "registry/batches.csv"), ("B-2", "registry/batches.csv")]
-    assert _query(warehouse, "select source_file, line, rule from raw.quarantine") == [
+    assert query(warehouse, "select source_file, line, rule from raw.quarantine") == [
         ("registry/batches.csv", 4, "contract_version.isin")]
-    assert _query(warehouse, LEDGER, ["batch_registry"]) == [
+    assert query(warehouse, LEDGER, ["batch_registry"]) == [
         ("registry/batches.csv", 3, 2, 1, None),
         ("registry/batches_resent.csv", 0, 0, 0, "registry/batches.csv"),
     ]
-    sha = _query(warehouse, "select distinct file_sha256 from raw.ingested_files")
+    sha = query(warehouse, "select distinct file_sha256 from raw.ingested_files")
     assert len(sha) == 1                                 # both names recorded with the same hash
 
     con = connect(warehouse, readable_dir=landing)
@@ -92,12 +85,12 @@ def test_the_first_file_in_sorted_order_wins_and_files_with_other_bytes_still_lo
     _write(landing / "registry" / "batches_c.csv", REGISTRY.replace("B-1,", "B-4,").replace("B-2,", "B-5,"))
     warehouse = tmp_path / "w.duckdb"
     assert _materialize(landing, warehouse, "batch_registry").success
-    assert _query(warehouse, LEDGER, ["batch_registry"]) == [
+    assert query(warehouse, LEDGER, ["batch_registry"]) == [
         ("registry/batches_a.csv", 3, 2, 1, None),
         ("registry/batches_b.csv", 0, 0, 0, "registry/batches_a.csv"),
         ("registry/batches_c.csv", 3, 2, 1, None),
     ]
-    assert _query(warehouse, "select batch_id from raw.batch_registry order by 1") == [
+    assert query(warehouse, "select batch_id from raw.batch_registry order by 1") == [
         ("B-1",), ("B-2",), ("B-4",), ("B-5",)]
 
 
@@ -114,13 +107,13 @@ def test_a_telemetry_csv_copied_under_a_new_name_is_not_staged_again(tmp_path):
     result = _materialize(landing, warehouse, "device_samples")
     assert result.success
     assert _checks(result)["rows_conserved"] is True
-    assert _query(warehouse, "select source_file, source_line from raw.device_samples order by 1, 2") == [
+    assert query(warehouse, "select source_file, source_line from raw.device_samples order by 1, 2") == [
         ("telemetry/node1.csv", 2), ("telemetry/node1.csv", 4)]
-    assert _query(warehouse, "select source_file, line, rule from raw.quarantine order by 1, 2") == [
+    assert query(warehouse, "select source_file, line, rule from raw.quarantine order by 1, 2") == [
         ("telemetry/broken.parquet", 0, "file_format"),
         ("telemetry/node1.csv", 3, "DCGM_FI_PROF_GR_ENGINE_ACTIVE.unit_range"),
     ]
-    assert _query(warehouse, LEDGER, ["device_samples"]) == [
+    assert query(warehouse, LEDGER, ["device_samples"]) == [
         ("telemetry/broken.parquet", 1, 0, 1, None),
         ("telemetry/broken_too.parquet", 0, 0, 0, "telemetry/broken.parquet"),
         ("telemetry/node1.csv", 3, 2, 1, None),
@@ -144,10 +137,10 @@ def test_reloading_the_same_landing_folder_gives_the_same_ledger(tmp_path):
     shutil.copyfile(landing / "registry" / "batches.csv", landing / "registry" / "batches_copy.csv")
     warehouse = tmp_path / "w.duckdb"
     assert _materialize(landing, warehouse, "batch_registry").success
-    first = _query(warehouse, "select * from raw.ingested_files order by all")
+    first = query(warehouse, "select * from raw.ingested_files order by all")
     assert _materialize(landing, warehouse, "batch_registry").success
-    assert _query(warehouse, "select * from raw.ingested_files order by all") == first
-    assert _query(warehouse, "select count(*) from raw.batch_registry") == [(2,)]
+    assert query(warehouse, "select * from raw.ingested_files order by all") == first
+    assert query(warehouse, "select count(*) from raw.batch_registry") == [(2,)]
 
 
 def test_a_warehouse_with_the_old_ledger_gains_the_duplicate_column(tmp_path):
@@ -163,5 +156,5 @@ def test_a_warehouse_with_the_old_ledger_gains_the_duplicate_column(tmp_path):
     _write(landing / "registry" / "batches.csv", REGISTRY)
     shutil.copyfile(landing / "registry" / "batches.csv", landing / "registry" / "batches_copy.csv")
     assert _materialize(landing, warehouse, "batch_registry").success
-    assert _query(warehouse, LEDGER, ["batch_registry"])[-1] == (
+    assert query(warehouse, LEDGER, ["batch_registry"])[-1] == (
         "registry/batches_copy.csv", 0, 0, 0, "registry/batches.csv")

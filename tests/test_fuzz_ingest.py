@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from cost_pipeline.contract import load_contract
@@ -43,6 +42,7 @@ from cost_pipeline.demo import write_demo_landing
 from cost_pipeline.ingest.sources import load_source, sources
 from cost_pipeline.ingest.telemetry import load_device_samples
 from cost_pipeline.ingest.warehouse import connect
+from tests.helpers import query
 
 SEED = 20261105
 FILES_PER_FORMAT = 500
@@ -438,14 +438,6 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory, demo_landing: Path) -> di
     return done
 
 
-def _query(warehouse: Path, sql: str, params: list | None = None) -> list[tuple]:
-    con = duckdb.connect(str(warehouse), read_only=True)
-    try:
-        return con.execute(sql, params or []).fetchall()
-    finally:
-        con.close()
-
-
 def _loaded(outcomes: dict[str, Outcome], source: str) -> Outcome:
     outcome = outcomes[source]
     assert outcome.error is None, "the load raised; see test_fuzzed_files_load_without_an_uncaught_exception"
@@ -494,10 +486,10 @@ def test_fuzzed_files_load_without_an_uncaught_exception(outcomes, source):
 @pytest.mark.parametrize("source", SOURCES)
 def test_every_fuzzed_file_is_conserved(outcomes, source):
     outcome = _loaded(outcomes, source)
-    ledger = _query(outcome.warehouse, "select source_file, rows_in, rows_staged, rows_quarantined, duplicate_of "
+    ledger = query(outcome.warehouse, "select source_file, rows_in, rows_staged, rows_quarantined, duplicate_of "
                                        "from raw.ingested_files where source = ? order by source_file", [source])
-    staged = dict(_query(outcome.warehouse, f'select source_file, count(*) from raw."{source}" group by source_file'))
-    quarantined = dict(_query(outcome.warehouse, "select source_file, count(*) from raw.quarantine where source = ? "
+    staged = dict(query(outcome.warehouse, f'select source_file, count(*) from raw."{source}" group by source_file'))
+    quarantined = dict(query(outcome.warehouse, "select source_file, count(*) from raw.quarantine where source = ? "
                                                  "group by source_file", [source]))
     assert sorted(f for f, *_ in ledger) == sorted(outcome.files), "every file has exactly one ledger row"
     violations = [f"{row[0]}: {'; '.join(problems)}" for row in ledger
@@ -505,7 +497,7 @@ def test_every_fuzzed_file_is_conserved(outcomes, source):
     assert not violations, "\n".join(violations[:20])
     assert len(ledger) == BY_SOURCE[source].files
     # The whole run's figures, as the rows_conserved asset check reads them, agree too.
-    totals = _query(outcome.warehouse, "select sum(rows_in), sum(rows_staged), sum(rows_quarantined) "
+    totals = query(outcome.warehouse, "select sum(rows_in), sum(rows_staged), sum(rows_quarantined) "
                                        "from raw.ingested_files where source = ?", [source])[0]
     assert totals[0] == totals[1] + totals[2] == sum(staged.values()) + sum(quarantined.values())
 
@@ -529,7 +521,7 @@ def test_500_of_500_files_per_format_are_conserved(outcomes, format_name):
     conserved = 0
     for fmt in (f for f in FORMATS if f.format == format_name):
         outcome = _loaded(outcomes, fmt.source)
-        conserved += _query(outcome.warehouse, "select count(*) from raw.ingested_files where source = ? "
+        conserved += query(outcome.warehouse, "select count(*) from raw.ingested_files where source = ? "
                                                "and rows_in = rows_staged + rows_quarantined", [fmt.source])[0][0]
     assert conserved == FILES_PER_FORMAT
 
@@ -539,7 +531,7 @@ def test_no_line_is_counted_twice(outcomes, source):
     """Within a file, staged and quarantined line numbers are distinct and exist in the file, and a whole-file
     rejection (line 0) is the file's only record."""
     outcome = _loaded(outcomes, source)
-    lines = _query(outcome.warehouse, f"""
+    lines = query(outcome.warehouse, f"""
         select source_file, source_line from raw."{source}"
         union all
         select source_file, line from raw.quarantine where source = ?
@@ -554,7 +546,7 @@ def test_no_line_is_counted_twice(outcomes, source):
             outside.append((source_file, line))
     assert not repeated, repeated[:20]
     assert not outside, outside[:20]
-    whole_file = _query(outcome.warehouse, """
+    whole_file = query(outcome.warehouse, """
         select source_file from raw.quarantine where source = ? and line = 0
         intersect
         select source_file from raw.ingested_files where source = ? and rows_in <> 1
@@ -576,7 +568,7 @@ def test_a_staged_row_comes_from_the_line_it_names(outcomes, source):
     """
     fmt = BY_SOURCE[source]
     outcome = _loaded(outcomes, source)
-    staged = _query(outcome.warehouse, f'select source_file, source_line, {STAGED_KEY[source]} from raw."{source}"')
+    staged = query(outcome.warehouse, f'select source_file, source_line, {STAGED_KEY[source]} from raw."{source}"')
     traced, wrong = 0, []
     texts: dict[str, list[str] | None] = {}
     for source_file, line, key in staged:
@@ -669,7 +661,7 @@ def _load(tmp_path: Path, relative: str, data: bytes, source: str) -> Path:
 
 
 def _quarantined(warehouse: Path) -> list[tuple]:
-    return _query(warehouse, "select line, rule from raw.quarantine order by line")
+    return query(warehouse, "select line, rule from raw.quarantine order by line")
 
 
 def test_values_pandera_passes_but_the_warehouse_type_refuses_are_quarantined(tmp_path):
@@ -683,7 +675,7 @@ def test_values_pandera_passes_but_the_warehouse_type_refuses_are_quarantined(tm
     ).encode(), "ledger_purchases")
     assert _quarantined(warehouse) == [(3, "quantity.warehouse_type"), (4, "purchased_on.warehouse_type"),
                                        (5, "unit_price.warehouse_type")]
-    assert _query(warehouse, "select purchase_id, source_line from raw.ledger_purchases order by 2") == [
+    assert query(warehouse, "select purchase_id, source_line from raw.ledger_purchases order by 2") == [
         ("P-1", 2), ("P-2", 6)]
 
 
@@ -702,7 +694,7 @@ def test_json_values_that_cannot_be_stored_are_quarantined_and_u2028_is_not_a_li
                       "training_steps")
     assert _quarantined(warehouse) == [(2, "json_text"), (3, "job_id.scalar"), (4, "started_at.timestamp_length"),
                                        (5, "json_syntax")]
-    assert _query(warehouse, "select source_line, config_version from raw.training_steps") == [
+    assert query(warehouse, "select source_line, config_version from raw.training_steps") == [
         (1, "cfg\u2028with a line separator\x85and a NEL")]
 
 
@@ -724,7 +716,7 @@ def test_sacct_fields_that_used_to_raise(tmp_path):
     ]).encode(), "scheduler_jobs")
     assert _quarantined(warehouse) == [(4, "gpus_requested.warehouse_type"), (5, "tres_gpus"),
                                        (6, "elapsed_duration"), (7, "start_timestamp")]
-    assert _query(warehouse, "select job_id, start_at, restarts from raw.scheduler_jobs order by 1") == [
+    assert query(warehouse, "select job_id, start_at, restarts from raw.scheduler_jobs order by 1") == [
         ("1", datetime(2026, 11, 3, 0, 0), 0), ("2", datetime(2026, 11, 3, 0, 0), 0)]
 
 
@@ -736,7 +728,7 @@ def test_device_samples_without_the_optional_columns_load_them_as_null(tmp_path)
     header = ",".join(c for c in SAMPLE_COLUMNS.split(",") if c not in ("job_id", "DCGM_FI_DEV_POWER_USAGE"))
     rows = ["2026-11-01T00:00:00,gpu-a,0,0.9,0.8,0.5,1e8,1e8", "2026-11-01T00:01:00,gpu-a,0,0.9,0.8,0.5,1e8,1e8"]
     warehouse = _load(tmp_path, "telemetry/a.csv", ("\n".join([header, *rows]) + "\n").encode(), "device_samples")
-    assert _query(warehouse, "select source_line, job_id, DCGM_FI_DEV_POWER_USAGE from raw.device_samples "
+    assert query(warehouse, "select source_line, job_id, DCGM_FI_DEV_POWER_USAGE from raw.device_samples "
                              "order by 1") == [(2, None, None), (3, None, None)]
 
 
@@ -746,7 +738,7 @@ def test_device_sample_lines_are_numbered_across_empty_and_adjacent_broken_lines
     for name, data in (("lf.csv", "\n".join(lines) + "\n"), ("crlf.csv", "\r\n".join(lines) + "\r\n"),
                        ("bom.csv", "\ufeff" + "\n".join(lines) + "\n")):
         warehouse = _load(tmp_path / name, f"telemetry/{name}", data.encode(), "device_samples")
-        staged = _query(warehouse, "select source_line, minute(\"timestamp\") from raw.device_samples order by 1")
+        staged = query(warehouse, "select source_line, minute(\"timestamp\") from raw.device_samples order by 1")
         assert staged == [(2, 0), (4, 2), (7, 5), (10, 8), (12, 10)], name
         assert [line for line, _ in _quarantined(warehouse)] == [5, 6, 11], name
 

@@ -26,8 +26,6 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
-
 from cost_pipeline.contract import load_contract
 from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS
 from cost_pipeline.demo import write_demo_landing
@@ -35,6 +33,7 @@ from cost_pipeline.ingest.sources import load_source, sources
 from cost_pipeline.ingest.telemetry import load_device_samples
 from cost_pipeline.ingest.warehouse import connect
 from cost_pipeline.parsing.slurm import SACCT_FIELDS, parse_labels
+from tests.helpers import query
 
 TOKEN = uuid.uuid4().hex[:12]                  # names what an injection would create, so it can be looked for
 PWNED = f"pwned-{TOKEN}"
@@ -236,21 +235,14 @@ def _sacct_line(job_id: str, job_name: str = "h", account: str = "post-training"
 
 
 # ------------------------------------------------------------------------------------------------ assertions
-def _query(warehouse: Path, sql: str, params: list | None = None) -> list[tuple]:
-    con = duckdb.connect(str(warehouse), read_only=True)
-    try:
-        return con.execute(sql, params or []).fetchall()
-    finally:
-        con.close()
-
 
 def _tables(warehouse: Path) -> set[tuple[str, str, str]]:
-    return set(_query(warehouse, "select table_schema, table_name, table_type from information_schema.tables"))
+    return set(query(warehouse, "select table_schema, table_name, table_type from information_schema.tables"))
 
 
 def _check_files_are_recorded_by_name(warehouse: Path, hostile: Hostile) -> None:
     for source, names in hostile.files.items():
-        recorded = _query(warehouse, "select source_file, rows_in, rows_staged, rows_quarantined, duplicate_of "
+        recorded = query(warehouse, "select source_file, rows_in, rows_staged, rows_quarantined, duplicate_of "
                                      "from raw.ingested_files where source = ?", [source])
         by_name = {row[0]: row[1:] for row in recorded}
         for name in names:
@@ -259,19 +251,19 @@ def _check_files_are_recorded_by_name(warehouse: Path, hostile: Hostile) -> None
             rows_in, staged, quarantined, duplicate_of = by_name[name]
             assert duplicate_of is None
             assert rows_in == staged + quarantined == hostile.rows[(source, name)], name
-            raw_rows = _query(warehouse, f'select count(*) from raw."{source}" where source_file = ?', [name])[0][0]
+            raw_rows = query(warehouse, f'select count(*) from raw."{source}" where source_file = ?', [name])[0][0]
             assert raw_rows == staged, f"{name!r}: its raw rows are its own rows"
 
 
 def _check_values(warehouse: Path, hostile: Hostile) -> None:
     problems = []
     for expected in hostile.stored:
-        found = _query(warehouse, f'select "{expected.column}" from raw."{expected.source}" '
+        found = query(warehouse, f'select "{expected.column}" from raw."{expected.source}" '
                                   "where source_file = ? and source_line = ?", [expected.source_file, expected.line])
         if [row[0] for row in found] != [expected.value] or found[0][0].encode() != expected.value.encode():
             problems.append(f"{expected}: found {found!r}")
     for expected in hostile.quarantined:
-        rules = [r for (r,) in _query(warehouse, "select rule from raw.quarantine where source = ? and "
+        rules = [r for (r,) in query(warehouse, "select rule from raw.quarantine where source = ? and "
                                                  "source_file = ? and line = ?",
                                       [expected.source, expected.source_file, expected.line])]
         if rules != [expected.rule]:
@@ -280,7 +272,7 @@ def _check_values(warehouse: Path, hostile: Hostile) -> None:
     # Every line of every hostile file is accounted for by the expectations: no hostile row slips through.
     for source, names in hostile.files.items():
         for name in names:
-            lines = {r[0] for r in _query(warehouse, f'select source_line from raw."{source}" where source_file = ? '
+            lines = {r[0] for r in query(warehouse, f'select source_line from raw."{source}" where source_file = ? '
                                                      "union all select line from raw.quarantine where source = ? "
                                                      "and source_file = ?", [name, source, name])}
             expected = {e.line for e in [*hostile.stored, *hostile.quarantined]
@@ -366,9 +358,9 @@ def test_hostile_names_and_values_through_the_whole_nightly_job(tmp_path, demo_r
     _check_files_are_recorded_by_name(warehouse, hostile)
     _check_values(warehouse, hostile)
     # The hostile batches reach the marts as data, their text intact.
-    registered = dict(_query(warehouse, "select batch_id, project from marts.dim_batches"))
+    registered = dict(query(warehouse, "select batch_id, project from marts.dim_batches"))
     for expected in (e for e in hostile.stored if e.source == "batch_registry" and e.column == "project"):
-        batch = _query(warehouse, "select batch_id from raw.batch_registry where source_file = ?",
+        batch = query(warehouse, "select batch_id from raw.batch_registry where source_file = ?",
                        [expected.source_file])[0][0]
         assert registered[batch] == expected.value
     # What a clean run leaves beside its warehouse (published marts, the run lock), named after this warehouse.

@@ -16,6 +16,7 @@ from cost_pipeline.defs.ingest import device_samples, source_assets
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.ingest.records import ParsedFile
 from cost_pipeline.ingest.validate import validate_rows
+from tests.helpers import query
 
 ASSETS = {a.key.path[-1]: a for a in [*source_assets, device_samples]}
 SAMPLE_HEADER = ",".join(name for name, _ in DEVICE_SAMPLE_COLUMNS)
@@ -34,14 +35,6 @@ def materialize(landing: Path, warehouse: Path, name: str, run_config: dict | No
 def logged_messages(instance: dg.DagsterInstance, run_id: str) -> list[str]:
     """Everything the run wrote to the Dagster event log: user messages and event metadata."""
     return [f"{entry.user_message} {entry.dagster_event or ''}" for entry in instance.all_logs(run_id)]
-
-
-def query(warehouse: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(warehouse), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def write(path: Path, text: str) -> Path:

@@ -15,6 +15,7 @@ import duckdb
 
 from cost_pipeline.cli import run_pipeline
 from cost_pipeline.fingerprint import table_fingerprints
+from tests.helpers import query
 
 # Every file a night may see again with its records unchanged (text formats: a re-export differs in its bytes).
 REDELIVERED = [
@@ -67,7 +68,7 @@ def test_records_delivered_twice_count_once(demo_run, tmp_path):
         t: h for t, h in clean.items() if t != "fct_batch_cost_history"}
     figures = ("select batch_id, snapshot_version, total_cost, compute_cost, labour_cost "
                "from marts.fct_batch_cost_history")
-    assert demo_run.query(figures + " order by 1, 2") == _query(warehouse, figures + " order by 1, 2")
+    assert demo_run.query(figures + " order by 1, 2") == query(warehouse, figures + " order by 1, 2")
 
 
 def test_raw_keeps_every_delivery_and_the_newest_record_wins(demo_run, tmp_path):
@@ -102,16 +103,10 @@ def test_raw_keeps_every_delivery_and_the_newest_record_wins(demo_run, tmp_path)
         assert con.execute("select count(*) from staging.stg_billing__focus_charges").fetchone() == (6,)
         # The newest registry file (by name) holds each batch's registration.
         assert con.execute("select batch_id, budget_cost from raw.batch_registry where batch_id = 'B-8' "
-                           "order by source_file").fetchall() == [("B-8", Decimal("400.00")), ("B-8", Decimal("500.00"))]
+                           "order by source_file").fetchall() == [("B-8", Decimal("400.00")),
+                                                                  ("B-8", Decimal("500.00"))]
         assert con.execute("select budget_cost from marts.fct_batch_budget where batch_id = 'B-8'").fetchall() == [
             (Decimal("500.00"),)]
     finally:
         con.close()
 
-
-def _query(warehouse: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(warehouse), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
