@@ -105,7 +105,7 @@ def report(warehouse: Path, out=sys.stdout) -> None:
         _table(con, "Cost per successful task", "marts.fct_model_task_economics", TASK_COLUMNS, "model", out)
     finally:
         con.close()
-    print(f"\nWarehouse: {warehouse}  (schemas raw, staging, intermediate, marts)", file=out)
+    print(f"\nWarehouse: {warehouse}  (schemas raw, staging, intermediate, marts, history, audit)", file=out)
 
 
 def main(argv: list[str] | None = None) -> int:
