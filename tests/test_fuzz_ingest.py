@@ -752,7 +752,7 @@ def test_device_sample_lines_are_numbered_across_empty_and_adjacent_broken_lines
 
 
 def test_the_blank_line_scan_agrees_across_chunk_boundaries(tmp_path, monkeypatch):
-    from cost_pipeline.ingest import telemetry
+    from cost_pipeline.ingest import in_database
 
     rng = random.Random(SEED)
     for _ in range(200):
@@ -761,8 +761,8 @@ def test_the_blank_line_scan_agrees_across_chunk_boundaries(tmp_path, monkeypatc
         path.write_bytes(data)
         lines = data.split(b"\n")[:-1]
         expected = [n for n, line in enumerate(lines, start=1) if n > 1 and line in (b"", b"\r")]
-        whole = telemetry.scan_csv(path)
+        whole = in_database.scan_csv(path)
         assert whole[1] == expected, data
         with monkeypatch.context() as patch:
-            patch.setattr(telemetry, "_SCAN_CHUNK", rng.randint(1, 4))
-            assert telemetry.scan_csv(path) == whole, data
+            patch.setattr(in_database, "_SCAN_CHUNK", rng.randint(1, 4))
+            assert in_database.scan_csv(path) == whole, data

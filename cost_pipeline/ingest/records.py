@@ -15,6 +15,7 @@ import re
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,14 @@ class RowRejected(ValueError):
     def __init__(self, rule: str, message: str) -> None:
         super().__init__(message)
         self.rule = rule
+
+
+def landing_files(landing_dir: Path, folder: str, patterns: Iterable[str], exclude: Iterable[str] = ()) -> list[Path]:
+    """The files of one source in sorted order: those under ``folder`` matching a pattern, less excluded names."""
+    excluded = tuple(exclude)
+    found = {p for pattern in patterns for p in (landing_dir / folder).glob(pattern)
+             if p.is_file() and not any(fnmatch(p.name, x) for x in excluded)}
+    return sorted(found)
 
 
 def file_sha256(path: Path) -> str:
