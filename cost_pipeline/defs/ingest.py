@@ -10,17 +10,13 @@ import duckdb
 from cost_pipeline.contract import load_contract
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.ingest.contract_tables import load_contract_tables
-from cost_pipeline.ingest.s3_inventory import load_storage_inventory
-from cost_pipeline.ingest.sources import SacctOptions, load_source, sources
-from cost_pipeline.ingest.telemetry import load_device_samples
+from cost_pipeline.ingest.sources import IN_DATABASE, SacctOptions, load_source, sources
 from cost_pipeline.ingest.warehouse import IngestReport
 
 GROUP = "ingest"
 # The warehouse file is held by another process (a BI reader, a manual query): wait and try again.
 TRANSIENT_RETRIES = 5
 TRANSIENT_WAIT_SECONDS = 2
-# The large sources load and validate inside DuckDB (ingest/in_database.py); the others through load_source.
-IN_DATABASE = {"device_samples": load_device_samples, "storage_inventory": load_storage_inventory}
 
 
 def _check_specs(table: str) -> list[dg.AssetCheckSpec]:

@@ -136,12 +136,16 @@ def _require_fields(names: Iterable[str], rule: str) -> None:
         raise FileRejected(rule, f"the file lacks required field(s): {', '.join(missing)}")
 
 
+# What Python's str.strip removes, as the CSV sources read values: a value of only these is blank.
+_WHITESPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
+
+
 def _text(column: str | None, sql_type: str, csv: bool) -> str:
     """One landing column as text: a CSV value trimmed (blank is null); a Parquet timestamp with a zone in UTC."""
     if column is None:
         return "cast(null as varchar)"
     if csv:
-        return f"nullif(trim({quote(column)}), '')"
+        return f"nullif(trim({quote(column)}, '{_WHITESPACE}'), '')"
     if sql_type == "TIMESTAMP WITH TIME ZONE":
         return f"cast(timezone('UTC', {quote(column)}) as varchar)"
     return f"cast({quote(column)} as varchar)"

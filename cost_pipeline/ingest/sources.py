@@ -29,12 +29,17 @@ from cost_pipeline.ingest.records import (
     landing_files,
     parse_file,
 )
+from cost_pipeline.ingest.s3_inventory import load_storage_inventory
+from cost_pipeline.ingest.telemetry import load_device_samples
 from cost_pipeline.ingest.validate import validate_rows
 from cost_pipeline.ingest.warehouse import IngestReport, write_validated_source
 from cost_pipeline.parsing import slurm
 from cost_pipeline.parsing.timestamps import utc_naive
 
 LineParser = Callable[[list[str], ParsedFile], None]
+# The large sources load and validate inside DuckDB (``in_database.py``), each file by its own loader.
+IN_DATABASE: dict[str, Callable[[duckdb.DuckDBPyConnection, Path], IngestReport]] = {
+    "device_samples": load_device_samples, "storage_inventory": load_storage_inventory}
 
 
 @dataclass(frozen=True)
