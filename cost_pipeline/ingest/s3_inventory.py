@@ -144,8 +144,10 @@ def _text(column: str | None, sql_type: str, csv: bool) -> str:
     """One landing column as text: a CSV value trimmed (blank is null); a Parquet timestamp with a zone in UTC."""
     if column is None:
         return "cast(null as varchar)"
-    if csv:
-        return f"nullif(trim({quote(column)}, '{_WHITESPACE}'), '')"
+    if csv:     # trim(x, characters) is slow: only a value that starts or ends with white space goes through it
+        value, blank = quote(column), f"'{_WHITESPACE}'"
+        edge = f"contains({blank}, left({value}, 1)) or contains({blank}, right({value}, 1))"
+        return f"nullif(case when {edge} then trim({value}, {blank}) else {value} end, '')"
     if sql_type == "TIMESTAMP WITH TIME ZONE":
         return f"cast(timezone('UTC', {quote(column)}) as varchar)"
     return f"cast({quote(column)} as varchar)"
