@@ -42,7 +42,7 @@ import pytest
 
 from cost_pipeline.contract import load_contract
 from cost_pipeline.demo import write_demo_landing
-from cost_pipeline.ingest.sources import IN_DATABASE, load_source, sources
+from cost_pipeline.ingest.sources import load_named
 from cost_pipeline.ingest.warehouse import connect
 
 SEED = 20261105
@@ -399,14 +399,6 @@ def write_fuzz_folder(landing: Path, demo: Path, fmt: Format, count: int | None 
 
 
 # --------------------------------------------------------------------------------------------- loading once
-def ingest(con: duckdb.DuckDBPyConnection, landing: Path, source: str) -> None:
-    """One source's real loader: inside DuckDB for the large sources, else the shared pandas/pandera loader."""
-    if source in IN_DATABASE:
-        IN_DATABASE[source](con, landing)
-    else:
-        load_source(con, landing, sources()[source], load_contract())
-
-
 @dataclass
 class Outcome:
     landing: Path
@@ -426,7 +418,7 @@ def load_once(root: Path, demo: Path, source: str) -> Outcome:
     con = connect(warehouse, readable_dir=landing)
     error = None
     try:
-        ingest(con, landing, fmt.source)
+        load_named(con, landing, fmt.source, load_contract())
     except Exception:       # the finding itself: no load may raise
         error = traceback.format_exc()
     finally:
@@ -687,7 +679,7 @@ def _load(tmp_path: Path, relative: str, data: bytes, source: str) -> Path:
     warehouse = tmp_path / "w.duckdb"
     con = connect(warehouse, readable_dir=landing)
     try:
-        ingest(con, landing, source)
+        load_named(con, landing, source, load_contract())
     finally:
         con.close()
     return warehouse

@@ -10,7 +10,7 @@ import duckdb
 from cost_pipeline.contract import load_contract
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.ingest.contract_tables import load_contract_tables
-from cost_pipeline.ingest.sources import IN_DATABASE, SacctOptions, load_source, sources
+from cost_pipeline.ingest.sources import SacctOptions, load_named
 from cost_pipeline.ingest.warehouse import IngestReport
 
 GROUP = "ingest"
@@ -116,10 +116,7 @@ def _load(context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Wa
           options: SacctOptions = SacctOptions(), focus_tag_key: str = "batch_id") -> dg.MaterializeResult:
     con = connect_for_ingest(warehouse, landing)
     try:
-        if name in IN_DATABASE:
-            report = IN_DATABASE[name](con, landing.root)
-        else:
-            report = load_source(con, landing.root, sources(options, focus_tag_key)[name], load_contract())
+        report = load_named(con, landing.root, name, load_contract(), options, focus_tag_key)
     finally:
         con.close()
     return report_result(context, report)

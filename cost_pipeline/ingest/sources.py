@@ -234,7 +234,15 @@ def load_source(con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Sourc
     return write_validated_source(con, schema, landing_dir, results)
 
 
+def load_named(con: duckdb.DuckDBPyConnection, landing_dir: Path, name: str, contract: Contract,
+               sacct: SacctOptions = SacctOptions(), focus_tag_key: str = "batch_id") -> IngestReport:
+    """Load one source by its raw table name, on whichever path it takes (in DuckDB, or ``load_source``)."""
+    if name in IN_DATABASE:
+        return IN_DATABASE[name](con, landing_dir)
+    return load_source(con, landing_dir, sources(sacct, focus_tag_key)[name], contract)
+
+
 def load_sources(con: duckdb.DuckDBPyConnection, landing_dir: Path, contract: Contract,
                  names: Sequence[str] | None = None) -> list[IngestReport]:
-    table = sources()
-    return [load_source(con, landing_dir, table[n], contract) for n in (names or list(table))]
+    """Load the named sources (every source, small and large, unless told)."""
+    return [load_named(con, landing_dir, n, contract) for n in (names or [*sources(), *IN_DATABASE])]
