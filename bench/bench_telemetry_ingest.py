@@ -4,26 +4,23 @@ Run on demand (not part of the test suite):
 
     .venv/bin/python bench/bench_telemetry_ingest.py --rows 5000000
 
-It reports both timings and their ratio, measured in the same run on the same machine, so the figure that
-matters (what validation and line tracking cost over a bare load) does not depend on the machine.
+It reports both timings and their ratio, measured in the same run on the same machine (``against_baseline.py``).
 """
 
 from __future__ import annotations
 
-import argparse
-import tempfile
-import time
 from pathlib import Path
 
 import duckdb
+from against_baseline import compare
 
 from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS
 from cost_pipeline.ingest.telemetry import load_device_samples
-from cost_pipeline.ingest.warehouse import connect
 
 
-def write_samples(path: Path, rows: int) -> None:
+def write_samples(folder: Path, rows: int) -> Path:
     """Generate samples inside DuckDB (8 GPUs per host, 1 Hz) and write them as CSV."""
+    path = folder / "samples.csv"
     con = duckdb.connect()
     con.execute(f"""
         copy (
@@ -36,34 +33,13 @@ def write_samples(path: Path, rows: int) -> None:
         ) to '{path}' (header, delimiter ',')
     """)
     con.close()
+    return path
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=2_000_000)
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        landing = Path(tmp) / "landing"
-        (landing / "telemetry").mkdir(parents=True)
-        sample_file = landing / "telemetry" / "samples.csv"
-        write_samples(sample_file, args.rows)
-
-        columns = "{" + ", ".join(f"'{n}': '{t}'" for n, t in DEVICE_SAMPLE_COLUMNS) + "}"
-        baseline_con = duckdb.connect(str(Path(tmp) / "baseline.duckdb"))
-        started = time.perf_counter()
-        baseline_con.execute(f"create table s as select * from read_csv(?, header = true, columns = {columns})",
-                             [str(sample_file)])
-        baseline = time.perf_counter() - started
-        baseline_con.close()
-
-        con = connect(Path(tmp) / "checked.duckdb")
-        started = time.perf_counter()
-        report = load_device_samples(con, landing)
-        checked = time.perf_counter() - started
-        con.close()
-
-    print(f"rows: {args.rows:,}  staged: {report.rows_staged:,}  quarantined: {report.rows_quarantined:,}")
-    print(f"baseline typed load: {baseline:.2f} s   checked ingest: {checked:.2f} s   ratio: {checked / baseline:.2f}x")
+    columns = "{" + ", ".join(f"'{n}': '{t}'" for n, t in DEVICE_SAMPLE_COLUMNS) + "}"
+    compare("telemetry", write_samples,
+            f"create table s as select * from read_csv(?, header = true, columns = {columns})", load_device_samples)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 For each format (CSV: the batch registry and the purchase ledger; JSONL: training steps and serving requests;
 sacct: scheduler jobs; device-sample CSV: telemetry, checked inside DuckDB; FOCUS: a provider's billing export,
-Tags JSON and all), a seeded generator writes 500
+Tags JSON and all; S3 Inventory CSV with a header, URL-encoded keys, checked inside DuckDB), a seeded generator
+writes 500
 malformed files into one landing folder, starting from the demo's valid rows and mutating them: truncated
 lines, extra and missing delimiters, random bytes (NUL, invalid UTF-8), BOM, CRLF, empty and header-only files,
 wrong headers, huge fields, unbalanced quotes, numbers as words, malformed dates, negative and huge numbers,
@@ -34,13 +35,13 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from urllib.parse import unquote_plus
 
 import pytest
 
 from cost_pipeline.contract import load_contract
 from cost_pipeline.demo import write_demo_landing
-from cost_pipeline.ingest.sources import load_source, sources
-from cost_pipeline.ingest.telemetry import load_device_samples
+from cost_pipeline.ingest.sources import load_named
 from cost_pipeline.ingest.warehouse import connect
 from tests.helpers import query
 
@@ -74,6 +75,8 @@ FORMATS = (
            "timestamp"),
     Format("billing_focus", "focus", "billing", "focus_{:03d}.csv", "billing/aws_focus_2026-11.csv", "csv", 500,
            "ResourceId"),
+    Format("storage_inventory", "s3 inventory csv", "storage", "inv_2026-11-30_{:03d}.csv",
+           "storage/ml-prod_inventory_2026-11-23.csv", "csv", 500, "Key"),
 )
 BY_SOURCE = {f.source: f for f in FORMATS}
 # How a staged row's key reads in its raw table, to compare with the text on the line it claims to come from.
@@ -82,6 +85,7 @@ STAGED_KEY = {
     "serving_requests": "request_id", "scheduler_jobs": "job_id",
     "device_samples": "strftime(\"timestamp\", '%Y-%m-%dT%H:%M:%S')",
     "billing_focus": "coalesce(resource_id, '')",     # FOCUS writes a missing value as empty or "null"
+    "storage_inventory": "object_key",
 }
 
 
@@ -101,6 +105,10 @@ _EXTRA_FOCUS = [f"123456789012,2026-11-01T00:00:00Z,2026-12-01T00:00:00Z,2026-11
                 f"Standard,{3 * n}.50,{3 * n}.50,{2 * n}.25,{2 * n}.25,USD,INV-{n},i-0{n:04x},i-0{n:04x},"
                 f"{('Compute', 'Storage', 'Networking')[n % 3]},Service {n},SKU-{n},{n},Hours,,cc-{n}"
                 for n in range(1, 13)]
+# Inventory lines in the earlier demo inventory's header CSV columns; AWS URL-encodes the keys (+ is a space).
+_EXTRA_INVENTORY = [f"ml-prod,{('raw', 'checkpoints', 'logs')[n % 3]}/b{n}/step+{n}%2B{n}%20x.bin,{n * 1024},"
+                    f"2026-11-{1 + n:02d}T00:00:00.000Z,etag{n:04d},{('STANDARD', 'GLACIER')[n % 2]}"
+                    for n in range(1, 13)]
 
 # ---------------------------------------------------------------------------------------------- value pools
 WORD_NUMBERS = ["twelve", "NaN", "nan", "inf", "-inf", "Infinity", "1e309", "1,000", "1 000", "0x1F", "١٢", "²",
@@ -370,7 +378,7 @@ def seed_rows(demo: Path, fmt: Format) -> tuple[str | None, list[str]]:
     if fmt.kind == "jsonl":
         return None, lines[:200]
     extra = {"batch_registry": _EXTRA_REGISTRY, "ledger_purchases": _EXTRA_PURCHASES,
-             "billing_focus": _EXTRA_FOCUS}.get(fmt.source, [])
+             "billing_focus": _EXTRA_FOCUS, "storage_inventory": _EXTRA_INVENTORY}.get(fmt.source, [])
     # An extra row must be valid under the seed file's header, or it only adds field-count rejections.
     assert all(len(row.split(fmt.delimiter)) == len(lines[0].split(fmt.delimiter)) for row in extra), fmt.source
     return lines[0], lines[1:201] + extra
@@ -410,10 +418,7 @@ def load_once(root: Path, demo: Path, source: str) -> Outcome:
     con = connect(warehouse, readable_dir=landing)
     error = None
     try:
-        if fmt.source == "device_samples":
-            load_device_samples(con, landing)
-        else:
-            load_source(con, landing, sources()[fmt.source], load_contract())
+        load_named(con, landing, fmt.source, load_contract())
     except Exception:       # the finding itself: no load may raise
         error = traceback.format_exc()
     finally:
@@ -426,11 +431,24 @@ def demo_landing(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_demo_landing(tmp_path_factory.mktemp("fuzz_seed") / "landing")
 
 
+def _selected_formats(items: list[pytest.Item]) -> list[Format]:
+    """The formats the selected tests that read ``outcomes`` are about (``-k storage`` loads one source)."""
+    wanted: set[str] = set()
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if "outcomes" in getattr(item, "fixturenames", ()):
+            wanted |= {f.source for f in FORMATS if params.get("source") == f.source
+                       or params.get("format_name") == f.format}
+    return [f for f in FORMATS if f.source in wanted]
+
+
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory, demo_landing: Path) -> dict[str, Outcome]:
-    """Every source loaded once, two sources at a time in fresh processes (pandera's per-file cost is CPU-bound)."""
+def outcomes(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+             demo_landing: Path) -> dict[str, Outcome]:
+    """Every selected source loaded once, two sources at a time in fresh processes (pandera's per-file cost is
+    CPU-bound)."""
     root = tmp_path_factory.mktemp("fuzz")
-    heaviest_first = sorted(FORMATS, key=lambda f: f.source != "scheduler_jobs")
+    heaviest_first = sorted(_selected_formats(request.session.items), key=lambda f: f.source != "scheduler_jobs")
     with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = {f.source: pool.submit(load_once, root, demo_landing, f.source) for f in heaviest_first}
         done = {source: future.result() for source, future in futures.items()}
@@ -626,6 +644,8 @@ def _key_on_line(fmt: Format, lines: list[str], line: int) -> str | None:
     value = fields[header.index(fmt.key)].strip()
     if fmt.format == "focus" and value.lower() == "null":
         return ""
+    if fmt.source == "storage_inventory":      # staged decoded, as AWS encodes CSV keys
+        return unquote_plus(value)
     if fmt.key == "timestamp":      # staged as TIMESTAMP: compare the instant, written any ISO way
         try:
             return datetime.fromisoformat(value).strftime("%Y-%m-%dT%H:%M:%S")
@@ -651,10 +671,7 @@ def _load(tmp_path: Path, relative: str, data: bytes, source: str) -> Path:
     warehouse = tmp_path / "w.duckdb"
     con = connect(warehouse, readable_dir=landing)
     try:
-        if source == "device_samples":
-            load_device_samples(con, landing)
-        else:
-            load_source(con, landing, sources()[source], load_contract())
+        load_named(con, landing, source, load_contract())
     finally:
         con.close()
     return warehouse
@@ -744,7 +761,7 @@ def test_device_sample_lines_are_numbered_across_empty_and_adjacent_broken_lines
 
 
 def test_the_blank_line_scan_agrees_across_chunk_boundaries(tmp_path, monkeypatch):
-    from cost_pipeline.ingest import telemetry
+    from cost_pipeline.ingest import in_database
 
     rng = random.Random(SEED)
     for _ in range(200):
@@ -753,8 +770,8 @@ def test_the_blank_line_scan_agrees_across_chunk_boundaries(tmp_path, monkeypatc
         path.write_bytes(data)
         lines = data.split(b"\n")[:-1]
         expected = [n for n, line in enumerate(lines, start=1) if n > 1 and line in (b"", b"\r")]
-        whole = telemetry.scan_csv(path)
+        whole = in_database.scan_csv(path)
         assert whole[1] == expected, data
         with monkeypatch.context() as patch:
-            patch.setattr(telemetry, "_SCAN_CHUNK", rng.randint(1, 4))
-            assert telemetry.scan_csv(path) == whole, data
+            patch.setattr(in_database, "_SCAN_CHUNK", rng.randint(1, 4))
+            assert in_database.scan_csv(path) == whole, data

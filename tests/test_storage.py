@@ -1,14 +1,16 @@
 """Storage inventories (I6) and storage governance (R19).
 
-Pure parsing of S3 Inventory files as AWS writes them (manifest + header-less CSV, gzip, header CSV, Parquet, bad
-files quarantined with a rule); the three storage assets materialised into a temporary DuckDB; and the demo's
-storage figures against hand-computed Decimal values (cost = GiB x price per GB-month x held share of November).
+S3 Inventory files as AWS writes them (manifest + header-less CSV, gzip, header CSV, Parquet, bad files and bad
+rows quarantined with a rule), loaded inside DuckDB on a locked-down connection; the three storage assets
+materialised into a temporary DuckDB; and the demo's storage figures against hand-computed Decimal values
+(cost = GiB x price per GB-month x held share of November).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
@@ -21,7 +23,8 @@ import pytest
 
 from cost_pipeline.defs.ingest import source_assets
 from cost_pipeline.defs.resources import LandingZone, Warehouse
-from cost_pipeline.ingest.s3_inventory import parse_inventory
+from cost_pipeline.ingest.s3_inventory import load_storage_inventory
+from cost_pipeline.ingest.warehouse import IngestReport, connect
 
 ASSETS = {a.key.path[-1]: a for a in source_assets}
 GIB = 1 << 30
@@ -42,56 +45,135 @@ ROWS = ('"ml-prod","raw/b7/a%20b+c.bin","1073741824","2026-10-15T00:00:00.000Z",
         '"ml-prod","raw/b7/x.bin","not-a-size","2026-10-15T00:00:00.000Z","e2","STANDARD","true","SSE-S3"\n')
 
 
-# --- pure parsing -------------------------------------------------------------------------------------------------
+# --- each file shape, loaded inside DuckDB on a locked-down connection --------------------------------------------
+
+@dataclass
+class Loaded:
+    report: IngestReport
+    rows: list[dict[str, object]]                 # raw.storage_inventory, by file and line
+    quarantined: list[tuple[str, int, str]]       # (file, line, rule)
+    ledger: dict[str, tuple[int, int, int]]       # file -> (rows in, staged, quarantined)
+
+
+def _load(landing: Path) -> Loaded:
+    con = connect(landing.parent / "w.duckdb", readable_dir=landing)
+    try:
+        report = load_storage_inventory(con, landing)
+        cursor = con.execute("select * from raw.storage_inventory order by source_file, source_line")
+        names = [d[0] for d in cursor.description]
+        rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+        quarantined = con.execute("select source_file, line, rule from raw.quarantine order by 1, 2").fetchall()
+        ledger = {f: (i, s, q) for f, i, s, q in con.execute(
+            "select source_file, rows_in, rows_staged, rows_quarantined from raw.ingested_files").fetchall()}
+    finally:
+        con.close()
+    return Loaded(report, rows, quarantined, ledger)
+
+
+def _storage(tmp_path: Path) -> Path:
+    folder = tmp_path / "landing" / "storage"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
 
 def test_headerless_csv_takes_columns_and_date_from_its_manifest(tmp_path):
-    _manifest(tmp_path, ["inv-1.csv"])
-    (tmp_path / "inv-1.csv").write_text(ROWS, encoding="utf-8")
-    parsed = parse_inventory(tmp_path / "inv-1.csv")
-    assert parsed.rows_in == 2 and parsed.rejections == []
-    first = parsed.rows[0]
+    storage = _storage(tmp_path)
+    _manifest(storage, ["inv-1.csv"])
+    (storage / "inv-1.csv").write_text(ROWS, encoding="utf-8")
+    loaded = _load(tmp_path / "landing")
+    assert loaded.ledger == {"storage/inv-1.csv": (2, 1, 1)}
+    first = loaded.rows[0]
     # AWS URL-encodes CSV keys (a space as %20 or +); extra fields (IsLatest, EncryptionStatus) are ignored.
     assert first["object_key"] == "raw/b7/a b c.bin"
-    assert first["size_bytes"] == "1073741824" and first["storage_class"] == "STANDARD" and first["etag"] == "e1"
+    assert first["size_bytes"] == GIB and first["storage_class"] == "STANDARD" and first["etag"] == "e1"
     assert first["last_modified_at"] == datetime(2026, 10, 15)
     assert first["inventory_at"] == NOV_30 and first["inventory_date_from"] == "manifest"
-    assert [r["source_line"] for r in parsed.rows] == [1, 2]
-    assert "IsLatest" not in first and "EncryptionStatus" not in first
+    assert first["source_line"] == 1 and first["version_id"] is None
+    assert set(first) == {"bucket", "object_key", "version_id", "size_bytes", "last_modified_at", "etag",
+                          "storage_class", "inventory_at", "inventory_date_from", "source_file", "source_line",
+                          "file_sha256"}
+    assert loaded.quarantined == [("storage/inv-1.csv", 2, "size_bytes.non_negative")]
 
 
-def test_gzip_data_file_is_read_like_plain_csv(tmp_path):
-    _manifest(tmp_path, ["inv-1.csv.gz"])
-    (tmp_path / "inv-1.csv.gz").write_bytes(gzip.compress(ROWS.encode("utf-8")))
-    parsed = parse_inventory(tmp_path / "inv-1.csv.gz")
-    assert [r["object_key"] for r in parsed.rows] == ["raw/b7/a b c.bin", "raw/b7/x.bin"]
+def test_gzip_data_file_with_its_manifest_keeps_its_line_numbers(tmp_path):
+    storage = _storage(tmp_path)
+    _manifest(storage, ["inv-1.csv.gz"])
+    lines = ROWS.replace("not-a-size", "7").splitlines()
+    text = "\n".join([lines[0], "", lines[1], '"ml-prod","only","two"']) + "\n"     # an empty line, a broken one
+    (storage / "inv-1.csv.gz").write_bytes(gzip.compress(text.encode("utf-8")))
+    loaded = _load(tmp_path / "landing")
+    assert [(r["object_key"], r["source_line"]) for r in loaded.rows] == [("raw/b7/a b c.bin", 1), ("raw/b7/x.bin", 3)]
+    assert loaded.quarantined == [("storage/inv-1.csv.gz", 4, "csv_structure")]
+    assert loaded.ledger == {"storage/inv-1.csv.gz": (3, 2, 1)}
+
+
+def test_csv_keys_are_url_decoded_as_aws_encodes_them(tmp_path):
+    storage = _storage(tmp_path)
+    keys = {"a+b.bin": "a b.bin", "a%2Bb.bin": "a+b.bin", "c%20d+%2B%2b.bin": "c d ++.bin",
+            "%E6%89%B9%E6%AC%A1/x": "批次/x", "100%25.txt": "100%.txt", "%zz": "%zz"}
+    body = "".join(f"b,{k},1,2026-11-01T00:00:00Z,e,STANDARD\n" for k in keys)
+    (storage / "inv_2026-11-30.csv").write_text("Bucket,Key,Size,LastModifiedDate,ETag,StorageClass\n" + body,
+                                                encoding="utf-8")
+    loaded = _load(tmp_path / "landing")
+    assert [r["object_key"] for r in loaded.rows] == list(keys.values())
+    assert loaded.quarantined == []
+
+
+def test_a_key_that_decodes_to_no_text_is_quarantined(tmp_path):
+    storage = _storage(tmp_path)
+    (storage / "inv_2026-11-30.csv").write_text("Bucket,Key,Size,LastModifiedDate,ETag,StorageClass\n"
+                                                "b,%FF%FE,1,2026-11-01T00:00:00Z,e,STANDARD\n", encoding="utf-8")
+    assert _load(tmp_path / "landing").quarantined == [("storage/inv_2026-11-30.csv", 2, "object_key.present")]
 
 
 def test_header_csv_takes_its_date_from_the_file_name(tmp_path):
-    path = tmp_path / "ml-prod_2026-11-30T01-00Z.csv"
+    path = _storage(tmp_path) / "ml-prod_2026-11-30T01-00Z.csv"
     path.write_text("Bucket,Key,Size,LastModifiedDate,ETag,StorageClass,IsLatest\n"
                     "ml-prod,k1,5,2026-11-02T00:00:00Z,e,GLACIER,true\n", encoding="utf-8")
-    parsed = parse_inventory(path)
-    assert parsed.rejections == []
-    assert parsed.rows[0]["inventory_at"] == datetime(2026, 11, 30, 1, 0)
-    assert parsed.rows[0]["inventory_date_from"] == "file_name"
-    assert parsed.rows[0]["source_line"] == 2
+    loaded = _load(tmp_path / "landing")
+    assert loaded.quarantined == []
+    assert loaded.rows[0]["inventory_at"] == datetime(2026, 11, 30, 1, 0)
+    assert loaded.rows[0]["inventory_date_from"] == "file_name"
+    assert loaded.rows[0]["source_line"] == 2
+
+
+def test_bad_sizes_are_quarantined_with_file_line_and_rule(tmp_path):
+    storage = _storage(tmp_path)
+    (storage / "inv_2026-11-30.csv").write_text(
+        "Bucket,Key,Size,LastModifiedDate,ETag,StorageClass,IsDeleteMarker\n"
+        "b,ok,5,2026-11-02T00:00:00+02:00,e,STANDARD,false\n"
+        "b,negative,-5,2026-11-02T00:00:00Z,e,STANDARD,false\n"
+        "b,words,twelve,2026-11-02T00:00:00Z,e,STANDARD,false\n"
+        "b,fraction,1.5,2026-11-02T00:00:00Z,e,STANDARD,false\n"
+        "b,marker,,2026-11-02,,STANDARD,true\n"
+        "b,missing,,2026-11-02,e,STANDARD,false\n"
+        "b,late,1,yesterday,e,STANDARD,false\n", encoding="utf-8")
+    loaded = _load(tmp_path / "landing")
+    assert [(r["object_key"], r["size_bytes"], r["last_modified_at"]) for r in loaded.rows] == [
+        ("ok", 5, datetime(2026, 11, 1, 22, 0)),         # an offset is converted to UTC
+        ("marker", 0, datetime(2026, 11, 2))]            # a delete marker holds no bytes
+    assert loaded.quarantined == [("storage/inv_2026-11-30.csv", line, rule) for line, rule in [
+        (3, "size_bytes.non_negative"), (4, "size_bytes.non_negative"), (5, "size_bytes.non_negative"),
+        (7, "size_bytes.non_negative"), (8, "last_modified_at.timestamp")]]
+    assert loaded.report.examples[0] == ("storage/inv_2026-11-30.csv, line 3: rule size_bytes.non_negative: "
+                                         "size_bytes is not a non-negative whole number of bytes")
 
 
 def test_parquet_with_aws_column_names(tmp_path):
-    path = tmp_path / "archive_2026-11-30.parquet"
-    frame = pd.DataFrame({"bucket": ["ml-archive"], "key": ["raw/a b.bin"], "size": [3 * GIB],
+    path = _storage(tmp_path) / "archive_2026-11-30.parquet"
+    frame = pd.DataFrame({"bucket": ["ml-archive"], "key": ["raw/a+b%20.bin"], "size": [3 * GIB],
                           "last_modified_date": [pd.Timestamp("2026-11-15T06:00:00+01:00")], "e_tag": ["e"],
                           "storage_class": ["GLACIER"], "is_latest": [True]})
     con = duckdb.connect()
     con.from_df(frame).write_parquet(str(path))
     con.close()
-    parsed = parse_inventory(path)
-    assert parsed.rejections == [] and parsed.rows_in == 1
-    row = parsed.rows[0]
-    assert row["object_key"] == "raw/a b.bin"                     # Parquet keys are not URL-encoded
+    loaded = _load(tmp_path / "landing")
+    assert loaded.quarantined == [] and loaded.ledger == {"storage/archive_2026-11-30.parquet": (1, 1, 0)}
+    row = loaded.rows[0]
+    assert row["object_key"] == "raw/a+b%20.bin"                  # Parquet keys are not URL-encoded
     assert row["size_bytes"] == 3 * GIB and row["etag"] == "e"
     assert row["last_modified_at"] == datetime(2026, 11, 15, 5, 0)  # converted to UTC
-    assert row["inventory_at"] == NOV_30
+    assert row["inventory_at"] == NOV_30 and row["source_line"] == 1
 
 
 @pytest.mark.parametrize(("name", "content", "manifest", "rule"), [
@@ -99,6 +181,7 @@ def test_parquet_with_aws_column_names(tmp_path):
      None, "inventory_date"),
     ("inv_2026-11-31.csv", "Bucket,Key,Size,LastModifiedDate,ETag,StorageClass\n", None, "inventory_date"),
     ("inv_2026-11-30.csv", ROWS, None, "inventory_schema"),
+    ("inv-1.csv.gz", ROWS, None, "inventory_schema"),
     ("inv_2026-11-30.csv", "Bucket,Key,ETag\nb,k,e\n", None, "csv_header"),
     ("inv-1.csv", ROWS, {"created_ms": "yesterday"}, "inventory_manifest"),
     ("inv-1.csv", ROWS, {"schema": "Bucket, Key, ETag"}, "inventory_manifest"),
@@ -106,27 +189,51 @@ def test_parquet_with_aws_column_names(tmp_path):
     ("inv_2026-11-30.parquet", "not parquet", None, "file_format"),
 ])
 def test_bad_files_are_quarantined_whole_with_a_rule(tmp_path, name, content, manifest, rule):
+    storage = _storage(tmp_path)
     if manifest is not None:
-        _manifest(tmp_path, [name], **manifest)
-    (tmp_path / name).write_text(content, encoding="utf-8")
-    parsed = parse_inventory(tmp_path / name)
-    assert parsed.rows == [] and parsed.rows_in == 1
-    assert [(r.line, r.rule) for r in parsed.rejections] == [(0, rule)]
+        _manifest(storage, [name], **manifest)
+    data = content.encode("utf-8")
+    if name.endswith(".gz") and manifest is None:
+        data = gzip.compress(data)
+    (storage / name).write_bytes(data)
+    loaded = _load(tmp_path / "landing")
+    assert loaded.rows == [] and loaded.ledger == {f"storage/{name}": (1, 0, 1)}
+    assert loaded.quarantined == [(f"storage/{name}", 0, rule)]
 
 
 def test_a_broken_manifest_beside_a_headerless_file_is_named(tmp_path):
-    (tmp_path / "manifest.json").write_text("{not json", encoding="utf-8")
-    (tmp_path / "inv-1.csv").write_text(ROWS, encoding="utf-8")
-    assert [r.rule for r in parse_inventory(tmp_path / "inv-1.csv").rejections] == ["inventory_manifest"]
+    storage = _storage(tmp_path)
+    (storage / "manifest.json").write_text("{not json", encoding="utf-8")
+    (storage / "inv-1.csv").write_text(ROWS, encoding="utf-8")
+    assert [rule for _, _, rule in _load(tmp_path / "landing").quarantined] == ["inventory_manifest"]
 
 
 def test_parquet_without_required_fields_is_quarantined(tmp_path):
-    path = tmp_path / "inv_2026-11-30.parquet"
+    path = _storage(tmp_path) / "inv_2026-11-30.parquet"
     con = duckdb.connect()
     con.from_df(pd.DataFrame({"bucket": ["b"], "key": ["k"]})).write_parquet(str(path))
     con.close()
-    parsed = parse_inventory(path)
-    assert [(r.line, r.rule) for r in parsed.rejections] == [(0, "parquet_schema")] and parsed.rows_in == 1
+    loaded = _load(tmp_path / "landing")
+    assert loaded.quarantined == [("storage/inv_2026-11-30.parquet", 0, "parquet_schema")]
+    assert loaded.ledger == {"storage/inv_2026-11-30.parquet": (1, 0, 1)}
+
+
+def test_every_file_is_conserved_and_a_glob_name_reads_only_itself(tmp_path):
+    storage = _storage(tmp_path)
+    header = "Bucket,Key,Size,LastModifiedDate,ETag,StorageClass\n"
+    good = "b,k,1,2026-11-01T00:00:00Z,e,STANDARD\n"
+    (storage / "a_2026-11-30.csv").write_text(header + good * 3 + "b,k,-1,2026-11-01,e,S\nb,k\n", encoding="utf-8")
+    (storage / "a*_2026-11-30.csv").write_text(header + good, encoding="utf-8")
+    (storage / "copy_2026-11-30.csv").write_bytes((storage / "a*_2026-11-30.csv").read_bytes())
+    (storage / "undated.csv").write_text(header + good + good, encoding="utf-8")
+    (storage / "prefix_rules.csv").write_text("bucket,prefix,purpose,owner,batch_id,retention_days\n")
+    loaded = _load(tmp_path / "landing")
+    assert loaded.ledger == {"storage/a_2026-11-30.csv": (5, 3, 2), "storage/a*_2026-11-30.csv": (1, 1, 0),
+                             "storage/copy_2026-11-30.csv": (0, 0, 0), "storage/undated.csv": (1, 0, 1)}
+    assert all(rows_in == staged + quarantined for rows_in, staged, quarantined in loaded.ledger.values())
+    report = loaded.report
+    assert report.conserved and report.files == 4 and report.duplicate_files == 1
+    assert (report.rows_in, report.rows_staged, report.rows_quarantined) == (7, 4, 3)
 
 
 # --- assets into a temporary DuckDB ------------------------------------------------------------------------------
@@ -172,7 +279,7 @@ def test_storage_assets_conserve_rows_and_quarantine_with_file_line_rule(tmp_pat
     quarantined = _query(warehouse, "select source_file, line, rule from raw.quarantine "
                                     "where source like 'storage%' order by 1, 2")
     assert quarantined == [
-        ("storage/ml-prod/2026-11-30T00-00Z/d1.csv.gz", 2, "size_bytes.coerce_dtype"),
+        ("storage/ml-prod/2026-11-30T00-00Z/d1.csv.gz", 2, "size_bytes.non_negative"),
         ("storage/prefix_rules.csv", 3, "purpose.isin"),
         ("storage/prefix_rules.csv", 4, "retention_days.greater_than_or_equal_to"),
         ("storage/storage_prices.csv", 3, "price_per_gb_month.str_matches"),

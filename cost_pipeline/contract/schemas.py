@@ -344,21 +344,6 @@ def billing_focus(contract: Contract) -> SourceSchema:
     ))
 
 
-def storage_inventory(contract: Contract) -> SourceSchema:
-    """S3 Inventory rows (I6), read by AWS field name; extra inventory fields are not kept."""
-    return SourceSchema("storage_inventory", (
-        Col("bucket", "VARCHAR"),
-        Col("object_key", "VARCHAR"),
-        Col("version_id", "VARCHAR", nullable=True),
-        Col("size_bytes", "BIGINT", checks=NON_NEGATIVE),
-        Col("last_modified_at", "TIMESTAMP"),
-        Col("etag", "VARCHAR", nullable=True),
-        Col("storage_class", "VARCHAR"),
-        Col("inventory_at", "TIMESTAMP"),
-        Col("inventory_date_from", "VARCHAR", checks=_isin(["manifest", "file_name"])),
-    ))
-
-
 def storage_prefix_rules(contract: Contract) -> SourceSchema:
     """Who owns what under a bucket prefix, for which batch and purpose; blank retention: the purpose's default."""
     return SourceSchema("storage_prefix_rules", (
@@ -397,4 +382,19 @@ DEVICE_SAMPLE_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 DEVICE_SAMPLE_ACTIVITY_COLUMNS = (
     "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+)
+
+# S3 Inventory rows (I6) are validated inside DuckDB too (cost_pipeline/ingest/s3_inventory.py), by AWS field
+# name; extra inventory fields are not kept. version_id and etag may be null, size_bytes is never negative and
+# inventory_date_from is manifest or file_name.
+STORAGE_INVENTORY_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("bucket", "VARCHAR"),
+    ("object_key", "VARCHAR"),
+    ("version_id", "VARCHAR"),
+    ("size_bytes", "BIGINT"),
+    ("last_modified_at", "TIMESTAMP"),
+    ("etag", "VARCHAR"),
+    ("storage_class", "VARCHAR"),
+    ("inventory_at", "TIMESTAMP"),
+    ("inventory_date_from", "VARCHAR"),
 )

@@ -10,8 +10,7 @@ import duckdb
 from cost_pipeline.contract import load_contract
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.ingest.contract_tables import load_contract_tables
-from cost_pipeline.ingest.sources import SacctOptions, load_source, sources
-from cost_pipeline.ingest.telemetry import load_device_samples
+from cost_pipeline.ingest.sources import SacctOptions, load_named
 from cost_pipeline.ingest.warehouse import IngestReport
 
 GROUP = "ingest"
@@ -117,7 +116,7 @@ def _load(context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Wa
           options: SacctOptions = SacctOptions(), focus_tag_key: str = "batch_id") -> dg.MaterializeResult:
     con = connect_for_ingest(warehouse, landing)
     try:
-        report = load_source(con, landing.root, sources(options, focus_tag_key)[name], load_contract())
+        report = load_named(con, landing.root, name, load_contract(), options, focus_tag_key)
     finally:
         con.close()
     return report_result(context, report)
@@ -164,7 +163,7 @@ _DESCRIPTIONS = {
     "serving_monthly_costs": "Monthly serving costs besides GPUs (I9): serving/monthly_costs*.csv.",
     "task_outcomes": "Task outcomes and human correction time (I9): tasks/outcomes*.csv.",
     "storage_inventory": "S3 Inventory files (I6): storage/**/*.csv|csv.gz (header-less with manifest.json, or with "
-                         "a header) and *.parquet.",
+                         "a header) and *.parquet, loaded and validated inside DuckDB.",
     "storage_prefix_rules": "Bucket prefix rules (I6): storage/prefix_rules*.csv, purpose, owner, batch, retention.",
     "storage_prices": "Storage prices per class and GB-month (I6): storage/storage_prices*.csv.",
 
@@ -175,17 +174,8 @@ _DESCRIPTIONS = {
 source_assets = [scheduler_jobs, billing_focus,
                  *(_source_asset(name, text) for name, text in _DESCRIPTIONS.items())]
 
-
-@dg.asset(key=["raw", "device_samples"], group_name=GROUP, kinds={"duckdb"}, check_specs=_check_specs("device_samples"),
-          description="DCGM device samples (I2): telemetry/*.csv|parquet, loaded and validated inside DuckDB.")
-def device_samples(context: dg.AssetExecutionContext, landing: LandingZone,
-                   warehouse: Warehouse) -> dg.MaterializeResult:
-    con = connect_for_ingest(warehouse, landing)
-    try:
-        report = load_device_samples(con, landing.root)
-    finally:
-        con.close()
-    return report_result(context, report)
+device_samples = _source_asset(
+    "device_samples", "DCGM device samples (I2): telemetry/*.csv|parquet, loaded and validated inside DuckDB.")
 
 
 ingest_assets: list[dg.AssetsDefinition] = [contract_tables, *source_assets, device_samples]

@@ -7,14 +7,13 @@ Every data line of a file ends up either as a row (carrying ``source_line``) or 
 from __future__ import annotations
 
 import csv
-import gzip
 import hashlib
 import io
 import json
 import re
-import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +58,14 @@ class RowRejected(ValueError):
         self.rule = rule
 
 
+def landing_files(landing_dir: Path, folder: str, patterns: Iterable[str], exclude: Iterable[str] = ()) -> list[Path]:
+    """The files of one source in sorted order: those under ``folder`` matching a pattern, less excluded names."""
+    excluded = tuple(exclude)
+    found = {p for pattern in patterns for p in (landing_dir / folder).glob(pattern)
+             if p.is_file() and not any(fnmatch(p.name, x) for x in excluded)}
+    return sorted(found)
+
+
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
@@ -73,15 +80,9 @@ _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def read_text(path: Path) -> str:
-    """The file's text; a ``.gz`` file (S3 Inventory writes ``.csv.gz``) is decompressed first."""
-    data = path.read_bytes()
-    if path.name.lower().endswith(".gz"):
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error):
-            raise FileRejected("file_compression", "file is not valid gzip") from None
+    """The file's text."""
     try:
-        return data.decode("utf-8-sig")
+        return path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError:
         raise FileRejected("file_encoding", "file is not UTF-8 text") from None
 
@@ -114,13 +115,8 @@ def parse_file(path: Path, parse_lines: Callable[[list[str], ParsedFile], None])
     return parsed
 
 
-def csv_line_parser(required_columns: Iterable[str],
-                    fieldnames: Sequence[str] | None = None) -> Callable[[list[str], ParsedFile], None]:
-    """Parse a CSV with a header into string rows; a header missing required columns rejects the file.
-
-    With ``fieldnames`` the file has no header line (S3 Inventory CSV, whose columns are in its manifest):
-    every line is data and ``fieldnames`` names its fields.
-    """
+def csv_line_parser(required_columns: Iterable[str]) -> Callable[[list[str], ParsedFile], None]:
+    """Parse a CSV with a header into string rows; a header missing required columns rejects the file."""
     required = list(required_columns)
 
     def parse(lines: list[str], parsed: ParsedFile) -> None:
@@ -131,13 +127,10 @@ def csv_line_parser(required_columns: Iterable[str],
         written = parsed.text is not None and split_lines(parsed.text) == lines
         text = parsed.text if written else "\n".join(lines)
         reader = csv.reader(io.StringIO(text, newline=""))
-        if fieldnames is not None:
-            header = [h.strip() for h in fieldnames]
-        else:
-            try:
-                header = [h.strip() for h in next(reader)]
-            except csv.Error:
-                raise FileRejected("csv_header", "header line is not valid CSV") from None
+        try:
+            header = [h.strip() for h in next(reader)]
+        except csv.Error:
+            raise FileRejected("csv_header", "header line is not valid CSV") from None
         missing = [c for c in required if c not in header]
         if missing:
             raise FileRejected("csv_header", f"header lacks required column(s): {', '.join(missing)}")

@@ -1,4 +1,4 @@
-"""S3 Inventory files (I6) exactly as AWS writes them.
+"""S3 Inventory files (I6) exactly as AWS writes them, loaded and validated inside DuckDB.
 
 Three shapes are accepted:
 
@@ -6,38 +6,45 @@ Three shapes are accepted:
   the columns, its ``creationTimestamp`` (milliseconds since the epoch, as text) is the inventory date, and its
   ``files[].key`` lists the data files (matched by file name: the landing folder holds the data files beside the
   manifest, not at their S3 key path);
-- CSV with a header line naming the same fields;
+- CSV (plain or ``.gz``) with a header line naming the same fields;
 - Parquet (AWS's own column names, ``last_modified_date``, ``e_tag``..., or the CSV field names).
 
 Without a manifest listing the file, the inventory date comes from an ISO date in the file name
-(``..._2026-11-30.csv`` or AWS's ``2026-11-30T01-00Z``); a file with neither is quarantined whole.
-Fields are matched case-insensitively ignoring ``_`` (``LastModifiedDate`` = ``last_modified_date``); fields the
-pipeline does not use (IsLatest, EncryptionStatus, ...) are accepted and ignored. CSV keys are URL-encoded by AWS
-and are decoded here.
+(``..._2026-11-30.csv`` or AWS's ``2026-11-30T01-00Z``); a file with neither is quarantined whole (rule
+``inventory_date``), and so is a header-less file no manifest lists (``inventory_schema``), a header or Parquet
+schema without the required fields (``csv_header``, ``parquet_schema``) and an unusable manifest
+(``inventory_manifest``). Fields are matched case-insensitively ignoring everything but letters
+(``LastModifiedDate`` = ``last_modified_date``); fields the pipeline does not use (IsLatest, EncryptionStatus, ...)
+are accepted and ignored. CSV keys are URL-encoded by AWS and are decoded as ``unquote_plus`` does (``+`` is a
+space, ``%2B`` a plus); Parquet keys are stored as written. A delete marker (IsDeleteMarker true, no Size) holds
+0 bytes; LastModifiedDate with an offset is converted to UTC.
 
-Rows go through the shared pandas/pandera loader (``sources.load_source``): the per-row work is a dictionary
-remap; a many-million-row inventory would want the in-database path device samples use.
+An ML organisation's inventory holds hundreds of millions of objects, so rows never pass through Python: each file
+is read by DuckDB and checked with SQL on the shared in-database path (``in_database.py``, as device samples), the
+first broken rule (``size_bytes.non_negative``, ...) sending a row to ``raw.quarantine`` with its file and line.
+Only the manifest (small JSON) and a file's first line are read in Python.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import unquote_plus
 
-from cost_pipeline.ingest.parquet import parse_parquet
-from cost_pipeline.ingest.records import (
-    FileRejected,
-    ParsedFile,
-    csv_line_parser,
-    file_sha256,
-    parse_file,
-    reject_file,
-)
-from cost_pipeline.parsing.timestamps import utc_naive
+import duckdb
+
+from cost_pipeline.contract.schemas import STORAGE_INVENTORY_COLUMNS
+from cost_pipeline.ingest import in_database
+from cost_pipeline.ingest.records import FileRejected, Rejection, landing_files
+from cost_pipeline.ingest.warehouse import IngestReport, quote
+
+SOURCE = "storage_inventory"
+FOLDER = "storage"
+PATTERNS = ("**/*.csv", "**/*.csv.gz", "**/*.parquet")
+OTHER_TABLES = ("prefix_rules*.csv", "storage_prices*.csv")     # the storage folder's other sources
 
 # Inventory field (normalised: lower case, letters only) -> raw column.
 FIELDS = {"bucket": "bucket", "key": "object_key", "versionid": "version_id", "size": "size_bytes",
@@ -116,74 +123,120 @@ def date_from_name(path: Path) -> datetime:
         raise FileRejected("inventory_date", "the date in the file name is not a calendar date") from None
 
 
-def inventory_row(row: dict[str, object], inventory_at: datetime, date_from: str,
-                  url_encoded_keys: bool) -> dict[str, object]:
-    """One inventory record (any field spelling) -> the raw ``storage_inventory`` shape."""
-    mapped: dict[str, object] = {column: None for column in FIELDS.values()}
-    for name, value in row.items():
-        column = FIELDS.get(normalise(name))
-        if column is not None:
-            mapped[column] = value
-    key = mapped["object_key"]
-    if url_encoded_keys and isinstance(key, str):
-        mapped["object_key"] = unquote_plus(key)
-    # A delete marker (versioned inventories) has no Size: it holds no bytes.
-    is_delete_marker = str(mapped.pop("is_delete_marker")).lower() == "true"
-    if mapped["size_bytes"] is None and is_delete_marker:
-        mapped["size_bytes"] = 0
-    mapped["last_modified_at"] = utc_naive(mapped["last_modified_at"])
-    mapped["inventory_at"] = inventory_at
-    mapped["inventory_date_from"] = date_from
-    return mapped
+def _header_fields(line: str) -> list[str] | None:
+    """A CSV first line's field names (normalised) when it is a header naming the inventory fields, else None."""
+    names = [normalise(v) for v in line.replace('"', "").split(",")]
+    return names if "bucket" in names and "key" in names else None
 
 
-def _header_fields(first_line: str) -> bool:
-    """Whether a CSV's first line is a header naming the inventory fields."""
-    names = {normalise(v) for v in first_line.replace('"', "").split(",")}
-    return "bucket" in names and "key" in names
-
-
-def _parse_csv(path: Path, manifest: Manifest | None) -> ParsedFile:
-    def parse(lines: list[str], parsed: ParsedFile) -> None:
-        if manifest is not None:
-            read = csv_line_parser((), fieldnames=manifest.columns)
-            inventory_at, date_from = manifest.inventory_at, "manifest"
-        elif lines and _header_fields(lines[0]):
-            read = csv_line_parser(())
-            inventory_at, date_from = date_from_name(path), "file_name"
-        else:
-            raise FileRejected("inventory_schema", "no header line and no manifest.json beside the file lists it")
-        read(lines, parsed)
-        if manifest is None and parsed.rows:
-            _require_fields(parsed.rows[0], "csv_header")
-        parsed.rows[:] = [dict(inventory_row(row, inventory_at, date_from, url_encoded_keys=True),
-                               source_line=row["source_line"]) for row in parsed.rows]
-
-    return parse_file(path, parse)
-
-
-def _require_fields(names: object, rule: str) -> None:
-    missing = [f for f in REQUIRED if f not in {normalise(str(n)) for n in names}]
+def _require_fields(names: Iterable[str], rule: str) -> None:
+    present = {normalise(n) for n in names}
+    missing = [f for f in REQUIRED if f not in present]
     if missing:
         raise FileRejected(rule, f"the file lacks required field(s): {', '.join(missing)}")
 
 
-def _parse_parquet(path: Path, manifest: Manifest | None) -> ParsedFile:
+# What Python's str.strip removes, as the CSV sources read values: a value of only these is blank.
+_WHITESPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
+
+
+def _text(column: str | None, sql_type: str, csv: bool) -> str:
+    """One landing column as text: a CSV value trimmed (blank is null); a Parquet timestamp with a zone in UTC."""
+    if column is None:
+        return "cast(null as varchar)"
+    if csv:     # trim(x, characters) is slow: only a value that starts or ends with white space goes through it
+        value, blank = quote(column), f"'{_WHITESPACE}'"
+        edge = f"contains({blank}, left({value}, 1)) or contains({blank}, right({value}, 1))"
+        return f"nullif(case when {edge} then trim({value}, {blank}) else {value} end, '')"
+    if sql_type == "TIMESTAMP WITH TIME ZONE":
+        return f"cast(timezone('UTC', {quote(column)}) as varchar)"
+    return f"cast({quote(column)} as varchar)"
+
+
+def _landing_select(by_field: dict[str, str], types: dict[str, str], inventory_at: datetime, date_from: str,
+                    csv: bool) -> str:
+    """The landing columns (by normalised field name) -> ``landing_rows``' columns, all text but inventory_at."""
+    text = {field: _text(by_field.get(field), types.get(by_field.get(field, ""), "VARCHAR"), csv)
+            for field in FIELDS}
+    # AWS URL-encodes CSV keys as unquote_plus reads them; DuckDB's url_decode leaves "+" as it is.
+    key = f"try(url_decode(replace({text['key']}, '+', ' ')))" if csv else text["key"]
+    # A delete marker (versioned inventories) has no Size: it holds no bytes.
+    size = (f"case when {text['size']} is null and lower({text['isdeletemarker']}) = 'true' then '0' "
+            f"else {text['size']} end")
+    return (f"{text['bucket']} as bucket, {key} as object_key, {text['versionid']} as version_id, "
+            f"{size} as size_bytes, {text['lastmodifieddate']} as last_modified_at, {text['etag']} as etag, "
+            f"{text['storageclass']} as storage_class, timestamp '{inventory_at.isoformat(sep=' ')}' as inventory_at, "
+            f"'{date_from}' as inventory_date_from")
+
+
+def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path, blank_lines: list[int]) -> list[Rejection]:
+    manifest = manifest_for(path)
+    line = in_database.first_line(path)         # also refuses a .gz file that is not gzip
+    named: dict[str, str] | None = None         # field -> landing column, when the manifest names the columns
+    column_count: int | None = None
+    if manifest is not None:
+        if manifest.file_format.upper() != "CSV":
+            raise FileRejected("inventory_manifest", "the manifest listing the file is not a CSV manifest")
+        named = {normalise(c): f"c{i}" for i, c in enumerate(manifest.columns)}
+        column_count, inventory_at, date_from = len(manifest.columns), manifest.inventory_at, "manifest"
+    else:
+        names = _header_fields(line)
+        if names is None:
+            raise FileRejected("inventory_schema", "no header line and no manifest.json beside the file lists it")
+        inventory_at, date_from = date_from_name(path), "file_name"
+        _require_fields(names, "csv_header")
+
+    def select(types: dict[str, str]) -> str:
+        by_field = named if named is not None else {normalise(n): n for n in types}
+        return _landing_select(by_field, types, inventory_at, date_from, csv=True)
+
+    return in_database.stage_csv(con, path, select, blank_lines, column_count=column_count, what="inventory")
+
+
+def _stage_parquet(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    manifest = manifest_for(path)
     inventory_at, date_from = (manifest.inventory_at, "manifest") if manifest else (date_from_name(path), "file_name")
 
-    def map_row(row: dict[str, object]) -> dict[str, object]:
-        _require_fields(row, "parquet_schema")
-        return inventory_row(row, inventory_at, date_from, url_encoded_keys=False)
+    def select(types: dict[str, str]) -> str:
+        _require_fields(types, "parquet_schema")
+        return _landing_select({normalise(n): n for n in types}, types, inventory_at, date_from, csv=False)
 
-    return parse_parquet(path, map_row)
+    in_database.stage_parquet(con, path, select)
 
 
-def parse_inventory(path: Path) -> ParsedFile:
-    """One inventory data file -> rows and rejections; a file that cannot be placed in time is rejected whole."""
-    try:
-        manifest = manifest_for(path)
-        if path.suffix.lower() == ".parquet":
-            return _parse_parquet(path, manifest)
-        return _parse_csv(path, manifest)
-    except FileRejected as error:
-        return reject_file(ParsedFile(path=path, sha256=file_sha256(path)), error)
+def _stage(con: duckdb.DuckDBPyConnection, path: Path, blank_lines: list[int]) -> list[Rejection]:
+    """One inventory data file -> ``landing_rows``; a file that cannot be placed in time is rejected whole."""
+    if path.suffix.lower() == ".parquet":
+        _stage_parquet(con, path)
+        return []
+    return _stage_csv(con, path, blank_lines)
+
+
+# Text with a time of day and then a zone (Z or an offset) is read as a moment and converted to UTC; text without
+# one is taken as UTC already (as ``parsing.timestamps.utc_naive`` does).
+_LAST_MODIFIED = ("case when regexp_matches(last_modified_at, '\\d[T ]\\d.*([zZ]|[+-]\\d{2}(:?\\d{2})?)$') "
+                  "then timezone('UTC', try_cast(last_modified_at as timestamptz)) "
+                  "else try_cast(last_modified_at as timestamp) end")
+# (rule, condition that breaks it, message); evaluated in order, the first broken rule is recorded.
+_RULES: list[in_database.Rule] = [
+    ("bucket.present", "bucket is null", "bucket is empty"),
+    ("object_key.present", "object_key is null", "object_key is empty or not valid URL encoding"),
+    ("size_bytes.non_negative",
+     "coalesce(not regexp_full_match(size_bytes, '\\d+') or try_cast(size_bytes as bigint) is null, true)",
+     "size_bytes is not a non-negative whole number of bytes"),
+    ("last_modified_at.timestamp", f"({_LAST_MODIFIED}) is null", "last_modified_at is missing or not a timestamp"),
+    ("storage_class.present", "storage_class is null", "storage_class is empty"),
+]
+_TYPED = ("bucket, object_key, version_id, try_cast(size_bytes as bigint), "
+          f"{_LAST_MODIFIED}, etag, storage_class, inventory_at, inventory_date_from")
+
+STORAGE_INVENTORY = in_database.InDatabaseSource(SOURCE, STORAGE_INVENTORY_COLUMNS, _TYPED, _RULES, _stage)
+
+
+def inventory_files(landing_dir: Path) -> list[Path]:
+    return landing_files(landing_dir, FOLDER, PATTERNS, exclude=OTHER_TABLES)
+
+
+def load_storage_inventory(con: duckdb.DuckDBPyConnection, landing_dir: Path) -> IngestReport:
+    """Replace ``raw.storage_inventory`` from every inventory data file, quarantining what breaks the contract."""
+    return in_database.load_in_database(con, landing_dir, inventory_files(landing_dir), STORAGE_INVENTORY)

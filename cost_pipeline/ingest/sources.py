@@ -1,7 +1,8 @@
 """The small landing sources: where their files live, how a line becomes a row, which schema checks it.
 
-Each source is a ``Source`` value; ``load_source`` is the one loader they share. Device samples, the
-large source, load inside DuckDB instead (``telemetry.py``).
+Each source is a ``Source`` value; ``load_source`` is the one loader they share. The large sources, device
+samples (``telemetry.py``) and S3 Inventory files (``s3_inventory.py``), load inside DuckDB instead
+(``in_database.py``).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from fnmatch import fnmatch
 from pathlib import Path
 
 import duckdb
@@ -26,15 +26,20 @@ from cost_pipeline.ingest.records import (
     Rejection,
     csv_line_parser,
     jsonl_line_parser,
+    landing_files,
     parse_file,
 )
-from cost_pipeline.ingest.s3_inventory import parse_inventory
+from cost_pipeline.ingest.s3_inventory import load_storage_inventory
+from cost_pipeline.ingest.telemetry import load_device_samples
 from cost_pipeline.ingest.validate import validate_rows
 from cost_pipeline.ingest.warehouse import IngestReport, write_validated_source
 from cost_pipeline.parsing import slurm
 from cost_pipeline.parsing.timestamps import utc_naive
 
 LineParser = Callable[[list[str], ParsedFile], None]
+# The large sources load and validate inside DuckDB (``in_database.py``), each file by its own loader.
+IN_DATABASE: dict[str, Callable[[duckdb.DuckDBPyConnection, Path], IngestReport]] = {
+    "device_samples": load_device_samples, "storage_inventory": load_storage_inventory}
 
 
 @dataclass(frozen=True)
@@ -166,14 +171,9 @@ class Source:
     schema: Callable[[Contract], s.SourceSchema]
     parser: Callable[[s.SourceSchema], LineParser]
     parquet_row: Callable[[dict[str, object]], dict[str, object]] | None = None   # set when Parquet is accepted
-    exclude: tuple[str, ...] = ()         # file-name patterns another source of the same folder reads
-    reader: Callable[[Path], ParsedFile] | None = None   # a whole-file reader, when a file needs more than its lines
 
     def files(self, landing_dir: Path) -> list[Path]:
-        folder = landing_dir / self.folder
-        found = {p for pattern in self.patterns for p in folder.glob(pattern)
-                 if p.is_file() and not any(fnmatch(p.name, x) for x in self.exclude)}
-        return sorted(found)
+        return landing_files(landing_dir, self.folder, self.patterns)
 
 
 def _csv(schema: s.SourceSchema) -> LineParser:
@@ -187,9 +187,6 @@ def _csv_all_columns(schema: s.SourceSchema) -> LineParser:
 
 def _jsonl(schema: s.SourceSchema) -> LineParser:
     return jsonl_line_parser(c.name for c in schema.columns)
-
-
-_STORAGE_TABLES = ("prefix_rules*.csv", "storage_prices*.csv")
 
 
 def sources(sacct: SacctOptions = SacctOptions(), focus_tag_key: str = "batch_id") -> dict[str, Source]:
@@ -212,8 +209,6 @@ def sources(sacct: SacctOptions = SacctOptions(), focus_tag_key: str = "batch_id
             Source("billing_focus", "billing", ("*.csv", "*.parquet"), s.billing_focus,
                    lambda _schema: focus_line_parser(focus_tag_key),
                    parquet_row=lambda row: focus_row(row, focus_tag_key)),
-            Source("storage_inventory", "storage", ("**/*.csv", "**/*.csv.gz", "**/*.parquet"), s.storage_inventory,
-                   _csv, exclude=_STORAGE_TABLES, reader=parse_inventory),
             Source("storage_prefix_rules", "storage", ("prefix_rules*.csv",), s.storage_prefix_rules,
                    _csv_all_columns),
             Source("storage_prices", "storage", ("storage_prices*.csv",), s.storage_prices, _csv),
@@ -231,9 +226,7 @@ def load_source(con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Sourc
     parser = source.parser(schema)
     results: list[tuple[ParsedFile, object]] = []
     for path in source.files(landing_dir):
-        if source.reader is not None:
-            parsed = source.reader(path)
-        elif path.suffix == ".parquet" and source.parquet_row is not None:
+        if path.suffix == ".parquet" and source.parquet_row is not None:
             parsed = parse_parquet(path, source.parquet_row)
         else:
             parsed = parse_file(path, parser)
@@ -241,7 +234,15 @@ def load_source(con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Sourc
     return write_validated_source(con, schema, landing_dir, results)
 
 
+def load_named(con: duckdb.DuckDBPyConnection, landing_dir: Path, name: str, contract: Contract,
+               sacct: SacctOptions = SacctOptions(), focus_tag_key: str = "batch_id") -> IngestReport:
+    """Load one source by its raw table name, on whichever path it takes (in DuckDB, or ``load_source``)."""
+    if name in IN_DATABASE:
+        return IN_DATABASE[name](con, landing_dir)
+    return load_source(con, landing_dir, sources(sacct, focus_tag_key)[name], contract)
+
+
 def load_sources(con: duckdb.DuckDBPyConnection, landing_dir: Path, contract: Contract,
                  names: Sequence[str] | None = None) -> list[IngestReport]:
-    table = sources()
-    return [load_source(con, landing_dir, table[n], contract) for n in (names or list(table))]
+    """Load the named sources (every source, small and large, unless told)."""
+    return [load_named(con, landing_dir, n, contract) for n in (names or [*sources(), *IN_DATABASE])]

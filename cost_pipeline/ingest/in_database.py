@@ -1,0 +1,284 @@
+"""Loading a large source inside DuckDB: each file into a temporary table, every value checked with SQL.
+
+Device samples (``telemetry.py``) and S3 Inventory files (``s3_inventory.py``) are too large for the pandas
+loader. Their rows never leave the database:
+
+- a CSV file (plain or ``.gz``) is read as text into a temporary table; DuckDB's reject store catches structurally
+  broken lines with their line numbers (``csv_structure``), and every kept row gets the line number it has in the
+  file; a Parquet row is numbered from 1;
+- the source turns what it read into ``landing_rows(line, ...)`` (``stage``); every value is then cast with
+  ``try_cast`` (``typed_select``) and the first of the source's ordered rules a row breaks names its quarantine
+  rule and message;
+- a file whose bytes repeat an earlier file's of the same source is not read; a file that cannot be read at all
+  is quarantined whole (line 0) with the rule of its ``FileRejected``, or ``file_format``;
+- the raw table, the quarantine and the file ledger then change together in one short transaction, so every
+  file's ledger row is written with its rows, and rows in = staged + quarantined holds for each file.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import re
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import duckdb
+
+from cost_pipeline.ingest.records import FileRejected, Rejection, file_sha256
+from cost_pipeline.ingest.warehouse import (
+    FirstSeen,
+    IngestReport,
+    begin_source,
+    file_pattern,
+    quote,
+    raw_table_ddl,
+    record_duplicate,
+    record_file,
+)
+
+Rule = tuple[str, str, str]      # (rule, SQL condition that breaks it, message naming the column)
+# The stage of one file: (connection, path, its empty lines) -> its structurally broken lines, after writing
+# ``landing_rows(line, ...)``; raises ``FileRejected`` when the whole file is unusable.
+Stage = Callable[[duckdb.DuckDBPyConnection, Path, list[int]], list[Rejection]]
+_TEMPORARY = ("landing_text", "landing_rows", "landing_rejects", "landing_scan")
+
+
+@dataclass(frozen=True)
+class InDatabaseSource:
+    """What loads one source inside DuckDB: its raw columns, how a file is staged, how its rows are checked."""
+
+    name: str
+    columns: Sequence[tuple[str, str]]     # raw column name and SQL type
+    typed_select: str                      # ``landing_rows`` -> the raw columns, each by try_cast
+    rules: Sequence[Rule]
+    stage: Stage
+
+
+def failed_rule_sql(rules: Sequence[Rule]) -> tuple[str, str]:
+    """The first broken rule's name and its message, as two SQL CASE expressions (null: no rule broken)."""
+    rule = "case " + " ".join(f"when {cond} then '{r}'" for r, cond, _ in rules) + " end"
+    message = "case " + " ".join(f"when {cond} then '{m}'" for _, cond, m in rules) + " end"
+    return rule, message
+
+
+def columns_of(con: duckdb.DuckDBPyConnection, relation: str, params: list | None = None) -> dict[str, str]:
+    """The columns of a table or query, by the names DuckDB gave them, with their types."""
+    return {row[0]: row[1] for row in con.execute(f"describe {relation}", params or []).fetchall()}
+
+
+_SCAN_CHUNK = 1 << 20
+_BLANK_LINE = re.compile(rb"\n\r?(?=\n)")     # a line end, then an empty line (LF or CRLF) ending at the next \n
+
+
+def _chunks(handle: BinaryIO) -> Iterator[bytes]:
+    return iter(lambda: handle.read(_SCAN_CHUNK), b"")
+
+
+def _blank_lines(chunks: Iterable[bytes]) -> list[int]:
+    """The numbers of the empty lines after the first in a stream of bytes."""
+    blanks: list[int] = []
+    newlines = 0            # line ends in the chunks read so far
+    tail = b""              # the previous chunk's last bytes: a blank line may straddle two chunks
+    for chunk in chunks:
+        window = tail + chunk
+        counted, position = newlines - tail.count(b"\n"), 0     # line ends before window[position]
+        for match in _BLANK_LINE.finditer(window):
+            if match.end() < len(tail):
+                continue            # found with the previous chunk
+            counted += window.count(b"\n", position, match.start() + 1)
+            position = match.start() + 1
+            blanks.append(counted + 1)
+        newlines += chunk.count(b"\n")
+        tail = window[-2:]
+    return blanks
+
+
+def _hashed(handle: BinaryIO, digest: hashlib._Hash) -> Iterator[bytes]:
+    for chunk in _chunks(handle):
+        digest.update(chunk)
+        yield chunk
+
+
+def scan_csv(path: Path) -> tuple[str, list[int]]:
+    """The file's sha256 and the numbers of its empty lines after the first, in one pass over its bytes.
+
+    DuckDB's CSV reader skips an empty line without a trace but counts it in its line numbers, so the line
+    number of every kept row after one depends on knowing where they are.
+    """
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        blanks = _blank_lines(_hashed(handle, digest))
+    return digest.hexdigest(), blanks
+
+
+def is_gzip(path: Path) -> bool:
+    return path.name.lower().endswith(".gz")
+
+
+def scan_file(path: Path) -> tuple[str, list[int]]:
+    """``scan_csv`` for any landing file: a Parquet file has no empty lines, a ``.gz`` file's are in its text.
+
+    A ``.gz`` file that does not decompress is only hashed here; reading it (``first_line``) rejects it.
+    """
+    if path.suffix.lower() == ".parquet":
+        return file_sha256(path), []
+    if not is_gzip(path):
+        return scan_csv(path)
+    try:
+        with gzip.open(path, "rb") as handle:
+            blanks = _blank_lines(_chunks(handle))
+    except (OSError, EOFError, zlib.error):
+        blanks = []
+    return file_sha256(path), blanks
+
+
+def first_line(path: Path, limit: int = 1 << 16) -> str:
+    """A cheap first look at a CSV file (plain or ``.gz``) before DuckDB reads it: its first line, as text."""
+    try:
+        with (gzip.open(path, "rb") if is_gzip(path) else path.open("rb")) as handle:
+            line = handle.readline(limit)
+    except (OSError, EOFError, zlib.error):
+        raise FileRejected("file_compression", "file is not valid gzip") from None
+    return line.decode("utf-8-sig", errors="replace").strip()
+
+
+def stage_csv(con: duckdb.DuckDBPyConnection, path: Path, select: Callable[[dict[str, str]], str],
+              blank_lines: list[int], column_count: int | None = None, what: str = "row") -> list[Rejection]:
+    """Read one CSV as text into ``landing_rows(line, <select>)``; return its structurally broken lines.
+
+    With a header line the columns take its names; without one (``column_count``) they are ``c0``, ``c1``...
+    ``select`` turns the columns read (name -> type) into the select list over ``landing_text``.
+    Line numbers are DuckDB's: physical lines, except that a line end inside a quoted value does not count.
+    An empty line is not a row (as in every CSV source) but keeps its number (``blank_lines``, from
+    ``scan_csv``); the scan reads bytes, so an empty line inside a quoted value would shift later numbers.
+    """
+    for table in ("landing_rejects", "landing_scan"):
+        con.execute(f"drop table if exists {table}")
+    header = column_count is None
+    columns = "" if header else (
+        ", columns = {" + ", ".join(f"'c{i}': 'VARCHAR'" for i in range(column_count)) + "}")
+    con.execute(
+        f"create or replace temp table landing_text as select * from read_csv(?, header = {str(header).lower()}, "
+        "all_varchar = true, store_rejects = true, rejects_table = 'landing_rejects', "
+        f"rejects_scan = 'landing_scan', auto_detect = true, skip = 0, delim = ',', quote = '\"'{columns})",
+        [file_pattern(path)],
+    )
+    selected = select(columns_of(con, "landing_text"))
+    first = 2 if header else 1      # the line number of the first data line
+    # A kept row's line number: its position among kept rows, plus the lines before the first data line, plus
+    # the lines before it that hold no kept row (broken lines and empty ones). Adjacent skipped lines share
+    # ``kept_before``; the last wins.
+    con.execute(f"""
+        create or replace temp table landing_rows as
+        with skipped as (
+            select line, row_number() over (order by line) as skipped_so_far
+            from (select line from landing_rejects union select unnest(?::bigint[]))
+            where line >= {first}
+        ), gaps as (
+            select cast(line - {first} - (skipped_so_far - 1) as bigint) as kept_before,
+                   max(skipped_so_far) as skipped_so_far
+            from skipped group by all
+        ), kept as (select rowid as landing_position, {selected} from landing_text)
+        select cast(kept.landing_position + {first} + coalesce(gaps.skipped_so_far, 0) as bigint) as line,
+               kept.* exclude (landing_position)
+        from kept asof left join gaps on kept.landing_position >= gaps.kept_before
+    """, [blank_lines])
+    rows = con.execute("""
+        select line, string_agg(distinct cast(error_type as varchar), ', ') as kinds
+        from landing_rejects group by line order by line
+    """).fetchall()
+    return [Rejection(int(line), "csv_structure", f"line is not a well-formed {what} row ({kinds})")
+            for line, kinds in rows]
+
+
+def stage_parquet(con: duckdb.DuckDBPyConnection, path: Path, select: Callable[[dict[str, str]], str]) -> None:
+    """Read one Parquet file into ``landing_rows(line, <select>)``, its rows numbered from 1."""
+    selected = select(columns_of(con, "select * from read_parquet(?)", [file_pattern(path)]))
+    con.execute(
+        f"create or replace temp table landing_rows as select cast(file_row_number + 1 as bigint) as line, "
+        f"{selected} from read_parquet(?, file_row_number = true)",
+        [file_pattern(path)],
+    )
+
+
+def load_in_database(con: duckdb.DuckDBPyConnection, landing_dir: Path, paths: Sequence[Path],
+                     source: InDatabaseSource) -> IngestReport:
+    """Replace ``raw.<source.name>`` from ``paths``, quarantining what breaks the source's rules.
+
+    Files are read and checked into connection-local temporary tables first, so an unreadable file costs
+    only itself; the raw table, quarantine and file ledger then change together in one short transaction.
+    """
+    report = IngestReport(source.name)
+    failed_rule, failed_message = failed_rule_sql(source.rules)
+    typed = ", ".join(f"{quote(n)} {t}" for n, t in source.columns)
+    con.execute(f"create or replace temp table checked_rows (source_file varchar, file_sha256 varchar, line bigint, "
+                f"{typed}, failed_rule varchar, failed_message varchar)")
+    files: list[tuple[str, str, list[Rejection]]] = []
+    duplicate_of: dict[str, str] = {}
+    seen = FirstSeen()
+    for path in paths:
+        source_file = path.relative_to(landing_dir).as_posix()
+        sha, blank_lines = scan_file(path)
+        original = seen.original_of(source_file, sha)
+        if original is not None:        # same bytes as an earlier file: not read, recorded as a duplicate
+            duplicate_of[source_file] = original
+            files.append((source_file, sha, []))
+            continue
+        try:
+            broken = source.stage(con, path, blank_lines)
+            # One statement: a file's rows are all checked in, or (it fails) none are and the file is quarantined.
+            con.execute(f"insert into checked_rows select ?, ?, line, {source.typed_select}, {failed_rule}, "
+                        f"{failed_message} from landing_rows", [source_file, sha])
+        except (FileRejected, duckdb.Error) as error:
+            rule, message = ((error.rule, str(error).splitlines()[0]) if isinstance(error, FileRejected)
+                             else ("file_format", "file is not readable"))
+            files.append((source_file, sha, [Rejection(0, rule, message)]))
+            continue
+        files.append((source_file, sha, broken))
+    for table in _TEMPORARY:
+        con.execute(f"drop table if exists {table}")
+    try:
+        _write_checked(con, source, files, duplicate_of, report)
+    finally:
+        con.execute("drop table if exists checked_rows")
+    return report
+
+
+def _write_checked(con: duckdb.DuckDBPyConnection, source: InDatabaseSource,
+                   files: list[tuple[str, str, list[Rejection]]], duplicate_of: dict[str, str],
+                   report: IngestReport) -> None:
+    """``checked_rows`` and each file's whole-file and structural rejections -> raw table, quarantine, ledger."""
+    columns = ", ".join(quote(n) for n, _ in source.columns)
+    begin_source(con, source.name)
+    try:
+        con.execute(raw_table_ddl(source.name, source.columns))
+        con.execute(f"insert into raw.{quote(source.name)} select {columns}, source_file, line, file_sha256 "
+                    "from checked_rows where failed_rule is null order by source_file, line")
+        con.execute("insert into raw.quarantine select ?, source_file, file_sha256, line, failed_rule, "
+                    "failed_message, null from checked_rows where failed_rule is not null", [source.name])
+        counts = {f: (staged, failed) for f, staged, failed in con.execute(
+            "select source_file, count(*) filter (where failed_rule is null), "
+            "count(*) filter (where failed_rule is not null) from checked_rows group by source_file").fetchall()}
+        examples = con.execute(
+            "select source_file, line, failed_rule, failed_message from checked_rows where failed_rule is not null "
+            "order by source_file, line limit 20").fetchall()
+        by_rule = con.execute("select failed_rule, count(*) from checked_rows where failed_rule is not null "
+                              "group by failed_rule").fetchall()
+        for source_file, sha, rejections in files:
+            if source_file in duplicate_of:
+                record_duplicate(con, source.name, source_file, sha, duplicate_of[source_file], report)
+                continue
+            staged, failed = counts.get(source_file, (0, 0))
+            record_file(con, source.name, source_file, sha, staged + failed + len(rejections), staged, rejections,
+                        report, checked_in_database=failed)
+        report.by_rule.update(dict(by_rule))
+        report.rows_quarantined += sum(failed for _, failed in counts.values())
+        report.examples.extend(Rejection(line, rule, message).describe(f) for f, line, rule, message in examples)
+        con.execute("commit")
+    except BaseException:
+        con.execute("rollback")
+        raise
