@@ -25,6 +25,7 @@ from cost_pipeline.defs.ingest import source_assets
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.ingest.s3_inventory import load_storage_inventory
 from cost_pipeline.ingest.warehouse import IngestReport, connect
+from tests.helpers import query
 
 ASSETS = {a.key.path[-1]: a for a in source_assets}
 GIB = 1 << 30
@@ -244,14 +245,6 @@ def _materialize(landing: Path, warehouse: Path, *names: str) -> dg.ExecuteInPro
                                      "warehouse": Warehouse(path=str(warehouse))})
 
 
-def _query(warehouse: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(warehouse), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
 def test_storage_assets_conserve_rows_and_quarantine_with_file_line_rule(tmp_path):
     landing, warehouse = tmp_path / "landing", tmp_path / "w.duckdb"
     storage = landing / "storage"
@@ -268,7 +261,7 @@ def test_storage_assets_conserve_rows_and_quarantine_with_file_line_rule(tmp_pat
     result = _materialize(landing, warehouse, "storage_inventory", "storage_prefix_rules", "storage_prices")
     assert result.success
 
-    ledger = _query(warehouse, "select source, source_file, rows_in, rows_staged, rows_quarantined "
+    ledger = query(warehouse, "select source, source_file, rows_in, rows_staged, rows_quarantined "
                                "from raw.ingested_files where source like 'storage%' order by 1, 2")
     assert ledger == [
         ("storage_inventory", "storage/ml-prod/2026-11-30T00-00Z/d1.csv.gz", 2, 1, 1),
@@ -276,7 +269,7 @@ def test_storage_assets_conserve_rows_and_quarantine_with_file_line_rule(tmp_pat
         ("storage_prefix_rules", "storage/prefix_rules.csv", 3, 1, 2),
         ("storage_prices", "storage/storage_prices.csv", 3, 1, 2),
     ]
-    quarantined = _query(warehouse, "select source_file, line, rule from raw.quarantine "
+    quarantined = query(warehouse, "select source_file, line, rule from raw.quarantine "
                                     "where source like 'storage%' order by 1, 2")
     assert quarantined == [
         ("storage/ml-prod/2026-11-30T00-00Z/d1.csv.gz", 2, "size_bytes.non_negative"),
@@ -286,9 +279,9 @@ def test_storage_assets_conserve_rows_and_quarantine_with_file_line_rule(tmp_pat
         ("storage/storage_prices.csv", 4, "storage_class.unique"),
         ("storage/undated.csv", 0, "inventory_date"),
     ]
-    assert _query(warehouse, "select bucket, object_key, size_bytes, inventory_at from raw.storage_inventory") == [
+    assert query(warehouse, "select bucket, object_key, size_bytes, inventory_at from raw.storage_inventory") == [
         ("ml-prod", "raw/b7/a b c.bin", GIB, NOV_30)]
-    assert _query(warehouse, "select storage_class, price_per_gb_month from raw.storage_prices") == [
+    assert query(warehouse, "select storage_class, price_per_gb_month from raw.storage_prices") == [
         ("STANDARD", Decimal("0.023000"))]
 
 
