@@ -138,6 +138,38 @@ def test_header_csv_takes_its_date_from_the_file_name(tmp_path):
     assert loaded.rows[0]["source_line"] == 2
 
 
+def test_a_bucket_that_did_not_change_keeps_every_days_inventory(tmp_path):
+    """The same bytes on another day are that day's inventory, not a duplicate; the same day twice is."""
+    storage = _storage(tmp_path)
+    data = "Bucket,Key,Size,LastModifiedDate,StorageClass\nml-archive,k1,5,2026-01-02T00:00:00Z,GLACIER\n"
+    for name in ("ml-archive_2026-11-30.csv", "ml-archive_2026-12-31.csv", "ml-archive_again_2026-12-31.csv"):
+        (storage / name).write_text(data, encoding="utf-8")
+    for day, folder in (("1795996800000", "nov"), ("1798675200000", "dec")):       # 2026-11-30, 2026-12-31
+        (storage / folder).mkdir()
+        (storage / folder / "data.csv").write_text("ml-archive,k2,7,2026-01-02T00:00:00Z,GLACIER\n", encoding="utf-8")
+        _manifest(storage / folder, ["data.csv"], created_ms=day, schema="Bucket, Key, Size, LastModifiedDate, "
+                                                                         "StorageClass")
+    loaded = _load(tmp_path / "landing")
+    assert sorted((row["object_key"], row["inventory_at"].date().isoformat()) for row in loaded.rows) == [
+        ("k1", "2026-11-30"), ("k1", "2026-12-31"), ("k2", "2026-11-30"), ("k2", "2026-12-31")]
+    assert loaded.report.duplicates == [
+        ("storage/ml-archive_again_2026-12-31.csv", "storage/ml-archive_2026-12-31.csv")]
+
+
+def test_a_manifest_of_the_wrong_shape_does_not_stop_the_load(tmp_path):
+    storage = _storage(tmp_path)
+    (storage / "manifest.json").write_text(json.dumps({"files": 1}), encoding="utf-8")
+    (storage / "x_manifest.json").mkdir()                                   # a folder, not a file
+    (storage / "inv-1.csv").write_text(ROWS, encoding="utf-8")
+    (storage / "ml-prod_2026-11-30.csv").write_text(
+        "Bucket,Key,Size,LastModifiedDate,StorageClass\nml-prod,k1,5,2026-11-02T00:00:00Z,STANDARD\n",
+        encoding="utf-8")
+    loaded = _load(tmp_path / "landing")
+    # Neither is a manifest listing inv-1.csv, which has no header: quarantined whole, and the night goes on.
+    assert loaded.quarantined == [("storage/inv-1.csv", 0, "inventory_schema")]
+    assert [row["object_key"] for row in loaded.rows] == ["k1"]
+
+
 def test_bad_sizes_are_quarantined_with_file_line_and_rule(tmp_path):
     storage = _storage(tmp_path)
     (storage / "inv_2026-11-30.csv").write_text(

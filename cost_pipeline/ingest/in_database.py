@@ -56,6 +56,9 @@ class InDatabaseSource:
     typed_select: str                      # ``landing_rows`` -> the raw columns, each by try_cast
     rules: Sequence[Rule]
     stage: Stage
+    # What besides its bytes tells two files apart, when the same bytes can hold another night's data (an S3
+    # inventory of a bucket that did not change: its date is in the manifest or the file name, not in the file).
+    identity: Callable[[Path], str] | None = None
 
 
 def failed_rule_sql(rules: Sequence[Rule]) -> tuple[str, str]:
@@ -223,8 +226,9 @@ def load_in_database(con: duckdb.DuckDBPyConnection, landing_dir: Path, paths: S
     for path in paths:
         source_file = path.relative_to(landing_dir).as_posix()
         sha, blank_lines = scan_file(path)
-        original = seen.original_of(source_file, sha)
-        if original is not None:        # same bytes as an earlier file: not read, recorded as a duplicate
+        identity = sha if source.identity is None else f"{sha} {source.identity(path)}"
+        original = seen.original_of(source_file, identity)
+        if original is not None:        # same bytes (and identity) as an earlier file: not read, a duplicate
             duplicate_of[source_file] = original
             files.append((source_file, sha, []))
             continue

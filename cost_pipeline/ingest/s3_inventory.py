@@ -97,18 +97,20 @@ def manifest_for(path: Path) -> Manifest | None:
     A manifest that is not JSON, or that lists the file but is unusable, rejects the file.
     """
     unreadable = None
-    for candidate in sorted(path.parent.glob(MANIFEST_GLOB)):
+    for candidate in sorted(c for c in path.parent.glob(MANIFEST_GLOB) if c.is_file()):
         try:
             document = json.loads(candidate.read_bytes().decode("utf-8-sig"))
-        except (UnicodeDecodeError, ValueError, RecursionError):
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
             unreadable = candidate.name
             continue
         files = document.get("files") if isinstance(document, dict) else None
-        names = {Path(str(f.get("key", ""))).name for f in files or [] if isinstance(f, dict)}
+        if not isinstance(files, list):
+            continue
+        names = {Path(str(f.get("key", ""))).name for f in files if isinstance(f, dict)}
         if path.name in names:
             return read_manifest(document)
     if unreadable is not None:
-        raise FileRejected("inventory_manifest", "a manifest beside the file is not valid JSON")
+        raise FileRejected("inventory_manifest", "a manifest beside the file is not readable JSON")
     return None
 
 
@@ -230,7 +232,20 @@ _RULES: list[in_database.Rule] = [
 _TYPED = ("bucket, object_key, version_id, try_cast(size_bytes as bigint), "
           f"{_LAST_MODIFIED}, etag, storage_class, inventory_at, inventory_date_from")
 
-STORAGE_INVENTORY = in_database.InDatabaseSource(SOURCE, STORAGE_INVENTORY_COLUMNS, _TYPED, _RULES, _stage)
+def inventory_date(path: Path) -> str:
+    """The date a data file's inventory was taken ('' when it cannot be placed: the load then rejects it).
+
+    A bucket that did not change writes the same bytes every day: the date keeps each day's inventory its own.
+    """
+    try:
+        manifest = manifest_for(path)
+        return (manifest.inventory_at if manifest is not None else date_from_name(path)).isoformat()
+    except FileRejected:
+        return ""
+
+
+STORAGE_INVENTORY = in_database.InDatabaseSource(SOURCE, STORAGE_INVENTORY_COLUMNS, _TYPED, _RULES, _stage,
+                                                 identity=inventory_date)
 
 
 def inventory_files(landing_dir: Path) -> list[Path]:
