@@ -75,10 +75,14 @@ def test_raw_keeps_every_delivery_and_the_newest_record_wins(demo_run, tmp_path)
     landing = tmp_path / "landing"
     shutil.copytree(demo_run.landing, landing)
     _running_export(landing / "scheduler" / "sacct_2026-11.txt", "1001")
-    _deliver_again(landing, "billing/aws_focus_2026-11.csv", "_again")
-    # A FOCUS export repeating a line within itself: the second copy is a charge of its own.
+    # The month's export again, once invoiced: the same lines with their InvoiceId filled in anew.
     focus = landing / "billing" / "aws_focus_2026-11.csv"
-    header, first, *_ = focus.read_text(encoding="utf-8").splitlines()
+    month = focus.read_text(encoding="utf-8")
+    assert month.count("INV-2026-11-0042") == 5
+    (landing / "billing" / "aws_focus_2026-11_again.csv").write_text(
+        month.replace("INV-2026-11-0042", "INV-2026-11-FINAL"), encoding="utf-8")
+    # A FOCUS export repeating a line within itself: the second copy is a charge of its own.
+    header, first, *_ = month.splitlines()
     (landing / "billing" / "aws_focus_2026-11_twice.csv").write_text("\n".join([header, first, first]) + "\n",
                                                                       encoding="utf-8")
     # The registry exported whole again a month later, with B-8's budget raised from 400.00 to 500.00.
@@ -97,10 +101,13 @@ def test_raw_keeps_every_delivery_and_the_newest_record_wins(demo_run, tmp_path)
         assert con.execute("select state, end_at from intermediate.int_jobs_attributed where job_id = '1001'"
                            ).fetchall() == con.execute(
             "select state, end_at from raw.scheduler_jobs where job_id = '1001' and state = 'COMPLETED'").fetchall()
-        # FOCUS: 5 lines + 5 again + 2 copies of the first line in one file = 12 in raw. Staging: the 5 lines, and
-        # the first line's second copy within the one file (a charge of its own).
+        # FOCUS: 5 lines + 5 invoiced again + 2 copies of the first line in one file = 12 in raw. Staging: the 5
+        # lines, and the first line's second copy within the one file (a charge of its own).
         assert con.execute("select count(*) from raw.billing_focus").fetchone() == (12,)
         assert con.execute("select count(*) from staging.stg_billing__focus_charges").fetchone() == (6,)
+        # The invoiced export is newer than the month's first (by path): its four other lines carry the new id.
+        assert con.execute("select count(*) from staging.stg_billing__focus_charges "
+                           "where invoice_id = 'INV-2026-11-FINAL'").fetchone() == (4,)
         # The newest registry file (by name) holds each batch's registration.
         assert con.execute("select batch_id, budget_cost from raw.batch_registry where batch_id = 'B-8' "
                            "order by source_file").fetchall() == [("B-8", Decimal("400.00")),

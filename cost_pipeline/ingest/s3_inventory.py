@@ -22,7 +22,7 @@ space, ``%2B`` a plus); Parquet keys are stored as written. A delete marker (IsD
 An ML organisation's inventory holds hundreds of millions of objects, so rows never pass through Python: each file
 is read by DuckDB and checked with SQL on the shared in-database path (``in_database.py``, as device samples), the
 first broken rule (``size_bytes.non_negative``, ...) sending a row to ``raw.quarantine`` with its file and line.
-Only the manifest (small JSON) and a file's first line are read in Python.
+Python reads only the manifest (small JSON), a file's first line, and its bytes once to hash them.
 """
 
 from __future__ import annotations

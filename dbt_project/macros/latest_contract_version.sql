@@ -6,9 +6,14 @@
     from (
         select
             contract_version,
-            row_number() over (order by {{ dbt.length('contract_version') }} desc, contract_version desc) as newest
+            row_number() over (order by {{ newest_contract_version_first('contract_version') }}) as newest
         from {{ ref('stg_contract__enumerations') }}
     ) as contract_versions
     where newest = 1
 )
 {% endmacro %}
+
+{#- An order by clause putting the newest contract version first (v10 after v9: longer first, then by text). -#}
+{% macro newest_contract_version_first(column) -%}
+    {{ dbt.length(column) }} desc, {{ column }} desc
+{%- endmacro %}

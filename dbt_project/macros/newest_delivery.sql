@@ -19,15 +19,17 @@
 {% endmacro %}
 
 {#- Lines without a record id (FOCUS charges, Harvest entries) from `source_relation` (a raw table): a line whose
-    every column equals a line of another file is the same line delivered again. Within one file a repeated line is
+    columns all equal a line of another file is the same line delivered again. Within one file a repeated line is
     a charge or an entry of its own, so the n-th copy in one file matches only the n-th copy in another
-    (copy_number); the newest file's copy is kept. Every raw column but the line's place (file, line, file hash)
-    is compared, so a column added to the raw table later is part of the comparison without an edit here. -#}
-{% macro identical_lines_once(source_relation) %}
+    (copy_number); the newest file's copy is kept. Every raw column is compared but the line's place (file, line,
+    file hash) and `ignore`: annotations a later export may fill in or change on the same line (an invoice id,
+    backfilled tags, a person's current roles), whose newest value is the one kept. A column added to the raw
+    table later is compared without an edit here. -#}
+{% macro identical_lines_once(source_relation, ignore=[]) %}
     {%- set columns = [] -%}
     {%- if execute -%}
         {%- for column in adapter.get_columns_in_relation(source_relation) -%}
-            {%- if column.name not in ('source_file', 'source_line', 'file_sha256') -%}
+            {%- if column.name not in ['source_file', 'source_line', 'file_sha256'] + ignore -%}
                 {%- do columns.append(adapter.quote(column.name)) -%}
             {%- endif -%}
         {%- endfor -%}

@@ -33,7 +33,9 @@ samples as (
         samples.sampled_at,
         samples.gr_engine_active,
         samples.tensor_active,
-        samples.nvlink_tx_bytes_per_second + samples.nvlink_rx_bytes_per_second as nvlink_bytes_per_second
+        samples.nvlink_tx_bytes_per_second + samples.nvlink_rx_bytes_per_second as nvlink_bytes_per_second,
+        samples.source_file,
+        samples.source_line
     from {{ ref('stg_telemetry__device_samples') }} as samples
     inner join job_aliases on samples.job_id = job_aliases.alias_job_id
 ),
@@ -43,8 +45,11 @@ sequenced as (
         samples.*,
         jobs.end_at,
         parameters.*,
+        -- The file and line break a tie between two copies of one instant, so the same copy (the newest file's) is
+        -- last, and kept, in every run.
         lead(samples.sampled_at) over (
-            partition by samples.job_id, samples.hostname, samples.gpu_index order by samples.sampled_at
+            partition by samples.job_id, samples.hostname, samples.gpu_index
+            order by samples.sampled_at, samples.source_file, samples.source_line
         ) as next_sampled_at
     from samples
     inner join jobs on samples.job_id = jobs.job_id
@@ -69,8 +74,8 @@ classified as (
             else 'idle'
         end as tier
     from sequenced
-    -- A sample delivered twice (the same GPU at the same instant, from two files) is one sample: the copy whose
-    -- next sample is later stands for the time; the other would stand for none.
+    -- A sample delivered twice (the same GPU at the same instant, from two files) is one sample: the last copy
+    -- (newest file, last line) stands for the time; the others would stand for none.
     where next_sampled_at is null or next_sampled_at > sampled_at
 )
 

@@ -40,7 +40,7 @@ task_classes as (
         task_categories.category as labour_category,
         row_number() over (
             partition by task_roles.code
-            order by {{ dbt.length('task_roles.contract_version') }} desc, task_roles.contract_version desc
+            order by {{ newest_contract_version_first('task_roles.contract_version') }}
         ) as newest_first
     from enumerations as task_roles
     inner join enumerations as task_categories
@@ -50,9 +50,9 @@ task_classes as (
     where task_roles.enumeration = 'labour_task_role'
 ),
 
--- Classified under the batch's own contract version; a task only a newer version knows (timesheets move faster than
--- registrations) is classified and rated under the newest version that knows it, and says so: the entry stays in
--- the batch's cost instead of failing the night.
+-- Classified under the batch's own contract version; a task that version does not know (timesheets move faster
+-- than registrations) is classified and rated under the newest version that knows it, and says so: the entry stays
+-- in the batch's cost instead of failing the night.
 classified as (
     select
         attributed.*,

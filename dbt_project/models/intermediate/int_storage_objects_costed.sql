@@ -20,23 +20,19 @@ latest_inventories as (
     group by bucket, month_start
 ),
 
--- An object listed twice in one inventory (a data file delivered again under another name, with other bytes)
--- counts once: its listing in the last file, last line.
-listed_objects as (
-    select
-        objects.*,
-        row_number() over (
-            partition by objects.bucket, objects.object_key, objects.version_id, objects.inventory_at
-            order by objects.source_file desc, objects.source_line desc
-        ) as listing_rank
+-- The month's latest inventory of each bucket.
+latest_listings as (
+    select objects.*
     from objects
     inner join latest_inventories
         on objects.bucket = latest_inventories.bucket
         and objects.inventory_at = latest_inventories.inventory_at
 ),
 
+-- An object listed twice in one inventory (a data file delivered again under another name, with other bytes)
+-- counts once: its listing in the last file, last line.
 current_objects as (
-    select * from listed_objects where listing_rank = 1
+    {{ newest_delivery('latest_listings', ['bucket', 'object_key', 'version_id', 'inventory_at']) }}
 ),
 
 rules as (

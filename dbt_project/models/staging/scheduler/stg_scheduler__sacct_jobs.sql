@@ -3,9 +3,11 @@ with source as (
 ),
 
 -- A job in several exports (running in one, ended in the next): its latest accounting, a finished record over a
--- running one.
+-- running one. The submit time is part of the key: two jobs that share a JobID (another cluster, a wrapped id
+-- counter) stay two rows and fail the unique test loudly instead of one silently replacing the other.
 newest as (
-    {{ newest_delivery('source', ['job_id'], prefer='case when end_at is null then 1 else 0 end, end_at desc') }}
+    {{ newest_delivery('source', ['job_id', 'submit_at'],
+                       prefer='case when end_at is null then 1 else 0 end, end_at desc') }}
 ),
 
 renamed as (

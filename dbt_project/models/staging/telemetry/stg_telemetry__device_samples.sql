@@ -13,7 +13,9 @@ renamed as (
         {{ adapter.quote("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE") }} as tensor_active,
         {{ adapter.quote("DCGM_FI_PROF_NVLINK_TX_BYTES") }} as nvlink_tx_bytes_per_second,
         {{ adapter.quote("DCGM_FI_PROF_NVLINK_RX_BYTES") }} as nvlink_rx_bytes_per_second,
-        {{ adapter.quote("DCGM_FI_DEV_POWER_USAGE") }} as power_watts
+        {{ adapter.quote("DCGM_FI_DEV_POWER_USAGE") }} as power_watts,
+        source_file,
+        source_line
     from source
 )
 
