@@ -11,7 +11,6 @@ with steps as (
 jobs as (
     select
         job_id,
-        job_id_raw,
         contract_version,
         compute_cost,
         {{ seconds_between('start_at', 'end_at') }} as span_seconds
@@ -20,10 +19,7 @@ jobs as (
 ),
 
 job_aliases as (
-    select job_id as step_job_id, jobs.* from jobs
-    union all
-    select job_id_raw as step_job_id, jobs.* from jobs
-    where job_id_raw is not null and job_id_raw <> job_id
+    select * from {{ ref('int_job_aliases') }}
 ),
 
 current_steps as (
@@ -32,19 +28,20 @@ current_steps as (
         steps.job_id,
         steps.step_number,
         steps.started_at,
-        coalesce(job_aliases.contract_version, {{ latest_contract_version() }}) as contract_version,
+        coalesce(jobs.contract_version, {{ latest_contract_version() }}) as contract_version,
         steps.config_version,
         steps.data_version,
         steps.phase,
         steps.step_seconds,
         steps.is_counted,
         steps.discarded_reason,
-        case when job_aliases.span_seconds > 0
-            then cast(round(job_aliases.compute_cost * steps.step_seconds / job_aliases.span_seconds, 4)
+        case when jobs.span_seconds > 0
+            then cast(round(jobs.compute_cost * steps.step_seconds / jobs.span_seconds, 4)
                 as decimal(18, 4))
         end as step_cost
     from steps
-    left join job_aliases on steps.job_id = job_aliases.step_job_id
+    left join job_aliases on steps.job_id = job_aliases.alias_job_id
+    left join jobs on job_aliases.job_id = jobs.job_id
 ),
 
 {{ insert_only_snapshot('current_steps', ['batch_id', 'job_id', 'step_number', 'started_at'],
