@@ -1,4 +1,4 @@
-"""Real FOCUS exports written by others (../shared/data) load unedited: every line staged or quarantined with a
+"""Real FOCUS exports written by others (tests/data/focus, origin and licence in its README) load unedited: every line staged or quarantined with a
 rule, the batch key read from Tags."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import duckdb
 from cost_pipeline.defs.ingest import billing_focus
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED_DATA = Path(__file__).resolve().parent / "data" / "focus"
 
 
 def _landing(tmp_path: Path) -> Path:
