@@ -14,7 +14,7 @@ from pathlib import Path
 
 import duckdb
 
-from cost_pipeline.ingest.warehouse import IngestReport, connect
+from cost_pipeline.ingest.lib.warehouse import IngestReport, connect
 
 
 def compare(folder: str, write: Callable[[Path, int], Path], baseline_sql: str,

@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 from against_baseline import compare
 
-from cost_pipeline.ingest.s3_inventory import load_storage_inventory
+from cost_pipeline.ingest.storage import load_storage_inventory
 
 FIELDS = ("Bucket", "Key", "Size", "LastModifiedDate", "ETag", "StorageClass", "IsLatest")
 

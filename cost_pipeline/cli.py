@@ -117,8 +117,15 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--landing", type=Path, required=True, help="landing folder, one sub-folder per source")
     run.add_argument("--warehouse", type=Path, required=True, help="DuckDB warehouse file (created if missing)")
     commands.add_parser("prepare", help="parse the dbt project (writes dbt_project/target/manifest.json)")
+    commands.add_parser("docs", help="rewrite the generated blocks of docs/ (the inputs table) from the code")
     args = parser.parse_args(argv)
 
+    if args.command == "docs":
+        from cost_pipeline.generated_docs import write_generated
+
+        changed = write_generated()
+        print("\n".join(f"rewrote {path}" for path in changed) or "docs are up to date")
+        return 0
     if args.command == "prepare":
         from cost_pipeline.dbt_setup import prepare_manifest
 

@@ -25,8 +25,8 @@ import duckdb
 import pandas as pd
 
 from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS
-from cost_pipeline.ingest.warehouse import file_pattern
-from cost_pipeline.parsing.slurm import SACCT_FIELDS
+from cost_pipeline.ingest.lib.warehouse import file_pattern
+from cost_pipeline.ingest.scheduler import SACCT_FIELDS
 
 SETUP_MINUTES = 10          # idle before the first step in every job
 COMM_EVERY = 10             # every 10th minute after setup waits on NVLink

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import duckdb
 
-from cost_pipeline.ingest.warehouse import quote
+from cost_pipeline.ingest.lib.warehouse import quote
 
 
 def table_fingerprints(warehouse: str | Path, schema: str = "marts") -> dict[str, str]:

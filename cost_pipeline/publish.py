@@ -31,7 +31,7 @@ from pathlib import Path
 import duckdb
 
 from cost_pipeline.contract import available_versions, load_contract
-from cost_pipeline.ingest.warehouse import quote
+from cost_pipeline.ingest.lib.warehouse import quote
 
 FINANCE = "finance"
 ENGINEERING = "engineering"

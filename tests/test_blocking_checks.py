@@ -5,7 +5,7 @@ from __future__ import annotations
 import dagster as dg
 import duckdb
 
-from cost_pipeline.ingest.warehouse import IngestReport
+from cost_pipeline.ingest.lib.warehouse import IngestReport
 
 
 def test_a_failed_conservation_check_stops_the_marts(demo_run, tmp_path, monkeypatch):

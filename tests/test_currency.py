@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from cost_pipeline.contract import load_contract
-from cost_pipeline.ingest.harvest import currency_code
-from cost_pipeline.ingest.sources import load_source, sources
-from cost_pipeline.ingest.warehouse import connect
+from cost_pipeline.ingest.lib.warehouse import connect
+from cost_pipeline.ingest.registry import load_source, sources
+from cost_pipeline.ingest.timesheets import currency_code
 from tests.helpers import query
 
 

@@ -11,14 +11,13 @@ import duckdb
 
 from cost_pipeline.contract import load_contract
 from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS
-from cost_pipeline.defs.ingest import device_samples, source_assets
+from cost_pipeline.defs.ingest import ASSETS_BY_TABLE as ASSETS
 from cost_pipeline.defs.resources import LandingZone, Warehouse
-from cost_pipeline.ingest.sources import load_source, sources
+from cost_pipeline.ingest.lib.warehouse import connect
+from cost_pipeline.ingest.registry import load_source, sources
 from cost_pipeline.ingest.telemetry import load_device_samples
-from cost_pipeline.ingest.warehouse import connect
 from tests.helpers import query
 
-ASSETS = {a.key.path[-1]: a for a in [*source_assets, device_samples]}
 REGISTRY = ("batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"
             "B-1,p,g,t,d1,m1,c1,cfg1,v1\n"
             "B-2,p,g,t,d1,m1,c1,cfg1,v1\n"

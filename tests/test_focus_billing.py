@@ -11,7 +11,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
-from cost_pipeline.defs.ingest import billing_focus
+from cost_pipeline.defs.ingest import ASSETS_BY_TABLE
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 
 SHARED_DATA = Path(__file__).resolve().parent / "data" / "focus"
@@ -29,7 +29,7 @@ def _landing(tmp_path: Path) -> Path:
 
 def _materialize(landing: Path, warehouse: Path, tag_key: str = "batch_id") -> dg.ExecuteInProcessResult:
     return dg.materialize(
-        [billing_focus], instance=dg.DagsterInstance.ephemeral(),
+        [ASSETS_BY_TABLE["billing_focus"]], instance=dg.DagsterInstance.ephemeral(),
         resources={"landing": LandingZone(path=str(landing)), "warehouse": Warehouse(path=str(warehouse))},
         run_config={"ops": {"raw__billing_focus": {"config": {"batch_tag_key": tag_key}}}})
 

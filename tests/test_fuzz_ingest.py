@@ -41,8 +41,8 @@ import pytest
 
 from cost_pipeline.contract import load_contract
 from cost_pipeline.demo import write_demo_landing
-from cost_pipeline.ingest.sources import load_named
-from cost_pipeline.ingest.warehouse import connect
+from cost_pipeline.ingest.lib.warehouse import connect
+from cost_pipeline.ingest.registry import load_named
 from tests.helpers import query
 
 SEED = 20261105
@@ -761,7 +761,7 @@ def test_device_sample_lines_are_numbered_across_empty_and_adjacent_broken_lines
 
 
 def test_the_blank_line_scan_agrees_across_chunk_boundaries(tmp_path, monkeypatch):
-    from cost_pipeline.ingest import in_database
+    from cost_pipeline.ingest.lib import in_database
 
     rng = random.Random(SEED)
     for _ in range(200):

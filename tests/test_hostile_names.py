@@ -29,10 +29,10 @@ from pathlib import Path
 from cost_pipeline.contract import load_contract
 from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS
 from cost_pipeline.demo import write_demo_landing
-from cost_pipeline.ingest.sources import load_source, sources
+from cost_pipeline.ingest.lib.warehouse import connect
+from cost_pipeline.ingest.registry import load_source, sources
+from cost_pipeline.ingest.scheduler import SACCT_FIELDS, parse_labels
 from cost_pipeline.ingest.telemetry import load_device_samples
-from cost_pipeline.ingest.warehouse import connect
-from cost_pipeline.parsing.slurm import SACCT_FIELDS, parse_labels
 from tests.helpers import query
 
 TOKEN = uuid.uuid4().hex[:12]                  # names what an injection would create, so it can be looked for

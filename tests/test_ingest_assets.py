@@ -12,13 +12,12 @@ import pytest
 
 from cost_pipeline.contract import Contract, load_contract
 from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS, training_steps
-from cost_pipeline.defs.ingest import device_samples, source_assets
+from cost_pipeline.defs.ingest import ASSETS_BY_TABLE as ASSETS
 from cost_pipeline.defs.resources import LandingZone, Warehouse
-from cost_pipeline.ingest.records import ParsedFile
-from cost_pipeline.ingest.validate import validate_rows
+from cost_pipeline.ingest.lib.records import ParsedFile
+from cost_pipeline.ingest.lib.validate import validate_rows
 from tests.helpers import query
 
-ASSETS = {a.key.path[-1]: a for a in [*source_assets, device_samples]}
 SAMPLE_HEADER = ",".join(name for name, _ in DEVICE_SAMPLE_COLUMNS)
 
 

@@ -18,10 +18,10 @@ from cost_pipeline.contract import Contract, load_contract
 from cost_pipeline.contract.schemas import batch_registry, service_invoices, timesheets
 from cost_pipeline.defs.ingest import source_assets
 from cost_pipeline.defs.resources import LandingZone, Warehouse
-from cost_pipeline.ingest.harvest import harvest_line_parser
-from cost_pipeline.ingest.records import parse_file
-from cost_pipeline.ingest.sources import sources
-from cost_pipeline.ingest.validate import validate_rows
+from cost_pipeline.ingest.lib.records import parse_file
+from cost_pipeline.ingest.lib.validate import validate_rows
+from cost_pipeline.ingest.registry import sources
+from cost_pipeline.ingest.timesheets import harvest_line_parser
 from tests.test_end_to_end import job_cost
 
 HARVEST_HEADER = ("Date,Client,Project,Project Code,Task,Notes,Hours,Hours Rounded,Billable?,Invoiced?,Approved?,"
@@ -118,7 +118,7 @@ def test_the_task_table_comes_from_the_contract():
 
 
 def _csv_rows(path: Path, schema):
-    parsed = parse_file(path, sources()[schema.table].parser(schema))
+    parsed = parse_file(path, sources()[schema.table].loader.parser(schema, None))
     return parsed, validate_rows(parsed, schema)
 
 

@@ -13,9 +13,9 @@ from cost_pipeline.contract import load_contract
 from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS
 from cost_pipeline.defs.resources import Warehouse
 from cost_pipeline.ingest.contract_tables import load_contract_tables
-from cost_pipeline.ingest.sources import load_source, sources
+from cost_pipeline.ingest.lib.warehouse import connect
+from cost_pipeline.ingest.registry import load_source, sources
 from cost_pipeline.ingest.telemetry import load_device_samples
-from cost_pipeline.ingest.warehouse import connect
 
 SAMPLE_HEADER = ",".join(name for name, _ in DEVICE_SAMPLE_COLUMNS)
 REGISTRY = ("batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"

@@ -23,7 +23,7 @@ from cost_pipeline.cli import run_pipeline
 from cost_pipeline.contract import load_contract
 from cost_pipeline.defs.publish import mart_keys, published_marts
 from cost_pipeline.fingerprint import table_fingerprints
-from cost_pipeline.ingest.warehouse import quote
+from cost_pipeline.ingest.lib.warehouse import quote
 from cost_pipeline.publish import ENGINEERING, FINANCE, ConfidentialListOutdated, publish_marts, published_path
 
 CANARY_RATE = "987654.32"                  # a person's hourly rate planted in tasks/outcomes.csv
@@ -191,7 +191,7 @@ def test_the_publish_asset_depends_on_every_mart():
 
 def test_a_failed_run_leaves_the_published_files_as_they_were(demo_run, tmp_path, monkeypatch):
     """A failed blocking check stops dbt, and so the publish: readers keep the last good night."""
-    from cost_pipeline.ingest.warehouse import IngestReport
+    from cost_pipeline.ingest.lib.warehouse import IngestReport
 
     warehouse = copy_warehouse(demo_run, tmp_path / "night")
     before = {a: published_path(warehouse, a).stat().st_ino for a in (FINANCE, ENGINEERING)}

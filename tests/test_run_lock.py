@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from cost_pipeline.contract import load_contract
-from cost_pipeline.ingest.sources import load_source, sources
-from cost_pipeline.ingest.warehouse import connect
+from cost_pipeline.ingest.lib.warehouse import connect
+from cost_pipeline.ingest.registry import load_source, sources
 from cost_pipeline.run_lock import WarehouseBusy, lock_file_for, warehouse_run_lock
 
 REGISTRY = ("batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"

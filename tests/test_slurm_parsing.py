@@ -6,9 +6,9 @@ from datetime import datetime
 
 import pytest
 
-from cost_pipeline.ingest.records import ParsedFile
-from cost_pipeline.ingest.sources import SacctOptions, sacct_line_parser
-from cost_pipeline.parsing import slurm
+from cost_pipeline.ingest import scheduler as slurm
+from cost_pipeline.ingest.lib.records import ParsedFile
+from cost_pipeline.ingest.scheduler import SacctOptions, sacct_line_parser
 
 
 @pytest.mark.parametrize(("text", "seconds"), [
@@ -85,9 +85,9 @@ def _line(**overrides: str) -> str:
     return "|".join(values[f] for f in slurm.SACCT_FIELDS)
 
 
-def _parse(lines: list[str], options: SacctOptions = SacctOptions()) -> ParsedFile:
+def _parse(lines: list[str], options: SacctOptions | None = None) -> ParsedFile:
     parsed = ParsedFile(path=None, sha256="")  # type: ignore[arg-type]
-    sacct_line_parser(options)(lines, parsed)
+    sacct_line_parser(options or SacctOptions())(lines, parsed)
     return parsed
 
 
@@ -123,7 +123,7 @@ def test_headerless_sacct_with_a_configured_field_list_and_delimiter():
     fields = ("JobID", "State", "Start", "End", "Timelimit", "ReqTRES", "AllocTRES", "Comment")
     line = ";".join(["42", "COMPLETED", "2026-11-03T00:00:00", "2026-11-03T01:00:00", "01:00:00",
                      "gres/gpu=2", "gres/gpu=2", "batch=B-7,phase=analysis"])
-    parsed = _parse([line], SacctOptions(delimiter=";", fields=fields))
+    parsed = _parse([line], SacctOptions(sacct_delimiter=";", sacct_fields=list(fields)))
     assert [r["job_id"] for r in parsed.rows] == ["42"] and parsed.rows[0]["phase"] == "analysis"
     assert parsed.rows[0]["source_line"] == 1
 

@@ -23,8 +23,8 @@ import pytest
 
 from cost_pipeline.defs.ingest import source_assets
 from cost_pipeline.defs.resources import LandingZone, Warehouse
-from cost_pipeline.ingest.s3_inventory import load_storage_inventory
-from cost_pipeline.ingest.warehouse import IngestReport, connect
+from cost_pipeline.ingest.lib.warehouse import IngestReport, connect
+from cost_pipeline.ingest.storage import load_storage_inventory
 from tests.helpers import query
 
 ASSETS = {a.key.path[-1]: a for a in source_assets}

@@ -1,17 +1,25 @@
-"""One ingest asset per landing source, keyed as the dbt source it feeds (["raw", <table>]).
+"""One ingest asset per landing source, keyed as the dbt source it feeds (["raw", <table>]), built from the source
+registry (``cost_pipeline.ingest.registry``): its description, its checks and its run config come from there.
 
 Validation results are asset checks: ``rows_conserved`` (blocking: rows in must equal rows staged plus
 rows quarantined) and ``no_quarantined_rows`` (a warning that names files, lines and rules, never values).
+A source with launch options (a dataclass of options in its declaration) takes them as the asset's run config,
+under the same names and defaults.
 """
+
+import dataclasses
+import typing
+from typing import Any
 
 import dagster as dg
 import duckdb
 
 from cost_pipeline.contract import load_contract
 from cost_pipeline.defs.resources import LandingZone, Warehouse
-from cost_pipeline.ingest.contract_tables import load_contract_tables
-from cost_pipeline.ingest.sources import SacctOptions, load_named
-from cost_pipeline.ingest.warehouse import IngestReport
+from cost_pipeline.ingest.contract_tables import TABLES, load_contract_tables
+from cost_pipeline.ingest.lib.source import Source
+from cost_pipeline.ingest.lib.warehouse import IngestReport
+from cost_pipeline.ingest.registry import SOURCES
 
 GROUP = "ingest"
 # The warehouse file is held by another process (a BI reader, a manual query): wait and try again.
@@ -89,10 +97,8 @@ def report_result(context: dg.AssetExecutionContext, report: IngestReport) -> dg
 
 @dg.multi_asset(
     specs=[
-        dg.AssetSpec(["raw", "contract_enumerations"], group_name=GROUP, kinds={"duckdb"},
-                     description="Every shipped definitions-contract version's enumerations (R3)."),
-        dg.AssetSpec(["raw", "contract_parameters"], group_name=GROUP, kinds={"duckdb"},
-                     description="Every shipped definitions-contract version's numeric parameters (R3)."),
+        dg.AssetSpec(["raw", table], group_name=GROUP, kinds={"duckdb"}, description=description)
+        for table, description in TABLES.items()
     ],
 )
 def contract_tables(landing: LandingZone, warehouse: Warehouse):
@@ -105,77 +111,48 @@ def contract_tables(landing: LandingZone, warehouse: Warehouse):
     yield dg.MaterializeResult(asset_key=["raw", "contract_parameters"], metadata={"rows": counts["parameters"]})
 
 
-class SchedulerIngestConfig(dg.Config):
-    """How the sacct exports were written: ``|`` with a header line unless told otherwise."""
+def config_class(source: Source) -> type[dg.Config]:
+    """The source's launch options as a Dagster config class: the same field names, types, defaults and doc."""
+    hints = typing.get_type_hints(source.options)
+    fields = dataclasses.fields(source.options)
+    namespace = {"__annotations__": {f.name: hints[f.name] for f in fields}, "__doc__": source.options.__doc__,
+                 "__module__": __name__, **{f.name: f.default for f in fields}}
+    return type("".join(part.title() for part in source.name.split("_")) + "Config", (dg.Config,), namespace)
 
-    sacct_delimiter: str = "|"
-    sacct_fields: list[str] | None = None
 
-
-def _load(context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse, name: str,
-          options: SacctOptions = SacctOptions(), focus_tag_key: str = "batch_id") -> dg.MaterializeResult:
+def _load(context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse, source: Source,
+          options: Any) -> dg.MaterializeResult:
     con = connect_for_ingest(warehouse, landing)
     try:
-        report = load_named(con, landing.root, name, load_contract(), options, focus_tag_key)
+        report = source.load(con, landing.root, load_contract(), options)
     finally:
         con.close()
     return report_result(context, report)
 
 
-def _source_asset(name: str, description: str) -> dg.AssetsDefinition:
-    @dg.asset(name=name, key_prefix=["raw"], group_name=GROUP, kinds={"duckdb"}, description=description,
-              check_specs=_check_specs(name))
-    def _ingest(context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse) -> dg.MaterializeResult:
-        return _load(context, landing, warehouse, name)
+def source_asset(source: Source) -> dg.AssetsDefinition:
+    """The ingest asset of one registered source."""
+    decorate = dg.asset(name=source.name, key_prefix=["raw"], group_name=GROUP, kinds={"duckdb"},
+                        description=source.summary(), check_specs=_check_specs(source.name))
+    if source.options is None:
+        @decorate
+        def _ingest(context: dg.AssetExecutionContext, landing: LandingZone,
+                    warehouse: Warehouse) -> dg.MaterializeResult:
+            return _load(context, landing, warehouse, source, None)
 
-    return _ingest
+        return _ingest
+    options = source.options
+    config_type = config_class(source)
 
+    @decorate
+    def _configured(context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse,
+                    config: config_type) -> dg.MaterializeResult:
+        return _load(context, landing, warehouse, source,
+                     options(**{f.name: getattr(config, f.name) for f in dataclasses.fields(options)}))
 
-@dg.asset(key=["raw", "scheduler_jobs"], group_name=GROUP, kinds={"duckdb"}, check_specs=_check_specs("scheduler_jobs"),
-          description="Slurm sacct --parsable2 exports (I1): scheduler/*.sacct|txt|psv.")
-def scheduler_jobs(context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse,
-                   config: SchedulerIngestConfig) -> dg.MaterializeResult:
-    fields = tuple(config.sacct_fields) if config.sacct_fields else None
-    return _load(context, landing, warehouse, "scheduler_jobs", SacctOptions(config.sacct_delimiter, fields))
-
-
-class BillingIngestConfig(dg.Config):
-    """Which key of the FOCUS ``Tags`` JSON object carries the batch key."""
-
-    batch_tag_key: str = "batch_id"
-
-
-@dg.asset(key=["raw", "billing_focus"], group_name=GROUP, kinds={"duckdb"}, check_specs=_check_specs("billing_focus"),
-          description="FOCUS 1.x billing exports (I4): billing/*.csv, as providers write them.")
-def billing_focus(context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse,
-                  config: BillingIngestConfig) -> dg.MaterializeResult:
-    return _load(context, landing, warehouse, "billing_focus", focus_tag_key=config.batch_tag_key)
+    return _configured
 
 
-_DESCRIPTIONS = {
-    "batch_registry": "The batch registry and plan (I10): registry/batches*.csv.",
-    "scheduler_events": "Kubernetes-style job events (I1): scheduler/*.jsonl.",
-    "training_steps": "Training-step records (I3): steps/*.jsonl.",
-    "ledger_purchases": "Procurement ledger (I5): ledger/purchases*.csv.",
-    "ledger_facility": "Monthly facility costs (I5): ledger/facility*.csv.",
-    "serving_requests": "Inference requests (I9), native or LiteLLM spend-log shape: requests/*.jsonl|parquet.",
-    "serving_replicas": "Serving replica allocations (I9): serving/replicas*.csv.",
-    "serving_monthly_costs": "Monthly serving costs besides GPUs (I9): serving/monthly_costs*.csv.",
-    "task_outcomes": "Task outcomes and human correction time (I9): tasks/outcomes*.csv.",
-    "storage_inventory": "S3 Inventory files (I6): storage/**/*.csv|csv.gz (header-less with manifest.json, or with "
-                         "a header) and *.parquet, loaded and validated inside DuckDB.",
-    "storage_prefix_rules": "Bucket prefix rules (I6): storage/prefix_rules*.csv, purpose, owner, batch, retention.",
-    "storage_prices": "Storage prices per class and GB-month (I6): storage/storage_prices*.csv.",
-
-    "batch_rounds": "Trial rounds of a batch and the evidence each produced (I10, R18): registry/rounds*.csv.",
-    "timesheets": "Harvest detailed time reports (I7): timesheets/*.csv; cost rates are confidential (R20).",
-    "service_invoices": "External-service invoices and accruals (I8): services/*.csv.",
-}
-source_assets = [scheduler_jobs, billing_focus,
-                 *(_source_asset(name, text) for name, text in _DESCRIPTIONS.items())]
-
-device_samples = _source_asset(
-    "device_samples", "DCGM device samples (I2): telemetry/*.csv|parquet, loaded and validated inside DuckDB.")
-
-
-ingest_assets: list[dg.AssetsDefinition] = [contract_tables, *source_assets, device_samples]
+source_assets: list[dg.AssetsDefinition] = [source_asset(source) for source in SOURCES.values()]
+ASSETS_BY_TABLE = {asset.key.path[-1]: asset for asset in source_assets}
+ingest_assets: list[dg.AssetsDefinition] = [contract_tables, *source_assets]

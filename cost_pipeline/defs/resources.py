@@ -8,7 +8,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
-from cost_pipeline.ingest.warehouse import connect
+from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.run_lock import warehouse_run_lock
 
 
@@ -45,7 +45,7 @@ class Warehouse(dg.ConfigurableResource):
         """Open the warehouse; with ``readable`` (the landing root, for ingest) DuckDB may open files only there.
 
         An ingest step passes ``readable=landing.root``: the connection is then locked down
-        (``cost_pipeline.ingest.warehouse.lock_down``) and cannot read outside the landing folder, copy out,
+        (``cost_pipeline.ingest.lib.warehouse.lock_down``) and cannot read outside the landing folder, copy out,
         attach, install or load extensions, or change a setting.
         """
         return connect(self.file, readable_dir=readable)

@@ -7,6 +7,11 @@ import pandas as pd
 
 from cost_pipeline.contract import available_versions, load_contract
 
+# The raw tables this writes, with their descriptions (the asset's and the dbt source's).
+TABLES = {
+    "contract_enumerations": "Every enumeration of every shipped contract version (R3).",
+    "contract_parameters": "Numeric parameters of every contract version (the utilization-tier rule).",
+}
 ENUMERATION_COLUMNS = ("contract_version", "enumeration", "code", "category", "is_rerun", "is_same_cause",
                        "lower_bound", "upper_bound", "description")
 

@@ -1,4 +1,4 @@
-"""Device samples (I2): file -> DuckDB directly, validated inside the database.
+"""Telemetry (I2): DCGM device samples, file -> DuckDB directly, validated inside the database.
 
 A 5,120-GPU cluster at 1 Hz writes 442 million rows a day, so samples never pass through pandas. They load
 through the shared in-database path (``in_database.py``): each file is read as text into a temporary table
@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 
 from cost_pipeline.contract.schemas import DEVICE_SAMPLE_ACTIVITY_COLUMNS, DEVICE_SAMPLE_COLUMNS
-from cost_pipeline.ingest.in_database import (
+from cost_pipeline.ingest.lib.in_database import (
     InDatabaseSource,
     Rule,
     first_line,
@@ -24,12 +24,9 @@ from cost_pipeline.ingest.in_database import (
     stage_csv,
     stage_parquet,
 )
-from cost_pipeline.ingest.records import FileRejected, Rejection, landing_files
-from cost_pipeline.ingest.warehouse import IngestReport, quote
-
-SOURCE = "device_samples"
-FOLDER = "telemetry"
-PATTERNS = ("*.csv", "*.parquet")
+from cost_pipeline.ingest.lib.records import FileRejected, Rejection
+from cost_pipeline.ingest.lib.source import Source
+from cost_pipeline.ingest.lib.warehouse import IngestReport, quote
 
 # (rule, condition that breaks it, message); evaluated in order, the first broken rule is recorded.
 _RULES: list[Rule] = [
@@ -79,9 +76,12 @@ def _stage(con: duckdb.DuckDBPyConnection, path: Path, blank_lines: list[int]) -
     return stage_csv(con, path, _sample_columns, blank_lines, what="sample")
 
 
-DEVICE_SAMPLES = InDatabaseSource(SOURCE, DEVICE_SAMPLE_COLUMNS, _typed_select(), _RULES, _stage)
+DEVICE_SAMPLES = Source("device_samples", ("I2",), "telemetry", ("*.csv", "*.parquet"), "Per-GPU DCGM samples",
+                        InDatabaseSource(DEVICE_SAMPLE_COLUMNS, _typed_select(), _RULES, _stage))
+SOURCES = (DEVICE_SAMPLES,)
 
 
 def load_device_samples(con: duckdb.DuckDBPyConnection, landing_dir: Path) -> IngestReport:
     """Replace ``raw.device_samples`` from every telemetry file, quarantining what breaks the contract."""
-    return load_in_database(con, landing_dir, landing_files(landing_dir, FOLDER, PATTERNS), DEVICE_SAMPLES)
+    return load_in_database(con, landing_dir, DEVICE_SAMPLES.files(landing_dir), DEVICE_SAMPLES.name,
+                            DEVICE_SAMPLES.loader)

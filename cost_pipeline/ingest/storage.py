@@ -1,6 +1,7 @@
-"""S3 Inventory files (I6) exactly as AWS writes them, loaded and validated inside DuckDB.
+"""Storage (I6): S3 Inventory files exactly as AWS writes them, loaded and validated inside DuckDB; the bucket prefix
+rules and the storage prices per class.
 
-Three shapes are accepted:
+Three inventory shapes are accepted:
 
 - header-less CSV (``.csv`` or ``.csv.gz``) with a ``manifest.json`` beside it: the manifest's ``fileSchema`` names
   the columns, its ``creationTimestamp`` (milliseconds since the epoch, as text) is the inventory date, and its
@@ -36,15 +37,12 @@ from pathlib import Path
 
 import duckdb
 
+from cost_pipeline.contract import schemas
 from cost_pipeline.contract.schemas import STORAGE_INVENTORY_COLUMNS
-from cost_pipeline.ingest import in_database
-from cost_pipeline.ingest.records import FileRejected, Rejection, landing_files
-from cost_pipeline.ingest.warehouse import IngestReport, quote
-
-SOURCE = "storage_inventory"
-FOLDER = "storage"
-PATTERNS = ("**/*.csv", "**/*.csv.gz", "**/*.parquet")
-OTHER_TABLES = ("prefix_rules*.csv", "storage_prices*.csv")     # the storage folder's other sources
+from cost_pipeline.ingest.lib import in_database
+from cost_pipeline.ingest.lib.records import FileRejected, Rejection
+from cost_pipeline.ingest.lib.source import RowLoader, Source, csv_all_columns, csv_required
+from cost_pipeline.ingest.lib.warehouse import IngestReport, quote
 
 # Inventory field (normalised: lower case, letters only) -> raw column.
 FIELDS = {"bucket": "bucket", "key": "object_key", "versionid": "version_id", "size": "size_bytes",
@@ -215,7 +213,7 @@ def _stage(con: duckdb.DuckDBPyConnection, path: Path, blank_lines: list[int]) -
 
 
 # Text with a time of day and then a zone (Z or an offset) is read as a moment and converted to UTC; text without
-# one is taken as UTC already (as ``parsing.timestamps.utc_naive`` does).
+# one is taken as UTC already (as ``lib.timestamps.utc_naive`` does).
 _LAST_MODIFIED = ("case when regexp_matches(last_modified_at, '\\d[T ]\\d.*([zZ]|[+-]\\d{2}(:?\\d{2})?)$') "
                   "then timezone('UTC', try_cast(last_modified_at as timestamptz)) "
                   "else try_cast(last_modified_at as timestamp) end")
@@ -244,14 +242,20 @@ def inventory_date(path: Path) -> str:
         return ""
 
 
-STORAGE_INVENTORY = in_database.InDatabaseSource(SOURCE, STORAGE_INVENTORY_COLUMNS, _TYPED, _RULES, _stage,
-                                                 identity=inventory_date)
-
-
-def inventory_files(landing_dir: Path) -> list[Path]:
-    return landing_files(landing_dir, FOLDER, PATTERNS, exclude=OTHER_TABLES)
+PREFIX_RULES = Source("storage_prefix_rules", ("I6",), "storage", ("prefix_rules*.csv",),
+                      "Bucket prefix rules with purpose, owner, batch and retention",
+                      RowLoader(schemas.storage_prefix_rules, csv_all_columns))
+PRICES = Source("storage_prices", ("I6",), "storage", ("storage_prices*.csv",),
+                "Storage price per class and GB-month", RowLoader(schemas.storage_prices, csv_required))
+INVENTORY = Source("storage_inventory", ("I6",), "storage", ("**/*.csv", "**/*.csv.gz", "**/*.parquet"),
+                   "S3 Inventory rows, as AWS writes them",
+                   in_database.InDatabaseSource(STORAGE_INVENTORY_COLUMNS, _TYPED, _RULES, _stage,
+                                                identity=inventory_date),
+                   exclude=(*PREFIX_RULES.patterns, *PRICES.patterns))     # the storage folder's other sources
+SOURCES = (INVENTORY, PREFIX_RULES, PRICES)
 
 
 def load_storage_inventory(con: duckdb.DuckDBPyConnection, landing_dir: Path) -> IngestReport:
     """Replace ``raw.storage_inventory`` from every inventory data file, quarantining what breaks the contract."""
-    return in_database.load_in_database(con, landing_dir, inventory_files(landing_dir), STORAGE_INVENTORY)
+    return in_database.load_in_database(con, landing_dir, INVENTORY.files(landing_dir), INVENTORY.name,
+                                        INVENTORY.loader)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import duckdb
 
-from cost_pipeline.ingest.records import ParsedFile, Rejection, RowRejected, file_sha256
-from cost_pipeline.ingest.warehouse import file_pattern, lock_down
+from cost_pipeline.ingest.lib.records import ParsedFile, Rejection, RowRejected, file_sha256
+from cost_pipeline.ingest.lib.warehouse import file_pattern, lock_down
 
 
 def parse_parquet(path: Path, map_row: Callable[[dict[str, object]], dict[str, object]]) -> ParsedFile:

@@ -24,9 +24,14 @@ import duckdb
 import pandas as pd
 
 from cost_pipeline.contract.schemas import SourceSchema
-from cost_pipeline.ingest.records import ParsedFile, Rejection
+from cost_pipeline.ingest.lib.records import ParsedFile, Rejection
 
 RAW = "raw"
+# The bookkeeping tables every source writes to, with their descriptions (the dbt source's).
+BOOKKEEPING_TABLES = {
+    "quarantine": "Every input row that broke the contract, with file, line, rule and message.",
+    "ingested_files": "One row per landing file and source, rows in = rows staged + rows quarantined.",
+}
 
 _QUARANTINE_DDL = """
 create table if not exists raw.quarantine (

@@ -1,14 +1,20 @@
-"""Parsing Slurm ``sacct --parsable2`` output as real clusters write it.
+"""The scheduler (I1): Slurm ``sacct --parsable2`` output as real clusters write it, and Kubernetes-style job events.
 
-Pure functions, no I/O: each turns one messy sacct field into a typed value or raises
-``FieldError`` with the contract rule it broke, so the caller can quarantine the row.
+The field parsers are pure functions, no I/O: each turns one messy sacct field into a typed value or raises
+``FieldError`` with the contract rule it broke, so the caller can quarantine the row. Kubernetes job events map
+their labels and states onto the same columns. Both sources are declared at the end (``SOURCES``).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
+
+from cost_pipeline.contract import schemas
+from cost_pipeline.ingest.lib.records import FileRejected, ParsedFile, Rejection, jsonl_line_parser
+from cost_pipeline.ingest.lib.source import LineParser, RowLoader, Source
 
 SACCT_FIELDS: tuple[str, ...] = (
     "JobID", "JobIDRaw", "JobName", "Account", "Partition", "User", "WCKey", "State", "ExitCode",
@@ -215,3 +221,78 @@ def parse_sacct_record(fields: dict[str, str]) -> dict[str, object]:
         "continues": labels.get("continues"),
         "end_reason": labels.get("end_reason"),
     }
+
+
+@dataclass(frozen=True)
+class SacctOptions:
+    """How the sacct exports were written: ``|`` with a header line unless told otherwise."""
+
+    sacct_delimiter: str = "|"
+    sacct_fields: list[str] | None = None      # the field list of header-less files
+
+
+def sacct_line_parser(options: SacctOptions) -> LineParser:
+    delimiter = options.sacct_delimiter
+    fields = tuple(options.sacct_fields) if options.sacct_fields else None
+
+    def parse(lines: list[str], parsed: ParsedFile) -> None:
+        if fields is None and lines:
+            header = lines[0].split(delimiter)
+            if "JobID" not in header:
+                raise FileRejected("sacct_header", "first line is not an sacct header with JobID")
+        for line, values, raw in split_sacct_lines(lines, delimiter, fields):
+            parsed.rows_in += 1
+            if values is None:
+                parsed.rejections.append(Rejection(line, "sacct_field_count",
+                                                   "field count differs from the header", raw))
+                continue
+            try:
+                row = parse_sacct_record(values)
+            except FieldError as error:
+                parsed.rejections.append(Rejection(line, error.rule, str(error), raw))
+                continue
+            row["source_line"] = line
+            parsed.rows.append(row)
+
+    return parse
+
+
+_EVENT_FIELDS = ("job_id", "event", "at", "gpus_requested", "gpus_allocated", "time_limit_s", "state", "labels")
+_LABEL_COLUMNS = {"batch": "batch_id", "phase": "phase", "reason": "run_reason", "restart_of": "restart_of",
+                  "continues": "continues", "end_reason": "end_reason"}
+_K8S_STATES = {"succeeded": "COMPLETED", "failed": "FAILED", "oomkilled": "OUT_OF_MEMORY",
+               "evicted": "PREEMPTED", "deadlineexceeded": "TIMEOUT"}
+
+
+def job_event_line_parser() -> LineParser:
+    """Kubernetes-style job events (JSONL); labels flatten into the same label columns as sacct."""
+    read_json = jsonl_line_parser(_EVENT_FIELDS)
+
+    def parse(lines: list[str], parsed: ParsedFile) -> None:
+        read_json(lines, parsed)
+        kept = []
+        for row in parsed.rows:
+            labels = row.pop("labels") or {}
+            if not isinstance(labels, dict):
+                parsed.rejections.append(Rejection(row["source_line"], "labels.object", "labels is not an object"))
+                continue
+            for key, column in _LABEL_COLUMNS.items():
+                value = labels.get(key)
+                row[column] = None if value is None else str(value)
+            state = row.get("state")
+            if isinstance(state, str):
+                row["state"] = _K8S_STATES.get(state.lower(), state.upper())
+            kept.append(row)
+        parsed.rows[:] = kept
+
+    return parse
+
+
+SOURCES = (
+    Source("scheduler_jobs", ("I1",), "scheduler", ("*.sacct", "*.txt", "*.psv"),
+           "Slurm sacct rows, allocations and their steps",
+           RowLoader(schemas.scheduler_jobs, lambda _schema, options: sacct_line_parser(options)),
+           options=SacctOptions, text_format="sacct --parsable2 text"),
+    Source("scheduler_events", ("I1",), "scheduler", ("*.jsonl",), "Kubernetes-style job events",
+           RowLoader(schemas.scheduler_events, lambda _schema, _options: job_event_line_parser())),
+)

@@ -1,4 +1,4 @@
-"""FOCUS 1.x billing exports (I4), exactly as providers write them.
+"""Billing (I4): FOCUS 1.x exports, CSV or Parquet, exactly as providers write them.
 
 Providers ship different subsets of the FOCUS columns in different orders; this reads the columns the pipeline
 uses by their FOCUS names, keeps the rest of the file untouched, and takes the batch key from the ``Tags`` JSON
@@ -9,10 +9,12 @@ book; a restated line (``ChargeClass = Correction``) is kept as such.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from dataclasses import dataclass
 
-from cost_pipeline.ingest.records import ParsedFile, Rejection, RowRejected, csv_line_parser
-from cost_pipeline.parsing.timestamps import utc_naive
+from cost_pipeline.contract import schemas
+from cost_pipeline.ingest.lib.records import ParsedFile, Rejection, RowRejected, csv_line_parser
+from cost_pipeline.ingest.lib.source import LineParser, RowLoader, Source
+from cost_pipeline.ingest.lib.timestamps import utc_naive
 
 REQUIRED = ("ChargePeriodStart", "ChargePeriodEnd", "BilledCost", "EffectiveCost")
 COLUMNS = {
@@ -64,7 +66,7 @@ def focus_row(row: dict[str, object], tag_key: str) -> dict[str, object]:
     return mapped
 
 
-def focus_line_parser(tag_key: str = "batch_id") -> Callable[[list[str], ParsedFile], None]:
+def focus_line_parser(tag_key: str = "batch_id") -> LineParser:
     read_csv = csv_line_parser(REQUIRED)
 
     def parse(lines: list[str], parsed: ParsedFile) -> None:
@@ -78,3 +80,18 @@ def focus_line_parser(tag_key: str = "batch_id") -> Callable[[list[str], ParsedF
         parsed.rows[:] = kept
 
     return parse
+
+
+@dataclass(frozen=True)
+class FocusOptions:
+    """Which key of the FOCUS ``Tags`` JSON object carries the batch key."""
+
+    batch_tag_key: str = "batch_id"
+
+
+SOURCES = (
+    Source("billing_focus", ("I4",), "billing", ("*.csv", "*.parquet"), "FOCUS 1.x billing exports",
+           RowLoader(schemas.billing_focus, lambda _schema, options: focus_line_parser(options.batch_tag_key),
+                     parquet_row=lambda options: lambda row: focus_row(row, options.batch_tag_key)),
+           options=FocusOptions),
+)

@@ -22,8 +22,8 @@ import pandas as pd
 import pandera.pandas as pa
 
 from cost_pipeline.contract.schemas import SourceSchema
-from cost_pipeline.ingest.records import ParsedFile, Rejection
-from cost_pipeline.ingest.warehouse import quote
+from cost_pipeline.ingest.lib.records import ParsedFile, Rejection
+from cost_pipeline.ingest.lib.warehouse import quote
 
 _TRUE = {"true", "t", "yes", "1"}
 _FALSE = {"false", "f", "no", "0"}

@@ -1,4 +1,4 @@
-"""Harvest "detailed time report" CSV exports (I7), exactly as Harvest writes them.
+"""Timesheets (I7): Harvest "detailed time report" CSV exports, exactly as Harvest writes them.
 
 Columns are read by their Harvest names in any order; optional ones may be missing and extra ones are ignored.
 The batch key is the ``Project Code``; the ``Task`` is mapped to a role and a category by the contract
@@ -9,9 +9,9 @@ code and must be the contract's reporting currency (rule ``currency.reporting_cu
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from cost_pipeline.ingest.records import ParsedFile, csv_line_parser
+from cost_pipeline.contract import schemas
+from cost_pipeline.ingest.lib.records import ParsedFile, csv_line_parser
+from cost_pipeline.ingest.lib.source import LineParser, RowLoader, Source
 
 REQUIRED = ("Date", "Project Code", "Task", "Hours", "First Name", "Last Name")
 COLUMNS = {
@@ -35,7 +35,7 @@ def harvest_row(row: dict[str, object]) -> dict[str, object]:
     return mapped
 
 
-def harvest_line_parser() -> Callable[[list[str], ParsedFile], None]:
+def harvest_line_parser() -> LineParser:
     read_csv = csv_line_parser(REQUIRED)
 
     def parse(lines: list[str], parsed: ParsedFile) -> None:
@@ -43,3 +43,10 @@ def harvest_line_parser() -> Callable[[list[str], ParsedFile], None]:
         parsed.rows[:] = [dict(harvest_row(row), source_line=row["source_line"]) for row in parsed.rows]
 
     return parse
+
+
+SOURCES = (
+    Source("timesheets", ("I7", "R20"), "timesheets", ("*.csv",),
+           "Harvest time entries; names and cost rates are confidential",
+           RowLoader(schemas.timesheets, lambda _schema, _options: harvest_line_parser())),
+)

@@ -1,6 +1,6 @@
 """Loading a large source inside DuckDB: each file into a temporary table, every value checked with SQL.
 
-Device samples (``telemetry.py``) and S3 Inventory files (``s3_inventory.py``) are too large for the pandas
+Device samples (``telemetry.py``) and S3 Inventory files (``storage.py``) are too large for the pandas
 loader. Their rows never leave the database:
 
 - a CSV file (plain or ``.gz``) is read as text into a temporary table; DuckDB's reject store catches structurally
@@ -24,12 +24,13 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
 import duckdb
 
-from cost_pipeline.ingest.records import FileRejected, Rejection, file_sha256
-from cost_pipeline.ingest.warehouse import (
+from cost_pipeline.contract import Contract
+from cost_pipeline.ingest.lib.records import FileRejected, Rejection, file_sha256
+from cost_pipeline.ingest.lib.warehouse import (
     FirstSeen,
     IngestReport,
     begin_source,
@@ -39,6 +40,9 @@ from cost_pipeline.ingest.warehouse import (
     record_duplicate,
     record_file,
 )
+
+if TYPE_CHECKING:
+    from cost_pipeline.ingest.lib.source import Source
 
 Rule = tuple[str, str, str]      # (rule, SQL condition that breaks it, message naming the column)
 # The stage of one file: (connection, path, its empty lines) -> its structurally broken lines, after writing
@@ -51,14 +55,21 @@ _TEMPORARY = ("landing_text", "landing_rows", "landing_rejects", "landing_scan")
 class InDatabaseSource:
     """What loads one source inside DuckDB: its raw columns, how a file is staged, how its rows are checked."""
 
-    name: str
-    columns: Sequence[tuple[str, str]]     # raw column name and SQL type
+    columns: Sequence[tuple[str, str]]     # raw column name and SQL type (the contract's, for this source)
     typed_select: str                      # ``landing_rows`` -> the raw columns, each by try_cast
     rules: Sequence[Rule]
     stage: Stage
     # What besides its bytes tells two files apart, when the same bytes can hold another night's data (an S3
     # inventory of a bucket that did not change: its date is in the manifest or the file name, not in the file).
     identity: Callable[[Path], str] | None = None
+    kind: ClassVar[str] = "in DuckDB"
+
+    def reads_parquet(self) -> bool:
+        return True
+
+    def load(self, con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Source, _contract: Contract,
+             _options: Any) -> IngestReport:
+        return load_in_database(con, landing_dir, source.files(landing_dir), source.name, self)
 
 
 def failed_rule_sql(rules: Sequence[Rule]) -> tuple[str, str]:
@@ -208,14 +219,14 @@ def stage_parquet(con: duckdb.DuckDBPyConnection, path: Path, select: Callable[[
     )
 
 
-def load_in_database(con: duckdb.DuckDBPyConnection, landing_dir: Path, paths: Sequence[Path],
+def load_in_database(con: duckdb.DuckDBPyConnection, landing_dir: Path, paths: Sequence[Path], name: str,
                      source: InDatabaseSource) -> IngestReport:
-    """Replace ``raw.<source.name>`` from ``paths``, quarantining what breaks the source's rules.
+    """Replace ``raw.<name>`` from ``paths``, quarantining what breaks the source's rules.
 
     Files are read and checked into connection-local temporary tables first, so an unreadable file costs
     only itself; the raw table, quarantine and file ledger then change together in one short transaction.
     """
-    report = IngestReport(source.name)
+    report = IngestReport(name)
     failed_rule, failed_message = failed_rule_sql(source.rules)
     typed = ", ".join(f"{quote(n)} {t}" for n, t in source.columns)
     con.execute(f"create or replace temp table checked_rows (source_file varchar, file_sha256 varchar, line bigint, "
@@ -246,24 +257,24 @@ def load_in_database(con: duckdb.DuckDBPyConnection, landing_dir: Path, paths: S
     for table in _TEMPORARY:
         con.execute(f"drop table if exists {table}")
     try:
-        _write_checked(con, source, files, duplicate_of, report)
+        _write_checked(con, name, source, files, duplicate_of, report)
     finally:
         con.execute("drop table if exists checked_rows")
     return report
 
 
-def _write_checked(con: duckdb.DuckDBPyConnection, source: InDatabaseSource,
+def _write_checked(con: duckdb.DuckDBPyConnection, name: str, source: InDatabaseSource,
                    files: list[tuple[str, str, list[Rejection]]], duplicate_of: dict[str, str],
                    report: IngestReport) -> None:
     """``checked_rows`` and each file's whole-file and structural rejections -> raw table, quarantine, ledger."""
     columns = ", ".join(quote(n) for n, _ in source.columns)
-    begin_source(con, source.name)
+    begin_source(con, name)
     try:
-        con.execute(raw_table_ddl(source.name, source.columns))
-        con.execute(f"insert into raw.{quote(source.name)} select {columns}, source_file, line, file_sha256 "
+        con.execute(raw_table_ddl(name, source.columns))
+        con.execute(f"insert into raw.{quote(name)} select {columns}, source_file, line, file_sha256 "
                     "from checked_rows where failed_rule is null order by source_file, line")
         con.execute("insert into raw.quarantine select ?, source_file, file_sha256, line, failed_rule, "
-                    "failed_message, null from checked_rows where failed_rule is not null", [source.name])
+                    "failed_message, null from checked_rows where failed_rule is not null", [name])
         counts = {f: (staged, failed) for f, staged, failed in con.execute(
             "select source_file, count(*) filter (where failed_rule is null), "
             "count(*) filter (where failed_rule is not null) from checked_rows group by source_file").fetchall()}
@@ -274,10 +285,10 @@ def _write_checked(con: duckdb.DuckDBPyConnection, source: InDatabaseSource,
                               "group by failed_rule").fetchall()
         for source_file, sha, rejections in files:
             if source_file in duplicate_of:
-                record_duplicate(con, source.name, source_file, sha, duplicate_of[source_file], report)
+                record_duplicate(con, name, source_file, sha, duplicate_of[source_file], report)
                 continue
             staged, failed = counts.get(source_file, (0, 0))
-            record_file(con, source.name, source_file, sha, staged + failed + len(rejections), staged, rejections,
+            record_file(con, name, source_file, sha, staged + failed + len(rejections), staged, rejections,
                         report, checked_in_database=failed)
         report.by_rule.update(dict(by_rule))
         report.rows_quarantined += sum(failed for _, failed in counts.values())

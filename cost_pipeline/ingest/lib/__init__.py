@@ -1,0 +1,1 @@
+"""Shared ingest machinery: reading landing files, validating rows, the in-database path, the warehouse ledger."""

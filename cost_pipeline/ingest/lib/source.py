@@ -1,0 +1,143 @@
+"""What a landing source is: its raw table, files, loader, contract schema, options and description, declared once.
+
+Each source-system module (``scheduler.py``, ``billing.py``, ``storage.py``...) declares its sources as ``Source``
+values; ``registry.py`` collects them. The Dagster ingest assets with their descriptions, checks and run config, the
+dbt source descriptions and the inputs table in ``docs/inputs.md`` all come from these declarations.
+
+Two loaders exist. ``RowLoader`` is the pandas path for the small sources: each file is parsed in Python into
+numbered rows and checked by pandera against the source's contract schema. The large sources (device samples,
+S3 Inventory) load inside DuckDB (``in_database.InDatabaseSource``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+import duckdb
+
+from cost_pipeline.contract import Contract
+from cost_pipeline.contract.schemas import SourceSchema
+from cost_pipeline.ingest.lib.parquet import parse_parquet
+from cost_pipeline.ingest.lib.records import ParsedFile, csv_line_parser, jsonl_line_parser, landing_files, parse_file
+from cost_pipeline.ingest.lib.validate import validate_rows
+from cost_pipeline.ingest.lib.warehouse import IngestReport, write_validated_source
+
+LineParser = Callable[[list[str], ParsedFile], None]
+RowMap = Callable[[dict[str, object]], dict[str, object]]
+# A file's format by how its name ends; a source whose files are named otherwise says what they hold (text_format).
+FORMATS = {".csv.gz": "CSV (gzip)", ".csv": "CSV", ".parquet": "Parquet", ".jsonl": "JSON Lines"}
+
+
+class Loader(Protocol):
+    kind: ClassVar[str]                     # how the docs name the path: "pandas + pandera" or "in DuckDB"
+
+    def reads_parquet(self) -> bool: ...
+
+    def load(self, con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Source, contract: Contract,
+             options: Any) -> IngestReport: ...
+
+
+@dataclass(frozen=True)
+class RowLoader:
+    """The pandas path: each file parsed into numbered rows in Python, then checked by pandera.
+
+    ``parser`` builds the line parser from the contract schema and the source's options; ``parquet_row`` (set
+    when the source accepts Parquet) builds the mapping of one Parquet row into the raw shape from the options.
+    """
+
+    schema: Callable[[Contract], SourceSchema]
+    parser: Callable[[SourceSchema, Any], LineParser]
+    parquet_row: Callable[[Any], RowMap] | None = None
+    kind: ClassVar[str] = "pandas + pandera"
+
+    def reads_parquet(self) -> bool:
+        return self.parquet_row is not None
+
+    def load(self, con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Source, contract: Contract,
+             options: Any) -> IngestReport:
+        """Parse, validate and write every file of the source; the night goes on whatever one file holds."""
+        schema = self.schema(contract)
+        parser = self.parser(schema, options)
+        results: list[tuple[ParsedFile, object]] = []
+        for path in source.files(landing_dir):
+            if path.suffix == ".parquet" and self.parquet_row is not None:
+                parsed = parse_parquet(path, self.parquet_row(options))
+            else:
+                parsed = parse_file(path, parser)
+            results.append((parsed, validate_rows(parsed, schema, con)))
+        return write_validated_source(con, schema, landing_dir, results)
+
+
+def csv_required(schema: SourceSchema, _options: Any = None) -> LineParser:
+    """A CSV whose header must name every column that may not be blank."""
+    return csv_line_parser(c.name for c in schema.columns if not c.nullable)
+
+
+def csv_all_columns(schema: SourceSchema, _options: Any = None) -> LineParser:
+    """A CSV whose header must name every column, even those whose values may be blank."""
+    return csv_line_parser(c.name for c in schema.columns)
+
+
+def jsonl_columns(schema: SourceSchema, _options: Any = None) -> LineParser:
+    """JSON Lines, one object a line, read by the schema's column names."""
+    return jsonl_line_parser(c.name for c in schema.columns)
+
+
+@dataclass(frozen=True)
+class Source:
+    """One landing source, declared once."""
+
+    name: str                       # the raw table, and the ingest asset's key ["raw", name]
+    requirements: tuple[str, ...]   # the DOMAIN input (I1..I10) first, then any requirement (R..) it serves
+    folder: str                     # the landing sub-folder
+    patterns: tuple[str, ...]       # glob patterns under the folder
+    description: str                # one line: what the files hold
+    loader: Loader
+    options: type | None = None     # a frozen dataclass of launch options (the asset's run config); None: none
+    exclude: tuple[str, ...] = ()   # file names the patterns match that belong to another source
+    text_format: str | None = None  # what a file holds when its name does not say (``*.txt``)
+
+    def __post_init__(self) -> None:
+        self.formats()      # every pattern has a known format
+
+    def files(self, landing_dir: Path) -> list[Path]:
+        """The source's files in sorted order."""
+        return landing_files(landing_dir, self.folder, self.patterns, exclude=self.exclude)
+
+    def formats(self) -> tuple[str, ...]:
+        """The formats the patterns admit, in pattern order."""
+        found: list[str] = []
+        for pattern in self.patterns:
+            known = next((f for end, f in FORMATS.items() if pattern.endswith(end)), self.text_format)
+            if known is None:
+                raise ValueError(f"{self.name}: pattern {pattern} names no known format and no text_format is set")
+            if known not in found:
+                found.append(known)
+        return tuple(found)
+
+    def files_text(self) -> str:
+        """``registry/batches*.csv``; ``scheduler/*.sacct, *.txt or *.psv``."""
+        names = list(self.patterns)
+        listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+        return f"{self.folder}/{listed}"
+
+    def summary(self) -> str:
+        """The one-line description of the raw table: the asset's, and the dbt source's."""
+        where = "; loaded and checked inside DuckDB" if self.loader.kind == "in DuckDB" else ""
+        return f"{self.description} ({', '.join(self.requirements)}), from {self.files_text()}{where}."
+
+    def default_options(self) -> Any:
+        return None if self.options is None else self.options()
+
+    def option_names(self) -> tuple[str, ...]:
+        return () if self.options is None else tuple(f.name for f in dataclasses.fields(self.options))
+
+    def load(self, con: duckdb.DuckDBPyConnection, landing_dir: Path, contract: Contract,
+             options: Any = None) -> IngestReport:
+        """Replace ``raw.<name>`` from the source's files (with the default options unless given)."""
+        return self.loader.load(con, landing_dir, self, contract,
+                                self.default_options() if options is None else options)

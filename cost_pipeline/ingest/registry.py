@@ -1,0 +1,89 @@
+"""Every landing source, collected from the source-system modules, and the one way to load any of them.
+
+Each system module declares its sources (``SOURCES``); this module only gathers them, in the order the docs list
+them. ``render_inputs`` renders the inputs table of ``docs/inputs.md`` from the declarations
+(``cost-pipeline docs`` writes it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from cost_pipeline.contract import Contract
+from cost_pipeline.ingest import (
+    batches,
+    billing,
+    contract_tables,
+    finance,
+    scheduler,
+    serving,
+    storage,
+    telemetry,
+    timesheets,
+    training,
+)
+from cost_pipeline.ingest.lib.source import Source
+from cost_pipeline.ingest.lib.warehouse import BOOKKEEPING_TABLES, IngestReport
+
+SYSTEMS = (batches, scheduler, telemetry, training, finance, billing, timesheets, serving, storage)
+
+
+def _collect() -> dict[str, Source]:
+    collected: dict[str, Source] = {}
+    for system in SYSTEMS:
+        for source in system.SOURCES:
+            if source.name in collected:
+                raise ValueError(f"source {source.name} is declared twice")
+            collected[source.name] = source
+    return collected
+
+
+SOURCES: dict[str, Source] = _collect()
+
+
+def sources() -> dict[str, Source]:
+    """Every landing source by raw table name, small and large."""
+    return dict(SOURCES)
+
+
+def raw_tables() -> dict[str, str]:
+    """Every raw table with its description: the contract tables, the landing sources, then the bookkeeping."""
+    return {**contract_tables.TABLES, **{name: s.summary() for name, s in SOURCES.items()}, **BOOKKEEPING_TABLES}
+
+
+def load_source(con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Source, contract: Contract,
+                options: Any = None) -> IngestReport:
+    """Replace one source's raw table from its files, on its own path (pandas or in DuckDB)."""
+    return source.load(con, landing_dir, contract, options)
+
+
+def load_named(con: duckdb.DuckDBPyConnection, landing_dir: Path, name: str, contract: Contract,
+               options: Any = None) -> IngestReport:
+    """Load one source by its raw table name (with its default options unless given)."""
+    return load_source(con, landing_dir, SOURCES[name], contract, options)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_inputs() -> str:
+    """The markdown table of every landing source, one row each, from the registry."""
+    lines = ["| folder | files | formats | input | raw table | loader | options | what the files hold |",
+             "|---|---|---|---|---|---|---|---|"]
+    for source in SOURCES.values():
+        cells = [
+            f"`{source.folder}/`",
+            ", ".join(f"`{p}`" for p in source.patterns),
+            ", ".join(source.formats()),
+            ", ".join(source.requirements),
+            f"`raw.{source.name}`",
+            source.loader.kind,
+            ", ".join(f"`{o}`" for o in source.option_names()),
+            source.description,
+        ]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return "\n".join(lines) + "\n"
