@@ -83,9 +83,22 @@ def _table(con: duckdb.DuckDBPyConnection, title: str, relation: str, columns: t
         print(" ".join(_format(v, w) for v, (_, _, w) in zip(row, columns, strict=True)), file=out)
 
 
+def _unpriced(con: duckdb.DuckDBPyConnection, out) -> None:
+    """One line naming the months whose owned-GPU time had no price (their compute cost is null, never 0.00)."""
+    try:
+        months = con.execute(
+            "select month_start, occupied_gpu_hours from marts.fct_gpu_hour_price where is_unpriced order by 1"
+        ).fetchall()
+    except duckdb.CatalogException:
+        return
+    if months:
+        listed = ", ".join(f"{month:%Y-%m} ({float(hours):,.2f} GPU-h)" for month, hours in months)
+        print(f"\nUnpriced months (no owned capacity in service; compute cost null, not 0.00): {listed}", file=out)
+
+
 def report(warehouse: Path, out=sys.stdout) -> None:
-    """Print the quarantine (file, line, rule), the per-batch compute and full bills, plan vs actual and the
-    service book."""
+    """Print the quarantine (file, line, rule), the unpriced months, the per-batch compute and full bills, plan vs
+    actual and the service book."""
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         quarantined = con.execute(
@@ -95,6 +108,7 @@ def report(warehouse: Path, out=sys.stdout) -> None:
             print(f"\n{len(quarantined)} row(s) quarantined (see raw.quarantine):", file=out)
             for source, source_file, line, rule, message in quarantined[:20]:
                 print(f"  [{source}] {source_file}, line {line}: rule {rule}: {message}", file=out)
+        _unpriced(con, out)
         _table(con, "Compute bill per batch", "marts.fct_batch_compute", BATCH_COLUMNS,
                "batch_id = 'unattributed', batch_id", out)
         _table(con, "Full cost per batch", "marts.fct_batch_costs", FULL_COST_COLUMNS,

@@ -21,6 +21,18 @@ import yaml
 _FILE_PATTERN = re.compile(r"^definitions_(v\d+)\.yaml$")
 
 
+# Enumeration name in raw.contract_enumerations -> its section of the contract (code -> description).
+_DESCRIBED_ENUMERATIONS = {
+    "asset_class": "asset_classes",
+    "facility_item": "facility_items",
+    "focus_charge_category": "focus_charge_categories",
+    "focus_charge_class": "focus_charge_classes",
+    "scheduler_record_type": "scheduler_record_types",
+    "scheduler_event": "scheduler_events",
+    "request_shape": "request_shapes",
+}
+
+
 @dataclass(frozen=True)
 class Contract:
     version: str
@@ -58,6 +70,54 @@ class Contract:
     @property
     def tiers(self) -> dict[str, Any]:
         return dict(self.document["utilization_tiers"])
+
+    @property
+    def utilization_tiers(self) -> dict[str, int | None]:
+        """Tier -> precedence (a sample takes the lowest-precedence tier whose condition holds; None for a tier no
+        sample takes, unobserved), in the contract's order."""
+        tiers = {}
+        for code, spec in self.document["utilization_tiers"].items():
+            if isinstance(spec, dict):    # the scalars beside the tiers are the sampling parameters
+                tiers[str(code)] = None if spec.get("precedence") is None else int(spec["precedence"])
+        ranked = [p for p in tiers.values() if p is not None]
+        if len(ranked) != len(set(ranked)):
+            raise ValueError(f"contract {self.version}: two utilization tiers share a precedence")
+        return tiers
+
+    def codes(self, enumeration: str) -> list[str]:
+        """The codes of a top-level enumeration of the contract (a mapping code -> description)."""
+        section = self.document.get(enumeration)
+        if not isinstance(section, dict) or not section:
+            raise ValueError(f"contract {self.version} defines no {enumeration}")
+        return [str(code) for code in section]
+
+    @property
+    def asset_classes(self) -> list[str]:
+        return self.codes("asset_classes")
+
+    @property
+    def facility_items(self) -> list[str]:
+        return self.codes("facility_items")
+
+    @property
+    def focus_charge_categories(self) -> list[str]:
+        return self.codes("focus_charge_categories")
+
+    @property
+    def focus_charge_classes(self) -> list[str]:
+        return self.codes("focus_charge_classes")
+
+    @property
+    def scheduler_record_types(self) -> list[str]:
+        return self.codes("scheduler_record_types")
+
+    @property
+    def scheduler_events(self) -> list[str]:
+        return self.codes("scheduler_events")
+
+    @property
+    def request_shapes(self) -> list[str]:
+        return self.codes("request_shapes")
 
     @property
     def storage_purposes(self) -> dict[str, int]:
@@ -138,7 +198,8 @@ class Contract:
 
         Columns: contract_version, enumeration, code, category, is_rerun (run reasons),
         is_same_cause (termination categories whose repeats are flagged), lower_bound and upper_bound
-        (bucket edges; for storage_purpose, upper_bound is the default retention in days), description.
+        (bucket edges; for storage_purpose, upper_bound is the default retention in days; for utilization_tier,
+        lower_bound is the precedence), description.
         """
         doc = self.document
         rows: list[dict[str, Any]] = []
@@ -167,6 +228,13 @@ class Contract:
             add("discard_reason", code, description=text)
         for code, spec in (doc.get("storage_purposes") or {}).items():
             add("storage_purpose", code, upper_bound=spec["default_retention_days"], description=spec["description"])
+        # Tiers: lower_bound is the precedence (null for unobserved, which no sample takes).
+        for code, precedence in self.utilization_tiers.items():
+            add("utilization_tier", code, lower_bound=precedence,
+                description=doc["utilization_tiers"][code]["description"])
+        for enumeration, section in _DESCRIBED_ENUMERATIONS.items():
+            for code in self.codes(section):
+                add(enumeration, code, description=doc[section][code])
         for code, text in doc["evidence_levels"].items():
             add("evidence_level", code, description=text)
         for code, text in doc["misread_fields"].items():

@@ -180,7 +180,7 @@ def scheduler_jobs(contract: Contract) -> SourceSchema:
         Col("job_id_raw", "VARCHAR", nullable=True),
         Col("allocation_id", "VARCHAR"),
         Col("step_name", "VARCHAR", nullable=True),
-        Col("record_type", "VARCHAR", checks=_isin(["allocation", "step"])),
+        Col("record_type", "VARCHAR", checks=_isin(contract.scheduler_record_types)),
         Col("job_name", "VARCHAR", nullable=True),
         Col("account", "VARCHAR", nullable=True),
         Col("partition", "VARCHAR", nullable=True),
@@ -206,7 +206,7 @@ def scheduler_jobs(contract: Contract) -> SourceSchema:
 def scheduler_events(contract: Contract) -> SourceSchema:
     return SourceSchema("scheduler_events", (
         Col("job_id", "VARCHAR"),
-        Col("event", "VARCHAR", checks=_isin(["submit", "start", "end", "requeue", "preempt"])),
+        Col("event", "VARCHAR", checks=_isin(contract.scheduler_events)),
         Col("at", "TIMESTAMP"),
         Col("gpus_requested", "INTEGER", nullable=True, checks=NON_NEGATIVE),
         Col("gpus_allocated", "INTEGER", nullable=True, checks=NON_NEGATIVE),
@@ -236,7 +236,7 @@ def ledger_purchases(contract: Contract) -> SourceSchema:
     return SourceSchema("ledger_purchases", (
         Col("purchase_id", "VARCHAR"),
         Col("purchased_on", "DATE", checks=_date()),
-        Col("asset_class", "VARCHAR", checks=_isin(["gpu_server", "network", "storage", "other"])),
+        Col("asset_class", "VARCHAR", checks=_isin(contract.asset_classes)),
         Col("description", "VARCHAR", nullable=True),
         Col("quantity", "INTEGER", checks=POSITIVE),
         Col("unit_price", "DECIMAL(18,2)", checks=_money()),
@@ -250,7 +250,7 @@ def ledger_purchases(contract: Contract) -> SourceSchema:
 def ledger_facility(contract: Contract) -> SourceSchema:
     return SourceSchema("ledger_facility", (
         Col("month", "VARCHAR", checks=(pa.Check.str_matches(MONTH_PATTERN),)),
-        Col("item", "VARCHAR", checks=_isin(["rent", "power", "network", "operations"])),
+        Col("item", "VARCHAR", checks=_isin(contract.facility_items)),
         Col("amount", "DECIMAL(18,2)", checks=_money()),
         Col("currency", "VARCHAR", checks=_currency(contract)),
     ))
@@ -274,7 +274,7 @@ def serving_requests(contract: Contract) -> SourceSchema:
         Col("attempt", "INTEGER", checks=POSITIVE),
         Col("escalated_to", "VARCHAR", nullable=True),
         Col("human_handoff", "BOOLEAN"),
-        Col("request_shape", "VARCHAR", checks=_isin(["native", "litellm"])),
+        Col("request_shape", "VARCHAR", checks=_isin(contract.request_shapes)),
     ), unique=("request_id",))
 
 
@@ -319,9 +319,8 @@ def billing_focus(contract: Contract) -> SourceSchema:
         Col("billing_period_end", "TIMESTAMP", nullable=True),
         Col("charge_period_start", "TIMESTAMP"),
         Col("charge_period_end", "TIMESTAMP"),
-        Col("charge_category", "VARCHAR", nullable=True,
-            checks=_isin(["Usage", "Purchase", "Tax", "Credit", "Adjustment"])),
-        Col("charge_class", "VARCHAR", nullable=True, checks=_isin(["Correction"])),
+        Col("charge_category", "VARCHAR", nullable=True, checks=_isin(contract.focus_charge_categories)),
+        Col("charge_class", "VARCHAR", nullable=True, checks=_isin(contract.focus_charge_classes)),
         Col("charge_frequency", "VARCHAR", nullable=True),
         Col("pricing_category", "VARCHAR", nullable=True),
         Col("billed_cost", "DECIMAL(22,10)", checks=FOCUS_AMOUNT),

@@ -1,7 +1,9 @@
 {#-
     The compute figures of fct_batch_compute and fct_phase_compute, at any grain (a list of column names):
     job sums from int_jobs_costed and step figures from int_training_steps_attributed, full-outer-joined so that
-    neither jobs without steps nor steps without jobs are lost.
+    neither jobs without steps nor steps without jobs are lost. A group with any unpriced job (occupied time in a
+    month without an internal GPU-hour price) has a null compute_cost and the unit costs built on it, never a
+    partial sum: unpriced_gpu_hours says how much time has no price.
 -#}
 {% macro compute_rollup(grain) %}
 {%- set keys = grain | join(', ') -%}
@@ -29,8 +31,11 @@ job_totals as (
         sum(unobserved_gpu_seconds) as unobserved_gpu_seconds,
         sum(case when is_failed then occupied_gpu_seconds else 0 end) as failed_gpu_seconds,
         sum(case when is_rerun then occupied_gpu_seconds else 0 end) as rerun_gpu_seconds,
-        sum(compute_cost) as compute_cost,
-        sum(case when is_rerun then compute_cost else 0 end) as rerun_compute_cost
+        sum(unpriced_gpu_seconds) as unpriced_gpu_seconds,
+        case when max(case when has_unpriced_month then 1 else 0 end) = 0 then sum(compute_cost) end
+            as compute_cost,
+        case when max(case when is_rerun and has_unpriced_month then 1 else 0 end) = 0
+            then sum(case when is_rerun then compute_cost else 0 end) end as rerun_compute_cost
     from jobs
     group by {{ keys }}
 ),
@@ -77,8 +82,9 @@ combined as (
         coalesce(job_totals.unobserved_gpu_seconds, 0) as unobserved_gpu_seconds,
         coalesce(job_totals.failed_gpu_seconds, 0) as failed_gpu_seconds,
         coalesce(job_totals.rerun_gpu_seconds, 0) as rerun_gpu_seconds,
-        coalesce(job_totals.compute_cost, 0) as compute_cost,
-        coalesce(job_totals.rerun_compute_cost, 0) as rerun_compute_cost,
+        coalesce(job_totals.unpriced_gpu_seconds, 0) as unpriced_gpu_seconds,
+        case when job_totals.jobs is null then 0 else job_totals.compute_cost end as compute_cost,
+        case when job_totals.jobs is null then 0 else job_totals.rerun_compute_cost end as rerun_compute_cost,
         coalesce(step_totals.steps_run, 0) as steps_run,
         coalesce(step_totals.steps_counted, 0) as steps_counted,
         coalesce(step_totals.steps_discarded, 0) as steps_discarded,
@@ -132,7 +138,9 @@ select
     end as cost_per_million_counted_tokens,
     case when combined.effective_compute_gpu_seconds > 0
         then cast(round(combined.compute_cost * 3600 / combined.effective_compute_gpu_seconds, 4) as decimal(18, 4))
-    end as cost_per_effective_gpu_hour
+    end as cost_per_effective_gpu_hour,
+    combined.unpriced_gpu_seconds > 0 as is_unpriced,
+    cast(combined.unpriced_gpu_seconds / 3600.0 as decimal(18, 4)) as unpriced_gpu_hours
 from combined
 left join batches on combined.batch_id = batches.batch_id
 {% endmacro %}

@@ -1,5 +1,6 @@
 -- One row per device sample inside its job's occupied window, classified into the contract's utilization tiers
--- (R5). Each sample stands for the time to the same GPU's next sample, capped at max_gap_factor x the nominal
+-- (R5): the tier names and their precedence come from the contract (stg_contract__enumerations), the thresholds
+-- from its parameters; a sample takes the tier of lowest precedence whose condition holds. Each sample stands for the time to the same GPU's next sample, capped at max_gap_factor x the nominal
 -- interval and at the job's end. Samples outside the job's occupied window are not the job's; a sample delivered
 -- twice counts once.
 -- A view, read once: int_job_utilization_tiered sums it per job (and per job after its last step).
@@ -25,6 +26,23 @@ parameters as (
     }) }}
 ),
 
+-- The tiers a sample can take (unobserved, which no sample takes, has no precedence).
+tiers as (
+    select contract_version, code as tier, lower_bound as precedence
+    from {{ ref('stg_contract__enumerations') }}
+    where enumeration = 'utilization_tier' and lower_bound is not null
+),
+
+tier_precedence as (
+    select
+        contract_version,
+        max(case when tier = 'comm_wait' then precedence end) as comm_wait_precedence,
+        max(case when tier = 'effective_compute' then precedence end) as effective_compute_precedence,
+        max(case when tier = 'idle' then precedence end) as idle_precedence
+    from tiers
+    group by contract_version
+),
+
 samples as (
     select
         job_aliases.job_id,
@@ -44,7 +62,15 @@ sequenced as (
     select
         samples.*,
         jobs.end_at,
-        parameters.*,
+        jobs.contract_version,
+        parameters.comm_min_nvlink,
+        parameters.comm_max_tensor,
+        parameters.effective_min_gr,
+        parameters.interval_seconds,
+        parameters.max_gap_factor,
+        tier_precedence.comm_wait_precedence,
+        tier_precedence.effective_compute_precedence,
+        tier_precedence.idle_precedence,
         -- The file and line break a tie between two copies of one instant, so the same copy (the newest file's) is
         -- last, and kept, in every run.
         lead(samples.sampled_at) over (
@@ -54,6 +80,7 @@ sequenced as (
     from samples
     inner join jobs on samples.job_id = jobs.job_id
     inner join parameters on jobs.contract_version = parameters.contract_version
+    inner join tier_precedence on jobs.contract_version = tier_precedence.contract_version
     where samples.sampled_at >= jobs.start_at and samples.sampled_at < jobs.end_at
 ),
 
@@ -63,20 +90,35 @@ classified as (
         hostname,
         gpu_index,
         sampled_at,
+        contract_version,
         least(
             coalesce({{ seconds_between('sampled_at', 'next_sampled_at') }}, interval_seconds),
             interval_seconds * max_gap_factor,
             {{ seconds_between('sampled_at', 'end_at') }}
         ) as represented_seconds,
-        case
-            when nvlink_bytes_per_second >= comm_min_nvlink and tensor_active < comm_max_tensor then 'comm_wait'
-            when gr_engine_active >= effective_min_gr then 'effective_compute'
-            else 'idle'
-        end as tier
+        -- The tier rule: each tier's condition, with the thresholds of the batch's contract version; idle always
+        -- holds. A condition that does not hold (or cannot be told, a null metric) counts as idle.
+        least(
+            case when nvlink_bytes_per_second >= comm_min_nvlink and tensor_active < comm_max_tensor
+                then comm_wait_precedence else idle_precedence end,
+            case when gr_engine_active >= effective_min_gr
+                then effective_compute_precedence else idle_precedence end,
+            idle_precedence
+        ) as tier_precedence
     from sequenced
     -- A sample delivered twice (the same GPU at the same instant, from two files) is one sample: the last copy
     -- (newest file, last line) stands for the time; the others would stand for none.
     where next_sampled_at is null or next_sampled_at > sampled_at
 )
 
-select * from classified
+select
+    classified.job_id,
+    classified.hostname,
+    classified.gpu_index,
+    classified.sampled_at,
+    classified.represented_seconds,
+    tiers.tier
+from classified
+inner join tiers
+    on classified.contract_version = tiers.contract_version
+    and classified.tier_precedence = tiers.precedence

@@ -1,4 +1,6 @@
--- The internal GPU-hour price per month (R8), per available and per effective GPU-hour.
+-- The internal GPU-hour price per month (R8), per available and per effective GPU-hour. A month whose jobs
+-- occupied owned GPUs while no owned capacity was in service has no price: it is unpriced, and its compute cost
+-- is null, never 0.00.
 with prices as (
     select * from {{ ref('int_gpu_hour_prices_monthly') }}
 ),
@@ -7,7 +9,8 @@ usage as (
     select
         costs.month_start,
         sum(costs.occupied_gpu_seconds) as occupied_gpu_seconds,
-        sum(costs.compute_cost) as compute_cost
+        sum(costs.compute_cost) as compute_cost,
+        max(case when costs.is_unpriced then 1 else 0 end) = 1 as is_unpriced
     from {{ ref('int_job_costs_monthly') }} as costs
     where costs.cost_source = 'owned_capacity'
     group by costs.month_start
@@ -30,7 +33,8 @@ joined as (
     select
         prices.*,
         coalesce(usage.occupied_gpu_seconds, 0) as occupied_gpu_seconds,
-        coalesce(usage.compute_cost, 0) as compute_cost,
+        case when not coalesce(usage.is_unpriced, false) then coalesce(usage.compute_cost, 0) end as compute_cost,
+        coalesce(usage.is_unpriced, false) as is_unpriced,
         coalesce(effective.effective_compute_gpu_seconds, 0) as effective_compute_gpu_seconds
     from prices
     left join usage on prices.month_start = usage.month_start
@@ -59,5 +63,6 @@ select
         then cast(round(price_per_available_gpu_hour * occupied_gpu_seconds / effective_compute_gpu_seconds, 6)
             as decimal(18, 6))
     end as price_per_effective_gpu_hour,
-    cast(compute_cost as decimal(18, 2)) as compute_cost
+    cast(compute_cost as decimal(18, 2)) as compute_cost,
+    is_unpriced
 from joined
