@@ -1,5 +1,5 @@
 -- Every cost of a batch as lines (R9): one row per batch x phase x month x cost type x source x detail x evidence
--- level. Compute on owned GPUs is measured (occupied GPU-time at the internal price, int_job_costs_monthly);
+-- level. Compute on owned GPUs is measured (occupied GPU-time at the internal price, int_job_months_costed);
 -- cloud lines are billed at EffectiveCost (pending without an invoice) and count as compute unless their
 -- ServiceCategory is Storage; storage is measured from inventories (size x time x price, by purpose); labour is
 -- hours x each person's cost rate (measured) or an assumed rate with a low/high range; external services are
@@ -37,7 +37,7 @@ owned_compute as (
         0 as labour_hours,
         cast(null as {{ dbt.type_string() }}) as person_key,
         false as is_correction
-    from {{ ref('int_job_costs_monthly') }} as costs
+    from {{ ref('int_job_months_costed') }} as costs
     inner join jobs on costs.job_id = jobs.job_id
     where costs.cost_source = 'owned_capacity' and not costs.is_unpriced
 ),
@@ -132,7 +132,7 @@ services as (
         0 as labour_hours,
         cast(null as {{ dbt.type_string() }}) as person_key,
         false as is_correction
-    from {{ ref('int_service_costs') }}
+    from {{ ref('int_service_invoices_costed') }}
 ),
 
 all_lines as (

@@ -12,7 +12,7 @@ with jobs as (
 ),
 
 job_aliases as (
-    select * from {{ ref('int_job_aliases') }}
+    select * from {{ ref('int_job_aliases_resolved') }}
 ),
 
 parameters as (

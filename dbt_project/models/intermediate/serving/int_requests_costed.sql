@@ -76,7 +76,7 @@ with_spend as (
         coalesce(costs.serving_cost_cents, 0) as model_month_cost_cents,
         costs.model is not null as has_serving_cost
     from shaped
-    left join {{ ref('int_serving_costs_monthly') }} as costs
+    left join {{ ref('int_model_months_costed') }} as costs
         on shaped.month_start = costs.month_start and shaped.model = costs.model
 ),
 

@@ -12,7 +12,7 @@ costs as (
         job_id,
         cast(sum(compute_cost) as decimal(18, 2)) as compute_cost,
         max(case when is_unpriced then 1 else 0 end) as has_unpriced_month
-    from {{ ref('int_job_costs_monthly') }}
+    from {{ ref('int_job_months_costed') }}
     group by job_id
 ),
 
