@@ -51,7 +51,7 @@ def test_capacity_allocation_and_reconciliation_to_the_cent(demo_run):
     expected = november_allocation()
     assert sum(expected.values()) == CAPACITY_CENTS
     allocated = {(kind, part): cents_ for kind, part, cents_ in demo_run.query(
-        "select part_kind, part_id, allocated_cents from intermediate.int_capacity_allocation "
+        "select part_kind, part_id, allocated_cents from intermediate.int_capacity_costs_allocated "
         "where month_start = date '2026-11-01'")}
     assert allocated == expected
     owned = dict(demo_run.query("select job_id, resource_cost from marts.fct_resource_book "

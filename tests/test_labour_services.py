@@ -277,7 +277,7 @@ def test_demo_labour_per_batch_by_role_and_category(demo_run):
 
 def test_demo_services_by_stage(demo_run):
     rows = demo_run.query("select batch_id, stage, cast(month_start as varchar), amount, amount_low, amount_high, "
-                          "evidence_level from intermediate.int_service_costs order by batch_id, stage")
+                          "evidence_level from intermediate.int_service_invoices_costed order by batch_id, stage")
     assert rows == [
         ("B-7", "initial_delivery", "2026-11-01", Decimal("2400.00"), Decimal("2400.00"), Decimal("2400.00"), "billed"),
         # An accrual: 600.00 -+ 20 % (the contract's pending_range_pct).
@@ -290,7 +290,7 @@ def test_demo_services_by_stage(demo_run):
 def test_demo_rounds_cost_rises_without_evidence_on_b8(demo_run):
     rows = demo_run.query("select batch_id, round_number, jobs, occupied_gpu_hours, compute_cost, has_new_evidence, "
                           "previous_round_cost, cost_rose, rounds_without_evidence_streak, "
-                          "rising_cost_without_evidence_streak from intermediate.int_batch_rounds order by 1, 2")
+                          "rising_cost_without_evidence_streak from intermediate.int_batch_rounds_costed order by 1, 2")
     b7_1 = job_cost(16)                                               # 1001
     b7_2 = job_cost(64) + job_cost(96) + job_cost(8) + job_cost(4)    # 1002, 1003, 1004, 1005
     b8_1 = job_cost(8)                                                # 2001

@@ -74,7 +74,7 @@ def test_job_level_figures_and_what_stays_null(demo_run):
     jobs = {r[0]: r[1:] for r in demo_run.query("""
         select job_id, setup_gpu_seconds, tail_gpu_seconds, hang_after_fault_gpu_seconds,
                preemption_recovery_gpu_seconds, recovery_ends_at_first_step
-        from intermediate.int_job_waiting""")}
+        from intermediate.int_job_waiting_measured""")}
     assert jobs["1002"] == (16 * 600, 16 * 98 * 60, 8 * 3600, None, None)
     assert jobs["1003"] == (16 * 600, 16 * 145 * 60, None, 16 * 130 * 60, True)
     # 2003 (B-8 training, 16 GPUs): steps 1-30, 29 x 480 s + 1,500 s = 257 min from 00:10, released at 08:00.
@@ -160,7 +160,7 @@ def test_kubernetes_queue_requeue_gap_and_restart(tmp_path):
     jobs = {r[0]: r[1:] for r in con.execute("""
         select job_id, queued_gpu_seconds, requeue_gap_seconds, restart_recovery_seconds,
                recovery_ends_at_first_step, preemption_recovery_gpu_seconds, preemption_recovery_cost
-        from intermediate.int_job_waiting""").fetchall()}
+        from intermediate.int_job_waiting_measured""").fetchall()}
     row = con.execute("select queued_gpu_hours, preemption_recovery_gpu_hours from marts.fct_batch_waiting "
                       "where batch_id = 'B-1' and phase = 'training'").fetchone()
     con.close()

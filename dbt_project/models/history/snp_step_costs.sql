@@ -19,7 +19,7 @@ jobs as (
 ),
 
 job_aliases as (
-    select * from {{ ref('int_job_aliases') }}
+    select * from {{ ref('int_job_aliases_resolved') }}
 ),
 
 current_steps as (

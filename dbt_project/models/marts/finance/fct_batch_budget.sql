@@ -36,7 +36,7 @@ rounds as (
         rising_cost_without_evidence_streak,
         count(*) over (partition by batch_id) as rounds_run,
         row_number() over (partition by batch_id order by started_at desc, round_number desc) as rounds_from_last
-    from {{ ref('int_batch_rounds') }}
+    from {{ ref('int_batch_rounds_costed') }}
 ),
 
 -- The batch's latest round: how many rounds in a row, up to it, cost more than the one before without evidence.

@@ -1,7 +1,7 @@
 -- Waiting per batch and phase (R10): every kind of waiting in its own column, never added into one figure.
--- Money is the sum of per-job amounts already rounded once to the cent per job and figure (int_job_waiting).
+-- Money is the sum of per-job amounts already rounded once to the cent per job and figure (int_job_waiting_measured).
 with waiting as (
-    select * from {{ ref('int_job_waiting') }}
+    select * from {{ ref('int_job_waiting_measured') }}
 ),
 
 batches as (

@@ -15,13 +15,13 @@ allocation as (
         sum(case when part_kind = 'idle' then gpu_seconds else 0 end) as idle_gpu_seconds,
         sum(case when part_kind = 'serving_replica' then allocated_cents else 0 end) as serving_cents,
         sum(case when part_kind = 'idle' then allocated_cents else 0 end) as idle_cents
-    from {{ ref('int_capacity_allocation') }}
+    from {{ ref('int_capacity_costs_allocated') }}
     group by month_start
 ),
 
 training as (
     select month_start, sum(compute_cost) as training_cost
-    from {{ ref('int_job_costs_monthly') }}
+    from {{ ref('int_job_months_costed') }}
     where cost_source = 'owned_capacity'
     group by month_start
 ),

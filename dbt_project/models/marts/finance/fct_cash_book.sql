@@ -33,7 +33,7 @@ cloud as (
 -- Vendor invoices in the month invoiced; an accrual not yet invoiced is pending in its service month.
 services as (
     select month_start, 'external_service' as item, evidence_level, amount
-    from {{ ref('int_service_costs') }}
+    from {{ ref('int_service_invoices_costed') }}
 ),
 
 payments as (

@@ -11,7 +11,7 @@ usage as (
         sum(costs.occupied_gpu_seconds) as occupied_gpu_seconds,
         sum(costs.compute_cost) as compute_cost,
         max(case when costs.is_unpriced then 1 else 0 end) = 1 as is_unpriced
-    from {{ ref('int_job_costs_monthly') }} as costs
+    from {{ ref('int_job_months_costed') }} as costs
     where costs.cost_source = 'owned_capacity'
     group by costs.month_start
 ),
@@ -23,7 +23,7 @@ effective as (
         sum(case when jobs.occupied_gpu_seconds > 0
             then jobs.effective_compute_gpu_seconds * 1.0 * costs.occupied_gpu_seconds / jobs.occupied_gpu_seconds
             else 0 end) as effective_compute_gpu_seconds
-    from {{ ref('int_job_costs_monthly') }} as costs
+    from {{ ref('int_job_months_costed') }} as costs
     inner join {{ ref('int_jobs_costed') }} as jobs on costs.job_id = jobs.job_id
     where costs.cost_source = 'owned_capacity'
     group by costs.month_start

@@ -1,9 +1,9 @@
 -- The resource book (R12): usage x internal price by job and model version. Owned GPU time is priced at the
--- month's internal price (its share of capacity cost, int_capacity_allocation); cloud usage is the FOCUS
+-- month's internal price (its share of capacity cost, int_capacity_costs_allocated); cloud usage is the FOCUS
 -- EffectiveCost (amortised, after discounts) of the job the line names, or of the resource when no job does.
 -- Never added to the cash book or the service book.
 with job_costs as (
-    select * from {{ ref('int_job_costs_monthly') }}
+    select * from {{ ref('int_job_months_costed') }}
 ),
 
 cloud_lines as (

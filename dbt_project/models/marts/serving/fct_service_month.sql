@@ -1,7 +1,7 @@
 -- The service book (R12, R13): a model-month's serving spend C over its completed requests N.
 -- N already averages over idle time, so C / N is not multiplied by utilization again.
 with costs as (
-    select * from {{ ref('int_serving_costs_monthly') }}
+    select * from {{ ref('int_model_months_costed') }}
 ),
 
 requests as (

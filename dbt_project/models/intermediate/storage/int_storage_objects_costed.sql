@@ -86,12 +86,6 @@ etag_counts as (
     group by month_start, etag
 ),
 
-purposes as (
-    select contract_version, code as purpose, upper_bound as default_retention_days
-    from {{ ref('stg_contract__enumerations') }}
-    where enumeration = 'storage_purpose'
-),
-
 prices as (
     select storage_class, price_per_gb_month from {{ ref('stg_storage__prices') }}
 ),
@@ -141,11 +135,11 @@ attributed as (
 with_retention as (
     select
         attributed.*,
-        cast(coalesce(attributed.rule_retention_days, purposes.default_retention_days) as integer) as retention_days
+        -- A purpose's default retention in days is the upper bound of its code in the contract.
+        cast(coalesce(attributed.rule_retention_days, purposes.upper_bound) as integer) as retention_days
     from attributed
-    left join purposes
-        on attributed.purpose = purposes.purpose
-        and attributed.contract_version = purposes.contract_version
+    {{ join_contract_enumeration('purposes', 'storage_purpose', 'attributed.contract_version',
+                                 code='attributed.purpose') }}
 ),
 
 held as (

@@ -16,7 +16,7 @@ costs as (
         cast(sum(compute_cost) as decimal(18, 2)) as compute_cost,
         max(case when is_unpriced then 1 else 0 end) as has_unpriced_month,
         sum(case when is_unpriced then occupied_gpu_seconds else 0 end) as unpriced_gpu_seconds
-    from {{ ref('int_job_costs_monthly') }}
+    from {{ ref('int_job_months_costed') }}
     group by job_id
 ),
 

@@ -4,10 +4,6 @@ with jobs as (
     select * from {{ ref('int_jobs_unioned') }}
 ),
 
-enumerations as (
-    select * from {{ ref('stg_contract__enumerations') }}
-),
-
 resolved as (
     {{ resolve_batch('jobs', 'batch_id') }}
 ),
@@ -32,14 +28,10 @@ with_reasons as (
         end as termination_reason,
         coalesce(run_reasons.is_rerun, false) as is_rerun
     from attributed
-    left join enumerations as state_map
-        on state_map.enumeration = 'sacct_state'
-        and state_map.code = attributed.state
-        and state_map.contract_version = attributed.contract_version
-    left join enumerations as run_reasons
-        on run_reasons.enumeration = 'run_reason'
-        and run_reasons.code = attributed.run_reason
-        and run_reasons.contract_version = attributed.contract_version
+    {{ join_contract_enumeration('state_map', 'sacct_state', 'attributed.contract_version',
+                                 code='attributed.state') }}
+    {{ join_contract_enumeration('run_reasons', 'run_reason', 'attributed.contract_version',
+                                 code='attributed.run_reason') }}
 ),
 
 with_categories as (
@@ -48,14 +40,10 @@ with_categories as (
         reasons.category as termination_category,
         coalesce(categories.is_same_cause, false) as is_same_cause_category
     from with_reasons
-    left join enumerations as reasons
-        on reasons.enumeration = 'termination_reason'
-        and reasons.code = with_reasons.termination_reason
-        and reasons.contract_version = with_reasons.contract_version
-    left join enumerations as categories
-        on categories.enumeration = 'termination_category'
-        and categories.code = reasons.category
-        and categories.contract_version = with_reasons.contract_version
+    {{ join_contract_enumeration('reasons', 'termination_reason', 'with_reasons.contract_version',
+                                 code='with_reasons.termination_reason') }}
+    {{ join_contract_enumeration('categories', 'termination_category', 'with_reasons.contract_version',
+                                 code='reasons.category') }}
 ),
 
 job_ids as (

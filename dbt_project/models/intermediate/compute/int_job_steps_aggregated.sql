@@ -5,7 +5,7 @@ with steps as (
 ),
 
 job_aliases as (
-    select * from {{ ref('int_job_aliases') }}
+    select * from {{ ref('int_job_aliases_resolved') }}
 )
 
 select

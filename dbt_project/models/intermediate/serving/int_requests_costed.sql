@@ -5,9 +5,8 @@ with requests as (
     select * from {{ ref('stg_serving__requests') }}
 ),
 
-enumerations as (
-    select * from {{ ref('stg_contract__enumerations') }}
-    where contract_version = {{ latest_contract_version() }}
+latest_contract as (
+    select {{ latest_contract_version() }} as contract_version
 ),
 
 parameters_by_version as (
@@ -21,7 +20,7 @@ parameters_by_version as (
 parameters as (
     select input_weight, output_weight, by_tokens
     from parameters_by_version
-    where contract_version = (select max(contract_version) from enumerations)
+    where contract_version = (select contract_version from latest_contract)
 ),
 
 shaped as (
@@ -50,24 +49,18 @@ shaped as (
             then requests.input_tokens * parameters.input_weight + requests.output_tokens * parameters.output_weight
             else 1
         end as allocation_weight,
-        enumerations_version.contract_version
+        latest_contract.contract_version
     from requests
     cross join parameters
-    cross join (select max(contract_version) as contract_version from enumerations) as enumerations_version
-    left join enumerations as statuses
-        on statuses.enumeration = 'request_status' and statuses.code = requests.status
-    left join enumerations as input_buckets
-        on input_buckets.enumeration = 'input_bucket'
-        and requests.input_tokens >= input_buckets.lower_bound
-        and (input_buckets.upper_bound is null or requests.input_tokens < input_buckets.upper_bound)
-    left join enumerations as output_buckets
-        on output_buckets.enumeration = 'output_bucket'
-        and requests.output_tokens >= output_buckets.lower_bound
-        and (output_buckets.upper_bound is null or requests.output_tokens < output_buckets.upper_bound)
-    left join enumerations as latency_tiers
-        on latency_tiers.enumeration = 'latency_tier'
-        and requests.latency_ms >= latency_tiers.lower_bound
-        and (latency_tiers.upper_bound is null or requests.latency_ms < latency_tiers.upper_bound)
+    cross join latest_contract
+    {{ join_contract_enumeration('statuses', 'request_status', 'latest_contract.contract_version',
+                                 code='requests.status') }}
+    {{ join_contract_enumeration('input_buckets', 'input_bucket', 'latest_contract.contract_version',
+                                 value='requests.input_tokens') }}
+    {{ join_contract_enumeration('output_buckets', 'output_bucket', 'latest_contract.contract_version',
+                                 value='requests.output_tokens') }}
+    {{ join_contract_enumeration('latency_tiers', 'latency_tier', 'latest_contract.contract_version',
+                                 value='requests.latency_ms') }}
 ),
 
 with_spend as (
@@ -76,7 +69,7 @@ with_spend as (
         coalesce(costs.serving_cost_cents, 0) as model_month_cost_cents,
         costs.model is not null as has_serving_cost
     from shaped
-    left join {{ ref('int_serving_costs_monthly') }} as costs
+    left join {{ ref('int_model_months_costed') }} as costs
         on shaped.month_start = costs.month_start and shaped.model = costs.model
 ),
 

@@ -6,31 +6,17 @@ with jobs as (
     from {{ ref('int_jobs_attributed') }}
 ),
 
-rules as (
-    select contract_version, enumeration, code, category as review_class
-    from {{ ref('stg_contract__enumerations') }}
-    where enumeration in ('review_termination_category', 'review_run_reason', 'review_phase')
-),
-
 own_class as (
     select
         jobs.*,
-        by_termination.review_class as termination_class,
-        by_reason.review_class as reason_class,
-        by_phase.review_class as phase_class
+        by_termination.category as termination_class,
+        by_reason.category as reason_class,
+        by_phase.category as phase_class
     from jobs
-    left join rules as by_termination
-        on by_termination.enumeration = 'review_termination_category'
-        and by_termination.code = jobs.termination_category
-        and by_termination.contract_version = jobs.contract_version
-    left join rules as by_reason
-        on by_reason.enumeration = 'review_run_reason'
-        and by_reason.code = jobs.run_reason
-        and by_reason.contract_version = jobs.contract_version
-    left join rules as by_phase
-        on by_phase.enumeration = 'review_phase'
-        and by_phase.code = jobs.phase
-        and by_phase.contract_version = jobs.contract_version
+    {{ join_contract_enumeration('by_termination', 'review_termination_category', 'jobs.contract_version',
+                                 code='jobs.termination_category') }}
+    {{ join_contract_enumeration('by_reason', 'review_run_reason', 'jobs.contract_version', code='jobs.run_reason') }}
+    {{ join_contract_enumeration('by_phase', 'review_phase', 'jobs.contract_version', code='jobs.phase') }}
 ),
 
 base as (

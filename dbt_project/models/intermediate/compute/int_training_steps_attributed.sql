@@ -13,7 +13,7 @@ jobs as (
 ),
 
 job_aliases as (
-    select * from {{ ref('int_job_aliases') }}
+    select * from {{ ref('int_job_aliases_resolved') }}
 )
 
 select

@@ -5,7 +5,7 @@ with classified as (
 ),
 
 step_spans as (
-    select job_id, last_step_end_at from {{ ref('int_job_step_spans') }}
+    select job_id, last_step_end_at from {{ ref('int_job_steps_aggregated') }}
 )
 
 select

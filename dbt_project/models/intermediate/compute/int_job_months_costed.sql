@@ -1,14 +1,14 @@
 -- Each job's cost per calendar month. A job on owned GPUs takes its largest-remainder share of the month's
--- capacity cost (int_capacity_allocation: the job-months, serving replicas and idle capacity of a month sum to
+-- capacity cost (int_capacity_costs_allocated: the job-months, serving replicas and idle capacity of a month sum to
 -- its capacity cost to the cent); a job a FOCUS line names by ResourceId costs what the bill says
 -- (EffectiveCost of its lines in the charge month, rounded to the cent once per job and month).
 with job_months as (
-    select * from {{ ref('int_job_months') }}
+    select * from {{ ref('int_job_months_split') }}
 ),
 
 allocation as (
     select month_start, part_id as job_id, allocated_cents
-    from {{ ref('int_capacity_allocation') }}
+    from {{ ref('int_capacity_costs_allocated') }}
     where part_kind = 'training_job'
 ),
 

@@ -10,7 +10,7 @@ with jobs as (
 ),
 
 steps as (
-    select * from {{ ref('int_job_step_spans') }}
+    select * from {{ ref('int_job_steps_aggregated') }}
 ),
 
 -- Idle device time after the last step (the GPUs held but hung after a fault), from the utilization tiers.

@@ -2,17 +2,17 @@
 -- share of the month's owned capacity cost when blank) plus the month's other serving costs, shared among
 -- models by GPU-hours to the cent. Money is held in integer cents.
 with replica_months as (
-    select * from {{ ref('int_replica_months') }}
+    select * from {{ ref('int_replica_months_split') }}
 ),
 
 allocation as (
     select month_start, part_id as replica_id, allocated_cents
-    from {{ ref('int_capacity_allocation') }}
+    from {{ ref('int_capacity_costs_allocated') }}
     where part_kind = 'serving_replica'
 ),
 
 -- An agreed price is rounded to the cent once per replica-month; the internal price is the replica-month's
--- share of owned capacity cost (int_capacity_allocation), null when the month has no owned capacity.
+-- share of owned capacity cost (int_capacity_costs_allocated), null when the month has no owned capacity.
 replica_costs as (
     select
         replica_months.month_start,

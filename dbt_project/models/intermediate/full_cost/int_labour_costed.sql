@@ -8,10 +8,6 @@ with entries as (
     select * from {{ ref('stg_timesheets__entries') }}
 ),
 
-enumerations as (
-    select * from {{ ref('stg_contract__enumerations') }}
-),
-
 parameters as (
     select * from {{ ref('stg_contract__parameters') }}
 ),
@@ -42,11 +38,9 @@ task_classes as (
             partition by task_roles.code
             order by {{ newest_contract_version_first('task_roles.contract_version') }}
         ) as newest_first
-    from enumerations as task_roles
-    inner join enumerations as task_categories
-        on task_categories.enumeration = 'labour_task_category'
-        and task_categories.code = task_roles.code
-        and task_categories.contract_version = task_roles.contract_version
+    from {{ ref('stg_contract__enumerations') }} as task_roles
+    {{ join_contract_enumeration('task_categories', 'labour_task_category', 'task_roles.contract_version',
+                                 code='task_roles.code', join='inner') }}
     where task_roles.enumeration = 'labour_task_role'
 ),
 

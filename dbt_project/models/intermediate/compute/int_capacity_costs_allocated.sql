@@ -21,7 +21,7 @@ usage as (
         phase,
         cast(null as {{ dbt.type_string() }}) as model,
         occupied_gpu_seconds as gpu_seconds
-    from {{ ref('int_job_months') }}
+    from {{ ref('int_job_months_split') }}
     where not is_cloud_billed
     union all
     select
@@ -32,7 +32,7 @@ usage as (
         cast(null as {{ dbt.type_string() }}) as phase,
         model,
         gpu_seconds
-    from {{ ref('int_replica_months') }}
+    from {{ ref('int_replica_months_split') }}
     where uses_internal_price
 ),
 
