@@ -1,8 +1,8 @@
 -- One row per device sample inside its job's occupied window, classified into the contract's utilization tiers
 -- (R5): the tier names and their precedence come from the contract (stg_contract__enumerations), the thresholds
 -- from its parameters; a sample takes the tier of lowest precedence whose condition holds. Each sample stands for
--- the time to the same GPU's next sample, capped at max_gap_factor x the nominal interval and at the job's end. Samples outside the job's occupied window are not the job's; a sample delivered
--- twice counts once.
+-- the time to the same GPU's next sample, capped at max_gap_factor x the nominal interval and at the job's end.
+-- Samples outside the job's occupied window are not the job's; a sample delivered twice counts once.
 -- A view, read once: int_job_utilization_tiered sums it per job (and per job after its last step).
 {{ config(materialized='view') }}
 
