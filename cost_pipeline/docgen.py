@@ -62,11 +62,19 @@ def render_marts() -> str:
                 lines += [f"### {folder}", ""]
             columns = model.get("columns") or []
             typed = any("data_type" in column for column in columns)
-            lines += [f"#### `{model['name']}`", "", " ".join(str(model.get("description", "")).split()), "",
-                      f"Defined in `{path.relative_to(REPO_ROOT).as_posix()}`.", ""]
+            lines += [
+                f"#### `{model['name']}`",
+                "",
+                " ".join(str(model.get("description", "")).split()),
+                "",
+                f"Defined in `{path.relative_to(REPO_ROOT).as_posix()}`.",
+                "",
+            ]
             headings = ["column", "data type", "description"] if typed else ["column", "description"]
-            rows = ([f"`{c['name']}`", *([c.get("data_type", "")] if typed else []), c.get("description", "")]
-                    for c in columns)
+            rows = (
+                [f"`{c['name']}`", *([c.get("data_type", "")] if typed else []), c.get("description", "")]
+                for c in columns
+            )
             lines += [*_table(headings, rows), ""]
     return "\n".join(lines)
 
@@ -85,8 +93,14 @@ def render_contract() -> str:
     and every numeric parameter (``raw.contract_parameters``), in the order the contract file lists them."""
     lines: list[str] = []
     for contract in _package_contracts():
-        lines += [f"### Contract {contract.version}", "",
-                  f"Reporting currency: `{contract.reporting_currency}`.", "", "#### Enumerations", ""]
+        lines += [
+            f"### Contract {contract.version}",
+            "",
+            f"Reporting currency: `{contract.reporting_currency}`.",
+            "",
+            "#### Enumerations",
+            "",
+        ]
         enumerations: dict[str, list[dict[str, Any]]] = {}
         for row in contract.enumeration_rows():
             enumerations.setdefault(row["enumeration"], []).append(row)
@@ -95,8 +109,9 @@ def render_contract() -> str:
             body = ([f"`{row['code']}`", *("" if row[c] is None else _number(row[c]) for c in shown)] for row in rows)
             lines += [f"`{name}`:", "", *_table(["code", *shown], body), ""]
         lines += ["#### Numeric parameters", ""]
-        lines += _table(["name", "value"], ([f"`{row['name']}`", _number(row["value"])]
-                                            for row in contract.parameter_rows()))
+        lines += _table(
+            ["name", "value"], ([f"`{row['name']}`", _number(row["value"])] for row in contract.parameter_rows())
+        )
         lines.append("")
     return "\n".join(lines)
 

@@ -41,17 +41,24 @@ def test_sqlfluff_lint_is_clean(demo_run, tmp_path: Path) -> None:
     warehouse = tmp_path / "lint.duckdb"
     shutil.copyfile(demo_run.warehouse, warehouse)
     env = {**os.environ, "COST_WAREHOUSE": str(warehouse), "DBT_TARGET_PATH": str(tmp_path / "target")}
-    result = _run("sqlfluff", "lint", "dbt_project/models", "dbt_project/tests", "--format", "json", "--nofail",
-                  env=env)
+    result = _run(
+        "sqlfluff", "lint", "dbt_project/models", "dbt_project/tests", "--format", "json", "--nofail", env=env
+    )
     assert result.returncode == 0, f"sqlfluff did not run:\n{result.stderr[-3000:]}"
     files = json.loads(result.stdout)
 
     not_rendered = [f["filepath"] for f in files if not f["statistics"]["segments"]]
     assert not not_rendered, f"sqlfluff could not render {not_rendered[:10]}:\n{result.stderr[-3000:]}"
-    expected = {p.relative_to(ROOT).as_posix() for folder in ("models", "tests")
-                for p in (ROOT / "dbt_project" / folder).rglob("*.sql") if "generic" not in p.parts}
+    expected = {
+        p.relative_to(ROOT).as_posix()
+        for folder in ("models", "tests")
+        for p in (ROOT / "dbt_project" / folder).rglob("*.sql")
+        if "generic" not in p.parts
+    }
     assert {f["filepath"] for f in files} == expected
-    violations = [f"{f['filepath']}:{v['start_line_no']}: {v['code']} {v['description']}"
-                  for f in files for v in f["violations"]]
-    assert not violations, "sqlfluff found violations (`.venv/bin/sqlfluff fix <file>` fixes layout ones):\n" + \
-        "\n".join(violations)
+    violations = [
+        f"{f['filepath']}:{v['start_line_no']}: {v['code']} {v['description']}" for f in files for v in f["violations"]
+    ]
+    assert not violations, (
+        "sqlfluff found violations (`.venv/bin/sqlfluff fix <file>` fixes layout ones):\n" + "\n".join(violations)
+    )
