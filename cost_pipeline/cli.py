@@ -1,4 +1,5 @@
-"""``cost-pipeline``: run the nightly job on the demo scenario or on real exports, from a terminal."""
+"""``cost-pipeline``: run the nightly job on the demo scenario or on real exports, from a terminal; keep the generated
+docs current."""
 
 from __future__ import annotations
 
@@ -122,6 +123,20 @@ def report(warehouse: Path, out=sys.stdout) -> None:
     print(f"\nWarehouse: {warehouse}  (schemas raw, staging, intermediate, marts, history, audit)", file=out)
 
 
+def _docs(check: bool) -> int:
+    from cost_pipeline import docgen
+
+    if check:
+        stale = docgen.stale_blocks()
+        for name in stale:
+            print(f"cost-pipeline: {docgen.BLOCKS[name].file}: block '{name}' is out of date; run `cost-pipeline docs`",
+                  file=sys.stderr)
+        return 1 if stale else 0
+    for path in docgen.write_docs():
+        print(f"rewrote {path.relative_to(docgen.REPO_ROOT)}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cost-pipeline", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -131,15 +146,13 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--landing", type=Path, required=True, help="landing folder, one sub-folder per source")
     run.add_argument("--warehouse", type=Path, required=True, help="DuckDB warehouse file (created if missing)")
     commands.add_parser("prepare", help="parse the dbt project (writes dbt_project/target/manifest.json)")
-    commands.add_parser("docs", help="rewrite the generated blocks of docs/ (the inputs table) from the code")
+    docs = commands.add_parser("docs", help="rewrite the generated reference blocks in docs/ (inputs, marts, contract)")
+    docs.add_argument("--check", action="store_true", help="change nothing; exit 1 if a block is out of date")
     args = parser.parse_args(argv)
 
     if args.command == "docs":
-        from cost_pipeline.generated_docs import write_generated
+        return _docs(check=args.check)
 
-        changed = write_generated()
-        print("\n".join(f"rewrote {path}" for path in changed) or "docs are up to date")
-        return 0
     if args.command == "prepare":
         from cost_pipeline.dbt_setup import prepare_manifest
 

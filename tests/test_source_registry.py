@@ -12,18 +12,17 @@ from cost_pipeline.contract import load_contract
 from cost_pipeline.defs.ingest import ASSETS_BY_TABLE
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.demo import write_demo_landing
-from cost_pipeline.generated_docs import BLOCKS, REPOSITORY, generated_block
+from cost_pipeline import docgen
 from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.ingest.registry import SOURCES, load_source, raw_tables, render_inputs
 from tests.helpers import query
 
-RAW_SOURCES_YML = REPOSITORY / "dbt_project" / "models" / "staging" / "_raw__sources.yml"
+RAW_SOURCES_YML = docgen.REPO_ROOT / "dbt_project" / "models" / "staging" / "_raw__sources.yml"
 
 
 def test_the_docs_inputs_table_is_the_registry_rendered():
-    assert BLOCKS[("docs/inputs.md", "inputs")] is render_inputs
-    text = (REPOSITORY / "docs" / "inputs.md").read_text(encoding="utf-8")
-    assert generated_block(text, "inputs") == render_inputs(), (
+    assert docgen.BLOCKS["inputs"].render is render_inputs
+    assert "inputs" not in docgen.stale_blocks(), (
         "docs/inputs.md is out of date with the source registry: run `cost-pipeline docs`")
     for name in SOURCES:
         assert f"`raw.{name}`" in render_inputs()
