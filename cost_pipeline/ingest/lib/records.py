@@ -11,11 +11,16 @@ import hashlib
 import io
 import json
 import re
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
+
+# A CSV value may be as long as the format allows (a FOCUS ``Tags`` object past the csv module's default 128 KiB
+# field limit): the limit is the largest the platform's C long holds.
+csv.field_size_limit(min(sys.maxsize, 2**31 - 1) if sys.platform == "win32" else sys.maxsize)
 
 
 @dataclass(frozen=True)
