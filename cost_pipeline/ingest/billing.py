@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from decimal import Context, Decimal
 
 from cost_pipeline.contract import schemas
-from cost_pipeline.ingest.lib.records import ParsedFile, Rejection, RowRejected, csv_line_parser
+from cost_pipeline.ingest.lib.records import RowRejected, mapped_csv_line_parser
 from cost_pipeline.ingest.lib.source import LineParser, RowLoader, Source
 from cost_pipeline.ingest.lib.timestamps import iso_utc_naive
 
@@ -116,19 +116,7 @@ def focus_row(row: dict[str, object], tag_key: str) -> dict[str, object]:
 
 
 def focus_line_parser(tag_key: str = "batch_id") -> LineParser:
-    read_csv = csv_line_parser(REQUIRED)
-
-    def parse(lines: list[str], parsed: ParsedFile) -> None:
-        read_csv(lines, parsed)
-        kept = []
-        for row in parsed.rows:
-            try:
-                kept.append(dict(focus_row(row, tag_key), source_line=row["source_line"]))
-            except RowRejected as error:
-                parsed.rejections.append(Rejection(row["source_line"], error.rule, str(error)))
-        parsed.rows[:] = kept
-
-    return parse
+    return mapped_csv_line_parser(REQUIRED, lambda row: focus_row(row, tag_key))
 
 
 @dataclass(frozen=True)

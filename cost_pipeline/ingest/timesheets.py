@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 from cost_pipeline.contract import schemas
-from cost_pipeline.ingest.lib.records import ParsedFile, Rejection, RowRejected, csv_line_parser
+from cost_pipeline.ingest.lib.records import RowRejected, mapped_csv_line_parser
 from cost_pipeline.ingest.lib.source import LineParser, RowLoader, Source
 
 REQUIRED = ("Date", "Project Code", "Task", "Hours", "First Name", "Last Name")
@@ -81,20 +81,8 @@ def harvest_row(row: dict[str, object], date_format: str = "iso") -> dict[str, o
 
 
 def harvest_line_parser(options: HarvestOptions | None = None) -> LineParser:
-    read_csv = csv_line_parser(REQUIRED)
     date_format = (options or HarvestOptions()).date_format
-
-    def parse(lines: list[str], parsed: ParsedFile) -> None:
-        read_csv(lines, parsed)
-        kept = []
-        for row in parsed.rows:
-            try:
-                kept.append(dict(harvest_row(row, date_format), source_line=row["source_line"]))
-            except RowRejected as error:
-                parsed.rejections.append(Rejection(row["source_line"], error.rule, str(error)))
-        parsed.rows[:] = kept
-
-    return parse
+    return mapped_csv_line_parser(REQUIRED, lambda row: harvest_row(row, date_format))
 
 
 SOURCES = (

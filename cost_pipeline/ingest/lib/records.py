@@ -164,6 +164,25 @@ def csv_line_parser(required_columns: Iterable[str]) -> Callable[[list[str], Par
     return parse
 
 
+def mapped_csv_line_parser(required_columns: Iterable[str], map_row: Callable[[dict[str, Any]], dict[str, Any]]
+                           ) -> Callable[[list[str], ParsedFile], None]:
+    """``csv_line_parser``, each row then mapped into its raw shape; a row the mapping refuses (``RowRejected``)
+    is quarantined with the mapping's rule."""
+    read_csv = csv_line_parser(required_columns)
+
+    def parse(lines: list[str], parsed: ParsedFile) -> None:
+        read_csv(lines, parsed)
+        kept = []
+        for row in parsed.rows:
+            try:
+                kept.append(dict(map_row(row), source_line=row["source_line"]))
+            except RowRejected as error:
+                parsed.rejections.append(Rejection(row["source_line"], error.rule, str(error)))
+        parsed.rows[:] = kept
+
+    return parse
+
+
 # A \uXXXX escape in the surrogate range; only such an escape can put an unpaired surrogate into a string
 # decoded from UTF-8 text, and DuckDB (like any UTF-8 store) cannot hold one.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
