@@ -190,3 +190,29 @@ def test_null_tags_are_missing_and_tags_of_any_size_load(tmp_path):
     assert [row[:3] for row in staged[:4]] == [(2, True, None), (3, True, None), (4, True, None), (5, False, "b-large")]
     assert staged[3][3] == len(big)
     assert [Decimal(row[4]) for row in staged[4:]] == [Decimal("0.0000008"), Decimal("0.000016")]
+
+
+def test_the_finops_sample_as_parquet_with_double_amounts_stages_the_same_amounts(tmp_path):
+    """Parquet exports write amounts as doubles: each is read as its shortest decimal text, so the FinOps sample
+    written as Parquet (DOUBLE amounts, TIMESTAMP periods, real nulls) stages the same amounts as its CSV."""
+    landing, warehouse = tmp_path / "landing", tmp_path / "w.duckdb"
+    (landing / "billing").mkdir(parents=True)
+    con = duckdb.connect()
+    con.execute("copy (select * from read_csv(?, header = true, nullstr = 'NULL')) to ? (format parquet)",
+                [str(FINOPS_SAMPLE), str(landing / "billing" / "focus_sample.parquet")])
+    types = dict(con.execute("select column_name, column_type from (describe select * from read_parquet(?))",
+                             [str(landing / "billing" / "focus_sample.parquet")]).fetchall())
+    con.close()
+    assert types["BilledCost"] == "DOUBLE" and types["ChargePeriodStart"] == "TIMESTAMP"
+    shutil.copyfile(FINOPS_SAMPLE, landing / "billing" / "focus_sample.csv")
+    assert _materialize(landing, warehouse, tag_key="application").success
+    ledger, quarantined = _ledger_and_quarantine(warehouse)
+    con = duckdb.connect(str(warehouse), read_only=True)
+    staged = con.execute(
+        "select source_file, list(row(billed_cost, effective_cost, list_cost, contracted_cost, "
+        "charge_period_start, tags is null, batch_id) order by source_line) from raw.billing_focus "
+        "group by source_file order by 1").fetchall()
+    con.close()
+    assert quarantined == [] and [row[1:] for row in ledger] == [(1000, 1000, 0)] * 2
+    (_, csv_rows), (_, parquet_rows) = staged
+    assert parquet_rows == csv_rows
