@@ -56,8 +56,7 @@ class AmountError(RowRejected):
 
 
 def _fits(number: Decimal) -> bool:
-    return (number.is_finite() and number.adjusted() < AMOUNT_DIGITS
-            and number == number.quantize(_SCALE, context=_PRECISION))
+    return number.adjusted() < AMOUNT_DIGITS and number == number.quantize(_SCALE, context=_PRECISION)
 
 
 def exact_amount(value: object, column: str) -> str | None:
@@ -78,6 +77,8 @@ def exact_amount(value: object, column: str) -> str | None:
         number = Decimal(value.strip())
     else:
         raise AmountError(column, "a decimal number, plain or in scientific notation")
+    if not number.is_finite():
+        raise AmountError(column, "not a finite number")
     if not _fits(number):
         raise AmountError(column, f"at most {AMOUNT_DIGITS} digits before the point and {AMOUNT_DECIMALS} after")
     return format(number, "f")
