@@ -1,9 +1,10 @@
-"""Real FOCUS exports written by others (tests/data/focus, origin and licence in its README) load unedited: every line staged or quarantined with a
-rule, the batch key read from Tags."""
+"""Real FOCUS exports written by others (tests/data/focus, origin and licence in its README) load unedited: every
+line staged or quarantined with a rule, the batch key read from Tags."""
 
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 from decimal import Decimal
 from pathlib import Path
@@ -17,9 +18,9 @@ from cost_pipeline.defs.resources import LandingZone, Warehouse
 SHARED_DATA = Path(__file__).resolve().parent / "data" / "focus"
 
 
-def _landing(tmp_path: Path) -> Path:
-    files = sorted(SHARED_DATA.rglob("*.csv"))
-    assert len(files) >= 13, f"expected the shared FOCUS exports in {SHARED_DATA}"
+def _landing(tmp_path: Path, folders: tuple[str, ...] = ("focus_spec", "openchargeback")) -> Path:
+    files = sorted(path for folder in folders for path in (SHARED_DATA / folder).glob("*.csv"))
+    assert files, f"expected the shared FOCUS exports in {SHARED_DATA}"
     landing = tmp_path / "landing"
     (landing / "billing").mkdir(parents=True)
     for path in files:
@@ -49,8 +50,8 @@ def test_shared_focus_exports_load_unedited(tmp_path):
     assert all(rows_in == staged + bad for _, rows_in, staged, bad in ledger)
     # The FOCUS specification's own examples carry an impossible hour ("2023-02-01T30:00:00Z"): quarantined.
     assert quarantined == [
-        ("billing/focus_spec__commitment_discount_purchase_scenario_2.csv", 4, "charge_period_end.coerce_dtype"),
-        ("billing/focus_spec__commitment_discount_purchase_scenario_3.csv", 5, "charge_period_end.coerce_dtype"),
+        ("billing/focus_spec__commitment_discount_purchase_scenario_2.csv", 4, "charge_period_end.iso_8601"),
+        ("billing/focus_spec__commitment_discount_purchase_scenario_3.csv", 5, "charge_period_end.iso_8601"),
     ]
     with (SHARED_DATA / "openchargeback" / "aws_2025-01.csv").open(newline="", encoding="utf-8") as handle:
         lines = list(csv.DictReader(handle))
@@ -93,3 +94,125 @@ def test_a_parquet_export_loads_like_its_csv(tmp_path):
     assert [dict(r, source_line=r["source_line"] - 1) for r in csv_rows] == parquet_rows
     assert {r["batch_id"] for r in parquet_rows} >= {"genomics-sequencing"}
     assert [(rows_in, staged_, bad) for _, rows_in, staged_, bad in ledger] == [(len(csv_rows), len(csv_rows), 0)] * 2
+
+
+FINOPS_SAMPLE = SHARED_DATA / "finops_sample" / "focus_sample.csv"
+
+
+def _ledger_and_quarantine(warehouse: Path) -> tuple[list[tuple], list[tuple]]:
+    con = duckdb.connect(str(warehouse), read_only=True)
+    ledger = con.execute("select source_file, rows_in, rows_staged, rows_quarantined from raw.ingested_files "
+                         "where source = 'billing_focus' order by 1").fetchall()
+    quarantined = con.execute("select source_file, line, rule, message from raw.quarantine order by 1, 2").fetchall()
+    con.close()
+    return ledger, quarantined
+
+
+def test_the_finops_foundation_sample_loads_unedited(tmp_path):
+    """The FinOps Foundation's 1,000-line FOCUS sample, byte for byte: 11-decimal amounts kept exact, the text NULL
+    a missing value (Tags included), its space-separated date-times read as ISO 8601 in UTC."""
+    landing, warehouse = _landing(tmp_path, ("finops_sample",)), tmp_path / "w.duckdb"
+    assert _materialize(landing, warehouse, tag_key="application").success
+    ledger, quarantined = _ledger_and_quarantine(warehouse)
+    with FINOPS_SAMPLE.open(newline="", encoding="utf-8") as handle:
+        lines = list(csv.DictReader(handle))
+    assert len(lines) == 1000
+    [(_, rows_in, staged, bad)] = ledger
+    assert rows_in == len(lines) == staged + bad
+    assert staged == len(lines) and quarantined == []
+    con = duckdb.connect(str(warehouse), read_only=True)
+    sums = con.execute("select sum(billed_cost), sum(effective_cost), sum(list_cost), sum(contracted_cost), "
+                       "count(contracted_cost), count(tags), count(batch_id), count(charge_class), "
+                       "min(charge_period_start), max(charge_period_end) from raw.billing_focus").fetchone()
+    exact = con.execute("select count(*) from raw.billing_focus where billed_cost = 0.00001605990 "
+                        "and source_line = 3").fetchone()[0]
+    con.close()
+
+    def total(column: str) -> Decimal:
+        return sum(Decimal(r[column]) for r in lines if r[column] != "NULL")
+
+    assert sums[:4] == (total("BilledCost"), total("EffectiveCost"), total("ListCost"), total("ContractedCost"))
+    assert sums[4] == sum(r["ContractedCost"] != "NULL" for r in lines)
+    assert sums[5] == sum(r["Tags"] != "NULL" for r in lines) > 0         # NULL Tags are missing, not bad JSON
+    assert 0 < sums[6] < sums[5]                                           # the application tag, where it is set
+    assert sums[7] == 0                                                    # ChargeClass is NULL on every line
+    assert str(sums[8]) == min(r["ChargePeriodStart"] for r in lines)
+    assert str(sums[9]) == max(r["ChargePeriodEnd"] for r in lines)
+    assert exact == 1
+
+
+def _write_focus(landing: Path, rows: list[dict[str, str]]) -> None:
+    (landing / "billing").mkdir(parents=True, exist_ok=True)
+    with (landing / "billing" / "made.csv").open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _line(start: str, tags: str = "NULL", cost: str = "1.25") -> dict[str, str]:
+    return {"ChargePeriodStart": start, "ChargePeriodEnd": "2026-12-01T00:00:00Z", "BilledCost": cost,
+            "EffectiveCost": cost, "BillingCurrency": "USD", "Tags": tags}
+
+
+def test_a_date_time_that_is_not_iso_8601_is_quarantined_never_guessed(tmp_path):
+    """Built from FOCUS's date-time format (ISO 8601, UTC): 01.04.2025 is not read as 4 January or 1 April."""
+    landing, warehouse = tmp_path / "landing", tmp_path / "w.duckdb"
+    starts = ["2026-11-30T00:00:00Z", "2026-11-30T01:00:00+01:00", "2026-11-30", "2026-11-30 00:00:00",
+              "01.04.2025", "04/01/2025", "30 Nov 2026", "2026-11-31T00:00:00Z"]
+    _write_focus(landing, [_line(start) for start in starts])
+    assert _materialize(landing, warehouse).success
+    ledger, quarantined = _ledger_and_quarantine(warehouse)
+    con = duckdb.connect(str(warehouse), read_only=True)
+    staged = con.execute("select source_line, charge_period_start from raw.billing_focus order by 1").fetchall()
+    con.close()
+    assert [(line, str(at)) for line, at in staged] == [
+        (2, "2026-11-30 00:00:00"), (3, "2026-11-30 00:00:00"), (4, "2026-11-30 00:00:00"), (5, "2026-11-30 00:00:00")]
+    assert [(line, rule) for _, line, rule, _ in quarantined] == [
+        (line, "charge_period_start.iso_8601") for line in (6, 7, 8, 9)]
+    assert all("an ISO 8601 date-time such as 2026-11-30T00:00:00Z" in message for *_, message in quarantined)
+    assert all("01.04.2025" not in message for *_, message in quarantined)    # the value stays out of the message
+    assert ledger[0][1:] == (8, 4, 4)
+
+
+def test_null_tags_are_missing_and_tags_of_any_size_load(tmp_path):
+    landing, warehouse = tmp_path / "landing", tmp_path / "w.duckdb"
+    big = json.dumps({"batch_id": "b-large", "notes": "x" * 300_000})       # past the csv module's 128 KiB default
+    _write_focus(landing, [_line("2026-11-30T00:00:00Z", tags) for tags in ("NULL", "null", "", big)]
+                 + [_line("2026-11-30T00:00:00Z", cost=cost) for cost in ("0.00000080000", "1.6E-05", "12,5")])
+    assert _materialize(landing, warehouse).success
+    _, quarantined = _ledger_and_quarantine(warehouse)
+    con = duckdb.connect(str(warehouse), read_only=True)
+    staged = con.execute("select source_line, tags is null, batch_id, length(tags), cast(billed_cost as varchar) "
+                         "from raw.billing_focus order by 1").fetchall()
+    con.close()
+    assert [(line, rule) for _, line, rule, _ in quarantined] == [(8, "billed_cost.amount")]
+    assert "an amount such as 12.3456" in quarantined[0][3]
+    assert [row[:3] for row in staged[:4]] == [(2, True, None), (3, True, None), (4, True, None), (5, False, "b-large")]
+    assert staged[3][3] == len(big)
+    assert [Decimal(row[4]) for row in staged[4:]] == [Decimal("0.0000008"), Decimal("0.000016")]
+
+
+def test_the_finops_sample_as_parquet_with_double_amounts_stages_the_same_amounts(tmp_path):
+    """Parquet exports write amounts as doubles: each is read as its shortest decimal text, so the FinOps sample
+    written as Parquet (DOUBLE amounts, TIMESTAMP periods, real nulls) stages the same amounts as its CSV."""
+    landing, warehouse = tmp_path / "landing", tmp_path / "w.duckdb"
+    (landing / "billing").mkdir(parents=True)
+    con = duckdb.connect()
+    con.execute("copy (select * from read_csv(?, header = true, nullstr = 'NULL')) to ? (format parquet)",
+                [str(FINOPS_SAMPLE), str(landing / "billing" / "focus_sample.parquet")])
+    types = dict(con.execute("select column_name, column_type from (describe select * from read_parquet(?))",
+                             [str(landing / "billing" / "focus_sample.parquet")]).fetchall())
+    con.close()
+    assert types["BilledCost"] == "DOUBLE" and types["ChargePeriodStart"] == "TIMESTAMP"
+    shutil.copyfile(FINOPS_SAMPLE, landing / "billing" / "focus_sample.csv")
+    assert _materialize(landing, warehouse, tag_key="application").success
+    ledger, quarantined = _ledger_and_quarantine(warehouse)
+    con = duckdb.connect(str(warehouse), read_only=True)
+    staged = con.execute(
+        "select source_file, list(row(billed_cost, effective_cost, list_cost, contracted_cost, "
+        "charge_period_start, tags is null, batch_id) order by source_line) from raw.billing_focus "
+        "group by source_file order by 1").fetchall()
+    con.close()
+    assert quarantined == [] and [row[1:] for row in ledger] == [(1000, 1000, 0)] * 2
+    (_, csv_rows), (_, parquet_rows) = staged
+    assert parquet_rows == csv_rows

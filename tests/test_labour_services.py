@@ -21,7 +21,7 @@ from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.ingest.lib.records import parse_file
 from cost_pipeline.ingest.lib.validate import validate_rows
 from cost_pipeline.ingest.registry import sources
-from cost_pipeline.ingest.timesheets import harvest_line_parser
+from cost_pipeline.ingest.timesheets import HarvestOptions, harvest_line_parser
 from tests.test_end_to_end import job_cost
 
 HARVEST_HEADER = ("Date,Client,Project,Project Code,Task,Notes,Hours,Hours Rounded,Billable?,Invoiced?,Approved?,"
@@ -40,8 +40,8 @@ def cents(value: Decimal) -> Decimal:
     return value.quantize(Decimal("0.01"), ROUND_HALF_UP)
 
 
-def parse_timesheet(path: Path, contract: Contract | None = None):
-    parsed = parse_file(path, harvest_line_parser())
+def parse_timesheet(path: Path, contract: Contract | None = None, date_format: str = "iso"):
+    parsed = parse_file(path, harvest_line_parser(HarvestOptions(date_format)))
     valid = validate_rows(parsed, timesheets(contract or load_contract()))
     return parsed, valid
 
@@ -62,6 +62,63 @@ def test_harvest_columns_in_another_order_with_extra_and_missing_optional_column
         ("2026-11-03", "B-7", "Training runs", "7.5", "Alice", "Chen", "120.00", None),
         ("2026-11-06", "B-8", "Cluster support", "2", "Eva", "Lind", None, None),
     ]
+
+
+HARVEST_DATES = {"iso": ("2026-11-27", "2026-04-01"), "mdy": ("11/27/2026", "4/1/2026"),
+                 "dmy": ("27/11/2026", "01/04/2026")}
+
+
+def _harvest_dates(tmp_path: Path, written: str) -> Path:
+    """Harvest writes Date in the account's date format (a Harvest account setting); the same two entries each way."""
+    first, second = HARVEST_DATES[written]
+    return write(tmp_path / f"{written}.csv", "\n".join([
+        HARVEST_HEADER,
+        f"{first},In,RL,B-7,Training runs,,2,2,No,No,Yes,Ann,Lee,,Yes,0,0,100.00,200.00,USD,",
+        f"{second},In,RL,B-7,Training runs,,3,3,No,No,Yes,Ann,Lee,,Yes,0,0,100.00,300.00,USD,",
+    ]) + "\n")
+
+
+@pytest.mark.parametrize("date_format", ["iso", "mdy", "dmy"])
+def test_harvest_dates_are_read_in_the_account_date_format_the_source_is_given(tmp_path, date_format):
+    parsed, valid = parse_timesheet(_harvest_dates(tmp_path, date_format), date_format=date_format)
+    assert parsed.rejections == []
+    assert list(valid["entry_date"]) == ["2026-11-27", "2026-04-01"]
+    # An ISO date is never ambiguous: it loads whatever the account's format.
+    parsed, valid = parse_timesheet(_harvest_dates(tmp_path, "iso"), date_format=date_format)
+    assert parsed.rejections == [] and list(valid["entry_date"]) == ["2026-11-27", "2026-04-01"]
+
+
+@pytest.mark.parametrize("written", ["mdy", "dmy"])
+def test_without_the_date_format_only_iso_dates_load_and_others_are_never_guessed(tmp_path, written):
+    parsed, valid = parse_timesheet(_harvest_dates(tmp_path, written))
+    assert valid.empty and parsed.rows_in == 2
+    assert [(r.line, r.rule) for r in parsed.rejections] == [(line, "entry_date.date_format") for line in (2, 3)]
+    assert all("a date written as 2026-11-30" in r.message and "date_format" in r.message for r in parsed.rejections)
+    assert all(HARVEST_DATES[written][0] not in r.message for r in parsed.rejections)
+    # The setting is followed, never second-guessed: 11/27/2026 read as day/month is no date at all.
+    other = "dmy" if written == "mdy" else "mdy"
+    parsed, valid = parse_timesheet(_harvest_dates(tmp_path, written), date_format=other)
+    assert [r.line for r in parsed.rejections] == [2]                # month 30 does not exist
+    assert list(valid["entry_date"]) == ["2026-01-04"]               # what the setting says, not a guess
+
+
+def test_a_wrong_date_format_is_refused():
+    with pytest.raises(ValueError, match="iso, mdy, dmy"):
+        HarvestOptions("ymd")
+
+
+def test_the_date_format_is_the_timesheets_assets_run_config(tmp_path):
+    landing, warehouse = tmp_path / "landing", tmp_path / "w.duckdb"
+    _harvest_dates(landing / "timesheets", "dmy")
+    result = dg.materialize(
+        [next(a for a in source_assets if a.key.path[-1] == "timesheets")], instance=dg.DagsterInstance.ephemeral(),
+        resources={"landing": LandingZone(path=str(landing)), "warehouse": Warehouse(path=str(warehouse))},
+        run_config={"ops": {"raw__timesheets": {"config": {"date_format": "dmy"}}}})
+    assert result.success
+    con = duckdb.connect(str(warehouse), read_only=True)
+    dates = [str(d) for (d,) in con.execute("select entry_date from raw.timesheets order by source_line").fetchall()]
+    con.close()
+    assert dates == ["2026-11-27", "2026-04-01"]
 
 
 def test_unknown_task_and_bad_hours_are_quarantined_with_their_rule_and_no_values(tmp_path):

@@ -125,6 +125,13 @@ class Contract:
         return {k: int(v["default_retention_days"]) for k, v in (self.document.get("storage_purposes") or {}).items()}
 
     @property
+    def storage_default_class(self) -> str | None:
+        """The storage class an S3 Inventory configured without StorageClass is priced at (None: such files are
+        rejected)."""
+        value = self.document.get("storage_default_class")
+        return None if value is None else str(value)
+
+    @property
     def serving(self) -> dict[str, Any]:
         return dict(self.document["serving"])
 

@@ -309,11 +309,12 @@ def task_outcomes(contract: Contract) -> SourceSchema:
     ), unique=("task_id",))
 
 
-FOCUS_AMOUNT = (pa.Check.str_matches(r"^-?\d{1,12}(\.\d{1,10})?$"),)
+# Amounts as the billing loader writes them (plain decimal text, up to 18 decimals: the FinOps sample writes 11).
+FOCUS_AMOUNT = (pa.Check.str_matches(r"^-?\d{1,20}(\.\d{1,18})?$"),)
 
 
 def billing_focus(contract: Contract) -> SourceSchema:
-    """FOCUS 1.x columns the pipeline uses; amounts keep up to 10 decimals as providers write them."""
+    """FOCUS 1.x columns the pipeline uses; amounts keep up to 18 decimals as providers write them."""
     return SourceSchema("billing_focus", (
         Col("billing_period_start", "TIMESTAMP", nullable=True),
         Col("billing_period_end", "TIMESTAMP", nullable=True),
@@ -323,10 +324,10 @@ def billing_focus(contract: Contract) -> SourceSchema:
         Col("charge_class", "VARCHAR", nullable=True, checks=_isin(contract.focus_charge_classes)),
         Col("charge_frequency", "VARCHAR", nullable=True),
         Col("pricing_category", "VARCHAR", nullable=True),
-        Col("billed_cost", "DECIMAL(22,10)", checks=FOCUS_AMOUNT),
-        Col("effective_cost", "DECIMAL(22,10)", checks=FOCUS_AMOUNT),
-        Col("list_cost", "DECIMAL(22,10)", nullable=True, checks=FOCUS_AMOUNT),
-        Col("contracted_cost", "DECIMAL(22,10)", nullable=True, checks=FOCUS_AMOUNT),
+        Col("billed_cost", "DECIMAL(38,18)", checks=FOCUS_AMOUNT),
+        Col("effective_cost", "DECIMAL(38,18)", checks=FOCUS_AMOUNT),
+        Col("list_cost", "DECIMAL(38,18)", nullable=True, checks=FOCUS_AMOUNT),
+        Col("contracted_cost", "DECIMAL(38,18)", nullable=True, checks=FOCUS_AMOUNT),
         Col("billing_currency", "VARCHAR", nullable=True, checks=_currency(contract)),
         Col("resource_id", "VARCHAR", nullable=True),
         Col("resource_name", "VARCHAR", nullable=True),

@@ -64,6 +64,8 @@ def report_result(context: dg.AssetExecutionContext, report: IngestReport) -> dg
         context.log.warning(f"quarantined: {example}")
     for source_file, original in report.duplicates:
         context.log.warning(f"duplicate: {source_file} has the same bytes as {original}; it loaded 0 rows")
+    for flagged in report.flags:
+        context.log.warning(f"flagged: {flagged}")
     by_rule = dict(sorted(report.by_rule.items()))
     metadata = {
         "files": report.files,
@@ -72,6 +74,7 @@ def report_result(context: dg.AssetExecutionContext, report: IngestReport) -> dg
         "rows_quarantined": report.rows_quarantined,
         "duplicate_files": report.duplicate_files,
         "quarantined_by_rule": dg.MetadataValue.json(by_rule),
+        "flagged_files": dg.MetadataValue.json(report.flags),
     }
     return dg.MaterializeResult(
         metadata=metadata,

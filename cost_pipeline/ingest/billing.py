@@ -4,17 +4,25 @@ Providers ship different subsets of the FOCUS columns in different orders; this 
 uses by their FOCUS names, keeps the rest of the file untouched, and takes the batch key from the ``Tags`` JSON
 object (key ``batch_id`` unless configured). ``BilledCost`` feeds the cash book, ``EffectiveCost`` the resource
 book; a restated line (``ChargeClass = Correction``) is kept as such.
+
+Amounts are kept exact at the precision the export writes (the FinOps Foundation's sample writes 11 decimals,
+scientific notation is FOCUS numeric format too); a Parquet double is read as its shortest decimal text. The text
+``NULL``/``null`` is a missing value in every column, ``Tags`` included. Date-times must be ISO 8601, as FOCUS
+requires: anything else is quarantined (rule ``<column>.iso_8601``), never guessed.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from dataclasses import dataclass
+from decimal import Context, Decimal
 
 from cost_pipeline.contract import schemas
-from cost_pipeline.ingest.lib.records import ParsedFile, Rejection, RowRejected, csv_line_parser
+from cost_pipeline.ingest.lib.records import RowRejected, mapped_csv_line_parser
 from cost_pipeline.ingest.lib.source import LineParser, RowLoader, Source
-from cost_pipeline.ingest.lib.timestamps import utc_naive
+from cost_pipeline.ingest.lib.timestamps import iso_utc_naive
 
 REQUIRED = ("ChargePeriodStart", "ChargePeriodEnd", "BilledCost", "EffectiveCost")
 COLUMNS = {
@@ -29,11 +37,51 @@ COLUMNS = {
     "CommitmentDiscountId": "commitment_discount_id", "CommitmentDiscountStatus": "commitment_discount_status",
 }
 TIMESTAMPS = ("billing_period_start", "billing_period_end", "charge_period_start", "charge_period_end")
+AMOUNTS = ("billed_cost", "effective_cost", "list_cost", "contracted_cost")
+# The raw amount columns' precision (schemas.billing_focus: DECIMAL(38,18)).
+AMOUNT_DECIMALS, AMOUNT_DIGITS = 18, 20
+_SCALE = Decimal(1).scaleb(-AMOUNT_DECIMALS)
+_PRECISION = Context(prec=AMOUNT_DIGITS + AMOUNT_DECIMALS + 2)
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d{1,4})?", re.ASCII)
 
 
 def _missing_as_none(value: object) -> object:
     """Exports write a missing value as an empty field or as the text ``null``."""
     return None if isinstance(value, str) and value.strip().lower() in ("", "null") else value
+
+
+class AmountError(RowRejected):
+    def __init__(self, column: str, why: str) -> None:
+        super().__init__(f"{column}.amount", f"column {column} is not an amount such as 12.3456 ({why})")
+
+
+def _fits(number: Decimal) -> bool:
+    return number.adjusted() < AMOUNT_DIGITS and number == number.quantize(_SCALE, context=_PRECISION)
+
+
+def exact_amount(value: object, column: str) -> str | None:
+    """An amount as exact plain decimal text, whatever precision or notation the export wrote.
+
+    Text (``0.00000080000``, ``1.6E-05``) and Parquet decimals are kept exact; a Parquet double is read as its
+    shortest decimal text, rounded to the column's 18 decimals. ``AmountError`` when it is no number or does not fit.
+    """
+    if value is None:
+        return None
+    if isinstance(value, float):
+        number = Decimal(repr(value)) if math.isfinite(value) else Decimal("NaN")
+        if number.is_finite() and number.adjusted() < AMOUNT_DIGITS:
+            number = number.quantize(_SCALE, context=_PRECISION)
+    elif isinstance(value, Decimal | int) and not isinstance(value, bool):
+        number = Decimal(value)
+    elif isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+        number = Decimal(value.strip())
+    else:
+        raise AmountError(column, "a decimal number, plain or in scientific notation")
+    if not number.is_finite():
+        raise AmountError(column, "not a finite number")
+    if not _fits(number):
+        raise AmountError(column, f"at most {AMOUNT_DIGITS} digits before the point and {AMOUNT_DECIMALS} after")
+    return format(number, "f")
 
 
 class TagsError(RowRejected):
@@ -56,30 +104,20 @@ def batch_from_tags(tags: object, key: str) -> str | None:
 
 
 def focus_row(row: dict[str, object], tag_key: str) -> dict[str, object]:
-    """One FOCUS line (by FOCUS column names) -> the raw billing shape; raises ``TagsError``."""
+    """One FOCUS line (by FOCUS column names) -> the raw billing shape; raises ``RowRejected`` for a broken rule."""
     mapped = {column: _missing_as_none(row.get(name)) for name, column in COLUMNS.items()}
     for column in TIMESTAMPS:
-        mapped[column] = utc_naive(mapped[column])
-    tags = row.get("Tags")
+        mapped[column] = iso_utc_naive(mapped[column], column)
+    for column in AMOUNTS:
+        mapped[column] = exact_amount(mapped[column], column)
+    tags = _missing_as_none(row.get("Tags"))
     mapped["tags"] = json.dumps(tags, sort_keys=True, default=str) if isinstance(tags, dict) else tags
-    mapped["batch_id"] = batch_from_tags(row.get("Tags"), tag_key)
+    mapped["batch_id"] = batch_from_tags(tags, tag_key)
     return mapped
 
 
 def focus_line_parser(tag_key: str = "batch_id") -> LineParser:
-    read_csv = csv_line_parser(REQUIRED)
-
-    def parse(lines: list[str], parsed: ParsedFile) -> None:
-        read_csv(lines, parsed)
-        kept = []
-        for row in parsed.rows:
-            try:
-                kept.append(dict(focus_row(row, tag_key), source_line=row["source_line"]))
-            except TagsError as error:
-                parsed.rejections.append(Rejection(row["source_line"], error.rule, str(error)))
-        parsed.rows[:] = kept
-
-    return parse
+    return mapped_csv_line_parser(REQUIRED, lambda row: focus_row(row, tag_key))
 
 
 @dataclass(frozen=True)

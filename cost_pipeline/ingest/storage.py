@@ -3,10 +3,13 @@ rules and the storage prices per class.
 
 Three inventory shapes are accepted:
 
-- header-less CSV (``.csv`` or ``.csv.gz``) with a ``manifest.json`` beside it: the manifest's ``fileSchema`` names
-  the columns, its ``creationTimestamp`` (milliseconds since the epoch, as text) is the inventory date, and its
-  ``files[].key`` lists the data files (matched by file name: the landing folder holds the data files beside the
-  manifest, not at their S3 key path);
+- header-less CSV (``.csv`` or ``.csv.gz``) with its ``manifest.json``: the manifest's ``fileSchema`` names the
+  columns, its ``creationTimestamp`` (milliseconds since the epoch, as text) is the inventory date, and its
+  ``files[].key`` lists the data files. The manifest is either beside the data file (matched by file name), or in
+  the layout AWS delivers and ``aws s3 sync`` copies: ``<prefix>/<bucket>/<config-id>/<YYYY-MM-DDTHH-MMZ>/
+  manifest.json`` with the data files under ``<prefix>/<bucket>/<config-id>/data/`` (matched by the key's path
+  tail ``<config-id>/data/<file>``: the key is relative to the destination bucket, the landing folder may hold it
+  under any prefix);
 - CSV (plain or ``.gz``) with a header line naming the same fields;
 - Parquet (AWS's own column names, ``last_modified_date``, ``e_tag``..., or the CSV field names).
 
@@ -14,7 +17,10 @@ Without a manifest listing the file, the inventory date comes from an ISO date i
 (``..._2026-11-30.csv`` or AWS's ``2026-11-30T01-00Z``); a file with neither is quarantined whole (rule
 ``inventory_date``), and so is a header-less file no manifest lists (``inventory_schema``), a header or Parquet
 schema without the required fields (``csv_header``, ``parquet_schema``) and an unusable manifest
-(``inventory_manifest``). Fields are matched case-insensitively ignoring everything but letters
+(``inventory_manifest``). An inventory configured without ``StorageClass`` (the field is optional in AWS's
+configuration) is priced at the contract's ``storage_default_class`` and the file is flagged (logged and listed in
+the asset's ``flagged_files``), not rejected; without a default class in the contract it is rejected whole.
+Fields are matched case-insensitively ignoring everything but letters
 (``LastModifiedDate`` = ``last_modified_date``); fields the pipeline does not use (IsLatest, EncryptionStatus, ...)
 are accepted and ignored. CSV keys are URL-encoded by AWS and are decoded as ``unquote_plus`` does (``+`` is a
 space, ``%2B`` a plus); Parquet keys are stored as written. A delete marker (IsDeleteMarker true, no Size) holds
@@ -33,22 +39,23 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
+from functools import partial
+from pathlib import Path, PurePosixPath
 
 import duckdb
 
-from cost_pipeline.contract import schemas
+from cost_pipeline.contract import Contract, load_contract, schemas
 from cost_pipeline.contract.schemas import STORAGE_INVENTORY_COLUMNS
 from cost_pipeline.ingest.lib import in_database
 from cost_pipeline.ingest.lib.records import FileRejected, Rejection
 from cost_pipeline.ingest.lib.source import RowLoader, Source, csv_all_columns, csv_required
-from cost_pipeline.ingest.lib.warehouse import IngestReport, quote
+from cost_pipeline.ingest.lib.warehouse import IngestReport, file_pattern, lock_down, quote
 
 # Inventory field (normalised: lower case, letters only) -> raw column.
 FIELDS = {"bucket": "bucket", "key": "object_key", "versionid": "version_id", "size": "size_bytes",
           "lastmodifieddate": "last_modified_at", "etag": "etag", "storageclass": "storage_class",
           "isdeletemarker": "is_delete_marker"}
-REQUIRED = ("bucket", "key", "size", "lastmodifieddate", "storageclass")
+REQUIRED = ("bucket", "key", "size", "lastmodifieddate")      # storageclass: the contract's default without it
 MANIFEST_GLOB = "*manifest*.json"
 _DATE_IN_NAME = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:T(\d{2})[-:](\d{2})(?:[-:](\d{2}))?Z?)?")
 
@@ -89,13 +96,27 @@ def read_manifest(document: object) -> Manifest:
     return Manifest(columns, inventory_at, file_format)
 
 
+def _manifests(path: Path) -> list[tuple[Path, int]]:
+    """The manifests that may list ``path``, each with how many trailing parts of a key must match the file's path.
+
+    Beside the file: its name. In AWS's layout (the file under ``<config-id>/data/``, the manifests in the dated
+    folders ``<config-id>/<YYYY-MM-DDTHH-MMZ>/``): ``<config-id>/data/<file>``.
+    """
+    beside = [(c, 1) for c in sorted(path.parent.glob(MANIFEST_GLOB)) if c.is_file()]
+    if path.parent.name != "data":
+        return beside
+    dated = [(c, 3) for c in sorted(path.parent.parent.glob(f"*/{MANIFEST_GLOB}"))
+             if c.is_file() and c.parent != path.parent]
+    return beside + dated
+
+
 def manifest_for(path: Path) -> Manifest | None:
-    """The manifest beside ``path`` whose ``files[].key`` names it; None when no manifest lists it.
+    """The manifest whose ``files[].key`` names ``path`` (see ``_manifests``); None when no manifest lists it.
 
     A manifest that is not JSON, or that lists the file but is unusable, rejects the file.
     """
     unreadable = None
-    for candidate in sorted(c for c in path.parent.glob(MANIFEST_GLOB) if c.is_file()):
+    for candidate, depth in _manifests(path):
         try:
             document = json.loads(candidate.read_bytes().decode("utf-8-sig"))
         except (OSError, UnicodeDecodeError, ValueError, RecursionError):
@@ -104,8 +125,8 @@ def manifest_for(path: Path) -> Manifest | None:
         files = document.get("files") if isinstance(document, dict) else None
         if not isinstance(files, list):
             continue
-        names = {Path(str(f.get("key", ""))).name for f in files if isinstance(f, dict)}
-        if path.name in names:
+        tails = {PurePosixPath(str(f.get("key", ""))).parts[-depth:] for f in files if isinstance(f, dict)}
+        if path.parts[-depth:] in tails:
             return read_manifest(document)
     if unreadable is not None:
         raise FileRejected("inventory_manifest", "a manifest beside the file is not readable JSON")
@@ -154,10 +175,18 @@ def _text(column: str | None, sql_type: str, csv: bool) -> str:
 
 
 def _landing_select(by_field: dict[str, str], types: dict[str, str], inventory_at: datetime, date_from: str,
-                    csv: bool) -> str:
-    """The landing columns (by normalised field name) -> ``landing_rows``' columns, all text but inventory_at."""
+                    csv: bool, default_class: str | None, rule: str) -> str:
+    """The landing columns (by normalised field name) -> ``landing_rows``' columns, all text but inventory_at.
+
+    Without a StorageClass field every object is of ``default_class``; without one either, the file is rejected.
+    """
     text = {field: _text(by_field.get(field), types.get(by_field.get(field, ""), "VARCHAR"), csv)
             for field in FIELDS}
+    if "storageclass" not in by_field:
+        if default_class is None:
+            raise FileRejected(rule, "the file lacks required field(s): storageclass, and the contract names no "
+                               "storage_default_class")
+        text["storageclass"] = "'" + default_class.replace("'", "''") + "'"
     # AWS URL-encodes CSV keys as unquote_plus reads them; DuckDB's url_decode leaves "+" as it is.
     key = f"try(url_decode(replace({text['key']}, '+', ' ')))" if csv else text["key"]
     # A delete marker (versioned inventories) has no Size: it holds no bytes.
@@ -169,7 +198,8 @@ def _landing_select(by_field: dict[str, str], types: dict[str, str], inventory_a
             f"'{date_from}' as inventory_date_from")
 
 
-def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path, blank_lines: list[int]) -> list[Rejection]:
+def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path, blank_lines: list[int],
+               default_class: str | None) -> list[Rejection]:
     manifest = manifest_for(path)
     line = in_database.first_line(path)         # also refuses a .gz file that is not gzip
     named: dict[str, str] | None = None         # field -> landing column, when the manifest names the columns
@@ -185,31 +215,65 @@ def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path, blank_lines: list[int
             raise FileRejected("inventory_schema", "no header line and no manifest.json beside the file lists it")
         inventory_at, date_from = date_from_name(path), "file_name"
         _require_fields(names, "csv_header")
+    rule = "inventory_manifest" if named is not None else "csv_header"
 
     def select(types: dict[str, str]) -> str:
         by_field = named if named is not None else {normalise(n): n for n in types}
-        return _landing_select(by_field, types, inventory_at, date_from, csv=True)
+        return _landing_select(by_field, types, inventory_at, date_from, True, default_class, rule)
 
     return in_database.stage_csv(con, path, select, blank_lines, column_count=column_count, what="inventory")
 
 
-def _stage_parquet(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+def _stage_parquet(con: duckdb.DuckDBPyConnection, path: Path, default_class: str | None) -> None:
     manifest = manifest_for(path)
     inventory_at, date_from = (manifest.inventory_at, "manifest") if manifest else (date_from_name(path), "file_name")
 
     def select(types: dict[str, str]) -> str:
         _require_fields(types, "parquet_schema")
-        return _landing_select({normalise(n): n for n in types}, types, inventory_at, date_from, csv=False)
+        return _landing_select({normalise(n): n for n in types}, types, inventory_at, date_from, False,
+                               default_class, "parquet_schema")
 
     in_database.stage_parquet(con, path, select)
 
 
-def _stage(con: duckdb.DuckDBPyConnection, path: Path, blank_lines: list[int]) -> list[Rejection]:
+def _stage(con: duckdb.DuckDBPyConnection, path: Path, blank_lines: list[int],
+           default_class: str | None = None) -> list[Rejection]:
     """One inventory data file -> ``landing_rows``; a file that cannot be placed in time is rejected whole."""
     if path.suffix.lower() == ".parquet":
-        _stage_parquet(con, path)
+        _stage_parquet(con, path, default_class)
         return []
-    return _stage_csv(con, path, blank_lines)
+    return _stage_csv(con, path, blank_lines, default_class)
+
+
+def _staged_with(contract: Contract) -> in_database.Stage:
+    return partial(_stage, default_class=contract.storage_default_class)
+
+
+def _fields_of(path: Path) -> set[str] | None:
+    """The inventory fields a data file holds (normalised), from its manifest, header line or Parquet schema."""
+    if path.suffix.lower() == ".parquet":
+        con = duckdb.connect()
+        lock_down(con, path.parent)
+        try:
+            return {normalise(n) for n in in_database.columns_of(
+                con, "select * from read_parquet(?)", [file_pattern(path)])}
+        finally:
+            con.close()
+    manifest = manifest_for(path)
+    if manifest is not None:
+        return {normalise(c) for c in manifest.columns}
+    return set(_header_fields(in_database.first_line(path)) or ())
+
+
+def class_flag(path: Path) -> str | None:
+    """The flag of a file whose inventory has no StorageClass field: its objects are priced at the default class."""
+    try:
+        fields = _fields_of(path)
+    except (FileRejected, duckdb.Error, OSError):
+        return None                 # the load rejects such a file with its own rule
+    if not fields or "storageclass" in fields:
+        return None
+    return "the inventory has no StorageClass field: its objects are priced at the contract's storage_default_class"
 
 
 # Text with a time of day and then a zone (Z or an offset) is read as a moment and converted to UTC; text without
@@ -250,12 +314,13 @@ PRICES = Source("storage_prices", ("I6",), "storage", ("storage_prices*.csv",),
 INVENTORY = Source("storage_inventory", ("I6",), "storage", ("**/*.csv", "**/*.csv.gz", "**/*.parquet"),
                    "S3 Inventory rows, as AWS writes them",
                    in_database.InDatabaseSource(STORAGE_INVENTORY_COLUMNS, _TYPED, _RULES, _stage,
-                                                identity=inventory_date),
+                                                identity=inventory_date, staged_with=_staged_with,
+                                                flag=class_flag),
                    exclude=(*PREFIX_RULES.patterns, *PRICES.patterns))     # the storage folder's other sources
 SOURCES = (INVENTORY, PREFIX_RULES, PRICES)
 
 
-def load_storage_inventory(con: duckdb.DuckDBPyConnection, landing_dir: Path) -> IngestReport:
+def load_storage_inventory(con: duckdb.DuckDBPyConnection, landing_dir: Path,
+                           contract: Contract | None = None) -> IngestReport:
     """Replace ``raw.storage_inventory`` from every inventory data file, quarantining what breaks the contract."""
-    return in_database.load_in_database(con, landing_dir, INVENTORY.files(landing_dir), INVENTORY.name,
-                                        INVENTORY.loader)
+    return INVENTORY.load(con, landing_dir, contract or load_contract())

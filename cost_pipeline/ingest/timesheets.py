@@ -5,12 +5,20 @@ The batch key is the ``Project Code``; the ``Task`` is mapped to a role and a ca
 (``labour_tasks``), and a task the contract does not list is quarantined (rule ``labour_task``). ``Cost Rate`` may
 be blank: the entry is then costed at the contract's assumed rate for its role. ``Currency`` is kept as its ISO
 code and must be the contract's reporting currency (rule ``currency.reporting_currency``).
+
+Harvest writes ``Date`` in the account's date format, a setting of the Harvest account: ``2026-11-30``,
+``11/30/2026`` or ``30/11/2026``. The source's ``date_format`` option says which (``iso``, the default, ``mdy`` or
+``dmy``); an ISO date always loads, and a date in any other form is quarantined (rule ``entry_date.date_format``),
+never guessed: ``01/04/2026`` is 4 January in one account and 1 April in another.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 from cost_pipeline.contract import schemas
-from cost_pipeline.ingest.lib.records import ParsedFile, csv_line_parser
+from cost_pipeline.ingest.lib.records import RowRejected, mapped_csv_line_parser
 from cost_pipeline.ingest.lib.source import LineParser, RowLoader, Source
 
 REQUIRED = ("Date", "Project Code", "Task", "Hours", "First Name", "Last Name")
@@ -28,25 +36,58 @@ def currency_code(value: object) -> object:
     return value
 
 
-def harvest_row(row: dict[str, object]) -> dict[str, object]:
-    """One detailed-time-report line (by Harvest column names) -> the raw timesheet shape."""
+# Harvest's account date formats: the order of day, month and year in a slashed date.
+DATE_FORMATS = {"iso": "2026-11-30", "mdy": "11/30/2026", "dmy": "30/11/2026"}
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
+_SLASHED = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4})", re.ASCII)
+
+
+@dataclass(frozen=True)
+class HarvestOptions:
+    """The Harvest account's date format: iso (2026-11-30, the default), mdy (11/30/2026) or dmy (30/11/2026)."""
+
+    date_format: str = "iso"
+
+    def __post_init__(self) -> None:
+        if self.date_format not in DATE_FORMATS:
+            raise ValueError(f"timesheets date_format must be one of {', '.join(DATE_FORMATS)}, "
+                             f"not {self.date_format!r}")
+
+
+def entry_date(value: object, date_format: str) -> object:
+    """Harvest's ``Date`` as an ISO date, read in the account's date format; ``RowRejected`` in any other form."""
+    if value is None:
+        return value
+    text = str(value).strip()
+    if _ISO_DATE.fullmatch(text):
+        return text
+    slashed = _SLASHED.fullmatch(text) if date_format != "iso" else None
+    if slashed is None:
+        raise RowRejected("entry_date.date_format",
+                          f"column Date is not a date written as {DATE_FORMATS[date_format]} (the source's date_format "
+                          f"is {date_format}; Harvest accounts that write 11/30/2026 or 30/11/2026 set it to mdy or "
+                          "dmy)")
+    first, second, year = slashed.groups()
+    month, day = (first, second) if date_format == "mdy" else (second, first)
+    return f"{year}-{int(month):02d}-{int(day):02d}"
+
+
+def harvest_row(row: dict[str, object], date_format: str = "iso") -> dict[str, object]:
+    """One detailed-time-report line (by Harvest column names) -> the raw timesheet shape; may raise RowRejected."""
     mapped = {column: row.get(name) for name, column in COLUMNS.items()}
+    mapped["entry_date"] = entry_date(mapped["entry_date"], date_format)
     mapped["currency"] = currency_code(mapped["currency"])
     return mapped
 
 
-def harvest_line_parser() -> LineParser:
-    read_csv = csv_line_parser(REQUIRED)
-
-    def parse(lines: list[str], parsed: ParsedFile) -> None:
-        read_csv(lines, parsed)
-        parsed.rows[:] = [dict(harvest_row(row), source_line=row["source_line"]) for row in parsed.rows]
-
-    return parse
+def harvest_line_parser(options: HarvestOptions | None = None) -> LineParser:
+    date_format = (options or HarvestOptions()).date_format
+    return mapped_csv_line_parser(REQUIRED, lambda row: harvest_row(row, date_format))
 
 
 SOURCES = (
     Source("timesheets", ("I7", "R20"), "timesheets", ("*.csv",),
            "Harvest time entries; names and cost rates are confidential",
-           RowLoader(schemas.timesheets, lambda _schema, _options: harvest_line_parser())),
+           RowLoader(schemas.timesheets, lambda _schema, options: harvest_line_parser(options)),
+           options=HarvestOptions),
 )

@@ -17,6 +17,7 @@ loader. Their rows never leave the database:
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import re
@@ -62,14 +63,19 @@ class InDatabaseSource:
     # What besides its bytes tells two files apart, when the same bytes can hold another night's data (an S3
     # inventory of a bucket that did not change: its date is in the manifest or the file name, not in the file).
     identity: Callable[[Path], str] | None = None
+    # The stage built from the contract, for a source whose reading needs it (S3 Inventory: the default class).
+    staged_with: Callable[[Contract], Stage] | None = None
+    # A file's flag: what was assumed for it that the file did not say (None: nothing), logged and reported.
+    flag: Callable[[Path], str | None] | None = None
     kind: ClassVar[str] = "in DuckDB"
 
     def reads_parquet(self) -> bool:
         return True
 
-    def load(self, con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Source, _contract: Contract,
+    def load(self, con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Source, contract: Contract,
              _options: Any) -> IngestReport:
-        return load_in_database(con, landing_dir, source.files(landing_dir), source.name, self)
+        loader = self if self.staged_with is None else dataclasses.replace(self, stage=self.staged_with(contract))
+        return load_in_database(con, landing_dir, source.files(landing_dir), source.name, loader)
 
 
 def failed_rule_sql(rules: Sequence[Rule]) -> tuple[str, str]:
@@ -254,6 +260,9 @@ def load_in_database(con: duckdb.DuckDBPyConnection, landing_dir: Path, paths: S
             files.append((source_file, sha, [Rejection(0, rule, message)]))
             continue
         files.append((source_file, sha, broken))
+        flagged = None if source.flag is None else source.flag(path)
+        if flagged is not None:
+            report.flags.append(f"{source_file}: {flagged}")
     for table in _TEMPORARY:
         con.execute(f"drop table if exists {table}")
     try:

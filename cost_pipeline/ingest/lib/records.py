@@ -11,11 +11,16 @@ import hashlib
 import io
 import json
 import re
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
+
+# A CSV value may be as long as the format allows (a FOCUS ``Tags`` object past the csv module's default 128 KiB
+# field limit): the limit is the largest the platform's C long holds.
+csv.field_size_limit(min(sys.maxsize, 2**31 - 1) if sys.platform == "win32" else sys.maxsize)
 
 
 @dataclass(frozen=True)
@@ -155,6 +160,25 @@ def csv_line_parser(required_columns: Iterable[str]) -> Callable[[list[str], Par
             row = {name: (value.strip() or None) for name, value in zip(header, values, strict=True)}
             row["source_line"] = line
             parsed.rows.append(row)
+
+    return parse
+
+
+def mapped_csv_line_parser(required_columns: Iterable[str], map_row: Callable[[dict[str, Any]], dict[str, Any]]
+                           ) -> Callable[[list[str], ParsedFile], None]:
+    """``csv_line_parser``, each row then mapped into its raw shape; a row the mapping refuses (``RowRejected``)
+    is quarantined with the mapping's rule."""
+    read_csv = csv_line_parser(required_columns)
+
+    def parse(lines: list[str], parsed: ParsedFile) -> None:
+        read_csv(lines, parsed)
+        kept = []
+        for row in parsed.rows:
+            try:
+                kept.append(dict(map_row(row), source_line=row["source_line"]))
+            except RowRejected as error:
+                parsed.rejections.append(Rejection(row["source_line"], error.rule, str(error)))
+        parsed.rows[:] = kept
 
     return parse
 

@@ -71,6 +71,8 @@ class IngestReport:
     by_rule: Counter[str] = field(default_factory=Counter)
     examples: list[str] = field(default_factory=list)
     duplicates: list[tuple[str, str]] = field(default_factory=list)   # (file, the earlier file it repeats)
+    # Files loaded with something assumed that the file did not say ("<file>: <what>"): loaded, but flagged.
+    flags: list[str] = field(default_factory=list)
 
     @property
     def conserved(self) -> bool:
