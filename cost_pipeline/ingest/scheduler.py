@@ -230,6 +230,19 @@ class SacctOptions:
     sacct_delimiter: str = "|"
     sacct_fields: list[str] | None = None      # the field list of header-less files
 
+    def __post_init__(self) -> None:
+        if not self.sacct_delimiter or any(end in self.sacct_delimiter for end in "\r\n"):
+            raise ValueError("sacct_delimiter should be the character(s) between fields, such as | or ☃")
+        if self.sacct_fields is None:
+            return
+        repeated = sorted({f for f in self.sacct_fields if list(self.sacct_fields).count(f) > 1})
+        missing = [f for f in REQUIRED_FIELDS if f not in self.sacct_fields]
+        if repeated:
+            raise ValueError(f"sacct_fields names {', '.join(repeated)} more than once")
+        if missing:
+            raise ValueError(f"sacct_fields lacks {', '.join(missing)}, which every row needs "
+                             f"(the --format list of the sacct command, such as {','.join(REQUIRED_FIELDS)})")
+
 
 def sacct_line_parser(options: SacctOptions) -> LineParser:
     delimiter = options.sacct_delimiter
@@ -239,7 +252,8 @@ def sacct_line_parser(options: SacctOptions) -> LineParser:
         if fields is None and lines:
             header = lines[0].split(delimiter)
             if "JobID" not in header:
-                raise FileRejected("sacct_header", "first line is not an sacct header with JobID")
+                raise FileRejected("sacct_header", "first line is not an sacct header with JobID (a header-less "
+                                  "dump needs sacct_fields in the run config)", header_lines=0)
         for line, values, raw in split_sacct_lines(lines, delimiter, fields):
             parsed.rows_in += 1
             if values is None:
