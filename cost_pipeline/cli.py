@@ -58,11 +58,18 @@ def nightly_job():
     return defs.resolve_job_def("nightly_cost_refresh_job")
 
 
-def checked_run_config(path: Path | None) -> dict:
+def _point_at(landing: Path, warehouse: Path) -> None:
+    """The landing folder and warehouse the job's resources read from the environment."""
+    os.environ["COST_LANDING_DIR"] = str(landing.resolve())
+    os.environ["COST_WAREHOUSE"] = str(warehouse.resolve())
+
+
+def checked_run_config(path: Path | None, landing: Path, warehouse: Path) -> dict:
     """The run config in ``path`` (none: {}), checked against the nightly job; raises ``RunConfigError``."""
     if path is None:
         return {}
     run_config = read_run_config(path)
+    _point_at(landing, warehouse)
     check_run_config(nightly_job(), run_config)
     return run_config
 
@@ -70,8 +77,7 @@ def checked_run_config(path: Path | None) -> dict:
 def run_pipeline(landing: Path, warehouse: Path, run_config: dict | None = None) -> bool:
     """Materialise every asset (the nightly job) in this process, with ``run_config`` (the YAML of
     ``dagster job execute -c``); returns whether the run succeeded."""
-    os.environ["COST_LANDING_DIR"] = str(landing.resolve())
-    os.environ["COST_WAREHOUSE"] = str(warehouse.resolve())
+    _point_at(landing, warehouse)
     with warehouse_run_lock(warehouse):
         job = nightly_job()
         import dagster as dg
@@ -156,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cost-pipeline: landing folder {args.landing} does not exist", file=sys.stderr)
         return 2
     try:
-        run_config = checked_run_config(args.config)
+        run_config = checked_run_config(args.config, args.dir / "landing" if args.command == "demo" else args.landing,
+                                        warehouse)
     except RunConfigError as wrong:
         print(f"cost-pipeline: --config {wrong}", file=sys.stderr)
         return 2

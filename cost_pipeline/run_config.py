@@ -47,7 +47,7 @@ def _source_of(op: str):
 def _describe(error: Any) -> str:
     """One dagster config evaluation error as one line: the path, what is wrong, the options the place takes."""
     names = [entry.field_name for entry in error.stack.entries if hasattr(entry, "field_name")]
-    text = _AT_PATH.sub("", error.message.split(" Expected:")[0]).rstrip(".")
+    text = _AT_PATH.sub("", error.message.split(" Expected:")[0].splitlines()[0]).rstrip(".:")
     where = ".".join(names) or "the top level"
     if len(names) == 3 and names[0] == "ops" and names[2] == "config" and (source := _source_of(names[1])):
         options = ", ".join(source.option_names()) or "none"
