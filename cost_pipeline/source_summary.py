@@ -25,8 +25,10 @@ def _line(cells: tuple, out) -> None:
     print("  " + " ".join(text), file=out)
 
 
-def print_source_summary(warehouse: Path, out=sys.stdout) -> list[str]:
-    """Print the per-source summary; return the sources whose every row was quarantined."""
+def print_source_summary(warehouse: Path, out=None) -> list[str]:
+    """Print the per-source summary (to stdout unless ``out``); return the sources whose every row was
+    quarantined."""
+    out = sys.stdout if out is None else out
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         try:
