@@ -29,7 +29,7 @@ from cost_pipeline.ingest.lib.warehouse import IngestReport, write_validated_sou
 LineParser = Callable[[list[str], ParsedFile], None]
 RowMap = Callable[[dict[str, object]], dict[str, object]]
 # A file's format by how its name ends; a source whose files are named otherwise says what they hold (text_format).
-FORMATS = {".csv.gz": "CSV (gzip)", ".csv": "CSV", ".parquet": "Parquet", ".jsonl": "JSON Lines"}
+FORMATS = {".csv.gz": "CSV (gzip)", ".csv": "CSV", ".parquet": "Parquet", ".jsonl": "JSON Lines", ".json": "JSON"}
 
 
 class Loader(Protocol):
