@@ -173,3 +173,49 @@ def test_quarantine_messages_say_what_was_expected_with_an_example_and_no_patter
     assert messages[4] == "column currency should hold the contract's reporting currency"
     for message in messages.values():
         assert not any(mark in message for mark in ("^", "\\d", "$", "str_matches", "Nov 2026", "12.345", "EUR"))
+
+
+SACCT_JSON = Path(__file__).parent / "data" / "slurm" / "sacct_json_v0.0.43.json"
+
+
+def test_sacct_json_loads_into_the_same_raw_columns_as_the_parsable_output(tmp_path):
+    """``sacct --json`` (data_parser v0.0.43; built from the documented schema, see tests/data/slurm/README.md)."""
+    landing, warehouse = tmp_path / "landing", tmp_path / "w.duckdb"
+    (landing / "scheduler").mkdir(parents=True)
+    (landing / "scheduler" / "sacct_2026-11-03.json").write_bytes(SACCT_JSON.read_bytes())
+    con = connect(warehouse, readable_dir=landing)
+    try:
+        report = load_named(con, landing, "scheduler_jobs", load_contract())
+    finally:
+        con.close()
+    assert (report.rows_in, report.rows_staged, report.rows_quarantined) == (5, 4, 1)
+    rows = query(warehouse, """
+        select job_id, job_id_raw, allocation_id, record_type, state, start_at, end_at, time_limit_seconds,
+               gpus_requested, gpus_allocated, node_count, node_list, batch_id, phase, restarts, source_line
+        from raw.scheduler_jobs order by source_line""")
+    start, end = datetime(2026, 11, 3, 0, 5), datetime(2026, 11, 3, 2, 5)
+    assert rows == [
+        ("4242", "4242", "4242", "allocation", "COMPLETED", start, end, 240 * 60, 16, 16, 2, "node-[01-02]",
+         "B-7", "training", 0, 1),
+        ("4242.batch", "4242.batch", "4242", "step", "COMPLETED", start, end, None, 0, 8, 1, "node-01",
+         "B-7", "training", 0, 2),
+        ("4242.0", "4242.0", "4242", "step", "COMPLETED", start, end, None, 0, 16, 2, "node-[01-02]",
+         "B-7", "training", 0, 3),
+        ("4300_3", "4303", "4300_3", "allocation", "CANCELLED", datetime(2026, 11, 3, 1, 5),
+         datetime(2026, 11, 3, 1, 15), None, 1, 1, 1, "node-03", "B-8", "validation", 1, 4),
+    ]
+    assert query(warehouse, "select line, rule from raw.quarantine") == [(5, "end_not_before_start")]
+
+
+def test_a_file_that_is_not_sacct_json_is_refused_whole(tmp_path):
+    landing, warehouse = tmp_path / "landing", tmp_path / "w.duckdb"
+    (landing / "scheduler").mkdir(parents=True)
+    (landing / "scheduler" / "other.json").write_text('{"data": [1, 2]}\n', encoding="utf-8")
+    con = connect(warehouse, readable_dir=landing)
+    try:
+        load_named(con, landing, "scheduler_jobs", load_contract())
+    finally:
+        con.close()
+    assert query(warehouse, "select line, rule from raw.quarantine") == [(0, "sacct_json")]
+    assert query(warehouse, "select rows_in, rows_quarantined, refused_whole from raw.ingested_files") == [
+        (1, 1, True)]
