@@ -179,12 +179,14 @@ def main(argv: list[str] | None = None) -> int:
     except WarehouseBusy as busy:
         print(f"cost-pipeline: {busy}", file=sys.stderr)
         return 3
+    wholly = (f"every row was quarantined for {', '.join(all_quarantined)} (see raw.quarantine)"
+              if all_quarantined else "")
     if not ok:
-        print("cost-pipeline: the run failed; see the messages above", file=sys.stderr)
+        print("cost-pipeline: the run failed; see the messages above" + (f"; {wholly}" if wholly else ""),
+              file=sys.stderr)
         return 1
-    if all_quarantined:
-        print(f"cost-pipeline: every row was quarantined for {', '.join(all_quarantined)} "
-              "(see raw.quarantine)", file=sys.stderr)
+    if wholly:
+        print(f"cost-pipeline: {wholly}", file=sys.stderr)
         return 4
     return 0
 
