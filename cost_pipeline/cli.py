@@ -11,7 +11,9 @@ from pathlib import Path
 import duckdb
 
 from cost_pipeline.demo import write_demo_landing
+from cost_pipeline.run_config import RunConfigError, check_run_config, read_run_config
 from cost_pipeline.run_lock import WarehouseBusy, warehouse_run_lock
+from cost_pipeline.source_summary import print_source_summary
 
 BATCH_COLUMNS = (
     ("batch_id", "batch", 13), ("jobs", "jobs", 5), ("requested_gpu_hours", "requested h", 12),
@@ -47,22 +49,43 @@ TASK_COLUMNS = (
 )
 
 
-def run_pipeline(landing: Path, warehouse: Path) -> bool:
-    """Materialise every asset (the nightly job) in this process; returns whether the run succeeded."""
+def nightly_job():
+    """The nightly job's definition (parses the dbt project first, as a run does)."""
+    from cost_pipeline.dbt_setup import prepare_manifest
+
+    prepare_manifest()
+    from cost_pipeline.definitions import defs
+
+    return defs.resolve_job_def("nightly_cost_refresh_job")
+
+
+def _point_at(landing: Path, warehouse: Path) -> None:
+    """The landing folder and warehouse the job's resources read from the environment."""
     os.environ["COST_LANDING_DIR"] = str(landing.resolve())
     os.environ["COST_WAREHOUSE"] = str(warehouse.resolve())
-    with warehouse_run_lock(warehouse):
-        from cost_pipeline.dbt_setup import prepare_manifest
 
-        prepare_manifest()
+
+def checked_run_config(path: Path | None, landing: Path, warehouse: Path) -> dict:
+    """The run config in ``path`` (none: {}), checked against the nightly job; raises ``RunConfigError``."""
+    if path is None:
+        return {}
+    run_config = read_run_config(path)
+    _point_at(landing, warehouse)
+    check_run_config(nightly_job(), run_config)
+    return run_config
+
+
+def run_pipeline(landing: Path, warehouse: Path, run_config: dict | None = None) -> bool:
+    """Materialise every asset (the nightly job) in this process, with ``run_config`` (the YAML of
+    ``dagster job execute -c``); returns whether the run succeeded."""
+    _point_at(landing, warehouse)
+    with warehouse_run_lock(warehouse):
+        job = nightly_job()
         import dagster as dg
 
-        from cost_pipeline.definitions import defs
-
         instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
-        job = defs.resolve_job_def("nightly_cost_refresh_job")
         # A failed step or blocking check ends the run unsuccessfully; the CLI reports it and exits 1.
-        result = job.execute_in_process(instance=instance, raise_on_error=False)
+        result = job.execute_in_process(run_config=run_config or None, instance=instance, raise_on_error=False)
         return result.success
 
 
@@ -145,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     run = commands.add_parser("run", help="run the nightly job on a landing folder of real exports")
     run.add_argument("--landing", type=Path, required=True, help="landing folder, one sub-folder per source")
     run.add_argument("--warehouse", type=Path, required=True, help="DuckDB warehouse file (created if missing)")
+    for command in (demo, run):
+        command.add_argument("--config", type=Path, metavar="FILE",
+                             help="run-config YAML as `dagster job execute -c` takes it (a source's options)")
     commands.add_parser("prepare", help="parse the dbt project (writes dbt_project/target/manifest.json)")
     docs = commands.add_parser("docs", help="rewrite the generated reference blocks in docs/ (inputs, marts, contract)")
     docs.add_argument("--check", action="store_true", help="change nothing; exit 1 if a block is out of date")
@@ -163,18 +189,32 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cost-pipeline: landing folder {args.landing} does not exist", file=sys.stderr)
         return 2
     try:
+        run_config = checked_run_config(args.config, args.dir / "landing" if args.command == "demo" else args.landing,
+                                        warehouse)
+    except RunConfigError as wrong:
+        print(f"cost-pipeline: --config {wrong}", file=sys.stderr)
+        return 2
+    all_quarantined: list[str] = []
+    try:
         # Held from before the demo rewrites its landing folder until the report is printed.
         with warehouse_run_lock(warehouse):
             landing = write_demo_landing(args.dir / "landing") if args.command == "demo" else args.landing
-            ok = run_pipeline(landing, warehouse)
+            ok = run_pipeline(landing, warehouse, run_config)
             if warehouse.exists():
                 report(warehouse)
+                all_quarantined = print_source_summary(warehouse)
     except WarehouseBusy as busy:
         print(f"cost-pipeline: {busy}", file=sys.stderr)
         return 3
+    wholly = (f"every row was quarantined for {', '.join(all_quarantined)} (see raw.quarantine)"
+              if all_quarantined else "")
     if not ok:
-        print("cost-pipeline: the run failed; see the messages above", file=sys.stderr)
+        print("cost-pipeline: the run failed; see the messages above" + (f"; {wholly}" if wholly else ""),
+              file=sys.stderr)
         return 1
+    if wholly:
+        print(f"cost-pipeline: {wholly}", file=sys.stderr)
+        return 4
     return 0
 
 

@@ -14,9 +14,11 @@ Each folder is loaded once, on a locked-down connection, through the real loader
 
 - rows in = rows staged + rows quarantined;
 - the raw table holds exactly ``rows_staged`` rows of that file, and ``raw.quarantine`` exactly
-  ``rows_quarantined`` lines of it; a duplicate (``duplicate_of`` set) has all three at zero and no rows;
+  ``rows_quarantined`` lines of it, unless the file was refused whole (``refused_whole``): then the quarantine holds
+  its one line-0 row and the ledger counts every record it held (at least 1) as in and quarantined; a duplicate
+  (``duplicate_of`` set) has all three at zero and no rows;
 - no line is counted twice: staged and quarantined line numbers are distinct within a file, and a whole-file
-  rejection (line 0) is the file's only record.
+  rejection (line 0) is the file's only quarantine row.
 
 No load may raise. The generator is deterministic (fixed seed), so a failure names a file that can be rebuilt.
 """
@@ -504,8 +506,9 @@ def test_fuzzed_files_load_without_an_uncaught_exception(outcomes, source):
 @pytest.mark.parametrize("source", SOURCES)
 def test_every_fuzzed_file_is_conserved(outcomes, source):
     outcome = _loaded(outcomes, source)
-    ledger = query(outcome.warehouse, "select source_file, rows_in, rows_staged, rows_quarantined, duplicate_of "
-                                       "from raw.ingested_files where source = ? order by source_file", [source])
+    ledger = query(outcome.warehouse, "select source_file, rows_in, rows_staged, rows_quarantined, duplicate_of, "
+                                       "refused_whole from raw.ingested_files where source = ? order by source_file",
+                   [source])
     staged = dict(query(outcome.warehouse, f'select source_file, count(*) from raw."{source}" group by source_file'))
     quarantined = dict(query(outcome.warehouse, "select source_file, count(*) from raw.quarantine where source = ? "
                                                  "group by source_file", [source]))
@@ -517,17 +520,21 @@ def test_every_fuzzed_file_is_conserved(outcomes, source):
     # The whole run's figures, as the rows_conserved asset check reads them, agree too.
     totals = query(outcome.warehouse, "select sum(rows_in), sum(rows_staged), sum(rows_quarantined) "
                                        "from raw.ingested_files where source = ?", [source])[0]
-    assert totals[0] == totals[1] + totals[2] == sum(staged.values()) + sum(quarantined.values())
+    refused = sum(row[3] - quarantined.get(row[0], 0) for row in ledger if row[5])     # records beyond the one row
+    assert totals[0] == totals[1] + totals[2] == sum(staged.values()) + sum(quarantined.values()) + refused
 
 
 def _ledger_problems(row: tuple, staged: dict[str, int], quarantined: dict[str, int]) -> list[str]:
-    source_file, rows_in, rows_staged, rows_quarantined, duplicate_of = row
+    source_file, rows_in, rows_staged, rows_quarantined, duplicate_of, refused_whole = row
     problems = []
     if rows_in != rows_staged + rows_quarantined:
         problems.append(f"rows in {rows_in} != staged {rows_staged} + quarantined {rows_quarantined}")
     if staged.get(source_file, 0) != rows_staged:
         problems.append(f"raw table holds {staged.get(source_file, 0)} rows, ledger says {rows_staged}")
-    if quarantined.get(source_file, 0) != rows_quarantined:
+    if refused_whole and (quarantined.get(source_file, 0) != 1 or rows_staged != 0 or rows_quarantined < 1):
+        problems.append(f"refused whole, yet quarantine holds {quarantined.get(source_file, 0)} lines, "
+                        f"{rows_staged} staged, {rows_quarantined} quarantined")
+    if not refused_whole and quarantined.get(source_file, 0) != rows_quarantined:
         problems.append(f"quarantine holds {quarantined.get(source_file, 0)} lines, ledger says {rows_quarantined}")
     if duplicate_of is not None and (rows_in, rows_staged, rows_quarantined) != (0, 0, 0):
         problems.append(f"duplicate of {duplicate_of} has rows")
@@ -567,7 +574,8 @@ def test_no_line_is_counted_twice(outcomes, source):
     whole_file = query(outcome.warehouse, """
         select source_file from raw.quarantine where source = ? and line = 0
         intersect
-        select source_file from raw.ingested_files where source = ? and rows_in <> 1
+        select source_file from raw.ingested_files where source = ?
+            and (rows_in < 1 or rows_staged <> 0 or rows_quarantined <> rows_in or not refused_whole)
         """, [source, source])
     assert not whole_file, whole_file[:20]
 

@@ -334,7 +334,8 @@ def test_hostile_names_and_values_through_the_real_ingest(tmp_path):
     assert all(report.conserved for report in reports)
     expected_tables = tables_before | {("raw", name, "BASE TABLE") for name in [*RAW_SOURCES, "device_samples"]}
     assert _tables(warehouse) == expected_tables
-    assert tables_before == {("raw", "quarantine", "BASE TABLE"), ("raw", "ingested_files", "BASE TABLE")}
+    assert tables_before == {("raw", "quarantine", "BASE TABLE"), ("raw", "ingested_files", "BASE TABLE"),
+                             ("raw", "ignored_files", "BASE TABLE")}
     _check_files_are_recorded_by_name(warehouse, hostile)
     _check_values(warehouse, hostile)
     _no_file_outside(tmp_path, landing, before, {"w.duckdb", "w.duckdb.wal"})

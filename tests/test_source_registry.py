@@ -8,11 +8,11 @@ from pathlib import Path
 import dagster as dg
 import yaml
 
+from cost_pipeline import docgen
 from cost_pipeline.contract import load_contract
 from cost_pipeline.defs.ingest import ASSETS_BY_TABLE
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.demo import write_demo_landing
-from cost_pipeline import docgen
 from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.ingest.registry import SOURCES, load_source, raw_tables, render_inputs
 from tests.helpers import query

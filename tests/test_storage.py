@@ -262,11 +262,11 @@ def test_every_file_is_conserved_and_a_glob_name_reads_only_itself(tmp_path):
     (storage / "prefix_rules.csv").write_text("bucket,prefix,purpose,owner,batch_id,retention_days\n")
     loaded = _load(tmp_path / "landing")
     assert loaded.ledger == {"storage/a_2026-11-30.csv": (5, 3, 2), "storage/a*_2026-11-30.csv": (1, 1, 0),
-                             "storage/copy_2026-11-30.csv": (0, 0, 0), "storage/undated.csv": (1, 0, 1)}
+                             "storage/copy_2026-11-30.csv": (0, 0, 0), "storage/undated.csv": (2, 0, 2)}
     assert all(rows_in == staged + quarantined for rows_in, staged, quarantined in loaded.ledger.values())
     report = loaded.report
     assert report.conserved and report.files == 4 and report.duplicate_files == 1
-    assert (report.rows_in, report.rows_staged, report.rows_quarantined) == (7, 4, 3)
+    assert (report.rows_in, report.rows_staged, report.rows_quarantined) == (8, 4, 4)    # undated.csv: its 2 rows
 
 
 # --- assets into a temporary DuckDB ------------------------------------------------------------------------------

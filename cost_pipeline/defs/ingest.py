@@ -3,6 +3,7 @@ registry (``cost_pipeline.ingest.registry``): its description, its checks and it
 
 Validation results are asset checks: ``rows_conserved`` (blocking: rows in must equal rows staged plus
 rows quarantined) and ``no_quarantined_rows`` (a warning that names files, lines and rules, never values).
+``raw/ignored_files`` records every landing file no source reads, and its ``no_ignored_files`` check warns.
 A source with launch options (a dataclass of options in its declaration) takes them as the asset's run config,
 under the same names and defaults.
 """
@@ -18,8 +19,8 @@ from cost_pipeline.contract import load_contract
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.ingest.contract_tables import TABLES, load_contract_tables
 from cost_pipeline.ingest.lib.source import Source
-from cost_pipeline.ingest.lib.warehouse import IngestReport
-from cost_pipeline.ingest.registry import SOURCES
+from cost_pipeline.ingest.lib.warehouse import BOOKKEEPING_TABLES, IngestReport, record_ignored
+from cost_pipeline.ingest.registry import SOURCES, unread_files
 
 GROUP = "ingest"
 # The warehouse file is held by another process (a BI reader, a manual query): wait and try again.
@@ -114,6 +115,31 @@ def contract_tables(landing: LandingZone, warehouse: Warehouse):
     yield dg.MaterializeResult(asset_key=["raw", "contract_parameters"], metadata={"rows": counts["parameters"]})
 
 
+IGNORED_SHOWN = 20      # ignored files named in the check's metadata; raw.ignored_files holds them all
+
+
+@dg.asset(key=["raw", "ignored_files"], group_name=GROUP, kinds={"duckdb"},
+          description=BOOKKEEPING_TABLES["ignored_files"],
+          check_specs=[dg.AssetCheckSpec("no_ignored_files", asset=dg.AssetKey(["raw", "ignored_files"]),
+                                         description="Warns when a landing file matches no source's pattern.")])
+def ignored_files(context: dg.AssetExecutionContext, landing: LandingZone,
+                  warehouse: Warehouse) -> dg.MaterializeResult:
+    """Record every landing file that no source reads, and warn about them by name."""
+    con = connect_for_ingest(warehouse, landing)
+    try:
+        names = record_ignored(con, landing.root, unread_files(landing.root))
+    finally:
+        con.close()
+    for name in names[:IGNORED_SHOWN]:
+        context.log.warning(f"ignored: {name} matches no source's pattern (see docs/inputs.md)")
+    shown = dg.MetadataValue.json(names[:IGNORED_SHOWN])
+    return dg.MaterializeResult(
+        metadata={"ignored_files": len(names), "first_ignored": shown},
+        check_results=[dg.AssetCheckResult(check_name="no_ignored_files", passed=not names,
+                                           severity=dg.AssetCheckSeverity.WARN,
+                                           metadata={"ignored_files": len(names), "first_ignored": shown})])
+
+
 def config_class(source: Source) -> type[dg.Config]:
     """The source's launch options as a Dagster config class: the same field names, types, defaults and doc."""
     hints = typing.get_type_hints(source.options)
@@ -158,4 +184,4 @@ def source_asset(source: Source) -> dg.AssetsDefinition:
 
 source_assets: list[dg.AssetsDefinition] = [source_asset(source) for source in SOURCES.values()]
 ASSETS_BY_TABLE = {asset.key.path[-1]: asset for asset in source_assets}
-ingest_assets: list[dg.AssetsDefinition] = [contract_tables, *source_assets]
+ingest_assets: list[dg.AssetsDefinition] = [contract_tables, *source_assets, ignored_files]

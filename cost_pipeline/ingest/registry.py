@@ -66,6 +66,12 @@ def load_named(con: duckdb.DuckDBPyConnection, landing_dir: Path, name: str, con
     return load_source(con, landing_dir, SOURCES[name], contract, options)
 
 
+def unread_files(landing_dir: Path) -> list[Path]:
+    """Every file under the landing folder that no source reads (no pattern or companion of any source matches)."""
+    claimed = {path for source in SOURCES.values() for path in source.claims(landing_dir)}
+    return sorted(p for p in landing_dir.rglob("*") if p.is_file() and p not in claimed)
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 

@@ -7,6 +7,7 @@ their labels and states onto the same columns. Both sources are declared at the 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -230,6 +231,19 @@ class SacctOptions:
     sacct_delimiter: str = "|"
     sacct_fields: list[str] | None = None      # the field list of header-less files
 
+    def __post_init__(self) -> None:
+        if not self.sacct_delimiter or any(end in self.sacct_delimiter for end in "\r\n"):
+            raise ValueError("sacct_delimiter should be the character(s) between fields, such as | or ☃")
+        if self.sacct_fields is None:
+            return
+        repeated = sorted({f for f in self.sacct_fields if list(self.sacct_fields).count(f) > 1})
+        missing = [f for f in REQUIRED_FIELDS if f not in self.sacct_fields]
+        if repeated:
+            raise ValueError(f"sacct_fields names {', '.join(repeated)} more than once")
+        if missing:
+            raise ValueError(f"sacct_fields lacks {', '.join(missing)}, which every row needs "
+                             f"(the --format list of the sacct command, such as {','.join(REQUIRED_FIELDS)})")
+
 
 def sacct_line_parser(options: SacctOptions) -> LineParser:
     delimiter = options.sacct_delimiter
@@ -239,7 +253,8 @@ def sacct_line_parser(options: SacctOptions) -> LineParser:
         if fields is None and lines:
             header = lines[0].split(delimiter)
             if "JobID" not in header:
-                raise FileRejected("sacct_header", "first line is not an sacct header with JobID")
+                raise FileRejected("sacct_header", "first line is not an sacct header with JobID (a header-less "
+                                  "dump needs sacct_fields in the run config)", header_lines=0)
         for line, values, raw in split_sacct_lines(lines, delimiter, fields):
             parsed.rows_in += 1
             if values is None:
@@ -253,6 +268,159 @@ def sacct_line_parser(options: SacctOptions) -> LineParser:
                 continue
             row["source_line"] = line
             parsed.rows.append(row)
+
+    return parse
+
+
+# ``sacct --json`` (Slurm 23.02 and later): the data_parser's ``jobs[]``, each job with its ``steps[]``. Every job
+# and step is turned into the fields the parsable output would have written, then read by the same rules, so it
+# lands in the same raw columns. A record's "line" is its position in the file: jobs in order, each followed by
+# its steps.
+
+
+def _no_val(value: object) -> object:
+    """A data_parser number: plain, or ``{set, infinite, number}`` (unset or infinite give None)."""
+    if isinstance(value, dict):
+        return value.get("number") if value.get("set") and not value.get("infinite") else None
+    return value
+
+
+def _epoch_text(value: object) -> str:
+    """A Unix time as sacct writes it (UTC, no zone); 0 or unset is ``Unknown``."""
+    number = _no_val(value)
+    if not isinstance(number, int) or isinstance(number, bool) or number <= 0:
+        return "Unknown"
+    try:
+        return datetime.fromtimestamp(number, UTC).replace(tzinfo=None).isoformat()
+    except (OverflowError, OSError, ValueError):
+        raise FieldError("time_epoch", "a time is not a Unix time Slurm could have written") from None
+
+
+def _seconds_text(value: object) -> str:
+    number = _no_val(value)
+    if not isinstance(number, int) or isinstance(number, bool) or number < 0:
+        return ""
+    return f"{number // 3600}:{number % 3600 // 60:02d}:{number % 60:02d}"
+
+
+def _tres_text(entries: object) -> str:
+    """A data_parser TRES list as sacct's TRES text: ``cpu=64,gres/gpu=8``."""
+    if not isinstance(entries, list):
+        return ""
+    parts = []
+    for entry in entries:
+        if isinstance(entry, dict) and entry.get("type"):
+            name = f"{entry['type']}/{entry['name']}" if entry.get("name") else str(entry["type"])
+            parts.append(f"{name}={entry.get('count', 0)}")
+    return ",".join(parts)
+
+
+def _text(value: object) -> str:
+    return "" if value is None or isinstance(value, dict | list) else str(value)
+
+
+def _state_text(state: object) -> str:
+    current = state.get("current") if isinstance(state, dict) else state
+    if isinstance(current, list):
+        return str(current[0]) if current else ""
+    return _text(current)
+
+
+def _exit_text(exit_code: object) -> str:
+    if not isinstance(exit_code, dict):
+        return ""
+    code = _no_val(exit_code.get("return_code"))
+    signal = exit_code.get("signal") if isinstance(exit_code.get("signal"), dict) else {}
+    number = _no_val(signal.get("id")) if signal else None
+    return "" if code is None else f"{code}:{number or 0}"
+
+
+def _job_fields(job: dict) -> dict[str, str]:
+    """One ``sacct --json`` job as the fields of its parsable line."""
+    array = job.get("array") if isinstance(job.get("array"), dict) else {}
+    task = _no_val(array.get("task_id"))
+    job_id = _text(job.get("job_id"))
+    shown = f"{array.get('job_id')}_{task}" if array.get("job_id") and task is not None else job_id
+    time = job.get("time") if isinstance(job.get("time"), dict) else {}
+    limit = _no_val(time.get("limit"))
+    comment = job.get("comment") if isinstance(job.get("comment"), dict) else {}
+    wckey = job.get("wckey") if isinstance(job.get("wckey"), dict) else {}
+    tres = job.get("tres") if isinstance(job.get("tres"), dict) else {}
+    return {
+        "JobID": shown, "JobIDRaw": job_id, "JobName": _text(job.get("name")), "Account": _text(job.get("account")),
+        "Partition": _text(job.get("partition")), "User": _text(job.get("user")), "WCKey": _text(wckey.get("wckey")),
+        "State": _state_text(job.get("state")), "ExitCode": _exit_text(job.get("exit_code")),
+        "FailedNode": _text(job.get("failed_node")), "Restarts": _text(job.get("restart_cnt")),
+        "Submit": _epoch_text(time.get("submission")), "Start": _epoch_text(time.get("start")),
+        "End": _epoch_text(time.get("end")), "Elapsed": _seconds_text(time.get("elapsed")),
+        "Timelimit": "UNLIMITED" if limit is None else str(limit),      # minutes, as sacct's bare number
+        "NNodes": _text(job.get("allocation_nodes")), "NodeList": _text(job.get("nodes")),
+        "ReqTRES": _tres_text(tres.get("requested")), "AllocTRES": _tres_text(tres.get("allocated")),
+        "Comment": _text(comment.get("job")), "AdminComment": _text(comment.get("administrator")),
+    }
+
+
+def _step_fields(step: dict, job: dict[str, str]) -> dict[str, str]:
+    """One step of a ``sacct --json`` job as the fields of its parsable line (``<JobID>.<step>``)."""
+    named = step.get("step") if isinstance(step.get("step"), dict) else {}
+    step_id = _text(named.get("id"))
+    suffix = step_id.split(".", 1)[1] if "." in step_id else _text(named.get("name"))
+    time = step.get("time") if isinstance(step.get("time"), dict) else {}
+    nodes = step.get("nodes") if isinstance(step.get("nodes"), dict) else {}
+    tres = step.get("tres") if isinstance(step.get("tres"), dict) else {}
+    return {
+        **job, "JobID": f"{job['JobID']}.{suffix}", "JobIDRaw": f"{job['JobIDRaw']}.{suffix}",
+        "JobName": _text(named.get("name")), "State": _state_text(step.get("state")),
+        "ExitCode": _exit_text(step.get("exit_code")), "Start": _epoch_text(time.get("start")),
+        "End": _epoch_text(time.get("end")), "Elapsed": _seconds_text(time.get("elapsed")),
+        "NNodes": _text(nodes.get("count")), "NodeList": _text(nodes.get("range")), "ReqTRES": "",
+        "AllocTRES": _tres_text(tres.get("allocated")), "Timelimit": "",
+    }
+
+
+def sacct_json_records(text: str) -> Iterator[tuple[int, dict[str, str] | None]]:
+    """(record number, fields) of every job and step of a ``sacct --json`` file; None: the record is not a job."""
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError):
+        raise FileRejected("sacct_json", "file is not JSON as sacct --json writes it", header_lines=0) from None
+    jobs = document.get("jobs") if isinstance(document, dict) else None
+    if not isinstance(jobs, list):
+        raise FileRejected("sacct_json", "file has no jobs list, as sacct --json writes it", header_lines=0)
+    number = 0
+    for job in jobs:
+        number += 1
+        if not isinstance(job, dict):
+            yield number, None
+            continue
+        fields = _job_fields(job)
+        yield number, fields
+        for step in job.get("steps") or []:
+            number += 1
+            yield number, _step_fields(step, fields) if isinstance(step, dict) else None
+
+
+def sacct_json_parser(lines: list[str], parsed: ParsedFile) -> None:
+    for number, fields in sacct_json_records("\n".join(lines)):
+        parsed.rows_in += 1
+        if fields is None:
+            parsed.rejections.append(Rejection(number, "sacct_json_job", "a job or step is not a JSON object"))
+            continue
+        try:
+            row = parse_sacct_record(fields)
+        except FieldError as error:
+            parsed.rejections.append(Rejection(number, error.rule, str(error)))
+            continue
+        row["source_line"] = number
+        parsed.rows.append(row)
+
+
+def sacct_or_json_parser(options: SacctOptions) -> LineParser:
+    """``sacct --json`` for ``.json`` files, the parsable output with ``options`` for the others."""
+    parsable = sacct_line_parser(options)
+
+    def parse(lines: list[str], parsed: ParsedFile) -> None:
+        (sacct_json_parser if parsed.path.suffix.lower() == ".json" else parsable)(lines, parsed)
 
     return parse
 
@@ -289,9 +457,9 @@ def job_event_line_parser() -> LineParser:
 
 
 SOURCES = (
-    Source("scheduler_jobs", ("I1",), "scheduler", ("*.sacct", "*.txt", "*.psv"),
-           "Slurm sacct rows, allocations and their steps",
-           RowLoader(schemas.scheduler_jobs, lambda _schema, options: sacct_line_parser(options)),
+    Source("scheduler_jobs", ("I1",), "scheduler", ("*.sacct", "*.txt", "*.psv", "*.json"),
+           "Slurm sacct rows, allocations and their steps (parsable or sacct --json)",
+           RowLoader(schemas.scheduler_jobs, lambda _schema, options: sacct_or_json_parser(options)),
            options=SacctOptions, text_format="sacct --parsable2 text"),
     Source("scheduler_events", ("I1",), "scheduler", ("*.jsonl",), "Kubernetes-style job events",
            RowLoader(schemas.scheduler_events, lambda _schema, _options: job_event_line_parser())),

@@ -316,7 +316,9 @@ INVENTORY = Source("storage_inventory", ("I6",), "storage", ("**/*.csv", "**/*.c
                    in_database.InDatabaseSource(STORAGE_INVENTORY_COLUMNS, _TYPED, _RULES, _stage,
                                                 identity=inventory_date, staged_with=_staged_with,
                                                 flag=class_flag),
-                   exclude=(*PREFIX_RULES.patterns, *PRICES.patterns))     # the storage folder's other sources
+                   exclude=(*PREFIX_RULES.patterns, *PRICES.patterns),     # the storage folder's other sources
+                   # read beside the data files: the manifest, and the checksum AWS delivers with it
+                   companions=(f"**/{MANIFEST_GLOB}", "**/manifest.checksum"))
 SOURCES = (INVENTORY, PREFIX_RULES, PRICES)
 
 

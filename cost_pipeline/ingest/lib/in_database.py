@@ -10,7 +10,8 @@ loader. Their rows never leave the database:
   ``try_cast`` (``typed_select``) and the first of the source's ordered rules a row breaks names its quarantine
   rule and message;
 - a file whose bytes repeat an earlier file's of the same source is not read; a file that cannot be read at all
-  is quarantined whole (line 0) with the rule of its ``FileRejected``, or ``file_format``;
+  is quarantined whole (line 0) with the rule of its ``FileRejected``, or ``file_format``, counting the records
+  it held (its lines less the header; a Parquet file's rows, when its footer can be read);
 - the raw table, the quarantine and the file ledger then change together in one short transaction, so every
   file's ledger row is written with its rows, and rows in = staged + quarantined holds for each file.
 """
@@ -30,7 +31,14 @@ from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 import duckdb
 
 from cost_pipeline.contract import Contract
-from cost_pipeline.ingest.lib.records import FileRejected, Rejection, file_sha256
+from cost_pipeline.ingest.lib.parquet import parquet_rows
+from cost_pipeline.ingest.lib.records import (
+    FileRejected,
+    Rejection,
+    count_records,
+    file_sha256,
+    whole_file,
+)
 from cost_pipeline.ingest.lib.warehouse import (
     FirstSeen,
     IngestReport,
@@ -257,7 +265,9 @@ def load_in_database(con: duckdb.DuckDBPyConnection, landing_dir: Path, paths: S
         except (FileRejected, duckdb.Error) as error:
             rule, message = ((error.rule, str(error).splitlines()[0]) if isinstance(error, FileRejected)
                              else ("file_format", "file is not readable"))
-            files.append((source_file, sha, [Rejection(0, rule, message)]))
+            records = ((parquet_rows(path) or 1) if path.suffix.lower() == ".parquet" else
+                       count_records(path, error.header_lines if isinstance(error, FileRejected) else 1))
+            files.append((source_file, sha, [whole_file(rule, message, records)]))
             continue
         files.append((source_file, sha, broken))
         flagged = None if source.flag is None else source.flag(path)
@@ -297,8 +307,8 @@ def _write_checked(con: duckdb.DuckDBPyConnection, name: str, source: InDatabase
                 record_duplicate(con, name, source_file, sha, duplicate_of[source_file], report)
                 continue
             staged, failed = counts.get(source_file, (0, 0))
-            record_file(con, name, source_file, sha, staged + failed + len(rejections), staged, rejections,
-                        report, checked_in_database=failed)
+            rows_in = staged + failed + sum(r.records for r in rejections)
+            record_file(con, name, source_file, sha, rows_in, staged, rejections, report, checked_in_database=failed)
         report.by_rule.update(dict(by_rule))
         report.rows_quarantined += sum(failed for _, failed in counts.values())
         report.examples.extend(Rejection(line, rule, message).describe(f) for f, line, rule, message in examples)

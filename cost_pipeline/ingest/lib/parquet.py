@@ -7,8 +7,21 @@ from pathlib import Path
 
 import duckdb
 
-from cost_pipeline.ingest.lib.records import ParsedFile, Rejection, RowRejected, file_sha256
+from cost_pipeline.ingest.lib.records import ParsedFile, Rejection, RowRejected, file_sha256, whole_file
 from cost_pipeline.ingest.lib.warehouse import file_pattern, lock_down
+
+
+def parquet_rows(path: Path) -> int | None:
+    """The rows a Parquet file's footer says it holds, when the footer can be read (its data may not)."""
+    con = duckdb.connect()
+    lock_down(con, path.parent)
+    try:
+        (rows,) = con.execute("select sum(num_rows) from parquet_file_metadata(?)", [file_pattern(path)]).fetchone()
+    except duckdb.Error:
+        return None
+    finally:
+        con.close()
+    return None if rows is None else int(rows)
 
 
 def parse_parquet(path: Path, map_row: Callable[[dict[str, object]], dict[str, object]]) -> ParsedFile:
@@ -22,8 +35,9 @@ def parse_parquet(path: Path, map_row: Callable[[dict[str, object]], dict[str, o
         names = [d[0] for d in cursor.description]
         records = cursor.fetchall()
     except duckdb.Error:
-        parsed.rows_in = 1
-        parsed.rejections.append(Rejection(0, "file_format", "file is not readable Parquet"))
+        records = parquet_rows(path) or 1
+        parsed.rows_in = records
+        parsed.rejections.append(whole_file("file_format", "file is not readable Parquet", records))
         return parsed
     finally:
         con.close()

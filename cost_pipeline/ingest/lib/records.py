@@ -1,17 +1,20 @@
 """Reading landing files into rows with their line numbers, and the quarantine record.
 
 Every data line of a file ends up either as a row (carrying ``source_line``) or as a ``Rejection``;
-``ParsedFile.rows_in`` counts the lines so the conservation rows in = staged + quarantined can be checked.
+``ParsedFile.rows_in`` counts the lines so the conservation rows in = staged + quarantined can be checked. A file
+refused whole is one line-0 rejection standing for every record the file held (``Rejection.records``).
 """
 
 from __future__ import annotations
 
 import csv
+import gzip
 import hashlib
 import io
 import json
 import re
 import sys
+import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
@@ -31,6 +34,8 @@ class Rejection:
     rule: str
     message: str
     raw: str | None = None
+    # The records this rejection stands for: 1 for a line, all the file held for a file refused whole (line 0).
+    records: int = 1
 
     def describe(self, source_file: str) -> str:
         return f"{source_file}, line {self.line}: rule {self.rule}: {self.message}"
@@ -48,11 +53,13 @@ class ParsedFile:
 
 
 class FileRejected(Exception):
-    """The whole file is unusable (not text, wrong header); it is quarantined as one record."""
+    """The whole file is unusable (not text, wrong header); it is quarantined as one line-0 rejection that
+    counts the records the file held (``header_lines``: the lines before its first record)."""
 
-    def __init__(self, rule: str, message: str) -> None:
+    def __init__(self, rule: str, message: str, header_lines: int = 1) -> None:
         super().__init__(message)
         self.rule = rule
+        self.header_lines = header_lines
 
 
 class RowRejected(ValueError):
@@ -99,11 +106,41 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
+def _content_lines(chunks: Iterable[bytes]) -> int:
+    """Lines holding anything but white space, in a stream of bytes (\n, \r\n or \r line ends)."""
+    count, tail = 0, b""
+    for chunk in chunks:
+        lines = (tail + chunk).replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+        tail = lines.pop()
+        count += sum(1 for line in lines if line.strip())
+    return count + (1 if tail.strip() else 0)
+
+
+def count_records(path: Path, header_lines: int = 1) -> int:
+    """How many records a text file (plain or ``.gz``) refused whole held: its non-blank lines less the header.
+
+    At least 1: a file refused whole is itself one record not loaded, even when it held no data line.
+    """
+    try:
+        with (gzip.open(path, "rb") if path.name.lower().endswith(".gz") else path.open("rb")) as handle:
+            lines = _content_lines(iter(lambda: handle.read(1 << 20), b""))
+    except (OSError, EOFError, zlib.error):
+        return 1
+    return max(1, lines - header_lines)
+
+
+def whole_file(rule: str, message: str, records: int) -> Rejection:
+    """The line-0 rejection of a file refused whole, saying how many records were not loaded."""
+    held = f"its {records} records were not loaded" if records > 1 else "nothing in it was loaded"
+    return Rejection(line=0, rule=rule, message=f"{message}; {held}", records=records)
+
+
 def reject_file(parsed: ParsedFile, error: FileRejected) -> ParsedFile:
-    """Turn ``parsed`` into one line-0 rejection: the whole file is quarantined, counted as one row in."""
+    """Turn ``parsed`` into one line-0 rejection: the whole file is quarantined, with every record it held."""
+    records = count_records(parsed.path, error.header_lines)
     parsed.rows.clear()
-    parsed.rejections[:] = [Rejection(line=0, rule=error.rule, message=str(error))]
-    parsed.rows_in = 1
+    parsed.rejections[:] = [whole_file(error.rule, str(error), records)]
+    parsed.rows_in = records
     return parsed
 
 

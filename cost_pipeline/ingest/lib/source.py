@@ -29,7 +29,7 @@ from cost_pipeline.ingest.lib.warehouse import IngestReport, write_validated_sou
 LineParser = Callable[[list[str], ParsedFile], None]
 RowMap = Callable[[dict[str, object]], dict[str, object]]
 # A file's format by how its name ends; a source whose files are named otherwise says what they hold (text_format).
-FORMATS = {".csv.gz": "CSV (gzip)", ".csv": "CSV", ".parquet": "Parquet", ".jsonl": "JSON Lines"}
+FORMATS = {".csv.gz": "CSV (gzip)", ".csv": "CSV", ".parquet": "Parquet", ".jsonl": "JSON Lines", ".json": "JSON"}
 
 
 class Loader(Protocol):
@@ -100,6 +100,8 @@ class Source:
     options: type | None = None     # a frozen dataclass of launch options (the asset's run config); None: none
     exclude: tuple[str, ...] = ()   # file names the patterns match that belong to another source
     text_format: str | None = None  # what a file holds when its name does not say (``*.txt``)
+    # Files the source reads beside its own (an S3 Inventory's manifest.json): not rows, but not ignored either.
+    companions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self.formats()      # every pattern has a known format
@@ -107,6 +109,10 @@ class Source:
     def files(self, landing_dir: Path) -> list[Path]:
         """The source's files in sorted order."""
         return landing_files(landing_dir, self.folder, self.patterns, exclude=self.exclude)
+
+    def claims(self, landing_dir: Path) -> set[Path]:
+        """Every file the source reads: its own and its companions."""
+        return {*self.files(landing_dir), *landing_files(landing_dir, self.folder, self.companions)}
 
     def formats(self) -> tuple[str, ...]:
         """The formats the patterns admit, in pattern order."""

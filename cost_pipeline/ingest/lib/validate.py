@@ -1,7 +1,8 @@
 """Contract validation of parsed rows with pandera, quarantining instead of dropping.
 
 pandera's ``drop_invalid_rows`` loses rows silently; here every failing row becomes a ``Rejection``
-naming the column and check (never the value: it may be confidential).
+naming the column and check, with a message that says what the column should hold and gives an example
+(``expectations.py``), never the value (it may be confidential) nor the check's regular expression.
 
 These rules come before and after the contract's own checks, for every source alike:
 
@@ -22,6 +23,7 @@ import pandas as pd
 import pandera.pandas as pa
 
 from cost_pipeline.contract.schemas import SourceSchema
+from cost_pipeline.ingest.lib.expectations import column_message, row_message, warehouse_text
 from cost_pipeline.ingest.lib.records import ParsedFile, Rejection
 from cost_pipeline.ingest.lib.warehouse import quote
 
@@ -42,6 +44,17 @@ def _as_text(value: object) -> object:
     if value is None or isinstance(value, str) or pd.isna(value):
         return value
     return str(value)
+
+
+def _checks(schema: SourceSchema) -> dict[tuple[str | None, str], pa.Check]:
+    """Each contract check by (column, the name pandera's failure cases give it); row checks under column None."""
+    found: dict[tuple[str | None, str], pa.Check] = {}
+    for column in schema.columns:
+        for check in column.checks:
+            found[(column.name, str(check.error or check.name))] = check
+    for check in schema.row_checks:
+        found[(None, str(check.error or check.name))] = check
+    return found
 
 
 def _rule(column: object, check: object) -> str:
@@ -119,7 +132,7 @@ def _misfits(valid: pd.DataFrame, schema: SourceSchema, con: duckdb.DuckDBPyConn
     for line, index in found:
         column = schema.columns[index]
         rejected[int(line)] = Rejection(int(line), f"{column.name}.warehouse_type",
-                                        f"column {column.name} does not fit the warehouse type {column.sql_type}")
+                                        f"column {column.name} should hold {warehouse_text(column.sql_type)}")
     return rejected
 
 
@@ -145,6 +158,8 @@ def validate_rows(parsed: ParsedFile, schema: SourceSchema,
     model = _model(schema)
     named_rules = {c.name: c.rule for c in schema.columns if c.rule}
     row_rules = {str(check.name) for check in schema.row_checks}
+    checks = _checks(schema)
+    sql_types = {c.name: c.sql_type for c in schema.columns}
     current = frame
     while True:
         try:
@@ -164,12 +179,14 @@ def validate_rows(parsed: ParsedFile, schema: SourceSchema,
             for case in indexed.itertuples():
                 line = int(case.index)
                 if line not in rejected:
-                    if str(case.check) in row_rules:
-                        rule, what = str(case.check), "the row"
+                    failed = str(case.check)
+                    if failed in row_rules:
+                        rule, message = failed, row_message(checks.get((None, failed)), failed)
                     else:
                         rule = named_rules.get(case.column) or _rule(case.column, case.check)
-                        what = f"column {case.column}"
-                    rejected[line] = Rejection(line, rule, f"{what} fails {case.check}")
+                        message = column_message(str(case.column), sql_types.get(case.column, ""), failed,
+                                                 checks.get((case.column, failed)))
+                    rejected[line] = Rejection(line, rule, message)
             current = current.drop(index=[i for i in current.index if int(i) in rejected])
     misfits = _misfits(valid, schema, con)
     rejected.update(misfits)

@@ -7,6 +7,9 @@ re-run of the same landing folder gives the same tables. Identifiers come from t
 The file ledger (``raw.ingested_files``) holds each file's sha256. A file whose bytes equal those of a file
 of the same source already seen in this load (files go in sorted order; the first one wins) loads no rows:
 it is recorded with ``duplicate_of`` naming that file and rows in = staged = quarantined = 0.
+A file refused whole (not text, a wrong header, an unreadable Parquet file) has ``refused_whole`` set: it holds
+one line-0 row in the quarantine, and its ledger row counts every record it held as in and quarantined (its lines
+less the header; a Parquet file's rows when its footer says), so the ledger shows how much was not loaded.
 
 An ingest connection can be locked down (``connect(path, readable_dir=...)``): DuckDB may then open files
 only under that folder, cannot attach, copy out, install or load extensions, and cannot change a setting.
@@ -24,13 +27,16 @@ import duckdb
 import pandas as pd
 
 from cost_pipeline.contract.schemas import SourceSchema
-from cost_pipeline.ingest.lib.records import ParsedFile, Rejection
+from cost_pipeline.ingest.lib.records import ParsedFile, Rejection, file_sha256
 
 RAW = "raw"
 # The bookkeeping tables every source writes to, with their descriptions (the dbt source's).
 BOOKKEEPING_TABLES = {
     "quarantine": "Every input row that broke the contract, with file, line, rule and message.",
-    "ingested_files": "One row per landing file and source, rows in = rows staged + rows quarantined.",
+    "ignored_files": "Every landing file that no source reads (it matches no source's pattern), so none is "
+                     "skipped without a word.",
+    "ingested_files": "One row per landing file and source, rows in = rows staged + rows quarantined; a file "
+                      "refused whole counts every record it held as quarantined (refused_whole).",
 }
 
 _QUARANTINE_DDL = """
@@ -52,10 +58,19 @@ create table if not exists raw.ingested_files (
     rows_in bigint not null,
     rows_staged bigint not null,
     rows_quarantined bigint not null,
-    duplicate_of varchar
+    duplicate_of varchar,
+    refused_whole boolean not null default false
 )"""
-# Warehouses written before the file ledger knew duplicates gain the column in place.
-_FILES_MIGRATE = "alter table raw.ingested_files add column if not exists duplicate_of varchar"
+_IGNORED_DDL = """
+create table if not exists raw.ignored_files (
+    source_file varchar not null,
+    folder varchar not null,
+    file_sha256 varchar not null,
+    size_bytes bigint not null
+)"""
+# Warehouses written before the file ledger knew duplicates and files refused whole gain the columns in place.
+_FILES_MIGRATE = ("alter table raw.ingested_files add column if not exists duplicate_of varchar",
+                  "alter table raw.ingested_files add column if not exists refused_whole boolean default false")
 
 
 @dataclass
@@ -82,9 +97,9 @@ class IngestReport:
         self.files += 1
         self.rows_in += rows_in
         self.rows_staged += staged
-        self.rows_quarantined += len(rejections)
+        self.rows_quarantined += sum(r.records for r in rejections)
         for rejection in rejections:
-            self.by_rule[rejection.rule] += 1
+            self.by_rule[rejection.rule] += rejection.records
             if len(self.examples) < 20:
                 self.examples.append(rejection.describe(source_file))
 
@@ -139,7 +154,9 @@ def connect(path: str | Path, readable_dir: str | Path | None = None) -> duckdb.
         con.execute(f"create schema if not exists {RAW}")
         con.execute(_QUARANTINE_DDL)
         con.execute(_FILES_DDL)
-        con.execute(_FILES_MIGRATE)
+        con.execute(_IGNORED_DDL)
+        for migrate in _FILES_MIGRATE:
+            con.execute(migrate)
         if readable_dir is not None:
             lock_down(con, readable_dir)
     except BaseException:
@@ -177,9 +194,11 @@ def record_file(con: duckdb.DuckDBPyConnection, source: str, source_file: str, s
             "insert into raw.quarantine values (?, ?, ?, ?, ?, ?, ?)",
             [[source, source_file, sha256, r.line, r.rule, r.message, r.raw] for r in rejections],
         )
+    refused_whole = any(r.line == 0 for r in rejections)
     con.execute("insert into raw.ingested_files (source, source_file, file_sha256, rows_in, rows_staged, "
-                "rows_quarantined, duplicate_of) values (?, ?, ?, ?, ?, ?, null)",
-                [source, source_file, sha256, rows_in, staged, len(rejections) + checked_in_database])
+                "rows_quarantined, duplicate_of, refused_whole) values (?, ?, ?, ?, ?, ?, null, ?)",
+                [source, source_file, sha256, rows_in, staged, sum(r.records for r in rejections) + checked_in_database,
+                 refused_whole])
     report.add_file(source_file, rows_in, staged, rejections)
 
 
@@ -187,9 +206,28 @@ def record_duplicate(con: duckdb.DuckDBPyConnection, source: str, source_file: s
                      duplicate_of: str, report: IngestReport) -> None:
     """Write the ledger row of a file whose bytes repeat ``duplicate_of``'s: no rows in, staged or quarantined."""
     con.execute("insert into raw.ingested_files (source, source_file, file_sha256, rows_in, rows_staged, "
-                "rows_quarantined, duplicate_of) values (?, ?, ?, 0, 0, 0, ?)",
+                "rows_quarantined, duplicate_of, refused_whole) values (?, ?, ?, 0, 0, 0, ?, false)",
                 [source, source_file, sha256, duplicate_of])
     report.add_duplicate(source_file, duplicate_of)
+
+
+def record_ignored(con: duckdb.DuckDBPyConnection, landing_dir: Path, paths: Sequence[Path]) -> list[str]:
+    """Replace ``raw.ignored_files`` with ``paths`` (files no source reads); returns their landing-relative names."""
+    rows = []
+    for path in paths:
+        relative = path.relative_to(landing_dir)
+        folder = relative.parts[0] if len(relative.parts) > 1 else ""
+        rows.append([relative.as_posix(), folder, file_sha256(path), path.stat().st_size])
+    con.execute("begin transaction")
+    try:
+        con.execute("delete from raw.ignored_files")
+        if rows:
+            con.executemany("insert into raw.ignored_files values (?, ?, ?, ?)", rows)
+        con.execute("commit")
+    except BaseException:
+        con.execute("rollback")
+        raise
+    return [row[0] for row in rows]
 
 
 class FirstSeen:

@@ -1,0 +1,60 @@
+"""The CLI's closing summary: per source, its files, rows in, staged and quarantined; then the files no source read.
+
+One line a source (from the file ledger, ``raw.ingested_files``), in the registry's order, then one line for the
+ignored files (``raw.ignored_files``). A source that had rows and staged none (every row quarantined) is returned,
+so the CLI can end non-zero naming it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import duckdb
+
+from cost_pipeline.ingest.registry import SOURCES
+
+IGNORED_NAMED = 5       # ignored files named on the summary line; raw.ignored_files holds them all
+_HEADINGS = (("source", 24), ("files", 6), ("rows in", 11), ("staged", 11), ("quarantined", 12))
+
+
+def _line(cells: tuple, out) -> None:
+    text = [str(cells[0]).ljust(_HEADINGS[0][1])]
+    text += [(f"{c:,}" if isinstance(c, int) else str(c)).rjust(w) for c, (_, w) in zip(cells[1:], _HEADINGS[1:],
+                                                                                        strict=True)]
+    print("  " + " ".join(text), file=out)
+
+
+def print_source_summary(warehouse: Path, out=None) -> list[str]:
+    """Print the per-source summary (to stdout unless ``out``); return the sources whose every row was
+    quarantined."""
+    out = sys.stdout if out is None else out
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        try:
+            ledger = {source: counts for source, *counts in con.execute(
+                "select source, count(*), sum(rows_in), sum(rows_staged), sum(rows_quarantined) "
+                "from raw.ingested_files group by source").fetchall()}
+        except duckdb.CatalogException:
+            return []
+        try:
+            ignored = [name for (name,) in con.execute(
+                "select source_file from raw.ignored_files order by source_file").fetchall()]
+        except duckdb.CatalogException:
+            ignored = []
+    finally:
+        con.close()
+    print("\nPer source (raw.ingested_files):", file=out)
+    _line(tuple(h for h, _ in _HEADINGS), out)
+    all_quarantined = []
+    for name in [*SOURCES, *sorted(set(ledger) - set(SOURCES))]:
+        files, rows_in, staged, quarantined = (int(v or 0) for v in ledger.get(name, (0, 0, 0, 0)))
+        _line((name, files, rows_in, staged, quarantined), out)
+        if rows_in > 0 and staged == 0:
+            all_quarantined.append(name)
+    if ignored:
+        named = ", ".join(ignored[:IGNORED_NAMED]) + (", ..." if len(ignored) > IGNORED_NAMED else "")
+        print(f"  ignored: {len(ignored)} file(s) match no source (raw.ignored_files): {named}", file=out)
+    else:
+        print("  ignored: no file (every landing file matches a source)", file=out)
+    return all_quarantined
