@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     run = commands.add_parser("run", help="run the nightly job on a landing folder of real exports")
     run.add_argument("--landing", type=Path, required=True, help="landing folder, one sub-folder per source")
     run.add_argument("--warehouse", type=Path, required=True, help="DuckDB warehouse file (created if missing)")
-    commands.add_parser("prepare", help="parse the dbt project (writes dbt_project/target/manifest.json)")
+    commands.add_parser("prepare", help="write dbt_project/target/manifest.json (dbt parse only if anything changed)")
     args = parser.parse_args(argv)
 
     if args.command == "prepare":
