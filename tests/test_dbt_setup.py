@@ -1,9 +1,11 @@
 """The prepared dbt manifest is reused while the project is unchanged, and re-parsed after an edit or when the
-warehouse's database name changes (issue 13, CI time; issue 11, fast launches)."""
+warehouse's database name changes; a build's partial-parse file is kept for the next build on the same warehouse
+(issue 13, CI time; issue 11, fast launches)."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -12,9 +14,14 @@ import pytest
 from cost_pipeline.dbt_setup import (
     DBT_PROJECT_DIR,
     NOT_PROJECT_SOURCE,
+    PARTIAL_PARSE_FILE,
+    PARTIAL_PARSE_STATES,
     fingerprint_path,
+    keep_partial_parse,
     manifest_fingerprint,
+    partial_parse_state,
     prepare_manifest,
+    seed_partial_parse,
 )
 
 MODEL = Path("models/marts/finance/fct_batch_costs.sql")
@@ -73,3 +80,29 @@ def test_dbt_output_folders_do_not_change_the_fingerprint(project):
     assert manifest_fingerprint(project) == before
     (project / "macros" / "new_macro.sql").write_text("{% macro new_macro() %}1{% endmacro %}\n", encoding="utf-8")
     assert manifest_fingerprint(project) != before
+
+
+def test_a_build_hands_its_partial_parse_file_to_the_next_build_on_the_same_warehouse(project, tmp_path):
+    warehouse = tmp_path / "a" / "warehouse.duckdb"
+    first, second = tmp_path / "build-1", tmp_path / "build-2"
+    seed_partial_parse(first, warehouse, project)
+    assert not (first / PARTIAL_PARSE_FILE).exists(), "no build on this warehouse yet"
+    (first / PARTIAL_PARSE_FILE).write_bytes(b"state of build 1")
+    keep_partial_parse(first, warehouse, project)
+    seed_partial_parse(second, warehouse, project)
+    assert (second / PARTIAL_PARSE_FILE).read_bytes() == b"state of build 1"
+    seed_partial_parse(tmp_path / "build-3", tmp_path / "b" / "warehouse.duckdb", project)
+    assert not (tmp_path / "build-3" / PARTIAL_PARSE_FILE).exists(), "another warehouse path, another state"
+
+
+def test_only_the_newest_partial_parse_files_are_kept(project, tmp_path):
+    for number in range(PARTIAL_PARSE_STATES + 3):
+        build = tmp_path / f"build-{number}"
+        build.mkdir()
+        (build / PARTIAL_PARSE_FILE).write_bytes(b"state")
+        os.utime(build / PARTIAL_PARSE_FILE, ns=(number * 10**9, number * 10**9))   # written one second apart
+        keep_partial_parse(build, tmp_path / f"w{number}" / "warehouse.duckdb", project)
+    kept = {path.name for path in partial_parse_state(tmp_path / "w0.duckdb", project).parent.glob("*.msgpack")}
+    newest = {partial_parse_state(tmp_path / f"w{number}" / "warehouse.duckdb", project).name
+              for number in range(3, PARTIAL_PARSE_STATES + 3)}
+    assert kept == newest
