@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import duckdb
@@ -46,8 +47,9 @@ TASK_COLUMNS = (
 )
 
 
-def run_pipeline(landing: Path, warehouse: Path) -> bool:
-    """Materialise every asset (the nightly job) in this process; returns whether the run succeeded."""
+def run_pipeline(landing: Path, warehouse: Path, asset_keys: Sequence[Sequence[str]] | None = None) -> bool:
+    """Materialise every asset (the nightly job) in this process, or only ``asset_keys`` of it; returns whether the
+    run succeeded."""
     os.environ["COST_LANDING_DIR"] = str(landing.resolve())
     os.environ["COST_WAREHOUSE"] = str(warehouse.resolve())
     with warehouse_run_lock(warehouse):
@@ -61,7 +63,8 @@ def run_pipeline(landing: Path, warehouse: Path) -> bool:
         instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
         job = defs.resolve_job_def("nightly_cost_refresh_job")
         # A failed step or blocking check ends the run unsuccessfully; the CLI reports it and exits 1.
-        result = job.execute_in_process(instance=instance, raise_on_error=False)
+        selection = None if asset_keys is None else [dg.AssetKey(list(key)) for key in asset_keys]
+        result = job.execute_in_process(instance=instance, raise_on_error=False, asset_selection=selection)
         return result.success
 
 
