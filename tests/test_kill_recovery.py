@@ -125,9 +125,29 @@ def _killed_run(landing: Path, warehouse: Path, point: KillPoint) -> bool:
     if killed:
         os.killpg(process.pid, signal.SIGKILL)        # the run and its dbt child, like kill -9 of the night
     process.wait(timeout=30)
+    _wait_until_gone(process.pid)                     # dbt, orphaned, may still hold the warehouse's lock
     reader.join(timeout=30)
     assert reached.is_set() and killed, f"the night ended before the kill point ({point.description})"
     return full_parse.is_set()
+
+
+def _wait_until_gone(group: int, timeout: float = 30.0) -> None:
+    """Until no live process is left in the process group (a zombie holds no file lock)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = False
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if fields[0] != "Z" and int(fields[2]) == group:
+                alive = True
+                break
+        if not alive:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"process group {group} still alive {timeout} s after kill -9")
 
 
 def _clear(folder: Path) -> None:
