@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import duckdb
@@ -75,9 +76,10 @@ def checked_run_config(path: Path | None, landing: Path, warehouse: Path) -> dic
     return run_config
 
 
-def run_pipeline(landing: Path, warehouse: Path, run_config: dict | None = None) -> bool:
-    """Materialise every asset (the nightly job) in this process, with ``run_config`` (the YAML of
-    ``dagster job execute -c``); returns whether the run succeeded."""
+def run_pipeline(landing: Path, warehouse: Path, run_config: dict | None = None,
+                 asset_keys: Sequence[Sequence[str]] | None = None) -> bool:
+    """Materialise every asset (the nightly job) in this process, or only ``asset_keys`` of it, with ``run_config``
+    (the YAML of ``dagster job execute -c``); returns whether the run succeeded."""
     _point_at(landing, warehouse)
     with warehouse_run_lock(warehouse):
         job = nightly_job()
@@ -85,7 +87,9 @@ def run_pipeline(landing: Path, warehouse: Path, run_config: dict | None = None)
 
         instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
         # A failed step or blocking check ends the run unsuccessfully; the CLI reports it and exits 1.
-        result = job.execute_in_process(run_config=run_config or None, instance=instance, raise_on_error=False)
+        selection = None if asset_keys is None else [dg.AssetKey(list(key)) for key in asset_keys]
+        result = job.execute_in_process(run_config=run_config or None, instance=instance, raise_on_error=False,
+                                        asset_selection=selection)
         return result.success
 
 
@@ -171,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     for command in (demo, run):
         command.add_argument("--config", type=Path, metavar="FILE",
                              help="run-config YAML as `dagster job execute -c` takes it (a source's options)")
-    commands.add_parser("prepare", help="parse the dbt project (writes dbt_project/target/manifest.json)")
+    commands.add_parser("prepare", help="write dbt_project/target/manifest.json (dbt parse only if anything changed)")
     docs = commands.add_parser("docs", help="rewrite the generated reference blocks in docs/ (inputs, marts, contract)")
     docs.add_argument("--check", action="store_true", help="change nothing; exit 1 if a block is out of date")
     args = parser.parse_args(argv)

@@ -2,13 +2,33 @@
 
 Kept apart from ``defs/dbt.py`` because ``@dbt_assets`` needs the manifest at import: the CLI and the test
 session call ``prepare_manifest`` first, explicitly.
+
+``dbt parse`` costs seconds (a full parse of the project is about 7 s on a quiet machine), and every night, CLI run
+and test used to pay it. The manifest is now reused while nothing it depends on has changed: a fingerprint of those
+inputs is written beside it (``target/manifest.fingerprint``) and dbt parses only when the fingerprint differs or
+the manifest is missing. What the manifest depends on:
+
+- every file of the project dbt reads (all files under ``dbt_project/`` except dbt's own output folders);
+- the installed dbt-core and dbt-duckdb versions;
+- the values of the environment variables the project's files read with ``env_var()``, except the warehouse
+  path ``COST_WAREHOUSE``. Of that path only the file's stem reaches the manifest: dbt-duckdb names the database
+  after it (``warehouse.duckdb`` -> ``"warehouse"."marts"."fct_batch_costs"``). Two warehouses of the same file name
+  in different folders share one manifest.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib.metadata import version
 from pathlib import Path
 
 from dagster_dbt import DbtProject
@@ -17,6 +37,12 @@ DBT_PROJECT_DIR = Path(__file__).resolve().parents[1] / "dbt_project"
 
 dbt_project = DbtProject(project_dir=DBT_PROJECT_DIR, profiles_dir=DBT_PROJECT_DIR)
 
+# Folders dbt writes into or installs into, not part of the project's source.
+NOT_PROJECT_SOURCE = frozenset({"target", "logs", "dbt_packages", "__pycache__"})
+WAREHOUSE_VARIABLE = "COST_WAREHOUSE"
+PARTIAL_PARSE_FILE = "partial_parse.msgpack"
+_ENV_VAR_CALL = re.compile(r"""env_var\(\s*['"]([A-Za-z_][A-Za-z0-9_]*)['"]""")
+
 
 def dbt_executable() -> str:
     """The dbt installed beside this interpreter (a venv need not be on PATH), else the one on PATH."""
@@ -24,11 +50,137 @@ def dbt_executable() -> str:
     return str(beside) if beside.exists() else (shutil.which("dbt") or "dbt")
 
 
-def prepare_manifest() -> Path:
-    """Run ``dbt parse`` so target/manifest.json matches the project; returns the manifest path."""
-    subprocess.run(
-        [dbt_executable(), "parse", "--quiet", "--project-dir", str(DBT_PROJECT_DIR),
-         "--profiles-dir", str(DBT_PROJECT_DIR)],
-        check=True, cwd=DBT_PROJECT_DIR,
+def manifest_path(project_dir: Path = DBT_PROJECT_DIR) -> Path:
+    return project_dir / "target" / "manifest.json"
+
+
+def fingerprint_path(project_dir: Path = DBT_PROJECT_DIR) -> Path:
+    return project_dir / "target" / "manifest.fingerprint"
+
+
+def _project_files(project_dir: Path) -> list[Path]:
+    return sorted(
+        path for path in project_dir.rglob("*")
+        if path.is_file() and not NOT_PROJECT_SOURCE.intersection(path.relative_to(project_dir).parts[:-1])
+        and not path.name.startswith(".")
     )
-    return dbt_project.manifest_path
+
+
+def _default_warehouse(project_dir: Path) -> str:
+    """The path profiles.yml falls back to when COST_WAREHOUSE is unset."""
+    profiles = (project_dir / "profiles.yml").read_text(encoding="utf-8")
+    found = re.search(r"""env_var\(\s*['"]COST_WAREHOUSE['"]\s*,\s*['"]([^'"]+)['"]""", profiles)
+    return found.group(1) if found else ""
+
+
+def manifest_fingerprint(project_dir: Path = DBT_PROJECT_DIR) -> str:
+    """sha256 over everything the parsed manifest depends on (see the module docstring)."""
+    digest = hashlib.sha256()
+    variables: set[str] = set()
+    for path in _project_files(project_dir):
+        content = path.read_bytes()
+        digest.update(path.relative_to(project_dir).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(content).digest())
+        variables.update(_ENV_VAR_CALL.findall(content.decode("utf-8", errors="replace")))
+    for package in ("dbt-core", "dbt-duckdb"):
+        digest.update(f"{package}=={version(package)}\0".encode())
+    for name in sorted(variables):
+        value = os.environ.get(name)
+        if name == WAREHOUSE_VARIABLE:
+            value = Path(value or _default_warehouse(project_dir)).stem
+        digest.update(f"{name}={value!r}\0".encode())
+    return digest.hexdigest()
+
+
+@contextmanager
+def _prepare_lock(target: Path) -> Iterator[None]:
+    """One process at a time checks and rewrites the manifest; the others wait, then find it current."""
+    target.mkdir(parents=True, exist_ok=True)
+    with open(target / ".prepare.lock", "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _replace_atomically(path: Path, text: str) -> None:
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False,
+                                     encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(handle.name, path)
+
+
+def _parse_into(project_dir: Path, target: Path) -> None:
+    """``dbt parse`` into a private folder, then move its manifest and partial-parse file into ``target``.
+
+    A reader of target/manifest.json never sees a half-written file, and a killed parse leaves the old one whole.
+    The previous partial-parse file is handed to dbt so an edit re-parses only what changed.
+    """
+    with tempfile.TemporaryDirectory(dir=target, prefix=".parse-") as scratch:
+        scratch_path = Path(scratch)
+        if (target / PARTIAL_PARSE_FILE).exists():
+            shutil.copyfile(target / PARTIAL_PARSE_FILE, scratch_path / PARTIAL_PARSE_FILE)
+        subprocess.run(
+            [dbt_executable(), "parse", "--quiet", "--project-dir", str(project_dir),
+             "--profiles-dir", str(project_dir), "--target-path", str(scratch_path)],
+            check=True, cwd=project_dir,
+        )
+        os.replace(scratch_path / PARTIAL_PARSE_FILE, target / PARTIAL_PARSE_FILE)
+        os.replace(scratch_path / "manifest.json", target / "manifest.json")
+
+
+def prepare_manifest(project_dir: Path = DBT_PROJECT_DIR) -> Path:
+    """target/manifest.json matching the project, parsed by dbt only when its fingerprint changed; returns its
+    path."""
+    manifest = manifest_path(project_dir)
+    with _prepare_lock(manifest.parent):
+        current = manifest_fingerprint(project_dir)
+        stored = fingerprint_path(project_dir)
+        if not manifest.exists() or not stored.exists() or stored.read_text(encoding="utf-8").strip() != current:
+            _parse_into(project_dir, manifest.parent)
+            _replace_atomically(stored, current + "\n")
+    return manifest
+
+
+# ``dbt build`` parses the project again, and dbt re-parses it whole (about 7 s, more under load) whenever the
+# profile's connection differs from the one its partial-parse file was written with: a night on another warehouse
+# path than the last parse's. The partial-parse file a build leaves is therefore kept per warehouse, so the next
+# night on the same warehouse (the nightly schedule, a launch from the UI, a re-run after a failure) re-parses only
+# what changed. dbt itself checks that the file still matches the project, the dbt version and the profile.
+PARTIAL_PARSE_STATES = 8
+
+
+def partial_parse_state(warehouse: Path, project_dir: Path = DBT_PROJECT_DIR) -> Path:
+    """Where the partial-parse file of builds on ``warehouse`` is kept (in dbt's target folder, keyed by path)."""
+    key = hashlib.sha256(str(warehouse.resolve()).encode()).hexdigest()[:16]
+    return project_dir / "target" / "partial_parse" / f"{key}.msgpack"
+
+
+def seed_partial_parse(build_target: Path, warehouse: Path, project_dir: Path = DBT_PROJECT_DIR) -> None:
+    """Hand a build on ``warehouse`` the partial-parse file of the last build on it, when there is one."""
+    build_target.mkdir(parents=True, exist_ok=True)
+    try:
+        shutil.copyfile(partial_parse_state(warehouse, project_dir), build_target / PARTIAL_PARSE_FILE)
+    except FileNotFoundError:
+        pass                    # first build on this warehouse (or pruned): dagster-dbt hands it target/'s file
+
+
+def keep_partial_parse(build_target: Path, warehouse: Path, project_dir: Path = DBT_PROJECT_DIR) -> None:
+    """Keep the partial-parse file a build wrote, for the next build on ``warehouse``; only the newest few."""
+    written = build_target / PARTIAL_PARSE_FILE
+    if not written.exists():
+        return
+    state = partial_parse_state(warehouse, project_dir)
+    state.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(written, state)
+    kept = sorted(state.parent.glob("*.msgpack"), key=_written_at, reverse=True)
+    for old in kept[PARTIAL_PARSE_STATES:]:
+        old.unlink(missing_ok=True)
+
+
+def _written_at(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except FileNotFoundError:           # pruned by a build on another warehouse meanwhile
+        return 0

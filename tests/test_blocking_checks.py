@@ -14,7 +14,7 @@ def test_a_failed_conservation_check_stops_the_marts(demo_run, tmp_path, monkeyp
                         property(lambda report: False if report.source == "training_steps" else real.fget(report)))
     from cost_pipeline.cli import run_pipeline
 
-    warehouse = tmp_path / "w.duckdb"
+    warehouse = tmp_path / "warehouse.duckdb"
     instance_dir = tmp_path / "dagster_home"
     instance_dir.mkdir()
     monkeypatch.setenv("DAGSTER_HOME", str(instance_dir))

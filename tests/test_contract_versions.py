@@ -36,7 +36,7 @@ def test_two_contract_versions_side_by_side(demo_run, tmp_path):
     add_contract_directory(contracts)
     try:
         assert available_versions() == ["v1", "v2"]
-        warehouse = tmp_path / "w.duckdb"
+        warehouse = tmp_path / "warehouse.duckdb"
         assert run_pipeline(landing, warehouse)
     finally:
         remove_contract_directory(contracts)

@@ -32,7 +32,7 @@ def _step_snapshots(warehouse) -> list[tuple]:
 def test_a_late_file_adds_a_version_and_history_is_never_rewritten(demo_run, tmp_path):
     landing = tmp_path / "landing"
     shutil.copytree(demo_run.landing, landing)
-    warehouse = tmp_path / "w.duckdb"
+    warehouse = tmp_path / "warehouse.duckdb"
     shutil.copyfile(demo_run.warehouse, warehouse)
     first = _snapshots(warehouse)
     assert [(r[0], r[1]) for r in first] == [("B-10", 1), ("B-7", 1), ("B-8", 1), ("unattributed", 1)]
@@ -76,7 +76,7 @@ def test_a_restated_bill_adds_a_version_and_the_estimate_stays_in_history(demo_r
     version with the corrected cost; its first version, and every other batch, is untouched."""
     landing = tmp_path / "landing"
     shutil.copytree(demo_run.landing, landing)
-    warehouse = tmp_path / "w.duckdb"
+    warehouse = tmp_path / "warehouse.duckdb"
     shutil.copyfile(demo_run.warehouse, warehouse)
     first = _snapshots(warehouse)
 

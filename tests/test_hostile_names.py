@@ -349,7 +349,7 @@ def test_hostile_names_and_values_through_the_whole_nightly_job(tmp_path, demo_r
     landing = write_demo_landing(tmp_path / "landing")
     hostile = write_hostile_files(landing)
     before = set(tmp_path.iterdir())
-    warehouse = tmp_path / "w.duckdb"
+    warehouse = tmp_path / "warehouse.duckdb"
     monkeypatch.setenv("COST_LANDING_DIR", "")        # run_pipeline sets both; they are restored afterwards
     monkeypatch.setenv("COST_WAREHOUSE", "")
     succeeded = run_pipeline(landing, warehouse)
@@ -368,4 +368,5 @@ def test_hostile_names_and_values_through_the_whole_nightly_job(tmp_path, demo_r
     stem = demo_run.warehouse.stem
     beside_clean = {p.name.replace(stem, warehouse.stem, 1) for p in demo_run.warehouse.parent.iterdir()
                     if p.name.startswith(stem)}
-    _no_file_outside(tmp_path, landing, before, beside_clean | {"w.duckdb", "w.duckdb.wal", "w.duckdb.lock"})
+    _no_file_outside(tmp_path, landing, before,
+                     beside_clean | {warehouse.name, f"{warehouse.name}.wal", f"{warehouse.name}.lock"})

@@ -37,7 +37,7 @@ def test_kubernetes_jobs_reach_the_marts(tmp_path):
         _event("k2", "end", "2026-11-02T06:00:00", state="OOMKilled", labels=retry),
         _event("k3", "start", "2026-11-02T07:00:00"),
     ]) + "\n", encoding="utf-8")
-    warehouse = tmp_path / "w.duckdb"
+    warehouse = tmp_path / "warehouse.duckdb"
     assert run_pipeline(landing, warehouse)
 
     con = duckdb.connect(str(warehouse), read_only=True)

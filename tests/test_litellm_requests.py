@@ -53,7 +53,7 @@ def _landing(tmp_path, requests_file: str):
 
 def _check(tmp_path, requests_file: str) -> None:
     landing = _landing(tmp_path, requests_file)
-    warehouse = tmp_path / "w.duckdb"
+    warehouse = tmp_path / "warehouse.duckdb"
     assert run_pipeline(landing, warehouse)
     con = duckdb.connect(str(warehouse), read_only=True)
     month = con.execute("select serving_cost, requests_total, requests_completed, cost_per_request "

@@ -13,11 +13,14 @@ def test_rerun_and_rebuild_give_identical_tables(demo_run, tmp_path):
     clean = {schema: table_fingerprints(demo_run.warehouse, schema) for schema in ("raw", "marts")}
     assert len(clean["marts"]) >= 13 and len(clean["raw"]) >= 10
 
-    rerun = tmp_path / "rerun.duckdb"
+    # Same file name as the demo's (in folders of their own): the runs reuse the prepared dbt manifest.
+    rerun = tmp_path / "rerun" / demo_run.warehouse.name
+    rerun.parent.mkdir()
     shutil.copyfile(demo_run.warehouse, rerun)
     assert run_pipeline(demo_run.landing, rerun)
     assert {schema: table_fingerprints(rerun, schema) for schema in ("raw", "marts")} == clean
 
-    fresh = tmp_path / "fresh.duckdb"
+    fresh = tmp_path / "fresh" / demo_run.warehouse.name
+    fresh.parent.mkdir()
     assert run_pipeline(demo_run.landing, fresh)
     assert {schema: table_fingerprints(fresh, schema) for schema in ("raw", "marts")} == clean

@@ -154,7 +154,7 @@ def test_kubernetes_queue_requeue_gap_and_restart(tmp_path):
         _event("k2", "start", "2026-11-02T05:00:00", reason="failure_retry", restart_of="k1"),
         _event("k2", "end", "2026-11-02T06:00:00", state="Succeeded", reason="failure_retry", restart_of="k1"),
     ]) + "\n", encoding="utf-8")
-    warehouse = tmp_path / "w.duckdb"
+    warehouse = tmp_path / "warehouse.duckdb"
     assert run_pipeline(landing, warehouse)
     con = duckdb.connect(str(warehouse), read_only=True)
     jobs = {r[0]: r[1:] for r in con.execute("""

@@ -5,13 +5,14 @@ The manifest is prepared explicitly (``cost-pipeline prepare``, the CLI, the tes
 """
 
 import os
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtCliResource, dbt_assets
 
-from cost_pipeline.dbt_setup import dbt_project, prepare_manifest
+from cost_pipeline.dbt_setup import dbt_project, keep_partial_parse, prepare_manifest, seed_partial_parse
 from cost_pipeline.defs.resources import Warehouse
 
 # Under `dagster dev` the manifest is rebuilt at load so model edits show at once. dagster-dbt's own preparer
@@ -42,4 +43,11 @@ class CostDbtTranslator(DagsterDbtTranslator):
 def cost_models(context: dg.AssetExecutionContext, dbt: DbtCliResource, warehouse: Warehouse):
     # dbt runs in its own process from the project folder: hand it the warehouse as an absolute path.
     os.environ["COST_WAREHOUSE"] = str(warehouse.file)
-    yield from dbt.cli(["build"], context=context).stream()
+    # A target folder of its own per build, named as dagster-dbt names them, seeded with the partial-parse file of
+    # the last build on this warehouse so dbt does not re-parse the whole project (see dbt_setup).
+    target = dbt_project.project_dir / "target" / f"{context.op_def.name}-{context.run_id[:7]}-{uuid.uuid4().hex[:7]}"
+    seed_partial_parse(target, warehouse.file)
+    try:
+        yield from dbt.cli(["build"], context=context, target_path=target).stream()
+    finally:
+        keep_partial_parse(target, warehouse.file)

@@ -1,0 +1,108 @@
+"""The prepared dbt manifest is reused while the project is unchanged, and re-parsed after an edit or when the
+warehouse's database name changes; a build's partial-parse file is kept for the next build on the same warehouse
+(issue 13, CI time; issue 11, fast launches)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cost_pipeline.dbt_setup import (
+    DBT_PROJECT_DIR,
+    NOT_PROJECT_SOURCE,
+    PARTIAL_PARSE_FILE,
+    PARTIAL_PARSE_STATES,
+    fingerprint_path,
+    keep_partial_parse,
+    manifest_fingerprint,
+    partial_parse_state,
+    prepare_manifest,
+    seed_partial_parse,
+)
+
+MODEL = Path("models/marts/finance/fct_batch_costs.sql")
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the dbt project, so editing a model never touches the real one."""
+    monkeypatch.setenv("COST_WAREHOUSE", str(tmp_path / "a" / "warehouse.duckdb"))
+    copy = tmp_path / "dbt_project"
+    shutil.copytree(DBT_PROJECT_DIR, copy, ignore=shutil.ignore_patterns(*NOT_PROJECT_SOURCE))
+    return copy
+
+
+def _written(path: Path) -> tuple[int, int]:
+    """Identity of the file's last write: os.replace gives a new inode, a rewrite a new mtime."""
+    stat = path.stat()
+    return stat.st_ino, stat.st_mtime_ns
+
+
+def _nodes(manifest: Path) -> dict:
+    return json.loads(manifest.read_text(encoding="utf-8"))["nodes"]
+
+
+def test_a_second_prepare_reuses_the_manifest_and_an_edit_parses_again(project, tmp_path, monkeypatch):
+    manifest = prepare_manifest(project)
+    first = _written(manifest)
+    assert fingerprint_path(project).read_text(encoding="utf-8").strip() == manifest_fingerprint(project)
+    models = [node for node in _nodes(manifest).values() if node["resource_type"] == "model"]
+    assert {node["database"] for node in models} == {"warehouse"}, "dbt-duckdb names the database after the file"
+
+    assert prepare_manifest(project) == manifest
+    assert _written(manifest) == first, "an unchanged project must not be parsed again"
+
+    monkeypatch.setenv("COST_WAREHOUSE", str(tmp_path / "b" / "warehouse.duckdb"))
+    prepare_manifest(project)
+    assert _written(manifest) == first, "the same warehouse file name in another folder shares the manifest"
+    monkeypatch.setenv("COST_WAREHOUSE", str(tmp_path / "b" / "night.duckdb"))
+    assert fingerprint_path(project).read_text(encoding="utf-8").strip() != manifest_fingerprint(project), \
+        "another file name is another database name in the manifest"
+
+    monkeypatch.setenv("COST_WAREHOUSE", str(tmp_path / "a" / "warehouse.duckdb"))
+    edited = project / MODEL
+    edited.write_text(edited.read_text(encoding="utf-8") + "\n-- edited by test_dbt_setup\n", encoding="utf-8")
+    prepare_manifest(project)
+    assert _written(manifest) != first, "an edited model must be parsed again"
+    model = _nodes(manifest)["model.cost_pipeline.fct_batch_costs"]
+    assert "-- edited by test_dbt_setup" in model["raw_code"]
+
+
+def test_dbt_output_folders_do_not_change_the_fingerprint(project):
+    before = manifest_fingerprint(project)
+    for folder in ("target", "logs"):
+        (project / folder).mkdir(exist_ok=True)
+        (project / folder / "anything.txt").write_text("x", encoding="utf-8")
+    assert manifest_fingerprint(project) == before
+    (project / "macros" / "new_macro.sql").write_text("{% macro new_macro() %}1{% endmacro %}\n", encoding="utf-8")
+    assert manifest_fingerprint(project) != before
+
+
+def test_a_build_hands_its_partial_parse_file_to_the_next_build_on_the_same_warehouse(project, tmp_path):
+    warehouse = tmp_path / "a" / "warehouse.duckdb"
+    first, second = tmp_path / "build-1", tmp_path / "build-2"
+    seed_partial_parse(first, warehouse, project)
+    assert not (first / PARTIAL_PARSE_FILE).exists(), "no build on this warehouse yet"
+    (first / PARTIAL_PARSE_FILE).write_bytes(b"state of build 1")
+    keep_partial_parse(first, warehouse, project)
+    seed_partial_parse(second, warehouse, project)
+    assert (second / PARTIAL_PARSE_FILE).read_bytes() == b"state of build 1"
+    seed_partial_parse(tmp_path / "build-3", tmp_path / "b" / "warehouse.duckdb", project)
+    assert not (tmp_path / "build-3" / PARTIAL_PARSE_FILE).exists(), "another warehouse path, another state"
+
+
+def test_only_the_newest_partial_parse_files_are_kept(project, tmp_path):
+    for number in range(PARTIAL_PARSE_STATES + 3):
+        build = tmp_path / f"build-{number}"
+        build.mkdir()
+        (build / PARTIAL_PARSE_FILE).write_bytes(b"state")
+        os.utime(build / PARTIAL_PARSE_FILE, ns=(number * 10**9, number * 10**9))   # written one second apart
+        keep_partial_parse(build, tmp_path / f"w{number}" / "warehouse.duckdb", project)
+    kept = {path.name for path in partial_parse_state(tmp_path / "w0.duckdb", project).parent.glob("*.msgpack")}
+    newest = {partial_parse_state(tmp_path / f"w{number}" / "warehouse.duckdb", project).name
+              for number in range(3, PARTIAL_PARSE_STATES + 3)}
+    assert kept == newest
