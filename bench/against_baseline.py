@@ -17,8 +17,12 @@ import duckdb
 from cost_pipeline.ingest.lib.warehouse import IngestReport, connect
 
 
-def compare(folder: str, write: Callable[[Path, int], Path], baseline_sql: str,
-            load: Callable[[duckdb.DuckDBPyConnection, Path], IngestReport]) -> None:
+def compare(
+    folder: str,
+    write: Callable[[Path, int], Path],
+    baseline_sql: str,
+    load: Callable[[duckdb.DuckDBPyConnection, Path], IngestReport],
+) -> None:
     """Write ``--rows`` rows into ``landing/<folder>`` (``write`` returns the file), then time ``baseline_sql``
     (the file is its one parameter) and ``load`` (on a connection locked down to the landing folder)."""
     parser = argparse.ArgumentParser()

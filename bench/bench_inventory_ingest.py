@@ -34,17 +34,33 @@ def write_inventory(folder: Path, rows: int) -> Path:
         ) to '{data}' (header false, delimiter ',', quote '"', force_quote *, compression gzip)
     """)
     con.close()
-    manifest = {"creationTimestamp": "1795996800000", "fileFormat": "CSV", "fileSchema": ", ".join(FIELDS),
-                "files": [{"key": f"ml-prod/daily/data/{data.name}"}]}
+    manifest = {
+        "creationTimestamp": "1795996800000",
+        "fileFormat": "CSV",
+        "fileSchema": ", ".join(FIELDS),
+        "files": [{"key": f"ml-prod/daily/data/{data.name}"}],
+    }
     (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     return data
 
 
 def main() -> None:
-    columns = "{" + ", ".join(f"'{n}': '{t}'" for n, t in zip(
-        FIELDS, ("VARCHAR", "VARCHAR", "BIGINT", "TIMESTAMP", "VARCHAR", "VARCHAR", "BOOLEAN"), strict=True)) + "}"
-    compare("storage", write_inventory,
-            f"create table s as select * from read_csv(?, header = false, columns = {columns})", load_storage_inventory)
+    columns = (
+        "{"
+        + ", ".join(
+            f"'{n}': '{t}'"
+            for n, t in zip(
+                FIELDS, ("VARCHAR", "VARCHAR", "BIGINT", "TIMESTAMP", "VARCHAR", "VARCHAR", "BOOLEAN"), strict=True
+            )
+        )
+        + "}"
+    )
+    compare(
+        "storage",
+        write_inventory,
+        f"create table s as select * from read_csv(?, header = false, columns = {columns})",
+        load_storage_inventory,
+    )
 
 
 if __name__ == "__main__":

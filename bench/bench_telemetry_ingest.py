@@ -38,8 +38,12 @@ def write_samples(folder: Path, rows: int) -> Path:
 
 def main() -> None:
     columns = "{" + ", ".join(f"'{n}': '{t}'" for n, t in DEVICE_SAMPLE_COLUMNS) + "}"
-    compare("telemetry", write_samples,
-            f"create table s as select * from read_csv(?, header = true, columns = {columns})", load_device_samples)
+    compare(
+        "telemetry",
+        write_samples,
+        f"create table s as select * from read_csv(?, header = true, columns = {columns})",
+        load_device_samples,
+    )
 
 
 if __name__ == "__main__":

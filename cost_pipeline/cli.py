@@ -17,36 +17,65 @@ from cost_pipeline.run_lock import WarehouseBusy, warehouse_run_lock
 from cost_pipeline.source_summary import print_source_summary
 
 BATCH_COLUMNS = (
-    ("batch_id", "batch", 13), ("jobs", "jobs", 5), ("requested_gpu_hours", "requested h", 12),
-    ("occupied_gpu_hours", "occupied h", 11), ("effective_compute_gpu_hours", "effective h", 12),
-    ("comm_wait_gpu_hours", "comm wait h", 12), ("idle_gpu_hours", "idle h", 9),
-    ("unobserved_gpu_hours", "unobserved h", 13), ("failed_gpu_hours", "failed h", 9),
-    ("rerun_gpu_hours", "rerun h", 8), ("steps_run", "steps", 6), ("steps_counted", "counted", 8),
-    ("compute_cost", "compute cost", 13), ("cost_per_counted_step", "per step", 10),
+    ("batch_id", "batch", 13),
+    ("jobs", "jobs", 5),
+    ("requested_gpu_hours", "requested h", 12),
+    ("occupied_gpu_hours", "occupied h", 11),
+    ("effective_compute_gpu_hours", "effective h", 12),
+    ("comm_wait_gpu_hours", "comm wait h", 12),
+    ("idle_gpu_hours", "idle h", 9),
+    ("unobserved_gpu_hours", "unobserved h", 13),
+    ("failed_gpu_hours", "failed h", 9),
+    ("rerun_gpu_hours", "rerun h", 8),
+    ("steps_run", "steps", 6),
+    ("steps_counted", "counted", 8),
+    ("compute_cost", "compute cost", 13),
+    ("cost_per_counted_step", "per step", 10),
     ("cost_per_effective_gpu_hour", "per eff. h", 11),
 )
 
 FULL_COST_COLUMNS = (
-    ("batch_id", "batch", 13), ("compute_cost", "compute", 11), ("storage_cost", "storage", 9),
-    ("labour_cost", "labour", 10), ("services_cost", "services", 10), ("total_cost", "total", 11),
-    ("total_cost_low", "low", 11), ("total_cost_high", "high", 11), ("rerun_cost", "of which rerun", 15),
-    ("billed_cost", "billed", 10), ("measured_cost", "measured", 10), ("assumed_cost", "assumed", 9),
+    ("batch_id", "batch", 13),
+    ("compute_cost", "compute", 11),
+    ("storage_cost", "storage", 9),
+    ("labour_cost", "labour", 10),
+    ("services_cost", "services", 10),
+    ("total_cost", "total", 11),
+    ("total_cost_low", "low", 11),
+    ("total_cost_high", "high", 11),
+    ("rerun_cost", "of which rerun", 15),
+    ("billed_cost", "billed", 10),
+    ("measured_cost", "measured", 10),
+    ("assumed_cost", "assumed", 9),
     ("pending_cost", "pending", 9),
 )
 BUDGET_COLUMNS = (
-    ("batch_id", "batch", 13), ("budget_cost", "budget", 10), ("actual_cost", "actual", 10),
-    ("variance_pct", "variance %", 11), ("over_boundary", "over bound", 11), ("rounds_run", "rounds", 7),
-    ("stop_signal", "stop", 6), ("exploration_cost", "exploration", 12),
-    ("unforeseeable_failure_cost", "unforeseeable", 14), ("avoidable_rework_cost", "avoidable", 10),
+    ("batch_id", "batch", 13),
+    ("budget_cost", "budget", 10),
+    ("actual_cost", "actual", 10),
+    ("variance_pct", "variance %", 11),
+    ("over_boundary", "over bound", 11),
+    ("rounds_run", "rounds", 7),
+    ("stop_signal", "stop", 6),
+    ("exploration_cost", "exploration", 12),
+    ("unforeseeable_failure_cost", "unforeseeable", 14),
+    ("avoidable_rework_cost", "avoidable", 10),
     ("planned_work_cost", "planned", 10),
 )
 SERVICE_COLUMNS = (
-    ("month", "month", 10), ("model", "model", 16), ("gpu_hours", "GPU h", 10), ("serving_cost", "spend C", 11),
-    ("requests_completed", "completed N", 12), ("cost_per_request", "C / N", 11),
+    ("month", "month", 10),
+    ("model", "model", 16),
+    ("gpu_hours", "GPU h", 10),
+    ("serving_cost", "spend C", 11),
+    ("requests_completed", "completed N", 12),
+    ("cost_per_request", "C / N", 11),
 )
 TASK_COLUMNS = (
-    ("model", "routed to", 16), ("tasks", "tasks", 6), ("success_rate", "success", 8),
-    ("cost_per_call", "per call", 11), ("cost_per_successful_task", "per success", 12),
+    ("model", "routed to", 16),
+    ("tasks", "tasks", 6),
+    ("success_rate", "success", 8),
+    ("cost_per_call", "per call", 11),
+    ("cost_per_successful_task", "per success", 12),
 )
 
 
@@ -76,8 +105,9 @@ def checked_run_config(path: Path | None, landing: Path, warehouse: Path) -> dic
     return run_config
 
 
-def run_pipeline(landing: Path, warehouse: Path, run_config: dict | None = None,
-                 asset_keys: Sequence[Sequence[str]] | None = None) -> bool:
+def run_pipeline(
+    landing: Path, warehouse: Path, run_config: dict | None = None, asset_keys: Sequence[Sequence[str]] | None = None
+) -> bool:
     """Materialise every asset (the nightly job) in this process, or only ``asset_keys`` of it, with ``run_config``
     (the YAML of ``dagster job execute -c``); returns whether the run succeeded."""
     _point_at(landing, warehouse)
@@ -88,8 +118,9 @@ def run_pipeline(landing: Path, warehouse: Path, run_config: dict | None = None,
         instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
         # A failed step or blocking check ends the run unsuccessfully; the CLI reports it and exits 1.
         selection = None if asset_keys is None else [dg.AssetKey(list(key)) for key in asset_keys]
-        result = job.execute_in_process(run_config=run_config or None, instance=instance, raise_on_error=False,
-                                        asset_selection=selection)
+        result = job.execute_in_process(
+            run_config=run_config or None, instance=instance, raise_on_error=False, asset_selection=selection
+        )
         return result.success
 
 
@@ -137,13 +168,24 @@ def report(warehouse: Path, out=sys.stdout) -> None:
             for source, source_file, line, rule, message in quarantined[:20]:
                 print(f"  [{source}] {source_file}, line {line}: rule {rule}: {message}", file=out)
         _unpriced(con, out)
-        _table(con, "Compute bill per batch", "marts.fct_batch_compute", BATCH_COLUMNS,
-               "batch_id = 'unattributed', batch_id", out)
-        _table(con, "Full cost per batch", "marts.fct_batch_costs", FULL_COST_COLUMNS,
-               "batch_id = 'unattributed', batch_id", out)
+        _table(
+            con,
+            "Compute bill per batch",
+            "marts.fct_batch_compute",
+            BATCH_COLUMNS,
+            "batch_id = 'unattributed', batch_id",
+            out,
+        )
+        _table(
+            con,
+            "Full cost per batch",
+            "marts.fct_batch_costs",
+            FULL_COST_COLUMNS,
+            "batch_id = 'unattributed', batch_id",
+            out,
+        )
         _table(con, "Plan vs actual", "marts.fct_batch_budget", BUDGET_COLUMNS, "batch_id", out)
-        _table(con, "Service book per model and month", "marts.fct_service_month", SERVICE_COLUMNS,
-               "month, model", out)
+        _table(con, "Service book per model and month", "marts.fct_service_month", SERVICE_COLUMNS, "month, model", out)
         _table(con, "Cost per successful task", "marts.fct_model_task_economics", TASK_COLUMNS, "model", out)
     finally:
         con.close()
@@ -156,8 +198,10 @@ def _docs(check: bool) -> int:
     if check:
         stale = docgen.stale_blocks()
         for name in stale:
-            print(f"cost-pipeline: {docgen.BLOCKS[name].file}: block '{name}' is out of date; run `cost-pipeline docs`",
-                  file=sys.stderr)
+            print(
+                f"cost-pipeline: {docgen.BLOCKS[name].file}: block '{name}' is out of date; run `cost-pipeline docs`",
+                file=sys.stderr,
+            )
         return 1 if stale else 0
     for path in docgen.write_docs():
         print(f"rewrote {path.relative_to(docgen.REPO_ROOT)}")
@@ -173,8 +217,12 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--landing", type=Path, required=True, help="landing folder, one sub-folder per source")
     run.add_argument("--warehouse", type=Path, required=True, help="DuckDB warehouse file (created if missing)")
     for command in (demo, run):
-        command.add_argument("--config", type=Path, metavar="FILE",
-                             help="run-config YAML as `dagster job execute -c` takes it (a source's options)")
+        command.add_argument(
+            "--config",
+            type=Path,
+            metavar="FILE",
+            help="run-config YAML as `dagster job execute -c` takes it (a source's options)",
+        )
     commands.add_parser("prepare", help="write dbt_project/target/manifest.json (dbt parse only if anything changed)")
     docs = commands.add_parser("docs", help="rewrite the generated reference blocks in docs/ (inputs, marts, contract)")
     docs.add_argument("--check", action="store_true", help="change nothing; exit 1 if a block is out of date")
@@ -193,8 +241,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cost-pipeline: landing folder {args.landing} does not exist", file=sys.stderr)
         return 2
     try:
-        run_config = checked_run_config(args.config, args.dir / "landing" if args.command == "demo" else args.landing,
-                                        warehouse)
+        run_config = checked_run_config(
+            args.config, args.dir / "landing" if args.command == "demo" else args.landing, warehouse
+        )
     except RunConfigError as wrong:
         print(f"cost-pipeline: --config {wrong}", file=sys.stderr)
         return 2
@@ -210,11 +259,13 @@ def main(argv: list[str] | None = None) -> int:
     except WarehouseBusy as busy:
         print(f"cost-pipeline: {busy}", file=sys.stderr)
         return 3
-    wholly = (f"every row was quarantined for {', '.join(all_quarantined)} (see raw.quarantine)"
-              if all_quarantined else "")
+    wholly = (
+        f"every row was quarantined for {', '.join(all_quarantined)} (see raw.quarantine)" if all_quarantined else ""
+    )
     if not ok:
-        print("cost-pipeline: the run failed; see the messages above" + (f"; {wholly}" if wholly else ""),
-              file=sys.stderr)
+        print(
+            "cost-pipeline: the run failed; see the messages above" + (f"; {wholly}" if wholly else ""), file=sys.stderr
+        )
         return 1
     if wholly:
         print(f"cost-pipeline: {wholly}", file=sys.stderr)

@@ -60,8 +60,10 @@ def fingerprint_path(project_dir: Path = DBT_PROJECT_DIR) -> Path:
 
 def _project_files(project_dir: Path) -> list[Path]:
     return sorted(
-        path for path in project_dir.rglob("*")
-        if path.is_file() and not NOT_PROJECT_SOURCE.intersection(path.relative_to(project_dir).parts[:-1])
+        path
+        for path in project_dir.rglob("*")
+        if path.is_file()
+        and not NOT_PROJECT_SOURCE.intersection(path.relative_to(project_dir).parts[:-1])
         and not path.name.startswith(".")
     )
 
@@ -105,8 +107,9 @@ def _prepare_lock(target: Path) -> Iterator[None]:
 
 
 def _replace_atomically(path: Path, text: str) -> None:
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False,
-                                     encoding="utf-8") as handle:
+    with tempfile.NamedTemporaryFile(
+        "w", dir=path.parent, prefix=f".{path.name}.", delete=False, encoding="utf-8"
+    ) as handle:
         handle.write(text)
     os.replace(handle.name, path)
 
@@ -122,9 +125,19 @@ def _parse_into(project_dir: Path, target: Path) -> None:
         if (target / PARTIAL_PARSE_FILE).exists():
             shutil.copyfile(target / PARTIAL_PARSE_FILE, scratch_path / PARTIAL_PARSE_FILE)
         subprocess.run(
-            [dbt_executable(), "parse", "--quiet", "--project-dir", str(project_dir),
-             "--profiles-dir", str(project_dir), "--target-path", str(scratch_path)],
-            check=True, cwd=project_dir,
+            [
+                dbt_executable(),
+                "parse",
+                "--quiet",
+                "--project-dir",
+                str(project_dir),
+                "--profiles-dir",
+                str(project_dir),
+                "--target-path",
+                str(scratch_path),
+            ],
+            check=True,
+            cwd=project_dir,
         )
         os.replace(scratch_path / PARTIAL_PARSE_FILE, target / PARTIAL_PARSE_FILE)
         os.replace(scratch_path / "manifest.json", target / "manifest.json")
@@ -163,7 +176,7 @@ def seed_partial_parse(build_target: Path, warehouse: Path, project_dir: Path = 
     try:
         shutil.copyfile(partial_parse_state(warehouse, project_dir), build_target / PARTIAL_PARSE_FILE)
     except FileNotFoundError:
-        pass                    # first build on this warehouse (or pruned): dagster-dbt hands it target/'s file
+        pass  # first build on this warehouse (or pruned): dagster-dbt hands it target/'s file
 
 
 def keep_partial_parse(build_target: Path, warehouse: Path, project_dir: Path = DBT_PROJECT_DIR) -> None:
@@ -182,5 +195,5 @@ def keep_partial_parse(build_target: Path, warehouse: Path, project_dir: Path = 
 def _written_at(path: Path) -> int:
     try:
         return path.stat().st_mtime_ns
-    except FileNotFoundError:           # pruned by a build on another warehouse meanwhile
+    except FileNotFoundError:  # pruned by a build on another warehouse meanwhile
         return 0

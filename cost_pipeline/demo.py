@@ -28,8 +28,8 @@ from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS
 from cost_pipeline.ingest.lib.warehouse import file_pattern
 from cost_pipeline.ingest.scheduler import SACCT_FIELDS
 
-SETUP_MINUTES = 10          # idle before the first step in every job
-COMM_EVERY = 10             # every 10th minute after setup waits on NVLink
+SETUP_MINUTES = 10  # idle before the first step in every job
+COMM_EVERY = 10  # every 10th minute after setup waits on NVLink
 SAMPLE_SECONDS = 60
 
 
@@ -46,8 +46,8 @@ class DemoJob:
     job_id_raw: str | None = None
     hosts: tuple[str, ...] = ("gpu-a",)
     steps: bool = False
-    hang_from_minute: dict[str, int] = field(default_factory=dict)   # host -> minute the GPUs went idle
-    sample_gap: tuple[str, int, int] | None = None                    # (host, gpu, first missing minute)
+    hang_from_minute: dict[str, int] = field(default_factory=dict)  # host -> minute the GPUs went idle
+    sample_gap: tuple[str, int, int] | None = None  # (host, gpu, first missing minute)
 
 
 def _t(day: int, hour: int, minute: int = 0) -> datetime:
@@ -55,60 +55,190 @@ def _t(day: int, hour: int, minute: int = 0) -> datetime:
 
 
 JOBS: tuple[DemoJob, ...] = (
-    DemoJob("1001", "b7-explore-lr", "batch=B-7;phase=exploration;reason=planned_experiment", 8,
-            _t(2, 8), _t(2, 10), "04:00:00"),
-    DemoJob("1002", "b7-train", "batch=B-7;phase=training;reason=planned_experiment", 16,
-            _t(3, 0), _t(3, 4), "1-00:00:00", state="NODE_FAIL", hosts=("gpu-a", "gpu-b"), steps=True,
-            hang_from_minute={"gpu-b": 180}),
-    DemoJob("1003", "b7-train-retry", "batch=B-7;phase=training;reason=failure_retry;restart_of=1002", 16,
-            _t(3, 6), _t(3, 12), "1-00:00:00", hosts=("gpu-a", "gpu-b"), steps=True,
-            sample_gap=("gpu-b", 7, 300)),
-    DemoJob("1004", "b7-validate", "batch=B-7;phase=validation;reason=planned_experiment", 8,
-            _t(4, 0), _t(4, 1), "02:00:00"),
-    DemoJob("1005", "b7-analyse", "batch=B-7;phase=analysis;reason=planned_experiment", 8,
-            _t(4, 2), _t(4, 2, 30), "01:00:00"),
-    DemoJob("2001", "b8-explore-cfg", "batch=B-8;phase=exploration;reason=param_tuning;end_reason=config_error", 8,
-            _t(5, 0), _t(5, 1), "02:00:00", state="FAILED"),
-    DemoJob("2002_1", "b8-sweep", "batch=B-8;phase=exploration;reason=param_tuning", 8,
-            _t(5, 2), _t(5, 3), "02:00:00", job_id_raw="2010"),
-    DemoJob("2002_2", "b8-sweep", "batch=B-8;phase=exploration;reason=param_tuning", 8,
-            _t(5, 2), _t(5, 3), "02:00:00", job_id_raw="2011", hosts=("gpu-b",)),
-    DemoJob("2002_[3-4]", "b8-sweep", "batch=B-8;phase=exploration;reason=param_tuning", 8,
-            None, None, "02:00:00", state="PENDING", job_id_raw="2002"),
-    DemoJob("2003", "b8-train", "batch=B-8;phase=training;reason=planned_experiment", 16,
-            _t(6, 0), _t(6, 8), "2-00:00:00", hosts=("gpu-a", "gpu-b"), steps=True),
-    DemoJob("2004", "b8-validate", "batch=B-8;phase=validation;reason=planned_experiment", 8,
-            _t(7, 0), _t(7, 1), "02:00:00"),
-    DemoJob("2005", "b8-validate-rework", "batch=B-8;phase=validation;reason=eval_rework;continues=2004", 8,
-            _t(7, 2), _t(7, 3), "02:00:00"),
-    DemoJob("2006", "b8-analyse", "batch=B-8;phase=analysis;reason=planned_experiment", 8,
-            _t(7, 4), _t(7, 4, 30), "01:00:00", state="CANCELLED by 10304007"),
-    DemoJob("2007", "b8-report", "batch=B-8;reason=planned_experiment", 0,
-            _t(7, 5), _t(7, 6), "01:00:00"),
+    DemoJob(
+        "1001",
+        "b7-explore-lr",
+        "batch=B-7;phase=exploration;reason=planned_experiment",
+        8,
+        _t(2, 8),
+        _t(2, 10),
+        "04:00:00",
+    ),
+    DemoJob(
+        "1002",
+        "b7-train",
+        "batch=B-7;phase=training;reason=planned_experiment",
+        16,
+        _t(3, 0),
+        _t(3, 4),
+        "1-00:00:00",
+        state="NODE_FAIL",
+        hosts=("gpu-a", "gpu-b"),
+        steps=True,
+        hang_from_minute={"gpu-b": 180},
+    ),
+    DemoJob(
+        "1003",
+        "b7-train-retry",
+        "batch=B-7;phase=training;reason=failure_retry;restart_of=1002",
+        16,
+        _t(3, 6),
+        _t(3, 12),
+        "1-00:00:00",
+        hosts=("gpu-a", "gpu-b"),
+        steps=True,
+        sample_gap=("gpu-b", 7, 300),
+    ),
+    DemoJob(
+        "1004", "b7-validate", "batch=B-7;phase=validation;reason=planned_experiment", 8, _t(4, 0), _t(4, 1), "02:00:00"
+    ),
+    DemoJob(
+        "1005",
+        "b7-analyse",
+        "batch=B-7;phase=analysis;reason=planned_experiment",
+        8,
+        _t(4, 2),
+        _t(4, 2, 30),
+        "01:00:00",
+    ),
+    DemoJob(
+        "2001",
+        "b8-explore-cfg",
+        "batch=B-8;phase=exploration;reason=param_tuning;end_reason=config_error",
+        8,
+        _t(5, 0),
+        _t(5, 1),
+        "02:00:00",
+        state="FAILED",
+    ),
+    DemoJob(
+        "2002_1",
+        "b8-sweep",
+        "batch=B-8;phase=exploration;reason=param_tuning",
+        8,
+        _t(5, 2),
+        _t(5, 3),
+        "02:00:00",
+        job_id_raw="2010",
+    ),
+    DemoJob(
+        "2002_2",
+        "b8-sweep",
+        "batch=B-8;phase=exploration;reason=param_tuning",
+        8,
+        _t(5, 2),
+        _t(5, 3),
+        "02:00:00",
+        job_id_raw="2011",
+        hosts=("gpu-b",),
+    ),
+    DemoJob(
+        "2002_[3-4]",
+        "b8-sweep",
+        "batch=B-8;phase=exploration;reason=param_tuning",
+        8,
+        None,
+        None,
+        "02:00:00",
+        state="PENDING",
+        job_id_raw="2002",
+    ),
+    DemoJob(
+        "2003",
+        "b8-train",
+        "batch=B-8;phase=training;reason=planned_experiment",
+        16,
+        _t(6, 0),
+        _t(6, 8),
+        "2-00:00:00",
+        hosts=("gpu-a", "gpu-b"),
+        steps=True,
+    ),
+    DemoJob(
+        "2004", "b8-validate", "batch=B-8;phase=validation;reason=planned_experiment", 8, _t(7, 0), _t(7, 1), "02:00:00"
+    ),
+    DemoJob(
+        "2005",
+        "b8-validate-rework",
+        "batch=B-8;phase=validation;reason=eval_rework;continues=2004",
+        8,
+        _t(7, 2),
+        _t(7, 3),
+        "02:00:00",
+    ),
+    DemoJob(
+        "2006",
+        "b8-analyse",
+        "batch=B-8;phase=analysis;reason=planned_experiment",
+        8,
+        _t(7, 4),
+        _t(7, 4, 30),
+        "01:00:00",
+        state="CANCELLED by 10304007",
+    ),
+    DemoJob("2007", "b8-report", "batch=B-8;reason=planned_experiment", 0, _t(7, 5), _t(7, 6), "01:00:00"),
     DemoJob("3001", "notebook", "phase=exploration", 8, _t(2, 12), _t(2, 13), "01:00:00"),
-    DemoJob("3002", "b9-warmup", "batch=B-9;phase=exploration;reason=planned_experiment", 8,
-            _t(7, 10), None, "UNLIMITED", state="RUNNING"),
+    DemoJob(
+        "3002",
+        "b9-warmup",
+        "batch=B-9;phase=exploration;reason=planned_experiment",
+        8,
+        _t(7, 10),
+        None,
+        "UNLIMITED",
+        state="RUNNING",
+    ),
 )
 
 BATCHES = [
-    {"batch_id": "B-7", "project": "assistant-rl", "goal": "RL fine-tune of the v1 policy on preference data",
-     "team": "post-training", "data_version": "prefs-2026-10", "model_version": "policy-v1",
-     "code_version": "a1b2c3d", "config_version": "rl-cfg-12",
-     "budget_cost": "8000.00", "budget_gpu_hours": "250.00", "max_trial_rounds": "3",
-     "stop_condition": "stop after two rounds whose cost rose without new evidence", "variance_boundary_pct": "10.00",
-     "contract_version": "v1"},
-    {"batch_id": "B-8", "project": "assistant-rl", "goal": "RL fine-tune of the v2 policy with the new reward",
-     "team": "post-training", "data_version": "prefs-2026-11", "model_version": "policy-v2",
-     "code_version": "d4e5f6a", "config_version": "rl-cfg-14",
-     "budget_cost": "400.00", "budget_gpu_hours": "120.00", "max_trial_rounds": "2",
-     "stop_condition": "stop after two rounds whose cost rose without new evidence", "variance_boundary_pct": "5.00",
-     "contract_version": "v1"},
-    {"batch_id": "B-10", "project": "assistant-rl", "goal": "Evaluation burst of the v2 policy on rented cloud GPUs",
-     "team": "post-training", "data_version": "prefs-2026-11", "model_version": "policy-v2",
-     "code_version": "d4e5f6a", "config_version": "rl-cfg-14",
-     "budget_cost": "100.00", "budget_gpu_hours": "32.00", "max_trial_rounds": "1",
-     "stop_condition": "one evaluation burst", "variance_boundary_pct": "10.00",
-     "contract_version": "v1"},
+    {
+        "batch_id": "B-7",
+        "project": "assistant-rl",
+        "goal": "RL fine-tune of the v1 policy on preference data",
+        "team": "post-training",
+        "data_version": "prefs-2026-10",
+        "model_version": "policy-v1",
+        "code_version": "a1b2c3d",
+        "config_version": "rl-cfg-12",
+        "budget_cost": "8000.00",
+        "budget_gpu_hours": "250.00",
+        "max_trial_rounds": "3",
+        "stop_condition": "stop after two rounds whose cost rose without new evidence",
+        "variance_boundary_pct": "10.00",
+        "contract_version": "v1",
+    },
+    {
+        "batch_id": "B-8",
+        "project": "assistant-rl",
+        "goal": "RL fine-tune of the v2 policy with the new reward",
+        "team": "post-training",
+        "data_version": "prefs-2026-11",
+        "model_version": "policy-v2",
+        "code_version": "d4e5f6a",
+        "config_version": "rl-cfg-14",
+        "budget_cost": "400.00",
+        "budget_gpu_hours": "120.00",
+        "max_trial_rounds": "2",
+        "stop_condition": "stop after two rounds whose cost rose without new evidence",
+        "variance_boundary_pct": "5.00",
+        "contract_version": "v1",
+    },
+    {
+        "batch_id": "B-10",
+        "project": "assistant-rl",
+        "goal": "Evaluation burst of the v2 policy on rented cloud GPUs",
+        "team": "post-training",
+        "data_version": "prefs-2026-11",
+        "model_version": "policy-v2",
+        "code_version": "d4e5f6a",
+        "config_version": "rl-cfg-14",
+        "budget_cost": "100.00",
+        "budget_gpu_hours": "32.00",
+        "max_trial_rounds": "1",
+        "stop_condition": "one evaluation burst",
+        "variance_boundary_pct": "10.00",
+        "contract_version": "v1",
+    },
 ]
 # Budgets (R18), written before contract_version, which stays the registry file's last column. B-7's full cost
 # (7,786.11) is 2.67 % under its 8,000.00 budget, inside its 10 % boundary; B-8's budget is below even its compute
@@ -133,9 +263,29 @@ TIMESHEET_ENTRIES = [
     ("2026-11-07", "B-8", "Coordination", "1", "Farah", "Haddad", "Programme", "80.00"),
     ("2026-11-09", "PLATFORM", "Coordination", "2", "Farah", "Haddad", "Programme", "80.00"),
 ]
-HARVEST_HEADER = ["Date", "Client", "Project", "Project Code", "Task", "Notes", "Hours", "Hours Rounded", "Billable?",
-                  "Invoiced?", "Approved?", "First Name", "Last Name", "Roles", "Employee?", "Billable Rate",
-                  "Billable Amount", "Cost Rate", "Cost Amount", "Currency", "External Reference URL"]
+HARVEST_HEADER = [
+    "Date",
+    "Client",
+    "Project",
+    "Project Code",
+    "Task",
+    "Notes",
+    "Hours",
+    "Hours Rounded",
+    "Billable?",
+    "Invoiced?",
+    "Approved?",
+    "First Name",
+    "Last Name",
+    "Roles",
+    "Employee?",
+    "Billable Rate",
+    "Billable Amount",
+    "Cost Rate",
+    "Cost Amount",
+    "Currency",
+    "External Reference URL",
+]
 
 # Vendor invoices (I8): B-7 an initial delivery (billed) and an ongoing-support accrual not yet invoiced (pending);
 # B-8 one billed invoice.
@@ -168,28 +318,49 @@ def _elapsed(job: DemoJob) -> str:
 def _sacct_rows() -> list[list[str]]:
     rows = []
     for job in JOBS:
-        tres = f"billing=64,cpu=64,gres/gpu={job.gpus},mem=512G,node={len(job.hosts)}" if job.gpus else (
-            "billing=8,cpu=8,mem=32G,node=1")
+        tres = (
+            f"billing=64,cpu=64,gres/gpu={job.gpus},mem=512G,node={len(job.hosts)}"
+            if job.gpus
+            else ("billing=8,cpu=8,mem=32G,node=1")
+        )
         values = {
-            "JobID": job.job_id, "JobIDRaw": job.job_id_raw or job.job_id, "JobName": job.name,
-            "Account": "post-training", "Partition": "gpu", "User": "trainer", "WCKey": "*",
-            "State": job.state, "ExitCode": "0:0" if job.state == "COMPLETED" else "1:0", "DerivedExitCode": "0:0",
-            "Reason": "None", "FailedNode": "gpu-b" if job.state == "NODE_FAIL" else "",
+            "JobID": job.job_id,
+            "JobIDRaw": job.job_id_raw or job.job_id,
+            "JobName": job.name,
+            "Account": "post-training",
+            "Partition": "gpu",
+            "User": "trainer",
+            "WCKey": "*",
+            "State": job.state,
+            "ExitCode": "0:0" if job.state == "COMPLETED" else "1:0",
+            "DerivedExitCode": "0:0",
+            "Reason": "None",
+            "FailedNode": "gpu-b" if job.state == "NODE_FAIL" else "",
             "Restarts": "0",
             "Submit": (job.start - timedelta(minutes=5) if job.start else _t(5, 1)).isoformat(),
             "Eligible": (job.start - timedelta(minutes=5) if job.start else _t(5, 1)).isoformat(),
             "Start": job.start.isoformat() if job.start else "Unknown",
             "End": job.end.isoformat() if job.end else "Unknown",
-            "Elapsed": _elapsed(job), "Timelimit": job.time_limit, "NNodes": str(len(job.hosts)),
+            "Elapsed": _elapsed(job),
+            "Timelimit": job.time_limit,
+            "NNodes": str(len(job.hosts)),
             "NodeList": ",".join(job.hosts) if job.start else "None assigned",
-            "ReqTRES": tres, "AllocTRES": tres if job.start else "",
-            "Comment": job.labels, "AdminComment": "",
+            "ReqTRES": tres,
+            "AllocTRES": tres if job.start else "",
+            "Comment": job.labels,
+            "AdminComment": "",
         }
         rows.append([values[f] for f in SACCT_FIELDS])
         if job.steps:
             for step in ("batch", "extern", "0"):
-                step_values = dict(values, JobID=f"{job.job_id}.{step}", JobIDRaw=f"{job.job_id}.{step}",
-                                   JobName=step if step != "0" else "python", Comment="", Timelimit="")
+                step_values = dict(
+                    values,
+                    JobID=f"{job.job_id}.{step}",
+                    JobIDRaw=f"{job.job_id}.{step}",
+                    JobName=step if step != "0" else "python",
+                    Comment="",
+                    Timelimit="",
+                )
                 rows.append([step_values[f] for f in SACCT_FIELDS])
     return rows
 
@@ -197,10 +368,10 @@ def _sacct_rows() -> list[list[str]]:
 def _tier_values(job: DemoJob, host: str, minute: int) -> tuple[float, float, float, float]:
     """(graphics-engine activity, SM activity, tensor activity, NVLink bytes/s each way) for one GPU-minute."""
     if minute < SETUP_MINUTES or minute >= job.hang_from_minute.get(host, 10**9):
-        return 0.02, 0.01, 0.0, 1.0e6                      # idle
+        return 0.02, 0.01, 0.0, 1.0e6  # idle
     if minute % COMM_EVERY == COMM_EVERY - 1:
-        return 0.30, 0.20, 0.01, 1.0e9                      # comm wait: tx + rx = 2 GB/s, tensor idle
-    return 0.85, 0.80, 0.60, 1.5e8                          # effective compute
+        return 0.30, 0.20, 0.01, 1.0e9  # comm wait: tx + rx = 2 GB/s, tensor idle
+    return 0.85, 0.80, 0.60, 1.5e8  # effective compute
 
 
 def _sample_rows(job: DemoJob) -> list[list[object]]:
@@ -216,18 +387,39 @@ def _sample_rows(job: DemoJob) -> list[list[object]]:
                 if job.sample_gap and (host, gpu) == job.sample_gap[:2] and minute >= job.sample_gap[2]:
                     continue
                 gr, sm, tensor, nvlink = _tier_values(job, host, minute)
-                rows.append([at.isoformat(), host, gpu, job.job_id_raw or job.job_id, gr, sm, tensor,
-                             nvlink, nvlink, 650.0 if gr > 0.5 else 120.0])
+                rows.append(
+                    [
+                        at.isoformat(),
+                        host,
+                        gpu,
+                        job.job_id_raw or job.job_id,
+                        gr,
+                        sm,
+                        tensor,
+                        nvlink,
+                        nvlink,
+                        650.0 if gr > 0.5 else 120.0,
+                    ]
+                )
     return rows
 
 
 # Step durations in seconds: 600 (B-7) or 480 (B-8) unless listed here.
 STEP_SECONDS = {("1002", 13): 720, ("1003", 17): 900, ("2003", 20): 1500}
-DISCARDED = {("1002", 11): "rollback", ("1002", 12): "rollback", ("2003", 5): "data_quality",
-             ("2003", 6): "data_quality", ("2003", 7): "data_quality", ("2003", 21): "reward_change"}
+DISCARDED = {
+    ("1002", 11): "rollback",
+    ("1002", 12): "rollback",
+    ("2003", 5): "data_quality",
+    ("2003", 6): "data_quality",
+    ("2003", 7): "data_quality",
+    ("2003", 21): "reward_change",
+}
 UNCOMMITTED = {("1002", 13)}
-STEP_RANGES = {"1002": ("B-7", range(1, 14), 600), "1003": ("B-7", range(11, 31), 600),
-               "2003": ("B-8", range(1, 31), 480)}
+STEP_RANGES = {
+    "1002": ("B-7", range(1, 14), 600),
+    "1003": ("B-7", range(11, 31), 600),
+    "2003": ("B-8", range(1, 31), 480),
+}
 TOKENS_PER_STEP = 1_000_000
 
 
@@ -240,24 +432,37 @@ def _step_records() -> list[dict[str, object]]:
             seconds = STEP_SECONDS.get((job_id, step), base_seconds)
             end = at + timedelta(seconds=seconds)
             batch = next(b for b in BATCHES if b["batch_id"] == batch_id)
-            records.append({
-                "batch_id": batch_id, "job_id": job_id, "step": step,
-                "started_at": at.isoformat(), "ended_at": end.isoformat(),
-                "committed": (job_id, step) not in UNCOMMITTED,
-                "discarded_reason": DISCARDED.get((job_id, step)),
-                "samples": 512, "tokens": TOKENS_PER_STEP,
-                "config_version": batch["config_version"], "data_version": batch["data_version"],
-            })
+            records.append(
+                {
+                    "batch_id": batch_id,
+                    "job_id": job_id,
+                    "step": step,
+                    "started_at": at.isoformat(),
+                    "ended_at": end.isoformat(),
+                    "committed": (job_id, step) not in UNCOMMITTED,
+                    "discarded_reason": DISCARDED.get((job_id, step)),
+                    "samples": 512,
+                    "tokens": TOKENS_PER_STEP,
+                    "config_version": batch["config_version"],
+                    "data_version": batch["data_version"],
+                }
+            )
             at = end
     return records
 
 
 # Serving, November 2026: a large model on 8 GPUs at an agreed 4.00 per GPU-hour and a small one on 2 owned GPUs
 # at the internal price (blank), plus the month's other serving costs.
-SERVING_REPLICAS = [["R-L1", "assistant-large", 8, "2026-11-01T00:00:00", "2026-12-01T00:00:00", "4.00"],
-                    ["R-S1", "assistant-small", 2, "2026-11-01T00:00:00", "2026-12-01T00:00:00", ""]]
-SERVING_MONTHLY = [["2026-11", "cpu_memory", "1200.00"], ["2026-11", "network_storage", "800.00"],
-                   ["2026-11", "facility_power", "1500.00"], ["2026-11", "operations", "2000.00"]]
+SERVING_REPLICAS = [
+    ["R-L1", "assistant-large", 8, "2026-11-01T00:00:00", "2026-12-01T00:00:00", "4.00"],
+    ["R-S1", "assistant-small", 2, "2026-11-01T00:00:00", "2026-12-01T00:00:00", ""],
+]
+SERVING_MONTHLY = [
+    ["2026-11", "cpu_memory", "1200.00"],
+    ["2026-11", "network_storage", "800.00"],
+    ["2026-11", "facility_power", "1500.00"],
+    ["2026-11", "operations", "2000.00"],
+]
 TENANTS = (("acme", "support"), ("globex", "legal"), ("initech", "support"))
 INPUT_TOKENS = (300, 1200, 4000, 10000)
 OUTPUT_TOKENS = (100, 300, 900, 2500)
@@ -283,22 +488,29 @@ def serving_tasks() -> list[tuple[str, str, list[tuple[str, str, str | None, boo
         if i < 400:
             attempts, succeeded, judge = {
                 **dict.fromkeys(range(5), ([(small, "completed", None, False)], True, "evaluator")),
-                **dict.fromkeys((5, 6), ([(small, "completed", None, False), (small, "completed", None, False)],
-                                         True, "evaluator")),
+                **dict.fromkeys(
+                    (5, 6), ([(small, "completed", None, False), (small, "completed", None, False)], True, "evaluator")
+                ),
                 7: ([(small, "completed", large, False), (large, "completed", None, False)], True, "evaluator"),
                 8: ([(small, "completed", None, True)], True, "human"),
                 9: ([(small, "failed", None, False), (small, "timeout", None, False)], False, "evaluator"),
             }[kind]
         else:
-            attempts, succeeded, judge = (([(large, "completed", None, False)], True, "evaluator") if kind < 9
-                                          else ([(large, "completed", None, False)], False, "evaluator"))
+            attempts, succeeded, judge = (
+                ([(large, "completed", None, False)], True, "evaluator")
+                if kind < 9
+                else ([(large, "completed", None, False)], False, "evaluator")
+            )
         tasks.append((task_id, category, attempts, succeeded, judge))
     return tasks
 
 
 def _write_serving(landing: Path) -> None:
-    _write_csv(landing / "serving" / "replicas.csv",
-               ["replica_id", "model", "gpus", "started_at", "ended_at", "gpu_hour_price"], SERVING_REPLICAS)
+    _write_csv(
+        landing / "serving" / "replicas.csv",
+        ["replica_id", "model", "gpus", "started_at", "ended_at", "gpu_hour_price"],
+        SERVING_REPLICAS,
+    )
     _write_csv(landing / "serving" / "monthly_costs.csv", ["month", "item", "amount"], SERVING_MONTHLY)
     requests, outcomes = [], []
     for number, (task_id, category, attempts, succeeded, judge) in enumerate(serving_tasks()):
@@ -306,24 +518,44 @@ def _write_serving(landing: Path) -> None:
         for attempt, (model, status, escalated_to, handoff) in enumerate(attempts, start=1):
             output = OUTPUT_TOKENS[(number // 4) % 4] if status == "completed" else 0
             latency = 400 + 4 * output
-            requests.append({
-                "request_id": f"{task_id}-{attempt}",
-                "requested_at": (datetime(2026, 11, 1) + timedelta(minutes=number * 70 + attempt)).isoformat(),
-                "model": model, "tenant": tenant, "business_line": business_line,
-                "input_tokens": INPUT_TOKENS[number % 4], "output_tokens": output,
-                "cache_hit": number % 3 == 0, "latency_ms": latency, "latency_tier": _latency_tier(latency),
-                "status": status, "task_id": task_id, "attempt": attempt, "escalated_to": escalated_to,
-                "human_handoff": handoff,
-            })
+            requests.append(
+                {
+                    "request_id": f"{task_id}-{attempt}",
+                    "requested_at": (datetime(2026, 11, 1) + timedelta(minutes=number * 70 + attempt)).isoformat(),
+                    "model": model,
+                    "tenant": tenant,
+                    "business_line": business_line,
+                    "input_tokens": INPUT_TOKENS[number % 4],
+                    "output_tokens": output,
+                    "cache_hit": number % 3 == 0,
+                    "latency_ms": latency,
+                    "latency_tier": _latency_tier(latency),
+                    "status": status,
+                    "task_id": task_id,
+                    "attempt": attempt,
+                    "escalated_to": escalated_to,
+                    "human_handoff": handoff,
+                }
+            )
         human = judge == "human"
-        outcomes.append([task_id, category, str(succeeded).lower(), judge, HUMAN_MINUTES if human else "",
-                         HUMAN_RATE if human else ""])
+        outcomes.append(
+            [
+                task_id,
+                category,
+                str(succeeded).lower(),
+                judge,
+                HUMAN_MINUTES if human else "",
+                HUMAN_RATE if human else "",
+            ]
+        )
     path = landing / "requests" / "requests_2026-11.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r) + "\n" for r in requests), encoding="utf-8")
-    _write_csv(landing / "tasks" / "outcomes.csv",
-               ["task_id", "task_category", "succeeded", "judged_by", "human_minutes", "human_cost_per_hour"],
-               outcomes)
+    _write_csv(
+        landing / "tasks" / "outcomes.csv",
+        ["task_id", "task_category", "succeeded", "judged_by", "human_minutes", "human_cost_per_hour"],
+        outcomes,
+    )
 
 
 # Cloud, November 2026: batch B-10 rents 8 GPUs for 4 hours through a Kubernetes cluster in the cloud. The job
@@ -332,18 +564,60 @@ def _write_serving(landing: Path) -> None:
 # line tagged with a batch nobody registered.
 CLOUD_JOB = "b10-eval-cloud"
 CLOUD_JOB_ARN = f"arn:aws:eks:us-east-1:123456789012:job/{CLOUD_JOB}"
-FOCUS_COLUMNS = ["BillingAccountId", "BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd",
-                 "ChargeCategory", "ChargeClass", "ChargeDescription", "ChargeFrequency", "PricingCategory",
-                 "ListCost", "ContractedCost", "BilledCost", "EffectiveCost", "BillingCurrency", "InvoiceId",
-                 "ResourceId", "ResourceName", "ServiceCategory", "ServiceName", "SkuId", "ConsumedQuantity",
-                 "ConsumedUnit", "Tags", "x_CostCenter"]
+FOCUS_COLUMNS = [
+    "BillingAccountId",
+    "BillingPeriodStart",
+    "BillingPeriodEnd",
+    "ChargePeriodStart",
+    "ChargePeriodEnd",
+    "ChargeCategory",
+    "ChargeClass",
+    "ChargeDescription",
+    "ChargeFrequency",
+    "PricingCategory",
+    "ListCost",
+    "ContractedCost",
+    "BilledCost",
+    "EffectiveCost",
+    "BillingCurrency",
+    "InvoiceId",
+    "ResourceId",
+    "ResourceName",
+    "ServiceCategory",
+    "ServiceName",
+    "SkuId",
+    "ConsumedQuantity",
+    "ConsumedUnit",
+    "Tags",
+    "x_CostCenter",
+]
 # (charge class, description, list, billed = effective, resource id, service category, service, quantity, unit, tags)
 FOCUS_LINES = [
     ("", "8 x H100 for 4 h", "171.37", "102.40", CLOUD_JOB_ARN, "Compute", "Amazon EKS", "32", "GPU-Hours", {}),
-    ("Correction", "Restated: 2 GPU-hours billed twice", "-10.71", "-6.40", CLOUD_JOB_ARN, "Compute",
-     "Amazon EKS", "-2", "GPU-Hours", {}),
-    ("", "Checkpoint volume", "12.00", "12.00", "vol-0b10ckpt", "Storage", "Amazon EBS", "120", "GB-Mo",
-     {"batch_id": "B-10"}),
+    (
+        "Correction",
+        "Restated: 2 GPU-hours billed twice",
+        "-10.71",
+        "-6.40",
+        CLOUD_JOB_ARN,
+        "Compute",
+        "Amazon EKS",
+        "-2",
+        "GPU-Hours",
+        {},
+    ),
+    (
+        "",
+        "Checkpoint volume",
+        "12.00",
+        "12.00",
+        "vol-0b10ckpt",
+        "Storage",
+        "Amazon EBS",
+        "120",
+        "GB-Mo",
+        {"batch_id": "B-10"},
+    ),
     ("", "Support plan", "29.00", "29.00", "", "Management and Governance", "AWS Support", "", "", {}),
     ("", "Notebook instance", "5.00", "5.00", "i-0nb99", "Compute", "Amazon EC2", "2", "Hours", {"batch_id": "B-99"}),
 ]
@@ -358,19 +632,49 @@ def _write_cloud(landing: Path) -> None:
     labels = {"batch": "B-10", "phase": "validation", "reason": "planned_experiment"}
     path = landing / "scheduler" / "cloud_events_2026-11.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(dict(e, gpus_requested=8, gpus_allocated=8, time_limit_s=21600, labels=labels))
-                            + "\n" for e in events), encoding="utf-8")
+    path.write_text(
+        "".join(
+            json.dumps(dict(e, gpus_requested=8, gpus_allocated=8, time_limit_s=21600, labels=labels)) + "\n"
+            for e in events
+        ),
+        encoding="utf-8",
+    )
     rows = []
     for charge_class, description, list_cost, cost, resource, category, service, quantity, unit, tags in FOCUS_LINES:
-        rows.append(["123456789012", "2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z", "2026-11-10T00:00:00Z",
-                     "2026-11-11T00:00:00Z", "Usage", charge_class, description, "Usage-Based", "Standard",
-                     list_cost, list_cost, cost, cost, "USD", "INV-2026-11-0042", resource, resource, category,
-                     service, f"SKU-{service.replace(' ', '')}", quantity, unit, json.dumps(tags) if tags else "",
-                     "ml-platform"])
+        rows.append(
+            [
+                "123456789012",
+                "2026-11-01T00:00:00Z",
+                "2026-12-01T00:00:00Z",
+                "2026-11-10T00:00:00Z",
+                "2026-11-11T00:00:00Z",
+                "Usage",
+                charge_class,
+                description,
+                "Usage-Based",
+                "Standard",
+                list_cost,
+                list_cost,
+                cost,
+                cost,
+                "USD",
+                "INV-2026-11-0042",
+                resource,
+                resource,
+                category,
+                service,
+                f"SKU-{service.replace(' ', '')}",
+                quantity,
+                unit,
+                json.dumps(tags) if tags else "",
+                "ml-platform",
+            ]
+        )
     _write_csv(landing / "billing" / "aws_focus_2026-11.csv", FOCUS_COLUMNS, rows)
 
+
 GIB = 1 << 30
-STORAGE_INVENTORY_AT = "1795996800000"        # manifest creationTimestamp: 2026-11-30T00:00:00Z in milliseconds
+STORAGE_INVENTORY_AT = "1795996800000"  # manifest creationTimestamp: 2026-11-30T00:00:00Z in milliseconds
 STORAGE_PRICES = [["STANDARD", "0.023"], ["STANDARD_IA", "0.0125"], ["GLACIER", "0.004"]]
 # bucket, prefix, purpose, owner, batch_id, retention_days (blank: the purpose's contract default)
 STORAGE_PREFIX_RULES = [
@@ -389,24 +693,26 @@ STORAGE_PREFIX_RULES = [
 # Objects written before November are held 29/30 of the month; the rest from their write to the 30th.
 STORAGE_OBJECTS = [
     ("raw/b7/part-0000.parquet", 3000, "2026-10-15T08:00:00.000Z", "a7f0c3e1b2d4e5f60718293a4b5c6d7e", "STANDARD"),
-    ("checkpoints/b7/step 1000.ckpt", 600, "2026-11-10T00:00:00.000Z", "0c1d2e3f405162738495a6b7c8d9e0f1",
-     "STANDARD"),
-    ("checkpoints/b7/step-2000.ckpt", 600, "2026-11-16T00:00:00.000Z", "9f8e7d6c5b4a39281706f5e4d3c2b1a0",
-     "STANDARD"),
+    ("checkpoints/b7/step 1000.ckpt", 600, "2026-11-10T00:00:00.000Z", "0c1d2e3f405162738495a6b7c8d9e0f1", "STANDARD"),
+    ("checkpoints/b7/step-2000.ckpt", 600, "2026-11-16T00:00:00.000Z", "9f8e7d6c5b4a39281706f5e4d3c2b1a0", "STANDARD"),
     ("backup/b7/step-2000.ckpt", 600, "2026-11-20T00:00:00.000Z", "9f8e7d6c5b4a39281706f5e4d3c2b1a0", "GLACIER"),
     ("eval/b7/results.jsonl", 120, "2026-11-25T00:00:00.000Z", "3c4d5e6f708192a3b4c5d6e7f8091a2b", "STANDARD_IA"),
     ("logs/b7/train.log", 300, "2026-09-30T00:00:00.000Z", "5e6f708192a3b4c5d6e7f8091a2b3c4d", "STANDARD"),
-    ("raw/b8/shard-000.parquet", 1500, "2026-10-20T00:00:00.000Z", "7a8b9c0d1e2f30415263748596a7b8c9",
-     "STANDARD"),
-    ("checkpoints/b8/step-500.ckpt", 600, "2026-11-20T00:00:00.000Z", "b8c9d0e1f2031425364758697a8b9c0d",
-     "STANDARD"),
-    ("models/b8/candidates/cand-1.safetensors", 150, "2026-11-24T00:00:00.000Z", "c9d0e1f20314253647586970a8b9c0d1",
-     "STANDARD"),
+    ("raw/b8/shard-000.parquet", 1500, "2026-10-20T00:00:00.000Z", "7a8b9c0d1e2f30415263748596a7b8c9", "STANDARD"),
+    ("checkpoints/b8/step-500.ckpt", 600, "2026-11-20T00:00:00.000Z", "b8c9d0e1f2031425364758697a8b9c0d", "STANDARD"),
+    (
+        "models/b8/candidates/cand-1.safetensors",
+        150,
+        "2026-11-24T00:00:00.000Z",
+        "c9d0e1f20314253647586970a8b9c0d1",
+        "STANDARD",
+    ),
     ("scratch/tmp-dump.bin", 600, "2026-11-01T00:00:00.000Z", "d0e1f203142536475869707a8b9c0d1e", "STANDARD"),
 ]
 # An earlier inventory of ml-prod in the same month (header CSV, date in the name): superseded by the 30th's.
-STORAGE_EARLIER = [("scratch/old-dump.bin", 900, "2026-11-02T00:00:00.000Z", "e1f20314253647586970a8b9c0d1e2f3",
-                    "STANDARD")]
+STORAGE_EARLIER = [
+    ("scratch/old-dump.bin", 900, "2026-11-02T00:00:00.000Z", "e1f20314253647586970a8b9c0d1e2f3", "STANDARD")
+]
 # A second bucket as Parquet with AWS's own column names: a copy of B-8's raw shard (same ETag, a duplicate) and
 # an object in a storage class without a price and without a rule.
 STORAGE_ARCHIVE = [
@@ -419,8 +725,11 @@ def _write_storage(landing: Path) -> None:
     """S3 Inventory files as AWS writes them (I6), the prefix rules and the storage prices."""
     folder = landing / "storage"
     _write_csv(folder / "storage_prices.csv", ["storage_class", "price_per_gb_month"], STORAGE_PRICES)
-    _write_csv(folder / "prefix_rules.csv", ["bucket", "prefix", "purpose", "owner", "batch_id", "retention_days"],
-               STORAGE_PREFIX_RULES)
+    _write_csv(
+        folder / "prefix_rules.csv",
+        ["bucket", "prefix", "purpose", "owner", "batch_id", "retention_days"],
+        STORAGE_PREFIX_RULES,
+    )
 
     data_name = "3c2e8a4f-1b7d-4e0a-9f61-2d5c7b8e9a10.csv.gz"
     inventory = folder / "ml-prod" / "2026-11-30T00-00Z"
@@ -431,27 +740,36 @@ def _write_storage(landing: Path) -> None:
         writer.writerow(["ml-prod", quote_plus(key, safe="/"), gib * GIB, modified, etag, storage_class, "true"])
     (inventory / data_name).write_bytes(gzip.compress(text.getvalue().encode("utf-8"), mtime=0))
     manifest = {
-        "sourceBucket": "ml-prod", "destinationBucket": "arn:aws:s3:::ml-inventory", "version": "2016-11-30",
-        "creationTimestamp": STORAGE_INVENTORY_AT, "fileFormat": "CSV",
+        "sourceBucket": "ml-prod",
+        "destinationBucket": "arn:aws:s3:::ml-inventory",
+        "version": "2016-11-30",
+        "creationTimestamp": STORAGE_INVENTORY_AT,
+        "fileFormat": "CSV",
         "fileSchema": "Bucket, Key, Size, LastModifiedDate, ETag, StorageClass, IsLatest",
         "files": [{"key": f"ml-prod/daily/data/{data_name}", "size": 0, "MD5checksum": "0" * 32}],
     }
     (inventory / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
 
-    _write_csv(folder / "ml-prod_inventory_2026-11-23.csv",
-               ["Bucket", "Key", "Size", "LastModifiedDate", "ETag", "StorageClass"],
-               [["ml-prod", key, gib * GIB, modified, etag, storage_class]
-                for key, gib, modified, etag, storage_class in STORAGE_EARLIER])
+    _write_csv(
+        folder / "ml-prod_inventory_2026-11-23.csv",
+        ["Bucket", "Key", "Size", "LastModifiedDate", "ETag", "StorageClass"],
+        [
+            ["ml-prod", key, gib * GIB, modified, etag, storage_class]
+            for key, gib, modified, etag, storage_class in STORAGE_EARLIER
+        ],
+    )
 
-    archive = pd.DataFrame({
-        "bucket": ["ml-archive"] * len(STORAGE_ARCHIVE),
-        "key": [row[0] for row in STORAGE_ARCHIVE],
-        "size": [row[1] * GIB for row in STORAGE_ARCHIVE],
-        "last_modified_date": [pd.Timestamp(row[2]) for row in STORAGE_ARCHIVE],
-        "e_tag": [row[3] for row in STORAGE_ARCHIVE],
-        "storage_class": [row[4] for row in STORAGE_ARCHIVE],
-        "is_latest": [True] * len(STORAGE_ARCHIVE),
-    })
+    archive = pd.DataFrame(
+        {
+            "bucket": ["ml-archive"] * len(STORAGE_ARCHIVE),
+            "key": [row[0] for row in STORAGE_ARCHIVE],
+            "size": [row[1] * GIB for row in STORAGE_ARCHIVE],
+            "last_modified_date": [pd.Timestamp(row[2]) for row in STORAGE_ARCHIVE],
+            "e_tag": [row[3] for row in STORAGE_ARCHIVE],
+            "storage_class": [row[4] for row in STORAGE_ARCHIVE],
+            "is_latest": [True] * len(STORAGE_ARCHIVE),
+        }
+    )
     con = duckdb.connect()
     con.from_df(archive).write_parquet(str(folder / "ml-archive_inventory_2026-11-30.parquet"))
     con.close()
@@ -462,17 +780,43 @@ def _write_timesheets(landing: Path) -> None:
     rows = []
     for date, code, task, hours, first, last, roles, rate in TIMESHEET_ENTRIES:
         amount = f"{Decimal(hours) * Decimal(rate):.2f}" if rate else ""
-        rows.append([date, "Internal", "assistant-rl", code, task, "", hours, hours, "No", "No", "Yes", first, last,
-                     roles, "Yes", "0.0", "0.0", rate, amount, "United States Dollar - USD", ""])
+        rows.append(
+            [
+                date,
+                "Internal",
+                "assistant-rl",
+                code,
+                task,
+                "",
+                hours,
+                hours,
+                "No",
+                "No",
+                "Yes",
+                first,
+                last,
+                roles,
+                "Yes",
+                "0.0",
+                "0.0",
+                rate,
+                amount,
+                "United States Dollar - USD",
+                "",
+            ]
+        )
     _write_csv(landing / "timesheets" / "harvest_time_report_2026-11.csv", HARVEST_HEADER, rows)
 
 
 def _write_services_and_rounds(landing: Path) -> None:
-    _write_csv(landing / "services" / "invoices_2026-11.csv",
-               ["invoice_id", "vendor", "batch_id", "stage", "amount", "currency", "invoiced_on", "service_month"],
-               SERVICE_INVOICES)
-    _write_csv(landing / "registry" / "rounds.csv", ["batch_id", "round", "started_at", "ended_at", "evidence"],
-               BATCH_ROUNDS)
+    _write_csv(
+        landing / "services" / "invoices_2026-11.csv",
+        ["invoice_id", "vendor", "batch_id", "stage", "amount", "currency", "invoiced_on", "service_month"],
+        SERVICE_INVOICES,
+    )
+    _write_csv(
+        landing / "registry" / "rounds.csv", ["batch_id", "round", "started_at", "ended_at", "evidence"], BATCH_ROUNDS
+    )
 
 
 def _write_csv(path: Path, header: list[str], rows: list[list[object]]) -> None:
@@ -504,8 +848,9 @@ def write_demo_landing(landing: Path) -> Path:
     _write_csv(staging_csv, header, rest)
     columns = "{" + ", ".join(f"'{name}': '{sql_type}'" for name, sql_type in DEVICE_SAMPLE_COLUMNS) + "}"
     con = duckdb.connect()
-    relation = con.sql(f"select * from read_csv(?, header = true, columns = {columns})",
-                       params=[file_pattern(staging_csv)])
+    relation = con.sql(
+        f"select * from read_csv(?, header = true, columns = {columns})", params=[file_pattern(staging_csv)]
+    )
     relation.write_parquet(str(landing / "telemetry" / "dcgm_rest.parquet"))
     con.close()
     staging_csv.unlink()
@@ -514,13 +859,31 @@ def write_demo_landing(landing: Path) -> Path:
     steps.parent.mkdir(parents=True, exist_ok=True)
     steps.write_text("".join(json.dumps(r) + "\n" for r in _step_records()), encoding="utf-8")
 
-    _write_csv(landing / "ledger" / "purchases.csv",
-               ["purchase_id", "purchased_on", "asset_class", "description", "quantity", "unit_price", "currency",
-                "gpus_per_unit", "depreciation_years", "salvage_value"],
-               [["P-001", "2026-01-01", "gpu_server", "8x H100 SXM server", 2, "457798.00", "USD", 8, 3, "0.00"]])
-    _write_csv(landing / "ledger" / "facility.csv", ["month", "item", "amount", "currency"],
-               [[m, item, amount, "USD"] for m in ("2026-10", "2026-11")
-                for item, amount in (("rent", "2016.00"), ("power", "1152.00"), ("network", "288.00"))])
+    _write_csv(
+        landing / "ledger" / "purchases.csv",
+        [
+            "purchase_id",
+            "purchased_on",
+            "asset_class",
+            "description",
+            "quantity",
+            "unit_price",
+            "currency",
+            "gpus_per_unit",
+            "depreciation_years",
+            "salvage_value",
+        ],
+        [["P-001", "2026-01-01", "gpu_server", "8x H100 SXM server", 2, "457798.00", "USD", 8, 3, "0.00"]],
+    )
+    _write_csv(
+        landing / "ledger" / "facility.csv",
+        ["month", "item", "amount", "currency"],
+        [
+            [m, item, amount, "USD"]
+            for m in ("2026-10", "2026-11")
+            for item, amount in (("rent", "2016.00"), ("power", "1152.00"), ("network", "288.00"))
+        ],
+    )
     _write_serving(landing)
     _write_cloud(landing)
     _write_storage(landing)

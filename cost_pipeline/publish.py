@@ -37,9 +37,8 @@ FINANCE = "finance"
 ENGINEERING = "engineering"
 AUDIENCES = (FINANCE, ENGINEERING)
 MARTS = "marts"
-INPUTS = "inputs"   # main.inputs in each published file
-_INPUT_COLUMNS = ("source", "source_file", "file_sha256", "rows_in", "rows_staged", "rows_quarantined",
-                  "duplicate_of")
+INPUTS = "inputs"  # main.inputs in each published file
+_INPUT_COLUMNS = ("source", "source_file", "file_sha256", "rows_in", "rows_staged", "rows_quarantined", "duplicate_of")
 # The in-memory connection already has databases of these names.
 _RESERVED_ALIASES = {"memory", "system", "temp", "main"}
 
@@ -53,8 +52,8 @@ class Publication:
     """What one publish wrote: names and counts only, safe for logs and Dagster metadata."""
 
     files: dict[str, Path]
-    tables: dict[str, int]            # audience -> marts tables in its file
-    omitted: tuple[str, ...]          # "table.column" left out of the engineering file
+    tables: dict[str, int]  # audience -> marts tables in its file
+    omitted: tuple[str, ...]  # "table.column" left out of the engineering file
     input_files: int
 
 
@@ -85,8 +84,12 @@ def small_group_rules() -> dict[str, tuple[str, tuple[str, ...]]]:
     return rules
 
 
-def _engineering_select(table: str, columns: list[str], confidential: dict[tuple[str, str], str],
-                        rules: dict[str, tuple[str, tuple[str, ...]]]) -> list[str]:
+def _engineering_select(
+    table: str,
+    columns: list[str],
+    confidential: dict[tuple[str, str], str],
+    rules: dict[str, tuple[str, tuple[str, ...]]],
+) -> list[str]:
     """Select expressions of one engineering table: confidential columns left out, small groups blanked."""
     condition, blanked = rules.get(table.lower(), ("false", ()))
     expressions = []
@@ -94,8 +97,9 @@ def _engineering_select(table: str, columns: list[str], confidential: dict[tuple
         if (table.lower(), column.lower()) in confidential:
             continue
         name = quote(column)
-        expressions.append(f"case when ({condition}) then null else {name} end as {name}"
-                           if column.lower() in blanked else name)
+        expressions.append(
+            f"case when ({condition}) then null else {name} end as {name}" if column.lower() in blanked else name
+        )
     return expressions
 
 
@@ -113,7 +117,7 @@ def publish(warehouse: Path) -> Publication:
     for path in targets.values():
         _remove_abandoned_temporaries(path)
     temporaries = {audience: _temporary_path(path) for audience, path in targets.items()}
-    con = duckdb.connect()   # in memory: the warehouse is attached read-only, nothing else is opened
+    con = duckdb.connect()  # in memory: the warehouse is attached read-only, nothing else is opened
     try:
         source = _source_alias(warehouse)
         con.execute(f"attach ? as {quote(source)} (read_only)", [str(warehouse)])
@@ -129,9 +133,11 @@ def publish(warehouse: Path) -> Publication:
             raise ConfidentialListOutdated(
                 f"the definitions contract lists confidential column(s) {', '.join(missing)}, which the warehouse's "
                 f"{MARTS} schema does not have; update the contract's confidential and small_groups lists before "
-                "publishing")
-        omitted = tuple(f"{t}.{c}" for t, cols in columns.items() for c in cols
-                        if (t.lower(), c.lower()) in confidential)
+                "publishing"
+            )
+        omitted = tuple(
+            f"{t}.{c}" for t, cols in columns.items() for c in cols if (t.lower(), c.lower()) in confidential
+        )
         plans = {
             FINANCE: {t: [quote(c) for c in cols] for t, cols in columns.items()},
             ENGINEERING: {t: _engineering_select(t, cols, confidential, rules) for t, cols in columns.items()},
@@ -146,11 +152,10 @@ def publish(warehouse: Path) -> Publication:
             _remove(temporary)
         raise
     con.close()
-    for audience in AUDIENCES:   # both files are complete on disk before either is swapped in
+    for audience in AUDIENCES:  # both files are complete on disk before either is swapped in
         os.replace(temporaries[audience], targets[audience])
     _fsync_directory(warehouse.parent)
-    return Publication(files=targets, tables={a: len(p) for a, p in plans.items()}, omitted=omitted,
-                       input_files=inputs)
+    return Publication(files=targets, tables={a: len(p) for a, p in plans.items()}, omitted=omitted, input_files=inputs)
 
 
 def _source_alias(warehouse: Path) -> str:
@@ -167,7 +172,7 @@ def _remove_abandoned_temporaries(target: Path) -> list[Path]:
     figures under a hidden name. A temporary of a process still running is left alone. Returns what was removed."""
     removed = []
     for temporary in target.parent.glob(f".{glob.escape(target.name)}.*-*.tmp"):
-        pid = temporary.name[len(target.name) + 2:].split("-", 1)[0]
+        pid = temporary.name[len(target.name) + 2 :].split("-", 1)[0]
         if not pid.isdigit() or _process_is_alive(int(pid)):
             continue
         _remove(temporary)
@@ -189,15 +194,18 @@ def _marts_columns(con: duckdb.DuckDBPyConnection, source: str) -> dict[str, lis
     """table -> columns in order, for every table and view of the warehouse's marts schema."""
     rows = con.execute(
         "select table_name, column_name from duckdb_columns() where database_name = ? and schema_name = ? "
-        "order by table_name, column_index", [source, MARTS]).fetchall()
+        "order by table_name, column_index",
+        [source, MARTS],
+    ).fetchall()
     columns: dict[str, list[str]] = {}
     for table, column in rows:
         columns.setdefault(table, []).append(column)
     return columns
 
 
-def _write(con: duckdb.DuckDBPyConnection, source: str, temporary: Path, plan: dict[str, list[str]],
-           target: Path) -> int:
+def _write(
+    con: duckdb.DuckDBPyConnection, source: str, temporary: Path, plan: dict[str, list[str]], target: Path
+) -> int:
     """Write one published file under ``temporary`` and flush it to disk; returns the number of input files."""
     alias = "published" if source != "published" else "published_file"
     con.execute(f"attach ? as {alias}", [str(temporary)])
@@ -205,11 +213,15 @@ def _write(con: duckdb.DuckDBPyConnection, source: str, temporary: Path, plan: d
     try:
         con.execute(f"create schema {alias}.{MARTS}")
         for table, expressions in plan.items():
-            con.execute(f"create table {alias}.{MARTS}.{quote(table)} as "
-                        f"select {', '.join(expressions)} from {quote(source)}.{MARTS}.{quote(table)} order by all")
+            con.execute(
+                f"create table {alias}.{MARTS}.{quote(table)} as "
+                f"select {', '.join(expressions)} from {quote(source)}.{MARTS}.{quote(table)} order by all"
+            )
         ledger = ", ".join(quote(c) for c in _INPUT_COLUMNS)
-        con.execute(f"create table {alias}.main.{INPUTS} as select {ledger} from {quote(source)}.raw.ingested_files "
-                    "order by source, source_file")
+        con.execute(
+            f"create table {alias}.main.{INPUTS} as select {ledger} from {quote(source)}.raw.ingested_files "
+            "order by source, source_file"
+        )
         (inputs,) = con.execute(f"select count(*) from {alias}.main.{INPUTS}").fetchone()
         con.execute(f"checkpoint {alias}")
     finally:

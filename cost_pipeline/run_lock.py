@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-_held: dict[tuple[Path, int], int] = {}     # (lock file, thread id) -> nesting depth
+_held: dict[tuple[Path, int], int] = {}  # (lock file, thread id) -> nesting depth
 _held_guard = threading.Lock()
 
 
@@ -31,7 +31,8 @@ class WarehouseBusy(RuntimeError):
         who = f"another run (pid {holder})" if holder else "another run"
         super().__init__(
             f"warehouse {warehouse} is busy: {who} holds its run lock {lock_file}. "
-            "This run was refused and wrote nothing; wait for the other run to finish, then run again.")
+            "This run was refused and wrote nothing; wait for the other run to finish, then run again."
+        )
         self.warehouse = warehouse
         self.lock_file = lock_file
 

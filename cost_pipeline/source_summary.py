@@ -14,14 +14,16 @@ import duckdb
 
 from cost_pipeline.ingest.registry import SOURCES
 
-IGNORED_NAMED = 5       # ignored files named on the summary line; raw.ignored_files holds them all
+IGNORED_NAMED = 5  # ignored files named on the summary line; raw.ignored_files holds them all
 _HEADINGS = (("source", 24), ("files", 6), ("rows in", 11), ("staged", 11), ("quarantined", 12))
 
 
 def _line(cells: tuple, out) -> None:
     text = [str(cells[0]).ljust(_HEADINGS[0][1])]
-    text += [(f"{c:,}" if isinstance(c, int) else str(c)).rjust(w) for c, (_, w) in zip(cells[1:], _HEADINGS[1:],
-                                                                                        strict=True)]
+    text += [
+        (f"{c:,}" if isinstance(c, int) else str(c)).rjust(w)
+        for c, (_, w) in zip(cells[1:], _HEADINGS[1:], strict=True)
+    ]
     print("  " + " ".join(text), file=out)
 
 
@@ -32,14 +34,20 @@ def print_source_summary(warehouse: Path, out=None) -> list[str]:
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         try:
-            ledger = {source: counts for source, *counts in con.execute(
-                "select source, count(*), sum(rows_in), sum(rows_staged), sum(rows_quarantined) "
-                "from raw.ingested_files group by source").fetchall()}
+            ledger = {
+                source: counts
+                for source, *counts in con.execute(
+                    "select source, count(*), sum(rows_in), sum(rows_staged), sum(rows_quarantined) "
+                    "from raw.ingested_files group by source"
+                ).fetchall()
+            }
         except duckdb.CatalogException:
             return []
         try:
-            ignored = [name for (name,) in con.execute(
-                "select source_file from raw.ignored_files order by source_file").fetchall()]
+            ignored = [
+                name
+                for (name,) in con.execute("select source_file from raw.ignored_files order by source_file").fetchall()
+            ]
         except duckdb.CatalogException:
             ignored = []
     finally:

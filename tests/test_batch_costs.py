@@ -20,8 +20,21 @@ D = Decimal
 CAPACITY_CENTS = 2_854_082
 AVAILABLE_GPU_HOURS = 16 * 720
 # Occupied GPU-hours of every November job on owned GPUs (demo.JOBS: GPUs x hours) and the owned serving replica.
-TRAINING_HOURS = {"1001": 16, "1002": 64, "1003": 96, "1004": 8, "1005": 4,
-                  "2001": 8, "2002_1": 8, "2002_2": 8, "2003": 128, "2004": 8, "2005": 8, "2006": 4, "3001": 8}
+TRAINING_HOURS = {
+    "1001": 16,
+    "1002": 64,
+    "1003": 96,
+    "1004": 8,
+    "1005": 4,
+    "2001": 8,
+    "2002_1": 8,
+    "2002_2": 8,
+    "2003": 128,
+    "2004": 8,
+    "2005": 8,
+    "2006": 4,
+    "3001": 8,
+}
 SERVING_HOURS = {"R-S1": 2 * 720}
 
 
@@ -50,12 +63,20 @@ def cents(value: int) -> Decimal:
 def test_capacity_allocation_and_reconciliation_to_the_cent(demo_run):
     expected = november_allocation()
     assert sum(expected.values()) == CAPACITY_CENTS
-    allocated = {(kind, part): cents_ for kind, part, cents_ in demo_run.query(
-        "select part_kind, part_id, allocated_cents from intermediate.int_capacity_costs_allocated "
-        "where month_start = date '2026-11-01'")}
+    allocated = {
+        (kind, part): cents_
+        for kind, part, cents_ in demo_run.query(
+            "select part_kind, part_id, allocated_cents from intermediate.int_capacity_costs_allocated "
+            "where month_start = date '2026-11-01'"
+        )
+    }
     assert allocated == expected
-    owned = dict(demo_run.query("select job_id, resource_cost from marts.fct_resource_book "
-                                "where cost_source = 'owned_capacity' and month = date '2026-11-01'"))
+    owned = dict(
+        demo_run.query(
+            "select job_id, resource_cost from marts.fct_resource_book "
+            "where cost_source = 'owned_capacity' and month = date '2026-11-01'"
+        )
+    )
     assert owned == {job: cents(expected[("training_job", job)]) for job in TRAINING_HOURS}
 
     row = demo_run.row("select * from marts.fct_capacity_reconciliation where month = date '2026-11-01'")
@@ -78,41 +99,105 @@ def test_capacity_allocation_and_reconciliation_to_the_cent(demo_run):
 #   -> (amount, low, high, rerun amount).
 B7_LINES = {
     # Compute: each job's allocated cents (1002 failed on a node, 1003 restarted it: a rerun).
-    ("exploration", "compute", "owned_capacity", "gpu_time", None, "measured", "reasonable_exploration"):
-        ("39.64", "39.64", "39.64", "0.00"),
-    ("training", "compute", "owned_capacity", "gpu_time", None, "measured", "unforeseeable_failure"):
-        ("396.40", "396.40", "396.40", "237.84"),                 # 158.56 + 237.84
-    ("validation", "compute", "owned_capacity", "gpu_time", None, "measured", "planned_work"):
-        ("19.82", "19.82", "19.82", "0.00"),
-    ("analysis", "compute", "owned_capacity", "gpu_time", None, "measured", "planned_work"):
-        ("9.91", "9.91", "9.91", "0.00"),
+    ("exploration", "compute", "owned_capacity", "gpu_time", None, "measured", "reasonable_exploration"): (
+        "39.64",
+        "39.64",
+        "39.64",
+        "0.00",
+    ),
+    ("training", "compute", "owned_capacity", "gpu_time", None, "measured", "unforeseeable_failure"): (
+        "396.40",
+        "396.40",
+        "396.40",
+        "237.84",
+    ),  # 158.56 + 237.84
+    ("validation", "compute", "owned_capacity", "gpu_time", None, "measured", "planned_work"): (
+        "19.82",
+        "19.82",
+        "19.82",
+        "0.00",
+    ),
+    ("analysis", "compute", "owned_capacity", "gpu_time", None, "measured", "planned_work"): (
+        "9.91",
+        "9.91",
+        "9.91",
+        "0.00",
+    ),
     # Storage, GiB x price x share of November held up to the inventory of the 30th.
-    ("batch_level", "storage", "storage_inventory", "raw", None, "measured", "planned_work"):
-        ("66.70", "66.70", "66.70", "0.00"),                      # 3000 x 0.023 x 29/30
-    ("batch_level", "storage", "storage_inventory", "checkpoint", None, "measured", "planned_work"):
-        ("15.64", "15.64", "15.64", "0.00"),                      # 600 x 0.023 x (20 + 14)/30
-    ("batch_level", "storage", "storage_inventory", "backup", None, "measured", "planned_work"):
-        ("0.80", "0.80", "0.80", "0.00"),                         # 600 x 0.004 x 10/30
-    ("batch_level", "storage", "storage_inventory", "eval_result", None, "measured", "planned_work"):
-        ("0.25", "0.25", "0.25", "0.00"),                         # 120 x 0.0125 x 5/30
-    ("batch_level", "storage", "storage_inventory", "log", None, "measured", "planned_work"):
-        ("6.67", "6.67", "6.67", "0.00"),                         # 300 x 0.023 x 29/30
+    ("batch_level", "storage", "storage_inventory", "raw", None, "measured", "planned_work"): (
+        "66.70",
+        "66.70",
+        "66.70",
+        "0.00",
+    ),  # 3000 x 0.023 x 29/30
+    ("batch_level", "storage", "storage_inventory", "checkpoint", None, "measured", "planned_work"): (
+        "15.64",
+        "15.64",
+        "15.64",
+        "0.00",
+    ),  # 600 x 0.023 x (20 + 14)/30
+    ("batch_level", "storage", "storage_inventory", "backup", None, "measured", "planned_work"): (
+        "0.80",
+        "0.80",
+        "0.80",
+        "0.00",
+    ),  # 600 x 0.004 x 10/30
+    ("batch_level", "storage", "storage_inventory", "eval_result", None, "measured", "planned_work"): (
+        "0.25",
+        "0.25",
+        "0.25",
+        "0.00",
+    ),  # 120 x 0.0125 x 5/30
+    ("batch_level", "storage", "storage_inventory", "log", None, "measured", "planned_work"): (
+        "6.67",
+        "6.67",
+        "6.67",
+        "0.00",
+    ),  # 300 x 0.023 x 29/30
     # Labour, hours x each person's rate; the contractor without a rate at the assumed 100 (80..130).
-    ("batch_level", "labour", "timesheet", "data_preparation", "build", "measured", "planned_work"):
-        ("720.00", "720.00", "720.00", "0.00"),                   # 6 h x 120
-    ("batch_level", "labour", "timesheet", "training_engineering", "run", "measured", "planned_work"):
-        ("2000.22", "2000.22", "2000.22", "0.00"),                # 8 x 120 + 6 x 173.37
-    ("batch_level", "labour", "timesheet", "training_engineering", "run", "assumed", "planned_work"):
-        ("500.00", "400.00", "650.00", "0.00"),                   # 5 h x 100 (80..130)
-    ("batch_level", "labour", "timesheet", "training_engineering", "rework", "measured", "avoidable_rework"):
-        ("740.06", "740.06", "740.06", "0.00"),                   # 4 x 120 + 1.5 x 173.37 (260.055 -> 260.06)
-    ("batch_level", "labour", "timesheet", "business_evaluation", "run", "measured", "planned_work"):
-        ("270.00", "270.00", "270.00", "0.00"),                   # 3 h x 90
+    ("batch_level", "labour", "timesheet", "data_preparation", "build", "measured", "planned_work"): (
+        "720.00",
+        "720.00",
+        "720.00",
+        "0.00",
+    ),  # 6 h x 120
+    ("batch_level", "labour", "timesheet", "training_engineering", "run", "measured", "planned_work"): (
+        "2000.22",
+        "2000.22",
+        "2000.22",
+        "0.00",
+    ),  # 8 x 120 + 6 x 173.37
+    ("batch_level", "labour", "timesheet", "training_engineering", "run", "assumed", "planned_work"): (
+        "500.00",
+        "400.00",
+        "650.00",
+        "0.00",
+    ),  # 5 h x 100 (80..130)
+    ("batch_level", "labour", "timesheet", "training_engineering", "rework", "measured", "avoidable_rework"): (
+        "740.06",
+        "740.06",
+        "740.06",
+        "0.00",
+    ),  # 4 x 120 + 1.5 x 173.37 (260.055 -> 260.06)
+    ("batch_level", "labour", "timesheet", "business_evaluation", "run", "measured", "planned_work"): (
+        "270.00",
+        "270.00",
+        "270.00",
+        "0.00",
+    ),  # 3 h x 90
     # External services: an invoice, and an accrual not yet invoiced (+-20 %).
-    ("batch_level", "services", "vendor_invoice", "initial_delivery", None, "billed", "planned_work"):
-        ("2400.00", "2400.00", "2400.00", "0.00"),
-    ("batch_level", "services", "vendor_invoice", "ongoing_support", None, "pending", "planned_work"):
-        ("600.00", "480.00", "720.00", "0.00"),
+    ("batch_level", "services", "vendor_invoice", "initial_delivery", None, "billed", "planned_work"): (
+        "2400.00",
+        "2400.00",
+        "2400.00",
+        "0.00",
+    ),
+    ("batch_level", "services", "vendor_invoice", "ongoing_support", None, "pending", "planned_work"): (
+        "600.00",
+        "480.00",
+        "720.00",
+        "0.00",
+    ),
 }
 
 
@@ -126,40 +211,98 @@ def test_every_cost_line_of_batch_b7_matches_the_hand_computed_figure(demo_run):
 
 
 def test_one_answer_per_batch(demo_run):
-    rows = {r[0]: tuple(str(v) for v in r[1:]) for r in demo_run.query("""
+    rows = {
+        r[0]: tuple(str(v) for v in r[1:])
+        for r in demo_run.query("""
         select batch_id, compute_cost, storage_cost, labour_cost, services_cost, rerun_cost, total_cost,
                total_cost_low, total_cost_high, billed_cost, measured_cost, assumed_cost, pending_cost, labour_people
-        from marts.fct_batch_costs""")}
+        from marts.fct_batch_costs""")
+    }
     assert rows == {
         # compute 465.77 = 39.64 + 396.40 + 19.82 + 9.91; storage 90.06; labour 4,230.28; services 3,000.00.
-        "B-7": ("465.77", "90.06", "4230.28", "3000.00", "237.84", "7786.11", "7566.11", "8056.11",
-                "2400.00", "4286.11", "500.00", "600.00", "4"),
+        "B-7": (
+            "465.77",
+            "90.06",
+            "4230.28",
+            "3000.00",
+            "237.84",
+            "7786.11",
+            "7566.11",
+            "8056.11",
+            "2400.00",
+            "4286.11",
+            "500.00",
+            "600.00",
+            "4",
+        ),
         # compute: the cloud job's 102.40 less the restated 6.40; a B-10-tagged volume is billed storage.
-        "B-10": ("96.00", "12.00", "0.00", "0.00", "0.00", "108.00", "108.00", "108.00",
-                 "108.00", "0.00", "0.00", "0.00", "0"),
+        "B-10": (
+            "96.00",
+            "12.00",
+            "0.00",
+            "0.00",
+            "0.00",
+            "108.00",
+            "108.00",
+            "108.00",
+            "108.00",
+            "0.00",
+            "0.00",
+            "0.00",
+            "0",
+        ),
         # compute: 2001 + 2002_1 + 2002_2 + 2003 + 2004 + 2005 + 2006 allocations; storage: raw 33.35,
         # checkpoint 4.60, archive backup 3.00, candidate model 0.69;
         # labour 4 x 120 + 2 x 100 (assumed) + 2 x 90 + 1 x 80; services an invoice of 1,500.00.
-        "B-8": ("426.13", "41.64", "920.00", "1500.00", "19.82", "2887.77", "2847.77", "2927.77",
-                "1500.00", "1207.77", "180.00", "0.00", "4"),
+        "B-8": (
+            "426.13",
+            "41.64",
+            "920.00",
+            "1500.00",
+            "19.82",
+            "2887.77",
+            "2847.77",
+            "2927.77",
+            "1500.00",
+            "1207.77",
+            "180.00",
+            "0.00",
+            "4",
+        ),
         # 3001 (19.82) + the support plan (29.00) + a line tagged with an unregistered batch (5.00); 600 GiB of
         # scratch nobody owns (13.34); two hours on a project that is not a batch (2 x 80).
-        "unattributed": ("53.82", "13.34", "160.00", "0.00", "0.00", "227.16", "227.16", "227.16",
-                         "34.00", "193.16", "0.00", "0.00", "1"),
+        "unattributed": (
+            "53.82",
+            "13.34",
+            "160.00",
+            "0.00",
+            "0.00",
+            "227.16",
+            "227.16",
+            "227.16",
+            "34.00",
+            "193.16",
+            "0.00",
+            "0.00",
+            "1",
+        ),
     }
 
 
 def test_three_books_are_kept_apart(demo_run):
-    cash = {(str(m), item, ev): str(a) for m, item, ev, a in demo_run.query(
-        "select month, item, evidence_level, amount from marts.fct_cash_book")}
-    assert cash[("2026-01-01", "capacity_purchase", "billed")] == "915596.00"   # paid once, in January
+    cash = {
+        (str(m), item, ev): str(a)
+        for m, item, ev, a in demo_run.query("select month, item, evidence_level, amount from marts.fct_cash_book")
+    }
+    assert cash[("2026-01-01", "capacity_purchase", "billed")] == "915596.00"  # paid once, in January
     assert cash[("2026-11-01", "facility", "billed")] == "3456.00"
-    assert cash[("2026-11-01", "cloud_bill", "billed")] == "142.00"              # BilledCost of all five lines
-    assert cash[("2026-11-01", "external_service", "billed")] == "3900.00"       # 2,400.00 + 1,500.00 invoiced
-    assert cash[("2026-11-01", "external_service", "pending")] == "600.00"       # B-7's accrual
+    assert cash[("2026-11-01", "cloud_bill", "billed")] == "142.00"  # BilledCost of all five lines
+    assert cash[("2026-11-01", "external_service", "billed")] == "3900.00"  # 2,400.00 + 1,500.00 invoiced
+    assert cash[("2026-11-01", "external_service", "pending")] == "600.00"  # B-7's accrual
     # The resource book spreads the purchase over its life instead: November's share is in the reconciliation.
-    (resource_total,) = demo_run.query("select sum(resource_cost) from marts.fct_resource_book "
-                                       "where month = date '2026-11-01'")[0]
+    (resource_total,) = demo_run.query(
+        "select sum(resource_cost) from marts.fct_resource_book where month = date '2026-11-01'"
+    )[0]
     # Owned jobs, plus every cloud line at EffectiveCost: 102.40 - 6.40 + 12.00 + 29.00 + 5.00 = 142.00.
     assert resource_total == D("911.72") + D("142.00")
     cloud = demo_run.row("select * from marts.fct_resource_book where job_id = 'b10-eval-cloud'")
@@ -168,21 +311,48 @@ def test_three_books_are_kept_apart(demo_run):
 
 
 def test_plan_vs_actual(demo_run):
-    rows = {r[0]: r[1:] for r in demo_run.query("""
+    rows = {
+        r[0]: r[1:]
+        for r in demo_run.query("""
         select batch_id, budget_cost, actual_cost, variance, variance_pct, over_boundary, rounds_run, stop_signal,
                stop_reason, exploration_cost, unforeseeable_failure_cost, avoidable_rework_cost, planned_work_cost
-        from marts.fct_batch_budget""")}
+        from marts.fct_batch_budget""")
+    }
     # B-7: 7,786.11 against 8,000.00 is -2.67 %, inside 10 %; 1001 is exploration, 1002 + its restart 1003
     # unforeseeable, the rework hours avoidable (4 x 120 + 1.5 x 173.37).
-    assert rows["B-7"] == (D("8000.00"), D("7786.11"), D("-213.89"), D("-2.67"), False, 2, False, None,
-                           D("39.64"), D("396.40"), D("740.06"), D("6610.01"))
+    assert rows["B-7"] == (
+        D("8000.00"),
+        D("7786.11"),
+        D("-213.89"),
+        D("-2.67"),
+        False,
+        2,
+        False,
+        None,
+        D("39.64"),
+        D("396.40"),
+        D("740.06"),
+        D("6610.01"),
+    )
     # B-8: over its 5 % boundary; rounds 2 and 3 each cost more than the one before without new evidence.
     # Avoidable: 2001's configuration error and 2005's evaluation rework (19.82 each) and 2 h rework at 90.
-    assert rows["B-8"] == (D("400.00"), D("2887.77"), D("2487.77"), D("621.94"), True, 3, True,
-                           "cost_rising_without_new_evidence", D("39.64"), D("0.00"), D("219.64"), D("2628.49"))
+    assert rows["B-8"] == (
+        D("400.00"),
+        D("2887.77"),
+        D("2487.77"),
+        D("621.94"),
+        True,
+        3,
+        True,
+        "cost_rising_without_new_evidence",
+        D("39.64"),
+        D("0.00"),
+        D("219.64"),
+        D("2628.49"),
+    )
     assert rows["B-10"][:6] == (D("100.00"), D("108.00"), D("8.00"), D("8.00"), False, 0)
     for budget in rows.values():
-        assert sum(budget[-4:]) == budget[1]                      # the review's classes add up to the actual cost
+        assert sum(budget[-4:]) == budget[1]  # the review's classes add up to the actual cost
 
 
 def test_engineering_sees_hours_and_totals_but_no_small_group_figures(demo_run):
@@ -195,14 +365,18 @@ def test_engineering_sees_hours_and_totals_but_no_small_group_figures(demo_run):
 
     labour = "select labour_hours, amount from marts.fct_cost_lines where cost_type = 'labour' order by all"
     assert all(amount is not None for _, amount in read(FINANCE, labour))
-    assert {amount for _, amount in read(ENGINEERING, labour)} == {None}          # hours only
-    assert sum(hours for hours, _ in read(ENGINEERING, labour)) == D("44.50")      # 33.5 + 9 + 2
+    assert {amount for _, amount in read(ENGINEERING, labour)} == {None}  # hours only
+    assert sum(hours for hours, _ in read(ENGINEERING, labour)) == D("44.50")  # 33.5 + 9 + 2
     totals = "select batch_id, labour_cost, total_cost from marts.fct_batch_costs order by batch_id"
     assert read(ENGINEERING, totals) == [
-        ("B-10", D("0.00"), D("108.00")), ("B-7", D("4230.28"), D("7786.11")), ("B-8", D("920.00"), D("2887.77")),
-        ("unattributed", None, None),                                            # one person's hours
+        ("B-10", D("0.00"), D("108.00")),
+        ("B-7", D("4230.28"), D("7786.11")),
+        ("B-8", D("920.00"), D("2887.77")),
+        ("unattributed", None, None),  # one person's hours
     ]
     assert ("unattributed", D("160.00"), D("227.16")) in read(FINANCE, totals)
     columns = "select column_name from information_schema.columns where table_name = 'fct_resource_book'"
     assert {c for (c,) in read(FINANCE, columns)} - {c for (c,) in read(ENGINEERING, columns)} == {
-        "list_cost", "contract_discount"}
+        "list_cost",
+        "contract_discount",
+    }

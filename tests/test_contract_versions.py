@@ -17,7 +17,8 @@ def test_two_contract_versions_side_by_side(demo_run, tmp_path):
     v1 = resources.files("cost_pipeline.contract").joinpath("definitions_v1.yaml").read_text(encoding="utf-8")
     # v2 raises the bar for effective compute: graphics-engine activity of at least 0.9 (the demo computes at 0.85).
     v2 = v1.replace("version: v1", "version: v2", 1).replace(
-        "min_gr_engine_active: 0.2 ", "min_gr_engine_active: 0.9 ", 1)
+        "min_gr_engine_active: 0.2 ", "min_gr_engine_active: 0.9 ", 1
+    )
     assert v2.count("0.9 ") >= 1 and v2 != v1
     contracts = tmp_path / "contracts"
     contracts.mkdir()
@@ -42,9 +43,13 @@ def test_two_contract_versions_side_by_side(demo_run, tmp_path):
         remove_contract_directory(contracts)
 
     con = duckdb.connect(str(warehouse), read_only=True)
-    rows = {r[0]: r[1:] for r in con.execute(
-        "select batch_id, contract_version, effective_compute_gpu_hours, comm_wait_gpu_hours, idle_gpu_hours "
-        "from marts.fct_batch_compute").fetchall()}
+    rows = {
+        r[0]: r[1:]
+        for r in con.execute(
+            "select batch_id, contract_version, effective_compute_gpu_hours, comm_wait_gpu_hours, idle_gpu_hours "
+            "from marts.fct_batch_compute"
+        ).fetchall()
+    }
     versions = con.execute("select distinct contract_version from raw.contract_enumerations order by 1").fetchall()
     con.close()
     assert versions == [("v1",), ("v2",)]
@@ -52,4 +57,4 @@ def test_two_contract_versions_side_by_side(demo_run, tmp_path):
     assert rows["B-7"] == ("v1", Decimal("152.7000"), Decimal("16.9667"), Decimal("17.3333"))
     # B-8 under v2: its effective minutes (8,712) become idle; comm wait is unchanged.
     assert rows["B-8"] == ("v2", Decimal("0.0000"), Decimal("16.1333"), Decimal("155.8667"))
-    assert rows["unattributed"][0] == "v2"        # rows without a batch use the newest contract
+    assert rows["unattributed"][0] == "v2"  # rows without a batch use the newest contract

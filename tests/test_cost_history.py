@@ -23,8 +23,9 @@ def _snapshots(warehouse) -> list[tuple]:
 def _step_snapshots(warehouse) -> list[tuple]:
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
-        return con.execute("select * from history.snp_step_costs "
-                           "order by batch_id, job_id, step_number, started_at, snapshot_version").fetchall()
+        return con.execute(
+            "select * from history.snp_step_costs order by batch_id, job_id, step_number, started_at, snapshot_version"
+        ).fetchall()
     finally:
         con.close()
 
@@ -37,36 +38,49 @@ def test_a_late_file_adds_a_version_and_history_is_never_rewritten(demo_run, tmp
     first = _snapshots(warehouse)
     assert [(r[0], r[1]) for r in first] == [("B-10", 1), ("B-7", 1), ("B-8", 1), ("unattributed", 1)]
     first_steps = _step_snapshots(warehouse)
-    assert len(first_steps) == 13 + 20 + 30                  # jobs 1002, 1003 and 2003, one version each
+    assert len(first_steps) == 13 + 20 + 30  # jobs 1002, 1003 and 2003, one version each
     # A step's cost is its job's cost per allocated second x its seconds: 1002 cost 158.56 over 4 h, steps of 600 s.
     step_one = demo_run.row("select step_cost from history.snp_step_costs where job_id = '1002' and step_number = 1")
-    assert step_one["step_cost"] == Decimal("6.6067")           # 158.56 x 600 / 14,400
+    assert step_one["step_cost"] == Decimal("6.6067")  # 158.56 x 600 / 14,400
 
     # A late step record for B-7's retry job arrives the next night.
-    late = {"batch_id": "B-7", "job_id": "1003", "step": 31, "started_at": "2026-11-03T11:40:00",
-            "ended_at": "2026-11-03T11:50:00", "committed": True, "discarded_reason": None, "samples": 512,
-            "tokens": 1_000_000, "config_version": "rl-cfg-12", "data_version": "prefs-2026-10"}
+    late = {
+        "batch_id": "B-7",
+        "job_id": "1003",
+        "step": 31,
+        "started_at": "2026-11-03T11:40:00",
+        "ended_at": "2026-11-03T11:50:00",
+        "committed": True,
+        "discarded_reason": None,
+        "samples": 512,
+        "tokens": 1_000_000,
+        "config_version": "rl-cfg-12",
+        "data_version": "prefs-2026-10",
+    }
     (landing / "steps" / "steps_late.jsonl").write_text(json.dumps(late) + "\n", encoding="utf-8")
     assert run_pipeline(landing, warehouse)
     second = _snapshots(warehouse)
     assert [(r[0], r[1]) for r in second] == [("B-10", 1), ("B-7", 1), ("B-7", 2), ("B-8", 1), ("unattributed", 1)]
-    assert [r for r in second if r[1] == 1] == first          # earlier versions byte-identical
+    assert [r for r in second if r[1] == 1] == first  # earlier versions byte-identical
     # Per step (R16): the late step is appended, every other step's version stays as it was.
     second_steps = _step_snapshots(warehouse)
     assert [r for r in second_steps if r not in first_steps] == [
-        r for r in second_steps if r[1] == "1003" and r[2] == 31]
+        r for r in second_steps if r[1] == "1003" and r[2] == 31
+    ]
     assert set(first_steps) <= set(second_steps) and len(second_steps) == len(first_steps) + 1
 
     con = duckdb.connect(str(warehouse), read_only=True)
-    history = con.execute("select batch_id, snapshot_version, is_latest, changed_columns, steps_run, compute_cost "
-                          "from marts.fct_batch_cost_history where batch_id = 'B-7' order by 2").fetchall()
+    history = con.execute(
+        "select batch_id, snapshot_version, is_latest, changed_columns, steps_run, compute_cost "
+        "from marts.fct_batch_cost_history where batch_id = 'B-7' order by 2"
+    ).fetchall()
     con.close()
     assert history[0][:4] == ("B-7", 1, False, "first snapshot") and history[0][4] == 33
     assert history[1][:3] == ("B-7", 2, True) and history[1][4] == 34
     assert history[1][3] == "steps_run, steps_counted, cost_per_counted_step"
-    assert history[1][5] == history[0][5]                     # the same compute spent over one more step
+    assert history[1][5] == history[0][5]  # the same compute spent over one more step
 
-    assert run_pipeline(landing, warehouse)                   # nothing new: nothing appended
+    assert run_pipeline(landing, warehouse)  # nothing new: nothing appended
     assert _snapshots(warehouse) == second
     assert _step_snapshots(warehouse) == second_steps
 
@@ -82,24 +96,30 @@ def test_a_restated_bill_adds_a_version_and_the_estimate_stays_in_history(demo_r
 
     export = (landing / "billing" / "aws_focus_2026-11.csv").read_text(encoding="utf-8").splitlines()
     header, job_line = export[0], next(line for line in export if "8 x H100 for 4 h" in line)
-    restated = (job_line.replace("8 x H100 for 4 h", "Restated: reserved-instance rate applied")
-                .replace(",Usage,,", ",Usage,Correction,").replace("171.37", "-16.00").replace("102.40", "-9.60"))
+    restated = (
+        job_line.replace("8 x H100 for 4 h", "Restated: reserved-instance rate applied")
+        .replace(",Usage,,", ",Usage,Correction,")
+        .replace("171.37", "-16.00")
+        .replace("102.40", "-9.60")
+    )
     assert restated.count("-9.60") == 2 and ",Correction," in restated
-    (landing / "billing" / "aws_focus_2026-12-restated.csv").write_text(f"{header}\n{restated}\n",
-                                                                        encoding="utf-8")
+    (landing / "billing" / "aws_focus_2026-12-restated.csv").write_text(f"{header}\n{restated}\n", encoding="utf-8")
     assert run_pipeline(landing, warehouse)
 
     second = _snapshots(warehouse)
     assert [(r[0], r[1]) for r in second] == [("B-10", 1), ("B-10", 2), ("B-7", 1), ("B-8", 1), ("unattributed", 1)]
-    assert [r for r in second if r[1] == 1] == first          # the estimate's version is byte-identical
+    assert [r for r in second if r[1] == 1] == first  # the estimate's version is byte-identical
     con = duckdb.connect(str(warehouse), read_only=True)
-    history = con.execute("select snapshot_version, is_latest, changed_columns, compute_cost, cloud_compute_cost, "
-                          "total_cost from marts.fct_batch_cost_history where batch_id = 'B-10' order by 1").fetchall()
-    lines = con.execute("select count(*), sum(amount) from marts.fct_cost_lines "
-                        "where batch_id = 'B-10' and has_correction").fetchone()
+    history = con.execute(
+        "select snapshot_version, is_latest, changed_columns, compute_cost, cloud_compute_cost, "
+        "total_cost from marts.fct_batch_cost_history where batch_id = 'B-10' order by 1"
+    ).fetchall()
+    lines = con.execute(
+        "select count(*), sum(amount) from marts.fct_cost_lines where batch_id = 'B-10' and has_correction"
+    ).fetchone()
     con.close()
     assert history[0] == (1, False, "first snapshot", Decimal("96.00"), Decimal("96.00"), Decimal("108.00"))
     assert history[1][:2] == (2, True)
-    assert history[1][3:] == (Decimal("86.40"), Decimal("86.40"), Decimal("98.40"))   # 96.00 - 9.60
+    assert history[1][3:] == (Decimal("86.40"), Decimal("86.40"), Decimal("98.40"))  # 96.00 - 9.60
     assert history[1][2] == "compute_cost, total_cost, total_cost_low, total_cost_high, cloud_compute_cost"
-    assert lines == (1, Decimal("86.40"))                     # the job's line, restatements included
+    assert lines == (1, Decimal("86.40"))  # the job's line, restatements included

@@ -30,21 +30,28 @@ def test_the_demo_contract_reports_in_us_dollars():
 
 
 def test_a_purchase_in_another_currency_is_quarantined(tmp_path):
-    header = ("purchase_id,purchased_on,asset_class,description,quantity,unit_price,currency,gpus_per_unit,"
-              "depreciation_years,salvage_value\n")
-    text = header + ("P-1,2026-01-01,gpu_server,s,2,100.00,USD,8,3,0.00\n"
-                     "P-2,2026-01-01,gpu_server,s,2,100.00,EUR,8,3,0.00\n")
+    header = (
+        "purchase_id,purchased_on,asset_class,description,quantity,unit_price,currency,gpus_per_unit,"
+        "depreciation_years,salvage_value\n"
+    )
+    text = header + (
+        "P-1,2026-01-01,gpu_server,s,2,100.00,USD,8,3,0.00\nP-2,2026-01-01,gpu_server,s,2,100.00,EUR,8,3,0.00\n"
+    )
     assert _load(tmp_path, "ledger/purchases.csv", text, "ledger_purchases") == [
-        ("ledger/purchases.csv", 3, "currency.reporting_currency")]
+        ("ledger/purchases.csv", 3, "currency.reporting_currency")
+    ]
 
 
 def test_a_focus_line_billed_in_another_currency_is_quarantined_and_a_blank_one_is_not(tmp_path):
     header = "ChargePeriodStart,ChargePeriodEnd,BilledCost,EffectiveCost,BillingCurrency\n"
-    text = header + ("2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,1.00,1.00,USD\n"
-                     "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,1.00,1.00,EUR\n"
-                     "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,1.00,1.00,\n")
+    text = header + (
+        "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,1.00,1.00,USD\n"
+        "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,1.00,1.00,EUR\n"
+        "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,1.00,1.00,\n"
+    )
     assert _load(tmp_path, "billing/focus.csv", text, "billing_focus") == [
-        ("billing/focus.csv", 3, "billing_currency.reporting_currency")]
+        ("billing/focus.csv", 3, "billing_currency.reporting_currency")
+    ]
 
 
 def test_harvest_writes_a_currency_as_its_name_and_code():
@@ -56,7 +63,10 @@ def test_harvest_writes_a_currency_as_its_name_and_code():
 
 def test_a_timesheet_entry_in_another_currency_is_quarantined(tmp_path):
     header = "Date,Project Code,Task,Hours,First Name,Last Name,Cost Rate,Currency\n"
-    text = header + ("2026-11-02,B-7,Data preparation,6,Ann,Lee,100.00,United States Dollar - USD\n"
-                     "2026-11-02,B-7,Data preparation,6,Ann,Lee,100.00,Euro - EUR\n")
+    text = header + (
+        "2026-11-02,B-7,Data preparation,6,Ann,Lee,100.00,United States Dollar - USD\n"
+        "2026-11-02,B-7,Data preparation,6,Ann,Lee,100.00,Euro - EUR\n"
+    )
     assert _load(tmp_path, "timesheets/harvest.csv", text, "timesheets") == [
-        ("timesheets/harvest.csv", 3, "currency.reporting_currency")]
+        ("timesheets/harvest.csv", 3, "currency.reporting_currency")
+    ]

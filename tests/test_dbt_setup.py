@@ -60,8 +60,9 @@ def test_a_second_prepare_reuses_the_manifest_and_an_edit_parses_again(project, 
     prepare_manifest(project)
     assert _written(manifest) == first, "the same warehouse file name in another folder shares the manifest"
     monkeypatch.setenv("COST_WAREHOUSE", str(tmp_path / "b" / "night.duckdb"))
-    assert fingerprint_path(project).read_text(encoding="utf-8").strip() != manifest_fingerprint(project), \
+    assert fingerprint_path(project).read_text(encoding="utf-8").strip() != manifest_fingerprint(project), (
         "another file name is another database name in the manifest"
+    )
 
     monkeypatch.setenv("COST_WAREHOUSE", str(tmp_path / "a" / "warehouse.duckdb"))
     edited = project / MODEL
@@ -100,9 +101,11 @@ def test_only_the_newest_partial_parse_files_are_kept(project, tmp_path):
         build = tmp_path / f"build-{number}"
         build.mkdir()
         (build / PARTIAL_PARSE_FILE).write_bytes(b"state")
-        os.utime(build / PARTIAL_PARSE_FILE, ns=(number * 10**9, number * 10**9))   # written one second apart
+        os.utime(build / PARTIAL_PARSE_FILE, ns=(number * 10**9, number * 10**9))  # written one second apart
         keep_partial_parse(build, tmp_path / f"w{number}" / "warehouse.duckdb", project)
     kept = {path.name for path in partial_parse_state(tmp_path / "w0.duckdb", project).parent.glob("*.msgpack")}
-    newest = {partial_parse_state(tmp_path / f"w{number}" / "warehouse.duckdb", project).name
-              for number in range(3, PARTIAL_PARSE_STATES + 3)}
+    newest = {
+        partial_parse_state(tmp_path / f"w{number}" / "warehouse.duckdb", project).name
+        for number in range(3, PARTIAL_PARSE_STATES + 3)
+    }
     assert kept == newest

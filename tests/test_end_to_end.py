@@ -14,9 +14,9 @@ import pytest
 
 # November 2026: two 8-GPU servers at 457,798.00 over 3 years, facility 2,016 + 1,152 + 288 = 3,456.00.
 NOVEMBER_HOURS = 30 * 24
-DEPRECIATION = Fraction(2 * 457_798 * NOVEMBER_HOURS, 3 * 365 * 24)          # 25,084.8219...
-AVAILABLE_GPU_HOURS = 16 * NOVEMBER_HOURS                                     # 11,520
-PRICE = (DEPRECIATION + 3456) / AVAILABLE_GPU_HOURS                           # 2.4775019... per GPU-hour
+DEPRECIATION = Fraction(2 * 457_798 * NOVEMBER_HOURS, 3 * 365 * 24)  # 25,084.8219...
+AVAILABLE_GPU_HOURS = 16 * NOVEMBER_HOURS  # 11,520
+PRICE = (DEPRECIATION + 3456) / AVAILABLE_GPU_HOURS  # 2.4775019... per GPU-hour
 
 
 def cents(value: Fraction) -> Decimal:
@@ -40,10 +40,10 @@ def test_batch_b7_every_column_by_hand(demo_run):
     row = demo_run.row("select * from marts.fct_batch_compute where batch_id = 'B-7'")
     # Jobs 1001 (8 GPUs, 2 h, limit 4 h), 1002 (16, 4 h, limit 24 h, NODE_FAIL), 1003 (16, 6 h, limit 24 h,
     # failure_retry of 1002), 1004 (8, 1 h, limit 2 h), 1005 (8, 0.5 h, limit 1 h); sacct step rows excluded.
-    effective = 8 * 99 + (8 * 207 + 8 * 153) + (15 * 315 + 261) + 8 * 45 + 8 * 18      # GPU-minutes
+    effective = 8 * 99 + (8 * 207 + 8 * 153) + (15 * 315 + 261) + 8 * 45 + 8 * 18  # GPU-minutes
     comm = 8 * 11 + (8 * 23 + 8 * 17) + (15 * 35 + 29) + 8 * 5 + 8 * 2
-    idle = 8 * 10 + (8 * 10 + 8 * 70) + 16 * 10 + 8 * 10 + 8 * 10   # gpu-b idles after the fault in 1002
-    unobserved = 60                                                  # 1003: one GPU's samples stop 1 h early
+    idle = 8 * 10 + (8 * 10 + 8 * 70) + 16 * 10 + 8 * 10 + 8 * 10  # gpu-b idles after the fault in 1002
+    unobserved = 60  # 1003: one GPU's samples stop 1 h early
     assert effective + comm + idle + unobserved == 188 * 60
     cost = job_cost(16) + job_cost(64) + job_cost(96) + job_cost(8) + job_cost(4)
     expected = {
@@ -58,8 +58,8 @@ def test_batch_b7_every_column_by_hand(demo_run):
         "unobserved_gpu_hours": hours(unobserved),
         "failed_gpu_hours": Decimal(64),
         "rerun_gpu_hours": Decimal(96),
-        "steps_run": 13 + 20,              # 1002 ran steps 1-13, 1003 re-ran 11-30
-        "steps_counted": 30,               # 11 and 12 rolled back, 13 never committed
+        "steps_run": 13 + 20,  # 1002 ran steps 1-13, 1003 re-ran 11-30
+        "steps_counted": 30,  # 11 and 12 rolled back, 13 never committed
         "steps_discarded": 2,
         "step_seconds_median": Decimal(600),
         "step_seconds_max": 900,
@@ -91,8 +91,8 @@ def test_batch_b8_and_the_unattributed_bucket(demo_run):
     assert b8["compute_cost"] == 5 * job_cost(8) + job_cost(128) + job_cost(4) == Decimal("426.13")
 
     unattributed = demo_run.row("select * from marts.fct_batch_compute where batch_id = 'unattributed'")
-    assert unattributed["jobs"] == 2                  # 3001 has no batch label, 3002 names unregistered B-9
-    assert unattributed["occupied_gpu_hours"] == 8    # 3002 is still running: nothing occupied yet
+    assert unattributed["jobs"] == 2  # 3001 has no batch label, 3002 names unregistered B-9
+    assert unattributed["occupied_gpu_hours"] == 8  # 3002 is still running: nothing occupied yet
     assert unattributed["jobs_without_time_limit"] == 1
     assert unattributed["compute_cost"] == job_cost(8)
 
@@ -114,16 +114,19 @@ def test_phase_rows_add_up_to_batches(demo_run):
 
 
 def test_runs_carry_reasons_and_lineage(demo_run):
-    runs = {r[0]: r[1:] for r in demo_run.query("""
+    runs = {
+        r[0]: r[1:]
+        for r in demo_run.query("""
         select job_id, termination_reason, termination_category, is_failed, is_rerun, lineage_type, lineage_job_id,
                lineage_job_found, unattributed_reason, cancelled_by, samples
-        from marts.fct_runs""")}
+        from marts.fct_runs""")
+    }
     assert runs["1002"][:4] == ("node_failure", "infrastructure", True, False)
     assert runs["1003"][:7] == ("completed", "completed", False, True, "restart_of", "1002", True)
     assert runs["2001"][:3] == ("config_error", "configuration_or_logic", True)
     assert runs["2005"][4:7] == ("continues", "2004", True)
     assert runs["2006"][1] == "cancelled" and runs["2006"][8] == "10304007"
-    assert runs["2002_1"][9] == 8 * 60          # samples tagged with the raw id 2010 still find the array task
+    assert runs["2002_1"][9] == 8 * 60  # samples tagged with the raw id 2010 still find the array task
     assert runs["2002_[3-4]"][1] == "running"
     assert runs["3001"][7] == "no_batch_label"
     assert runs["3002"][7] == "batch_not_registered"
@@ -140,31 +143,53 @@ def test_gpu_hour_price_for_november(demo_run):
     assert row["facility_cost"] == Decimal("3456.00")
     assert row["price_per_available_gpu_hour"] == Decimal("2.477502")
     assert row["occupied_gpu_hours"] == occupied
-    assert row["measured_utilization"] == Decimal("0.825815")          # 303.9 / 368
+    assert row["measured_utilization"] == Decimal("0.825815")  # 303.9 / 368
     assert float(row["price_per_effective_gpu_hour"]) == pytest.approx(float(PRICE * occupied / effective), abs=1e-6)
 
 
 def test_rows_in_equal_rows_staged_plus_quarantined_for_every_source(demo_run):
     files = demo_run.query("select source, source_file, rows_in, rows_staged, rows_quarantined from raw.ingested_files")
     sources = {f[0] for f in files}
-    assert sources == {"batch_registry", "scheduler_jobs", "training_steps", "ledger_purchases", "ledger_facility",
-                       "device_samples", "serving_requests", "serving_replicas", "serving_monthly_costs",
-                       "task_outcomes", "timesheets", "service_invoices", "batch_rounds", "storage_inventory",
-                       "storage_prefix_rules", "storage_prices", "billing_focus", "scheduler_events"}
+    assert sources == {
+        "batch_registry",
+        "scheduler_jobs",
+        "training_steps",
+        "ledger_purchases",
+        "ledger_facility",
+        "device_samples",
+        "serving_requests",
+        "serving_replicas",
+        "serving_monthly_costs",
+        "task_outcomes",
+        "timesheets",
+        "service_invoices",
+        "batch_rounds",
+        "storage_inventory",
+        "storage_prefix_rules",
+        "storage_prices",
+        "billing_focus",
+        "scheduler_events",
+    }
     for source, source_file, rows_in, staged, quarantined in files:
         assert rows_in == staged + quarantined, source_file
         (in_table,) = demo_run.query(f'select count(*) from raw."{source}" where source_file = ?', [source_file])[0]
         (in_quarantine,) = demo_run.query(
-            "select count(*) from raw.quarantine where source = ? and source_file = ?", [source, source_file])[0]
+            "select count(*) from raw.quarantine where source = ? and source_file = ?", [source, source_file]
+        )[0]
         assert (in_table, in_quarantine) == (staged, quarantined), source_file
     # The one corrupt sacct line is named by file, line and rule.
     assert demo_run.query("select source_file, line, rule from raw.quarantine") == [
-        ("scheduler/sacct_2026-11.txt", 27, "start_timestamp")]
+        ("scheduler/sacct_2026-11.txt", 27, "start_timestamp")
+    ]
 
 
 def test_every_mart_row_records_its_contract_version(demo_run):
-    marts = [t for (t,) in demo_run.query(
-        "select table_name from information_schema.tables where table_schema = 'marts' order by 1")]
+    marts = [
+        t
+        for (t,) in demo_run.query(
+            "select table_name from information_schema.tables where table_schema = 'marts' order by 1"
+        )
+    ]
     assert len(marts) >= 13
     for table in marts:
         missing = demo_run.query(f'select count(*) from marts."{table}" where contract_version is null')[0][0]

@@ -18,13 +18,17 @@ from cost_pipeline.ingest.registry import load_source, sources
 from cost_pipeline.ingest.telemetry import load_device_samples
 from tests.helpers import query
 
-REGISTRY = ("batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"
-            "B-1,p,g,t,d1,m1,c1,cfg1,v1\n"
-            "B-2,p,g,t,d1,m1,c1,cfg1,v1\n"
-            "B-3,p,g,t,d1,m1,c1,cfg1,v9\n")          # unknown contract version: quarantined once, not twice
+REGISTRY = (
+    "batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"
+    "B-1,p,g,t,d1,m1,c1,cfg1,v1\n"
+    "B-2,p,g,t,d1,m1,c1,cfg1,v1\n"
+    "B-3,p,g,t,d1,m1,c1,cfg1,v9\n"
+)  # unknown contract version: quarantined once, not twice
 SAMPLE_HEADER = ",".join(name for name, _ in DEVICE_SAMPLE_COLUMNS)
-LEDGER = ("select source_file, rows_in, rows_staged, rows_quarantined, duplicate_of from raw.ingested_files "
-          "where source = ? order by source_file")
+LEDGER = (
+    "select source_file, rows_in, rows_staged, rows_quarantined, duplicate_of from raw.ingested_files "
+    "where source = ? order by source_file"
+)
 
 
 def _sample(ts: str, gr: str = "0.9") -> str:
@@ -43,8 +47,11 @@ def _materialize(landing: Path, warehouse: Path, name: str) -> dg.ExecuteInProce
 
 
 def _checks(result: dg.ExecuteInProcessResult) -> dict[str, bool]:
-    return {e.asset_check_evaluation_data.check_name: e.asset_check_evaluation_data.passed
-            for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"}
+    return {
+        e.asset_check_evaluation_data.check_name: e.asset_check_evaluation_data.passed
+        for e in result.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION"
+    }
 
 
 def test_a_registry_file_copied_under_a_new_name_loads_its_rows_once(tmp_path):
@@ -57,15 +64,18 @@ def test_a_registry_file_copied_under_a_new_name_loads_its_rows_once(tmp_path):
     assert result.success
     assert _checks(result)["rows_conserved"] is True
     assert query(warehouse, "select batch_id, source_file from raw.batch_registry order by 1") == [
-        ("B-1", "registry/batches.csv"), ("B-2", "registry/batches.csv")]
+        ("B-1", "registry/batches.csv"),
+        ("B-2", "registry/batches.csv"),
+    ]
     assert query(warehouse, "select source_file, line, rule from raw.quarantine") == [
-        ("registry/batches.csv", 4, "contract_version.isin")]
+        ("registry/batches.csv", 4, "contract_version.isin")
+    ]
     assert query(warehouse, LEDGER, ["batch_registry"]) == [
         ("registry/batches.csv", 3, 2, 1, None),
         ("registry/batches_resent.csv", 0, 0, 0, "registry/batches.csv"),
     ]
     sha = query(warehouse, "select distinct file_sha256 from raw.ingested_files")
-    assert len(sha) == 1                                 # both names recorded with the same hash
+    assert len(sha) == 1  # both names recorded with the same hash
 
     con = connect(warehouse, readable_dir=landing)
     try:
@@ -90,14 +100,27 @@ def test_the_first_file_in_sorted_order_wins_and_files_with_other_bytes_still_lo
         ("registry/batches_c.csv", 3, 2, 1, None),
     ]
     assert query(warehouse, "select batch_id from raw.batch_registry order by 1") == [
-        ("B-1",), ("B-2",), ("B-4",), ("B-5",)]
+        ("B-1",),
+        ("B-2",),
+        ("B-4",),
+        ("B-5",),
+    ]
 
 
 def test_a_telemetry_csv_copied_under_a_new_name_is_not_staged_again(tmp_path):
     landing = tmp_path / "landing"
-    _write(landing / "telemetry" / "node1.csv", "\n".join(
-        [SAMPLE_HEADER, _sample("2026-11-01T00:00:00"), _sample("2026-11-01T00:01:00", gr="1.5"),
-         _sample("2026-11-01T00:02:00")]) + "\n")
+    _write(
+        landing / "telemetry" / "node1.csv",
+        "\n".join(
+            [
+                SAMPLE_HEADER,
+                _sample("2026-11-01T00:00:00"),
+                _sample("2026-11-01T00:01:00", gr="1.5"),
+                _sample("2026-11-01T00:02:00"),
+            ]
+        )
+        + "\n",
+    )
     shutil.copyfile(landing / "telemetry" / "node1.csv", landing / "telemetry" / "node1_again.csv")
     _write(landing / "telemetry" / "broken.parquet", "not parquet")
     _write(landing / "telemetry" / "broken_too.parquet", "not parquet")
@@ -107,7 +130,9 @@ def test_a_telemetry_csv_copied_under_a_new_name_is_not_staged_again(tmp_path):
     assert result.success
     assert _checks(result)["rows_conserved"] is True
     assert query(warehouse, "select source_file, source_line from raw.device_samples order by 1, 2") == [
-        ("telemetry/node1.csv", 2), ("telemetry/node1.csv", 4)]
+        ("telemetry/node1.csv", 2),
+        ("telemetry/node1.csv", 4),
+    ]
     assert query(warehouse, "select source_file, line, rule from raw.quarantine order by 1, 2") == [
         ("telemetry/broken.parquet", 0, "file_format"),
         ("telemetry/node1.csv", 3, "DCGM_FI_PROF_GR_ENGINE_ACTIVE.unit_range"),
@@ -126,8 +151,10 @@ def test_a_telemetry_csv_copied_under_a_new_name_is_not_staged_again(tmp_path):
         con.close()
     assert (report.files, report.duplicate_files) == (4, 2)
     assert (report.rows_in, report.rows_staged, report.rows_quarantined) == (4, 2, 2) and report.conserved
-    assert sorted(report.duplicates) == [("telemetry/broken_too.parquet", "telemetry/broken.parquet"),
-                                         ("telemetry/node1_again.csv", "telemetry/node1.csv")]
+    assert sorted(report.duplicates) == [
+        ("telemetry/broken_too.parquet", "telemetry/broken.parquet"),
+        ("telemetry/node1_again.csv", "telemetry/node1.csv"),
+    ]
 
 
 def test_reloading_the_same_landing_folder_gives_the_same_ledger(tmp_path):
@@ -146,9 +173,11 @@ def test_a_warehouse_with_the_old_ledger_gains_the_duplicate_column(tmp_path):
     warehouse = tmp_path / "w.duckdb"
     con = duckdb.connect(str(warehouse))
     con.execute("create schema raw")
-    con.execute("create table raw.ingested_files (source varchar not null, source_file varchar not null, "
-                "file_sha256 varchar not null, rows_in bigint not null, rows_staged bigint not null, "
-                "rows_quarantined bigint not null)")
+    con.execute(
+        "create table raw.ingested_files (source varchar not null, source_file varchar not null, "
+        "file_sha256 varchar not null, rows_in bigint not null, rows_staged bigint not null, "
+        "rows_quarantined bigint not null)"
+    )
     con.execute("insert into raw.ingested_files values ('batch_registry', 'registry/old.csv', 'x', 1, 1, 0)")
     con.close()
     landing = tmp_path / "landing"
@@ -156,4 +185,9 @@ def test_a_warehouse_with_the_old_ledger_gains_the_duplicate_column(tmp_path):
     shutil.copyfile(landing / "registry" / "batches.csv", landing / "registry" / "batches_copy.csv")
     assert _materialize(landing, warehouse, "batch_registry").success
     assert query(warehouse, LEDGER, ["batch_registry"])[-1] == (
-        "registry/batches_copy.csv", 0, 0, 0, "registry/batches.csv")
+        "registry/batches_copy.csv",
+        0,
+        0,
+        0,
+        "registry/batches.csv",
+    )

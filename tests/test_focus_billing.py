@@ -30,20 +30,26 @@ def _landing(tmp_path: Path, folders: tuple[str, ...] = ("focus_spec", "openchar
 
 def _materialize(landing: Path, warehouse: Path, tag_key: str = "batch_id") -> dg.ExecuteInProcessResult:
     return dg.materialize(
-        [ASSETS_BY_TABLE["billing_focus"]], instance=dg.DagsterInstance.ephemeral(),
+        [ASSETS_BY_TABLE["billing_focus"]],
+        instance=dg.DagsterInstance.ephemeral(),
         resources={"landing": LandingZone(path=str(landing)), "warehouse": Warehouse(path=str(warehouse))},
-        run_config={"ops": {"raw__billing_focus": {"config": {"batch_tag_key": tag_key}}}})
+        run_config={"ops": {"raw__billing_focus": {"config": {"batch_tag_key": tag_key}}}},
+    )
 
 
 def test_shared_focus_exports_load_unedited(tmp_path):
     landing, warehouse = _landing(tmp_path), tmp_path / "w.duckdb"
     assert _materialize(landing, warehouse).success
     con = duckdb.connect(str(warehouse), read_only=True)
-    ledger = con.execute("select source_file, rows_in, rows_staged, rows_quarantined from raw.ingested_files "
-                         "where source = 'billing_focus'").fetchall()
+    ledger = con.execute(
+        "select source_file, rows_in, rows_staged, rows_quarantined from raw.ingested_files "
+        "where source = 'billing_focus'"
+    ).fetchall()
     quarantined = con.execute("select source_file, line, rule from raw.quarantine order by 1, 2").fetchall()
-    totals = con.execute("select sum(billed_cost), sum(effective_cost), count(*) from raw.billing_focus "
-                         "where source_file like 'billing/openchargeback__aws%'").fetchone()
+    totals = con.execute(
+        "select sum(billed_cost), sum(effective_cost), count(*) from raw.billing_focus "
+        "where source_file like 'billing/openchargeback__aws%'"
+    ).fetchone()
     nulls = con.execute("select count(*) from raw.billing_focus where consumed_quantity is null").fetchone()[0]
     con.close()
     assert len(ledger) == 13
@@ -55,17 +61,24 @@ def test_shared_focus_exports_load_unedited(tmp_path):
     ]
     with (SHARED_DATA / "openchargeback" / "aws_2025-01.csv").open(newline="", encoding="utf-8") as handle:
         lines = list(csv.DictReader(handle))
-    assert totals == (sum(Decimal(r["BilledCost"]) for r in lines), sum(Decimal(r["EffectiveCost"]) for r in lines),
-                      len(lines))
-    assert nulls > 0                                  # "null" quantities are missing values, not errors
+    assert totals == (
+        sum(Decimal(r["BilledCost"]) for r in lines),
+        sum(Decimal(r["EffectiveCost"]) for r in lines),
+        len(lines),
+    )
+    assert nulls > 0  # "null" quantities are missing values, not errors
 
 
 def test_the_batch_key_comes_from_a_configured_tag(tmp_path):
     landing, warehouse = _landing(tmp_path), tmp_path / "w.duckdb"
     assert _materialize(landing, warehouse, tag_key="project_id").success
     con = duckdb.connect(str(warehouse), read_only=True)
-    keys = {k for (k,) in con.execute("select distinct batch_id from raw.billing_focus "
-                                      "where source_file like 'billing/openchargeback%'").fetchall()}
+    keys = {
+        k
+        for (k,) in con.execute(
+            "select distinct batch_id from raw.billing_focus where source_file like 'billing/openchargeback%'"
+        ).fetchall()
+    }
     con.close()
     assert "genomics-sequencing" in keys and None not in keys
 
@@ -76,18 +89,25 @@ def test_a_parquet_export_loads_like_its_csv(tmp_path):
     landing = tmp_path / "landing"
     (landing / "billing").mkdir(parents=True)
     con = duckdb.connect()
-    con.execute("copy (select * from read_csv(?, header = true, all_varchar = true)) to ? (format parquet)",
-                [str(source), str(landing / "billing" / "aws_2025-01.parquet")])
+    con.execute(
+        "copy (select * from read_csv(?, header = true, all_varchar = true)) to ? (format parquet)",
+        [str(source), str(landing / "billing" / "aws_2025-01.parquet")],
+    )
     con.close()
     shutil.copyfile(source, landing / "billing" / "aws_2025-01.csv")
     warehouse = tmp_path / "w.duckdb"
     assert _materialize(landing, warehouse, tag_key="project_id").success
     con = duckdb.connect(str(warehouse), read_only=True)
-    staged = {path: rows for path, rows in con.execute(
-        "select source_file, list(struct_pack(source_line, batch_id, billed_cost, effective_cost, resource_id) "
-        "order by source_line) from raw.billing_focus group by source_file").fetchall()}
-    ledger = con.execute("select source_file, rows_in, rows_staged, rows_quarantined from raw.ingested_files "
-                         "order by 1").fetchall()
+    staged = {
+        path: rows
+        for path, rows in con.execute(
+            "select source_file, list(struct_pack(source_line, batch_id, billed_cost, effective_cost, resource_id) "
+            "order by source_line) from raw.billing_focus group by source_file"
+        ).fetchall()
+    }
+    ledger = con.execute(
+        "select source_file, rows_in, rows_staged, rows_quarantined from raw.ingested_files order by 1"
+    ).fetchall()
     con.close()
     csv_rows, parquet_rows = staged["billing/aws_2025-01.csv"], staged["billing/aws_2025-01.parquet"]
     # A CSV's line 1 is its header: its data lines are numbered from 2, the Parquet rows from 1.
@@ -101,8 +121,10 @@ FINOPS_SAMPLE = SHARED_DATA / "finops_sample" / "focus_sample.csv"
 
 def _ledger_and_quarantine(warehouse: Path) -> tuple[list[tuple], list[tuple]]:
     con = duckdb.connect(str(warehouse), read_only=True)
-    ledger = con.execute("select source_file, rows_in, rows_staged, rows_quarantined from raw.ingested_files "
-                         "where source = 'billing_focus' order by 1").fetchall()
+    ledger = con.execute(
+        "select source_file, rows_in, rows_staged, rows_quarantined from raw.ingested_files "
+        "where source = 'billing_focus' order by 1"
+    ).fetchall()
     quarantined = con.execute("select source_file, line, rule, message from raw.quarantine order by 1, 2").fetchall()
     con.close()
     return ledger, quarantined
@@ -121,11 +143,14 @@ def test_the_finops_foundation_sample_loads_unedited(tmp_path):
     assert rows_in == len(lines) == staged + bad
     assert staged == len(lines) and quarantined == []
     con = duckdb.connect(str(warehouse), read_only=True)
-    sums = con.execute("select sum(billed_cost), sum(effective_cost), sum(list_cost), sum(contracted_cost), "
-                       "count(contracted_cost), count(tags), count(batch_id), count(charge_class), "
-                       "min(charge_period_start), max(charge_period_end) from raw.billing_focus").fetchone()
-    exact = con.execute("select count(*) from raw.billing_focus where billed_cost = 0.00001605990 "
-                        "and source_line = 3").fetchone()[0]
+    sums = con.execute(
+        "select sum(billed_cost), sum(effective_cost), sum(list_cost), sum(contracted_cost), "
+        "count(contracted_cost), count(tags), count(batch_id), count(charge_class), "
+        "min(charge_period_start), max(charge_period_end) from raw.billing_focus"
+    ).fetchone()
+    exact = con.execute(
+        "select count(*) from raw.billing_focus where billed_cost = 0.00001605990 and source_line = 3"
+    ).fetchone()[0]
     con.close()
 
     def total(column: str) -> Decimal:
@@ -133,9 +158,9 @@ def test_the_finops_foundation_sample_loads_unedited(tmp_path):
 
     assert sums[:4] == (total("BilledCost"), total("EffectiveCost"), total("ListCost"), total("ContractedCost"))
     assert sums[4] == sum(r["ContractedCost"] != "NULL" for r in lines)
-    assert sums[5] == sum(r["Tags"] != "NULL" for r in lines) > 0         # NULL Tags are missing, not bad JSON
-    assert 0 < sums[6] < sums[5]                                           # the application tag, where it is set
-    assert sums[7] == 0                                                    # ChargeClass is NULL on every line
+    assert sums[5] == sum(r["Tags"] != "NULL" for r in lines) > 0  # NULL Tags are missing, not bad JSON
+    assert 0 < sums[6] < sums[5]  # the application tag, where it is set
+    assert sums[7] == 0  # ChargeClass is NULL on every line
     assert str(sums[8]) == min(r["ChargePeriodStart"] for r in lines)
     assert str(sums[9]) == max(r["ChargePeriodEnd"] for r in lines)
     assert exact == 1
@@ -150,15 +175,29 @@ def _write_focus(landing: Path, rows: list[dict[str, str]]) -> None:
 
 
 def _line(start: str, tags: str = "NULL", cost: str = "1.25") -> dict[str, str]:
-    return {"ChargePeriodStart": start, "ChargePeriodEnd": "2026-12-01T00:00:00Z", "BilledCost": cost,
-            "EffectiveCost": cost, "BillingCurrency": "USD", "Tags": tags}
+    return {
+        "ChargePeriodStart": start,
+        "ChargePeriodEnd": "2026-12-01T00:00:00Z",
+        "BilledCost": cost,
+        "EffectiveCost": cost,
+        "BillingCurrency": "USD",
+        "Tags": tags,
+    }
 
 
 def test_a_date_time_that_is_not_iso_8601_is_quarantined_never_guessed(tmp_path):
     """Built from FOCUS's date-time format (ISO 8601, UTC): 01.04.2025 is not read as 4 January or 1 April."""
     landing, warehouse = tmp_path / "landing", tmp_path / "w.duckdb"
-    starts = ["2026-11-30T00:00:00Z", "2026-11-30T01:00:00+01:00", "2026-11-30", "2026-11-30 00:00:00",
-              "01.04.2025", "04/01/2025", "30 Nov 2026", "2026-11-31T00:00:00Z"]
+    starts = [
+        "2026-11-30T00:00:00Z",
+        "2026-11-30T01:00:00+01:00",
+        "2026-11-30",
+        "2026-11-30 00:00:00",
+        "01.04.2025",
+        "04/01/2025",
+        "30 Nov 2026",
+        "2026-11-31T00:00:00Z",
+    ]
     _write_focus(landing, [_line(start) for start in starts])
     assert _materialize(landing, warehouse).success
     ledger, quarantined = _ledger_and_quarantine(warehouse)
@@ -166,24 +205,34 @@ def test_a_date_time_that_is_not_iso_8601_is_quarantined_never_guessed(tmp_path)
     staged = con.execute("select source_line, charge_period_start from raw.billing_focus order by 1").fetchall()
     con.close()
     assert [(line, str(at)) for line, at in staged] == [
-        (2, "2026-11-30 00:00:00"), (3, "2026-11-30 00:00:00"), (4, "2026-11-30 00:00:00"), (5, "2026-11-30 00:00:00")]
+        (2, "2026-11-30 00:00:00"),
+        (3, "2026-11-30 00:00:00"),
+        (4, "2026-11-30 00:00:00"),
+        (5, "2026-11-30 00:00:00"),
+    ]
     assert [(line, rule) for _, line, rule, _ in quarantined] == [
-        (line, "charge_period_start.iso_8601") for line in (6, 7, 8, 9)]
+        (line, "charge_period_start.iso_8601") for line in (6, 7, 8, 9)
+    ]
     assert all("an ISO 8601 date-time such as 2026-11-30T00:00:00Z" in message for *_, message in quarantined)
-    assert all("01.04.2025" not in message for *_, message in quarantined)    # the value stays out of the message
+    assert all("01.04.2025" not in message for *_, message in quarantined)  # the value stays out of the message
     assert ledger[0][1:] == (8, 4, 4)
 
 
 def test_null_tags_are_missing_and_tags_of_any_size_load(tmp_path):
     landing, warehouse = tmp_path / "landing", tmp_path / "w.duckdb"
-    big = json.dumps({"batch_id": "b-large", "notes": "x" * 300_000})       # past the csv module's 128 KiB default
-    _write_focus(landing, [_line("2026-11-30T00:00:00Z", tags) for tags in ("NULL", "null", "", big)]
-                 + [_line("2026-11-30T00:00:00Z", cost=cost) for cost in ("0.00000080000", "1.6E-05", "12,5")])
+    big = json.dumps({"batch_id": "b-large", "notes": "x" * 300_000})  # past the csv module's 128 KiB default
+    _write_focus(
+        landing,
+        [_line("2026-11-30T00:00:00Z", tags) for tags in ("NULL", "null", "", big)]
+        + [_line("2026-11-30T00:00:00Z", cost=cost) for cost in ("0.00000080000", "1.6E-05", "12,5")],
+    )
     assert _materialize(landing, warehouse).success
     _, quarantined = _ledger_and_quarantine(warehouse)
     con = duckdb.connect(str(warehouse), read_only=True)
-    staged = con.execute("select source_line, tags is null, batch_id, length(tags), cast(billed_cost as varchar) "
-                         "from raw.billing_focus order by 1").fetchall()
+    staged = con.execute(
+        "select source_line, tags is null, batch_id, length(tags), cast(billed_cost as varchar) "
+        "from raw.billing_focus order by 1"
+    ).fetchall()
     con.close()
     assert [(line, rule) for _, line, rule, _ in quarantined] == [(8, "billed_cost.amount")]
     assert "an amount such as 12.3456" in quarantined[0][3]
@@ -198,10 +247,16 @@ def test_the_finops_sample_as_parquet_with_double_amounts_stages_the_same_amount
     landing, warehouse = tmp_path / "landing", tmp_path / "w.duckdb"
     (landing / "billing").mkdir(parents=True)
     con = duckdb.connect()
-    con.execute("copy (select * from read_csv(?, header = true, nullstr = 'NULL')) to ? (format parquet)",
-                [str(FINOPS_SAMPLE), str(landing / "billing" / "focus_sample.parquet")])
-    types = dict(con.execute("select column_name, column_type from (describe select * from read_parquet(?))",
-                             [str(landing / "billing" / "focus_sample.parquet")]).fetchall())
+    con.execute(
+        "copy (select * from read_csv(?, header = true, nullstr = 'NULL')) to ? (format parquet)",
+        [str(FINOPS_SAMPLE), str(landing / "billing" / "focus_sample.parquet")],
+    )
+    types = dict(
+        con.execute(
+            "select column_name, column_type from (describe select * from read_parquet(?))",
+            [str(landing / "billing" / "focus_sample.parquet")],
+        ).fetchall()
+    )
     con.close()
     assert types["BilledCost"] == "DOUBLE" and types["ChargePeriodStart"] == "TIMESTAMP"
     shutil.copyfile(FINOPS_SAMPLE, landing / "billing" / "focus_sample.csv")
@@ -211,7 +266,8 @@ def test_the_finops_sample_as_parquet_with_double_amounts_stages_the_same_amount
     staged = con.execute(
         "select source_file, list(row(billed_cost, effective_cost, list_cost, contracted_cost, "
         "charge_period_start, tags is null, batch_id) order by source_line) from raw.billing_focus "
-        "group by source_file order by 1").fetchall()
+        "group by source_file order by 1"
+    ).fetchall()
     con.close()
     assert quarantined == [] and [row[1:] for row in ledger] == [(1000, 1000, 0)] * 2
     (_, csv_rows), (_, parquet_rows) = staged

@@ -53,40 +53,85 @@ FILES_PER_FORMAT = 500
 
 @dataclass(frozen=True)
 class Format:
-    source: str                 # raw table, and the source in raw.ingested_files
-    format: str                 # the issue's format: csv, jsonl, sacct, device-sample csv
+    source: str  # raw table, and the source in raw.ingested_files
+    format: str  # the issue's format: csv, jsonl, sacct, device-sample csv
     folder: str
-    file_name: str              # with one {} for the file number; matches the source's glob
-    seed_file: str              # the demo file whose rows seed the generator
-    kind: str                   # how lines are mutated: csv | jsonl | sacct
-    files: int                  # how many files this source gets; a format's sources add up to 500
-    key: str                    # the header field (or JSON key) a staged row is traced back to its line by
+    file_name: str  # with one {} for the file number; matches the source's glob
+    seed_file: str  # the demo file whose rows seed the generator
+    kind: str  # how lines are mutated: csv | jsonl | sacct
+    files: int  # how many files this source gets; a format's sources add up to 500
+    key: str  # the header field (or JSON key) a staged row is traced back to its line by
     delimiter: str = ","
 
 
 FORMATS = (
     Format("batch_registry", "csv", "registry", "batches_{:03d}.csv", "registry/batches.csv", "csv", 250, "batch_id"),
-    Format("ledger_purchases", "csv", "ledger", "purchases_{:03d}.csv", "ledger/purchases.csv", "csv", 250,
-           "purchase_id"),
+    Format(
+        "ledger_purchases", "csv", "ledger", "purchases_{:03d}.csv", "ledger/purchases.csv", "csv", 250, "purchase_id"
+    ),
     Format("training_steps", "jsonl", "steps", "steps_{:03d}.jsonl", "steps/steps.jsonl", "jsonl", 250, "step"),
-    Format("serving_requests", "jsonl", "requests", "requests_{:03d}.jsonl", "requests/requests_2026-11.jsonl",
-           "jsonl", 250, "request_id"),
-    Format("scheduler_jobs", "sacct", "scheduler", "sacct_{:03d}.txt", "scheduler/sacct_2026-11.txt", "sacct", 500,
-           "JobID", "|"),
-    Format("device_samples", "device-sample csv", "telemetry", "dcgm_{:03d}.csv", "telemetry/dcgm_b7.csv", "csv", 500,
-           "timestamp"),
-    Format("billing_focus", "focus", "billing", "focus_{:03d}.csv", "billing/aws_focus_2026-11.csv", "csv", 500,
-           "ResourceId"),
-    Format("storage_inventory", "s3 inventory csv", "storage", "inv_2026-11-30_{:03d}.csv",
-           "storage/ml-prod_inventory_2026-11-23.csv", "csv", 500, "Key"),
+    Format(
+        "serving_requests",
+        "jsonl",
+        "requests",
+        "requests_{:03d}.jsonl",
+        "requests/requests_2026-11.jsonl",
+        "jsonl",
+        250,
+        "request_id",
+    ),
+    Format(
+        "scheduler_jobs",
+        "sacct",
+        "scheduler",
+        "sacct_{:03d}.txt",
+        "scheduler/sacct_2026-11.txt",
+        "sacct",
+        500,
+        "JobID",
+        "|",
+    ),
+    Format(
+        "device_samples",
+        "device-sample csv",
+        "telemetry",
+        "dcgm_{:03d}.csv",
+        "telemetry/dcgm_b7.csv",
+        "csv",
+        500,
+        "timestamp",
+    ),
+    Format(
+        "billing_focus",
+        "focus",
+        "billing",
+        "focus_{:03d}.csv",
+        "billing/aws_focus_2026-11.csv",
+        "csv",
+        500,
+        "ResourceId",
+    ),
+    Format(
+        "storage_inventory",
+        "s3 inventory csv",
+        "storage",
+        "inv_2026-11-30_{:03d}.csv",
+        "storage/ml-prod_inventory_2026-11-23.csv",
+        "csv",
+        500,
+        "Key",
+    ),
 )
 BY_SOURCE = {f.source: f for f in FORMATS}
 # How a staged row's key reads in its raw table, to compare with the text on the line it claims to come from.
 STAGED_KEY = {
-    "batch_registry": "batch_id", "ledger_purchases": "purchase_id", "training_steps": "cast(step as varchar)",
-    "serving_requests": "request_id", "scheduler_jobs": "job_id",
+    "batch_registry": "batch_id",
+    "ledger_purchases": "purchase_id",
+    "training_steps": "cast(step as varchar)",
+    "serving_requests": "request_id",
+    "scheduler_jobs": "job_id",
     "device_samples": "strftime(\"timestamp\", '%Y-%m-%dT%H:%M:%S')",
-    "billing_focus": "coalesce(resource_id, '')",     # FOCUS writes a missing value as empty or "null"
+    "billing_focus": "coalesce(resource_id, '')",  # FOCUS writes a missing value as empty or "null"
     "storage_inventory": "object_key",
 }
 
@@ -94,38 +139,144 @@ STAGED_KEY = {
 # Extra valid rows where the demo has few, so files can hold several distinct rows.
 # Registry rows follow the demo's header: the registry's attributes, the plan (blank on every third row), the contract
 # version.
-_EXTRA_REGISTRY = [f"B-{n},proj-{n},goal {n},team-{n % 3},d{n},m{n},c{n},cfg{n},"
-                   + (",,,," if n % 3 == 0 else f"{100 * n}.00,{n}.5,{1 + n % 4},stop rule {n},{n % 20}") + ",v1"
-                   for n in range(10, 20)]
-_EXTRA_PURCHASES = [f"P-{n:03d},2026-0{1 + n % 9}-15,{('gpu_server', 'network', 'storage', 'other')[n % 4]},"
-                    f"item {n},{1 + n % 4},{1000 * n}.50,USD,{8 if n % 4 == 0 else 0},{3 + n % 3},{10 * n}.00"
-                    for n in range(2, 12)]
+_EXTRA_REGISTRY = [
+    f"B-{n},proj-{n},goal {n},team-{n % 3},d{n},m{n},c{n},cfg{n},"
+    + (",,,," if n % 3 == 0 else f"{100 * n}.00,{n}.5,{1 + n % 4},stop rule {n},{n % 20}")
+    + ",v1"
+    for n in range(10, 20)
+]
+_EXTRA_PURCHASES = [
+    f"P-{n:03d},2026-0{1 + n % 9}-15,{('gpu_server', 'network', 'storage', 'other')[n % 4]},"
+    f"item {n},{1 + n % 4},{1000 * n}.50,USD,{8 if n % 4 == 0 else 0},{3 + n % 3},{10 * n}.00"
+    for n in range(2, 12)
+]
 # FOCUS lines in the demo export's columns. The demo's tagged lines quote their Tags JSON, and a quoted file cannot be
 # traced line by line; these untagged lines keep most files quote-free (a tag is still mutated in where one is).
-_EXTRA_FOCUS = [f"123456789012,2026-11-01T00:00:00Z,2026-12-01T00:00:00Z,2026-11-{1 + n:02d}T00:00:00Z,"
-                f"2026-11-{2 + n:02d}T00:00:00Z,Usage,{'Correction' if n % 5 == 0 else ''},line {n},Usage-Based,"
-                f"Standard,{3 * n}.50,{3 * n}.50,{2 * n}.25,{2 * n}.25,USD,INV-{n},i-0{n:04x},i-0{n:04x},"
-                f"{('Compute', 'Storage', 'Networking')[n % 3]},Service {n},SKU-{n},{n},Hours,,cc-{n}"
-                for n in range(1, 13)]
+_EXTRA_FOCUS = [
+    f"123456789012,2026-11-01T00:00:00Z,2026-12-01T00:00:00Z,2026-11-{1 + n:02d}T00:00:00Z,"
+    f"2026-11-{2 + n:02d}T00:00:00Z,Usage,{'Correction' if n % 5 == 0 else ''},line {n},Usage-Based,"
+    f"Standard,{3 * n}.50,{3 * n}.50,{2 * n}.25,{2 * n}.25,USD,INV-{n},i-0{n:04x},i-0{n:04x},"
+    f"{('Compute', 'Storage', 'Networking')[n % 3]},Service {n},SKU-{n},{n},Hours,,cc-{n}"
+    for n in range(1, 13)
+]
 # Inventory lines in the earlier demo inventory's header CSV columns; AWS URL-encodes the keys (+ is a space).
-_EXTRA_INVENTORY = [f"ml-prod,{('raw', 'checkpoints', 'logs')[n % 3]}/b{n}/step+{n}%2B{n}%20x.bin,{n * 1024},"
-                    f"2026-11-{1 + n:02d}T00:00:00.000Z,etag{n:04d},{('STANDARD', 'GLACIER')[n % 2]}"
-                    for n in range(1, 13)]
+_EXTRA_INVENTORY = [
+    f"ml-prod,{('raw', 'checkpoints', 'logs')[n % 3]}/b{n}/step+{n}%2B{n}%20x.bin,{n * 1024},"
+    f"2026-11-{1 + n:02d}T00:00:00.000Z,etag{n:04d},{('STANDARD', 'GLACIER')[n % 2]}"
+    for n in range(1, 13)
+]
 
 # ---------------------------------------------------------------------------------------------- value pools
-WORD_NUMBERS = ["twelve", "NaN", "nan", "inf", "-inf", "Infinity", "1e309", "1,000", "1 000", "0x1F", "١٢", "²",
-                "½", "1_000", "", " ", "null", "None", "true", "12abc", "--1", "+-3", "1e", ".", "-0", "0.0.1"]
-HUGE_NUMBERS = ["99999999999999999999999999", "-99999999999999999999999999", "9223372036854775808",
-                "2147483648", "1e400", "-1e400", "4294967296", "18446744073709551616", "1" * 400]
-BAD_DATES = ["2026-13-45T99:00:00", "2026-02-30", "2026-11-31T00:00:00", "yesterday", "2026/11/02 08:00",
-             "0000-00-00T00:00:00", "99999-01-01T00:00:00", "2026-11-02T08:00:00+99:00", "2026-11-02T25:61:61",
-             "1970-01-01T00:00:00Z", "2026-11-02 08:00:00.1234567890123", "-2026-11-02", "T", "2026-W45-1",
-             "2026-11-02T08:00:00+05:30", "1e10", "Unknown", "None", "٢٠٢٦-١١-٠٢"]
-ODD_TEXT = ["é", "批次", "🙂", "\u200b", "\u202e", "\ufeff", "'; drop table raw.quarantine; --", "\\", "\\N",
-            "NULL", "\t", "a\x0bb", "\x1f", "\x7f", "%s", "{}", "${x}", "\\u0000", "x" * 300]
-JSON_VALUES: list[object] = [None, "", [], {}, [1, 2], {"a": 1}, "twelve", -1, -0.5, 1.5, 1e308, 10**30, -(10**30),
-                             2**63, 2**31, True, False, "2026-13-45", "nan", 0, "-7", "1e400", "\ud800", "\udfff",
-                             "\u0000", "é批次🙂", "x" * 5000]
+WORD_NUMBERS = [
+    "twelve",
+    "NaN",
+    "nan",
+    "inf",
+    "-inf",
+    "Infinity",
+    "1e309",
+    "1,000",
+    "1 000",
+    "0x1F",
+    "١٢",
+    "²",
+    "½",
+    "1_000",
+    "",
+    " ",
+    "null",
+    "None",
+    "true",
+    "12abc",
+    "--1",
+    "+-3",
+    "1e",
+    ".",
+    "-0",
+    "0.0.1",
+]
+HUGE_NUMBERS = [
+    "99999999999999999999999999",
+    "-99999999999999999999999999",
+    "9223372036854775808",
+    "2147483648",
+    "1e400",
+    "-1e400",
+    "4294967296",
+    "18446744073709551616",
+    "1" * 400,
+]
+BAD_DATES = [
+    "2026-13-45T99:00:00",
+    "2026-02-30",
+    "2026-11-31T00:00:00",
+    "yesterday",
+    "2026/11/02 08:00",
+    "0000-00-00T00:00:00",
+    "99999-01-01T00:00:00",
+    "2026-11-02T08:00:00+99:00",
+    "2026-11-02T25:61:61",
+    "1970-01-01T00:00:00Z",
+    "2026-11-02 08:00:00.1234567890123",
+    "-2026-11-02",
+    "T",
+    "2026-W45-1",
+    "2026-11-02T08:00:00+05:30",
+    "1e10",
+    "Unknown",
+    "None",
+    "٢٠٢٦-١١-٠٢",
+]
+ODD_TEXT = [
+    "é",
+    "批次",
+    "🙂",
+    "\u200b",
+    "\u202e",
+    "\ufeff",
+    "'; drop table raw.quarantine; --",
+    "\\",
+    "\\N",
+    "NULL",
+    "\t",
+    "a\x0bb",
+    "\x1f",
+    "\x7f",
+    "%s",
+    "{}",
+    "${x}",
+    "\\u0000",
+    "x" * 300,
+]
+JSON_VALUES: list[object] = [
+    None,
+    "",
+    [],
+    {},
+    [1, 2],
+    {"a": 1},
+    "twelve",
+    -1,
+    -0.5,
+    1.5,
+    1e308,
+    10**30,
+    -(10**30),
+    2**63,
+    2**31,
+    True,
+    False,
+    "2026-13-45",
+    "nan",
+    0,
+    "-7",
+    "1e400",
+    "\ud800",
+    "\udfff",
+    "\u0000",
+    "é批次🙂",
+    "x" * 5000,
+]
 
 
 def _nested(depth: int) -> object:
@@ -160,7 +311,7 @@ def _missing_delimiter(rng, lines, fmt):
     positions = [p for p, c in enumerate(lines[i]) if c == fmt.delimiter]
     if positions:
         p = rng.choice(positions)
-        lines[i] = lines[i][:p] + lines[i][p + 1:]
+        lines[i] = lines[i][:p] + lines[i][p + 1 :]
 
 
 def _quote(rng, lines, fmt):
@@ -184,29 +335,33 @@ def _blank_lines(rng, lines, fmt):
 
 
 def _shuffle(rng, lines, fmt):
-    rng.shuffle(lines)       # the header may land anywhere
+    rng.shuffle(lines)  # the header may land anywhere
 
 
 def _control_char(rng, lines, fmt):
     i = _pick(rng, lines, with_header=rng.random() < 0.1)
     at = rng.randrange(len(lines[i]) + 1)
-    lines[i] = lines[i][:at] + rng.choice(["\r", "\x00", "\x0b", "\x0c", "\x1c", "\x85", "\u2028", "\x1a"]) + \
-        lines[i][at:]
+    lines[i] = (
+        lines[i][:at] + rng.choice(["\r", "\x00", "\x0b", "\x0c", "\x1c", "\x85", "\u2028", "\x1a"]) + lines[i][at:]
+    )
 
 
 def _fields_op(transform: Callable[[random.Random, str], str]):
     """Replace one field of one data line (delimited formats; JSON lines are mutated as JSON instead)."""
+
     def op(rng, lines, fmt):
         i = _pick(rng, lines)
         values = lines[i].split(fmt.delimiter)
         j = rng.randrange(len(values))
         values[j] = transform(rng, values[j])
         lines[i] = fmt.delimiter.join(values)
+
     return op
 
 
 def _numeric_field_op(transform: Callable[[random.Random, str], str]):
     """Replace a field that looks numeric (any field when none does)."""
+
     def op(rng, lines, fmt):
         i = _pick(rng, lines)
         values = lines[i].split(fmt.delimiter)
@@ -214,6 +369,7 @@ def _numeric_field_op(transform: Callable[[random.Random, str], str]):
         j = rng.choice(numeric) if numeric else rng.randrange(len(values))
         values[j] = transform(rng, values[j])
         lines[i] = fmt.delimiter.join(values)
+
     return op
 
 
@@ -234,9 +390,9 @@ def _wrong_header(rng, lines, fmt):
     elif choice == 1:
         del names[rng.randrange(len(names))]
     elif choice == 2:
-        names.append(names[rng.randrange(len(names))])             # a repeated column name
+        names.append(names[rng.randrange(len(names))])  # a repeated column name
     elif choice == 3:
-        rng.shuffle(names)                                           # right names, wrong order
+        rng.shuffle(names)  # right names, wrong order
     else:
         lines[0] = rng.choice(["id;name;value", "a,b,c", "<html><body>502 Bad Gateway</body></html>", "{}", "|"])
         return
@@ -245,7 +401,7 @@ def _wrong_header(rng, lines, fmt):
 
 def _huge_field(rng, lines, fmt):
     i = _pick(rng, lines)
-    size = rng.choice([1_000, 140_000, 300_000])      # Python's csv refuses fields over 131,072 characters
+    size = rng.choice([1_000, 140_000, 300_000])  # Python's csv refuses fields over 131,072 characters
     filler = rng.choice(["x", "9", "é", '"'])
     if fmt.kind == "jsonl":
         try:
@@ -306,21 +462,54 @@ def _json_duplicate_key(rng, lines, fmt):
 
 def _json_not_object(rng, lines, fmt):
     i = _pick(rng, lines, with_header=True)
-    lines[i] = rng.choice(["[1, 2]", '"text"', "42", "null", "true", "[]", "[" + lines[i] + "]", "NaN", "-Infinity",
-                           lines[i] + lines[i], lines[i] + " trailing", "{'single': 'quotes'}", "{", "}",
-                           '{"a": 1,}', '{"a": 01}', '{"a": "\\x41"}', '{"a": "\\ud83d"}'])
+    lines[i] = rng.choice(
+        [
+            "[1, 2]",
+            '"text"',
+            "42",
+            "null",
+            "true",
+            "[]",
+            "[" + lines[i] + "]",
+            "NaN",
+            "-Infinity",
+            lines[i] + lines[i],
+            lines[i] + " trailing",
+            "{'single': 'quotes'}",
+            "{",
+            "}",
+            '{"a": 1,}',
+            '{"a": 01}',
+            '{"a": "\\x41"}',
+            '{"a": "\\ud83d"}',
+        ]
+    )
 
 
 def _json_deep(rng, lines, fmt):
     i = _pick(rng, lines, with_header=True)
     depth = rng.choice([500, 5_000, 100_000])
-    lines[i] = rng.choice(["[" * depth + "]" * depth, '{"a":' * depth + "1" + "}" * depth,
-                           '{"batch_id": ' + "[" * depth + "]" * depth + "}"])
+    lines[i] = rng.choice(
+        [
+            "[" * depth + "]" * depth,
+            '{"a":' * depth + "1" + "}" * depth,
+            '{"batch_id": ' + "[" * depth + "]" * depth + "}",
+        ]
+    )
 
 
 # --------------------------------------------------------------------------------------------- the generator
-COMMON_OPS = [_truncate, _extra_delimiter, _missing_delimiter, _quote, _duplicate_line, _delete_line, _blank_lines,
-              _control_char, _huge_field]
+COMMON_OPS = [
+    _truncate,
+    _extra_delimiter,
+    _missing_delimiter,
+    _quote,
+    _duplicate_line,
+    _delete_line,
+    _blank_lines,
+    _control_char,
+    _huge_field,
+]
 FIELD_OPS = [
     _fields_op(lambda rng, v: rng.choice(ODD_TEXT)),
     _fields_op(lambda rng, v: ""),
@@ -332,9 +521,11 @@ FIELD_OPS = [
     _date_field_op,
 ]
 JSON_OPS = [_json_value, _json_value, _json_value, _json_drop_key, _json_duplicate_key, _json_not_object, _json_deep]
-OPS = {"csv": COMMON_OPS + FIELD_OPS + [_wrong_header, _shuffle],
-       "sacct": COMMON_OPS + FIELD_OPS + [_wrong_header, _shuffle],
-       "jsonl": COMMON_OPS + JSON_OPS}
+OPS = {
+    "csv": COMMON_OPS + FIELD_OPS + [_wrong_header, _shuffle],
+    "sacct": COMMON_OPS + FIELD_OPS + [_wrong_header, _shuffle],
+    "jsonl": COMMON_OPS + JSON_OPS,
+}
 
 
 def _bytes_mutations(rng: random.Random, data: bytes) -> bytes:
@@ -347,14 +538,25 @@ def _bytes_mutations(rng: random.Random, data: bytes) -> bytes:
     if rng.random() < 0.1:
         for _ in range(rng.randint(1, 5)):
             at = rng.randrange(len(data) + 1)
-            junk = rng.choice([b"\x00", b"\xff", b"\xfe\xff", b"\xc3(", b"\xe2\x82", b"\x80", b"\xed\xa0\x80",
-                               bytes(rng.randrange(256) for _ in range(rng.randint(1, 16)))])
+            junk = rng.choice(
+                [
+                    b"\x00",
+                    b"\xff",
+                    b"\xfe\xff",
+                    b"\xc3(",
+                    b"\xe2\x82",
+                    b"\x80",
+                    b"\xed\xa0\x80",
+                    bytes(rng.randrange(256) for _ in range(rng.randint(1, 16))),
+                ]
+            )
             data = data[:at] + junk + data[at:]
     if rng.random() < 0.05:
-        data = data[: rng.randrange(len(data) + 1)]           # cut anywhere, even inside a character
+        data = data[: rng.randrange(len(data) + 1)]  # cut anywhere, even inside a character
     if rng.random() < 0.02:
-        data = data.decode("utf-8", errors="replace").encode(rng.choice(["utf-16", "utf-32", "latin-1"]),
-                                                              errors="replace")
+        data = data.decode("utf-8", errors="replace").encode(
+            rng.choice(["utf-16", "utf-32", "latin-1"]), errors="replace"
+        )
     return data
 
 
@@ -379,8 +581,12 @@ def seed_rows(demo: Path, fmt: Format) -> tuple[str | None, list[str]]:
     lines = (demo / fmt.seed_file).read_text(encoding="utf-8").splitlines()
     if fmt.kind == "jsonl":
         return None, lines[:200]
-    extra = {"batch_registry": _EXTRA_REGISTRY, "ledger_purchases": _EXTRA_PURCHASES,
-             "billing_focus": _EXTRA_FOCUS, "storage_inventory": _EXTRA_INVENTORY}.get(fmt.source, [])
+    extra = {
+        "batch_registry": _EXTRA_REGISTRY,
+        "ledger_purchases": _EXTRA_PURCHASES,
+        "billing_focus": _EXTRA_FOCUS,
+        "storage_inventory": _EXTRA_INVENTORY,
+    }.get(fmt.source, [])
     # An extra row must be valid under the seed file's header, or it only adds field-count rejections.
     assert all(len(row.split(fmt.delimiter)) == len(lines[0].split(fmt.delimiter)) for row in extra), fmt.source
     return lines[0], lines[1:201] + extra
@@ -421,7 +627,7 @@ def load_once(root: Path, demo: Path, source: str) -> Outcome:
     error = None
     try:
         load_named(con, landing, fmt.source, load_contract())
-    except Exception:       # the finding itself: no load may raise
+    except Exception:  # the finding itself: no load may raise
         error = traceback.format_exc()
     finally:
         con.close()
@@ -439,14 +645,16 @@ def _selected_formats(items: list[pytest.Item]) -> list[Format]:
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         if "outcomes" in getattr(item, "fixturenames", ()):
-            wanted |= {f.source for f in FORMATS if params.get("source") == f.source
-                       or params.get("format_name") == f.format}
+            wanted |= {
+                f.source for f in FORMATS if params.get("source") == f.source or params.get("format_name") == f.format
+            }
     return [f for f in FORMATS if f.source in wanted]
 
 
 @pytest.fixture(scope="module")
-def outcomes(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-             demo_landing: Path) -> dict[str, Outcome]:
+def outcomes(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, demo_landing: Path
+) -> dict[str, Outcome]:
     """Every selected source loaded once, two sources at a time in fresh processes (pandera's per-file cost is
     CPU-bound)."""
     root = tmp_path_factory.mktemp("fuzz")
@@ -506,21 +714,33 @@ def test_fuzzed_files_load_without_an_uncaught_exception(outcomes, source):
 @pytest.mark.parametrize("source", SOURCES)
 def test_every_fuzzed_file_is_conserved(outcomes, source):
     outcome = _loaded(outcomes, source)
-    ledger = query(outcome.warehouse, "select source_file, rows_in, rows_staged, rows_quarantined, duplicate_of, "
-                                       "refused_whole from raw.ingested_files where source = ? order by source_file",
-                   [source])
+    ledger = query(
+        outcome.warehouse,
+        "select source_file, rows_in, rows_staged, rows_quarantined, duplicate_of, "
+        "refused_whole from raw.ingested_files where source = ? order by source_file",
+        [source],
+    )
     staged = dict(query(outcome.warehouse, f'select source_file, count(*) from raw."{source}" group by source_file'))
-    quarantined = dict(query(outcome.warehouse, "select source_file, count(*) from raw.quarantine where source = ? "
-                                                 "group by source_file", [source]))
+    quarantined = dict(
+        query(
+            outcome.warehouse,
+            "select source_file, count(*) from raw.quarantine where source = ? group by source_file",
+            [source],
+        )
+    )
     assert sorted(f for f, *_ in ledger) == sorted(outcome.files), "every file has exactly one ledger row"
-    violations = [f"{row[0]}: {'; '.join(problems)}" for row in ledger
-                  if (problems := _ledger_problems(row, staged, quarantined))]
+    violations = [
+        f"{row[0]}: {'; '.join(problems)}" for row in ledger if (problems := _ledger_problems(row, staged, quarantined))
+    ]
     assert not violations, "\n".join(violations[:20])
     assert len(ledger) == BY_SOURCE[source].files
     # The whole run's figures, as the rows_conserved asset check reads them, agree too.
-    totals = query(outcome.warehouse, "select sum(rows_in), sum(rows_staged), sum(rows_quarantined) "
-                                       "from raw.ingested_files where source = ?", [source])[0]
-    refused = sum(row[3] - quarantined.get(row[0], 0) for row in ledger if row[5])     # records beyond the one row
+    totals = query(
+        outcome.warehouse,
+        "select sum(rows_in), sum(rows_staged), sum(rows_quarantined) from raw.ingested_files where source = ?",
+        [source],
+    )[0]
+    refused = sum(row[3] - quarantined.get(row[0], 0) for row in ledger if row[5])  # records beyond the one row
     assert totals[0] == totals[1] + totals[2] == sum(staged.values()) + sum(quarantined.values()) + refused
 
 
@@ -532,8 +752,10 @@ def _ledger_problems(row: tuple, staged: dict[str, int], quarantined: dict[str, 
     if staged.get(source_file, 0) != rows_staged:
         problems.append(f"raw table holds {staged.get(source_file, 0)} rows, ledger says {rows_staged}")
     if refused_whole and (quarantined.get(source_file, 0) != 1 or rows_staged != 0 or rows_quarantined < 1):
-        problems.append(f"refused whole, yet quarantine holds {quarantined.get(source_file, 0)} lines, "
-                        f"{rows_staged} staged, {rows_quarantined} quarantined")
+        problems.append(
+            f"refused whole, yet quarantine holds {quarantined.get(source_file, 0)} lines, "
+            f"{rows_staged} staged, {rows_quarantined} quarantined"
+        )
     if not refused_whole and quarantined.get(source_file, 0) != rows_quarantined:
         problems.append(f"quarantine holds {quarantined.get(source_file, 0)} lines, ledger says {rows_quarantined}")
     if duplicate_of is not None and (rows_in, rows_staged, rows_quarantined) != (0, 0, 0):
@@ -546,8 +768,11 @@ def test_500_of_500_files_per_format_are_conserved(outcomes, format_name):
     conserved = 0
     for fmt in (f for f in FORMATS if f.format == format_name):
         outcome = _loaded(outcomes, fmt.source)
-        conserved += query(outcome.warehouse, "select count(*) from raw.ingested_files where source = ? "
-                                               "and rows_in = rows_staged + rows_quarantined", [fmt.source])[0][0]
+        conserved += query(
+            outcome.warehouse,
+            "select count(*) from raw.ingested_files where source = ? and rows_in = rows_staged + rows_quarantined",
+            [fmt.source],
+        )[0][0]
     assert conserved == FILES_PER_FORMAT
 
 
@@ -556,11 +781,15 @@ def test_no_line_is_counted_twice(outcomes, source):
     """Within a file, staged and quarantined line numbers are distinct and exist in the file, and a whole-file
     rejection (line 0) is the file's only record."""
     outcome = _loaded(outcomes, source)
-    lines = query(outcome.warehouse, f"""
+    lines = query(
+        outcome.warehouse,
+        f"""
         select source_file, source_line from raw."{source}"
         union all
         select source_file, line from raw.quarantine where source = ?
-        """, [source])
+        """,
+        [source],
+    )
     seen: set[tuple[str, int]] = set()
     repeated, outside = [], []
     for source_file, line in lines:
@@ -571,12 +800,16 @@ def test_no_line_is_counted_twice(outcomes, source):
             outside.append((source_file, line))
     assert not repeated, repeated[:20]
     assert not outside, outside[:20]
-    whole_file = query(outcome.warehouse, """
+    whole_file = query(
+        outcome.warehouse,
+        """
         select source_file from raw.quarantine where source = ? and line = 0
         intersect
         select source_file from raw.ingested_files where source = ?
             and (rows_in < 1 or rows_staged <> 0 or rows_quarantined <> rows_in or not refused_whole)
-        """, [source, source])
+        """,
+        [source, source],
+    )
     assert not whole_file, whole_file[:20]
 
 
@@ -634,7 +867,7 @@ def _key_on_line(fmt: Format, lines: list[str], line: int) -> str | None:
             value = json.loads(text).get(fmt.key)
         except (ValueError, RecursionError, AttributeError):
             return "<not a JSON object>"
-        if fmt.key == "step":       # staged as BIGINT, written as 5, 5.0 or "5"
+        if fmt.key == "step":  # staged as BIGINT, written as 5, 5.0 or "5"
             try:
                 return str(int(float(value)))
             except (TypeError, ValueError, OverflowError):
@@ -642,7 +875,7 @@ def _key_on_line(fmt: Format, lines: list[str], line: int) -> str | None:
         return None if value is None else str(value)
     header = lines[0].split(fmt.delimiter)
     fields = text.split(fmt.delimiter)
-    if fmt.kind == "sacct":         # --parsable ends lines with the delimiter: that empty field is not a field
+    if fmt.kind == "sacct":  # --parsable ends lines with the delimiter: that empty field is not a field
         header = header[:-1] if header[-1] == "" else header
         fields = fields[:-1] if len(fields) == len(header) + 1 and fields[-1] == "" else fields
     if header.count(fmt.key) != 1:
@@ -652,9 +885,9 @@ def _key_on_line(fmt: Format, lines: list[str], line: int) -> str | None:
     value = fields[header.index(fmt.key)].strip()
     if fmt.format == "focus" and value.lower() == "null":
         return ""
-    if fmt.source == "storage_inventory":      # staged decoded, as AWS encodes CSV keys
+    if fmt.source == "storage_inventory":  # staged decoded, as AWS encodes CSV keys
         return unquote_plus(value)
-    if fmt.key == "timestamp":      # staged as TIMESTAMP: compare the instant, written any ISO way
+    if fmt.key == "timestamp":  # staged as TIMESTAMP: compare the instant, written any ISO way
         try:
             return datetime.fromisoformat(value).strftime("%Y-%m-%dT%H:%M:%S")
         except ValueError:
@@ -665,11 +898,15 @@ def _key_on_line(fmt: Format, lines: list[str], line: int) -> str | None:
 # ------------------------------------------------------------------------------------ what the fuzzer found
 # Each of these broke a whole source's load (an uncaught exception rolls the source back) or misnumbered lines
 # before the fix; they are kept as plain examples so a regression names its cause.
-PURCHASES_HEADER = ("purchase_id,purchased_on,asset_class,description,quantity,unit_price,currency,gpus_per_unit,"
-                    "depreciation_years,salvage_value\n")
-SAMPLE_COLUMNS = ("timestamp,hostname,gpu,job_id,DCGM_FI_PROF_GR_ENGINE_ACTIVE,DCGM_FI_PROF_SM_ACTIVE,"
-                  "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE,DCGM_FI_PROF_NVLINK_TX_BYTES,DCGM_FI_PROF_NVLINK_RX_BYTES,"
-                  "DCGM_FI_DEV_POWER_USAGE")
+PURCHASES_HEADER = (
+    "purchase_id,purchased_on,asset_class,description,quantity,unit_price,currency,gpus_per_unit,"
+    "depreciation_years,salvage_value\n"
+)
+SAMPLE_COLUMNS = (
+    "timestamp,hostname,gpu,job_id,DCGM_FI_PROF_GR_ENGINE_ACTIVE,DCGM_FI_PROF_SM_ACTIVE,"
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE,DCGM_FI_PROF_NVLINK_TX_BYTES,DCGM_FI_PROF_NVLINK_RX_BYTES,"
+    "DCGM_FI_DEV_POWER_USAGE"
+)
 
 
 def _load(tmp_path: Path, relative: str, data: bytes, source: str) -> Path:
@@ -691,36 +928,58 @@ def _quarantined(warehouse: Path) -> list[tuple]:
 
 def test_values_pandera_passes_but_the_warehouse_type_refuses_are_quarantined(tmp_path):
     good = "P-1,2026-01-01,gpu_server,s,2,100.00,USD,8,3,0.00\n"
-    warehouse = _load(tmp_path, "ledger/purchases.csv", (
-        PURCHASES_HEADER + good
-        + "P-2,2026-01-01,gpu_server,s,2147483648,100.00,USD,8,3,0.00\n"     # INTEGER overflows
-        + "P-3,2026-02-30,gpu_server,s,2,100.00,USD,8,3,0.00\n"              # matches \d{4}-\d{2}-\d{2}, no such day
-        + "P-4,2026-01-01,gpu_server,s,2,١٢.00,USD,8,3,0.00\n"               # Arabic-Indic digits match \d
-        + "P-2,2026-01-01,gpu_server,s,1,100.00,USD,8,3,0.00\n"              # the key's first valid row: not a repeat
-    ).encode(), "ledger_purchases")
-    assert _quarantined(warehouse) == [(3, "quantity.warehouse_type"), (4, "purchased_on.warehouse_type"),
-                                       (5, "unit_price.warehouse_type")]
+    warehouse = _load(
+        tmp_path,
+        "ledger/purchases.csv",
+        (
+            PURCHASES_HEADER
+            + good
+            + "P-2,2026-01-01,gpu_server,s,2147483648,100.00,USD,8,3,0.00\n"  # INTEGER overflows
+            + "P-3,2026-02-30,gpu_server,s,2,100.00,USD,8,3,0.00\n"  # matches \d{4}-\d{2}-\d{2}, no such day
+            + "P-4,2026-01-01,gpu_server,s,2,١٢.00,USD,8,3,0.00\n"  # Arabic-Indic digits match \d
+            + "P-2,2026-01-01,gpu_server,s,1,100.00,USD,8,3,0.00\n"  # the key's first valid row: not a repeat
+        ).encode(),
+        "ledger_purchases",
+    )
+    assert _quarantined(warehouse) == [
+        (3, "quantity.warehouse_type"),
+        (4, "purchased_on.warehouse_type"),
+        (5, "unit_price.warehouse_type"),
+    ]
     assert query(warehouse, "select purchase_id, source_line from raw.ledger_purchases order by 2") == [
-        ("P-1", 2), ("P-2", 6)]
+        ("P-1", 2),
+        ("P-2", 6),
+    ]
 
 
 def test_json_values_that_cannot_be_stored_are_quarantined_and_u2028_is_not_a_line_end(tmp_path):
-    step = {"batch_id": "B-7", "job_id": "1", "step": 1, "started_at": "2026-11-01T00:00:00",
-            "ended_at": "2026-11-01T00:10:00", "committed": True, "discarded_reason": None}
+    step = {
+        "batch_id": "B-7",
+        "job_id": "1",
+        "step": 1,
+        "started_at": "2026-11-01T00:00:00",
+        "ended_at": "2026-11-01T00:10:00",
+        "committed": True,
+        "discarded_reason": None,
+    }
     lines = [
-        dict(step, config_version="cfg\u2028with a line separator\x85and a NEL"),         # one row, staged
-        dict(step, config_version="\ud800"),                                              # unpaired surrogate
-        dict(step, job_id=["a", "list"]),                                                 # not one value
-        dict(step, started_at="2026-11-01T00:00:00" + " " * 100_000),                     # not a timestamp
+        dict(step, config_version="cfg\u2028with a line separator\x85and a NEL"),  # one row, staged
+        dict(step, config_version="\ud800"),  # unpaired surrogate
+        dict(step, job_id=["a", "list"]),  # not one value
+        dict(step, started_at="2026-11-01T00:00:00" + " " * 100_000),  # not a timestamp
     ]
     text = "\n".join(json.dumps(line, ensure_ascii=False if n == 0 else True) for n, line in enumerate(lines))
-    text += '\n{"step": ' + "9" * 5000 + "}\n"                                          # past int's digit limit
-    warehouse = _load(tmp_path, "steps/steps.jsonl", text.encode("utf-8", errors="surrogatepass"),
-                      "training_steps")
-    assert _quarantined(warehouse) == [(2, "json_text"), (3, "job_id.scalar"), (4, "started_at.timestamp_length"),
-                                       (5, "json_syntax")]
+    text += '\n{"step": ' + "9" * 5000 + "}\n"  # past int's digit limit
+    warehouse = _load(tmp_path, "steps/steps.jsonl", text.encode("utf-8", errors="surrogatepass"), "training_steps")
+    assert _quarantined(warehouse) == [
+        (2, "json_text"),
+        (3, "job_id.scalar"),
+        (4, "started_at.timestamp_length"),
+        (5, "json_syntax"),
+    ]
     assert query(warehouse, "select source_line, config_version from raw.training_steps") == [
-        (1, "cfg\u2028with a line separator\x85and a NEL")]
+        (1, "cfg\u2028with a line separator\x85and a NEL")
+    ]
 
 
 def test_sacct_fields_that_used_to_raise(tmp_path):
@@ -730,19 +989,32 @@ def test_sacct_fields_that_used_to_raise(tmp_path):
     def line(job, start="2026-11-03T00:00:00", gpus="2", restarts="0", elapsed="01:00:00"):
         return row.format(job=job, start=start, gpus=gpus, restarts=restarts, elapsed=elapsed)
 
-    warehouse = _load(tmp_path, "scheduler/sacct.txt", "\n".join([
-        header,
-        line("1", start="2026-11-03T05:30:00+05:30"),        # an offset: converted to UTC, compared with End
-        line("2", restarts="²"),                             # str.isdigit() but not int(): read as no count
-        line("3", gpus="2147483648"),                        # fits Python and pandas, not INTEGER
-        line("4", gpus="9" * 5000),                          # past int's digit limit
-        line("5", elapsed="1" + "0" * 30 + ":00"),           # a duration nobody ran
-        line("6", start="0001-01-01T00:00:00+05:00"),        # the offset moves it before year 1
-    ]).encode(), "scheduler_jobs")
-    assert _quarantined(warehouse) == [(4, "gpus_requested.warehouse_type"), (5, "tres_gpus"),
-                                       (6, "elapsed_duration"), (7, "start_timestamp")]
+    warehouse = _load(
+        tmp_path,
+        "scheduler/sacct.txt",
+        "\n".join(
+            [
+                header,
+                line("1", start="2026-11-03T05:30:00+05:30"),  # an offset: converted to UTC, compared with End
+                line("2", restarts="²"),  # str.isdigit() but not int(): read as no count
+                line("3", gpus="2147483648"),  # fits Python and pandas, not INTEGER
+                line("4", gpus="9" * 5000),  # past int's digit limit
+                line("5", elapsed="1" + "0" * 30 + ":00"),  # a duration nobody ran
+                line("6", start="0001-01-01T00:00:00+05:00"),  # the offset moves it before year 1
+            ]
+        ).encode(),
+        "scheduler_jobs",
+    )
+    assert _quarantined(warehouse) == [
+        (4, "gpus_requested.warehouse_type"),
+        (5, "tres_gpus"),
+        (6, "elapsed_duration"),
+        (7, "start_timestamp"),
+    ]
     assert query(warehouse, "select job_id, start_at, restarts from raw.scheduler_jobs order by 1") == [
-        ("1", datetime(2026, 11, 3, 0, 0), 0), ("2", datetime(2026, 11, 3, 0, 0), 0)]
+        ("1", datetime(2026, 11, 3, 0, 0), 0),
+        ("2", datetime(2026, 11, 3, 0, 0), 0),
+    ]
 
 
 def _sample(minute: int, gpu: int = 0) -> str:
@@ -753,17 +1025,33 @@ def test_device_samples_without_the_optional_columns_load_them_as_null(tmp_path)
     header = ",".join(c for c in SAMPLE_COLUMNS.split(",") if c not in ("job_id", "DCGM_FI_DEV_POWER_USAGE"))
     rows = ["2026-11-01T00:00:00,gpu-a,0,0.9,0.8,0.5,1e8,1e8", "2026-11-01T00:01:00,gpu-a,0,0.9,0.8,0.5,1e8,1e8"]
     warehouse = _load(tmp_path, "telemetry/a.csv", ("\n".join([header, *rows]) + "\n").encode(), "device_samples")
-    assert query(warehouse, "select source_line, job_id, DCGM_FI_DEV_POWER_USAGE from raw.device_samples "
-                             "order by 1") == [(2, None, None), (3, None, None)]
+    assert query(
+        warehouse, "select source_line, job_id, DCGM_FI_DEV_POWER_USAGE from raw.device_samples order by 1"
+    ) == [(2, None, None), (3, None, None)]
 
 
 def test_device_sample_lines_are_numbered_across_empty_and_adjacent_broken_lines(tmp_path):
-    lines = [SAMPLE_COLUMNS, _sample(0), "", _sample(2), "broken", "also,broken", _sample(5), "", "", _sample(8),
-             " ", _sample(10)]
-    for name, data in (("lf.csv", "\n".join(lines) + "\n"), ("crlf.csv", "\r\n".join(lines) + "\r\n"),
-                       ("bom.csv", "\ufeff" + "\n".join(lines) + "\n")):
+    lines = [
+        SAMPLE_COLUMNS,
+        _sample(0),
+        "",
+        _sample(2),
+        "broken",
+        "also,broken",
+        _sample(5),
+        "",
+        "",
+        _sample(8),
+        " ",
+        _sample(10),
+    ]
+    for name, data in (
+        ("lf.csv", "\n".join(lines) + "\n"),
+        ("crlf.csv", "\r\n".join(lines) + "\r\n"),
+        ("bom.csv", "\ufeff" + "\n".join(lines) + "\n"),
+    ):
         warehouse = _load(tmp_path / name, f"telemetry/{name}", data.encode(), "device_samples")
-        staged = query(warehouse, "select source_line, minute(\"timestamp\") from raw.device_samples order by 1")
+        staged = query(warehouse, 'select source_line, minute("timestamp") from raw.device_samples order by 1')
         assert staged == [(2, 0), (4, 2), (7, 5), (10, 8), (12, 10)], name
         assert [line for line, _ in _quarantined(warehouse)] == [5, 6, 11], name
 

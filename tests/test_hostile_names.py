@@ -35,9 +35,9 @@ from cost_pipeline.ingest.scheduler import SACCT_FIELDS, parse_labels
 from cost_pipeline.ingest.telemetry import load_device_samples
 from tests.helpers import query
 
-TOKEN = uuid.uuid4().hex[:12]                  # names what an injection would create, so it can be looked for
+TOKEN = uuid.uuid4().hex[:12]  # names what an injection would create, so it can be looked for
 PWNED = f"pwned-{TOKEN}"
-OUTSIDE = Path("/tmp") / f"{PWNED}.csv"        # where an injected COPY ... TO would write
+OUTSIDE = Path("/tmp") / f"{PWNED}.csv"  # where an injected COPY ... TO would write
 
 # Values: each is stored byte for byte where the column takes free text. None has leading or trailing blanks,
 # which the CSV and sacct readers trim by design.
@@ -56,7 +56,7 @@ VALUES = [
     "café é",
     "批次 訓練",
     "🙂🚀 emoji",
-    "O'Brien said \"hi\"",
+    'O\'Brien said "hi"',
     "$(touch " + PWNED + ")",
     "`id` && id",
     "%s %d {0} {{ var('x') }} {% raw %}",
@@ -87,8 +87,17 @@ NAMES = [
     " -- comment",
 ]
 SAMPLE_HEADER = [name for name, _ in DEVICE_SAMPLE_COLUMNS]
-REGISTRY_HEADER = ["batch_id", "project", "goal", "team", "data_version", "model_version", "code_version",
-                   "config_version", "contract_version"]
+REGISTRY_HEADER = [
+    "batch_id",
+    "project",
+    "goal",
+    "team",
+    "data_version",
+    "model_version",
+    "code_version",
+    "config_version",
+    "contract_version",
+]
 
 
 @dataclass(frozen=True)
@@ -115,8 +124,8 @@ class Quarantined:
 @dataclass
 class Hostile:
     landing: Path
-    files: dict[str, list[str]]             # source -> landing-relative names of the hostile files
-    rows: dict[tuple[str, str], int]        # (source, file) -> rows it holds
+    files: dict[str, list[str]]  # source -> landing-relative names of the hostile files
+    rows: dict[tuple[str, str], int]  # (source, file) -> rows it holds
     stored: list[Stored]
     quarantined: list[Quarantined]
 
@@ -146,14 +155,20 @@ def write_hostile_files(landing: Path) -> Hostile:
     for n, name in enumerate(NAMES[:8]):
         relative = f"registry/batches{name}.csv"
         attributes = [VALUES[(n + k) % len(VALUES)] for k in range(7)]
-        add("batch_registry", relative, _csv_text([REGISTRY_HEADER, [f"H-{n}", *attributes, "v1"],
-                                                   [VALUES[n], *attributes, "v1"]]), 2)
-        stored_line = _end_line(2, attributes)              # quoted values keep their line ends
+        add(
+            "batch_registry",
+            relative,
+            _csv_text([REGISTRY_HEADER, [f"H-{n}", *attributes, "v1"], [VALUES[n], *attributes, "v1"]]),
+            2,
+        )
+        stored_line = _end_line(2, attributes)  # quoted values keep their line ends
         for column, value in zip(REGISTRY_HEADER[1:8], attributes, strict=True):
             hostile.stored.append(Stored("batch_registry", relative, stored_line, column, value))
-        hostile.quarantined.append(Quarantined("batch_registry", relative,
-                                               _end_line(stored_line + 1, [VALUES[n], *attributes]),
-                                               "batch_id.str_matches"))
+        hostile.quarantined.append(
+            Quarantined(
+                "batch_registry", relative, _end_line(stored_line + 1, [VALUES[n], *attributes]), "batch_id.str_matches"
+            )
+        )
 
     # sacct: hostile job names, accounts and users (stored), labels in Comment (stored as the label grammar
     # reads them), an enumerated label out of its list, a "|" and a line end inside a job name (quarantined).
@@ -164,21 +179,25 @@ def write_hostile_files(landing: Path) -> Hostile:
         for k in range(4):
             value = VALUES[(4 * n + k) % len(VALUES)].replace("|", "/").replace("\n", " ").replace("\r", " ")
             comment = f"batch=H-{n};phase=exploration;reason=planned_experiment;restart_of={value}"
-            lines.append(_sacct_line(f"{9000 + 10 * n + k}", job_name=value, account=value, user=value,
-                                     comment=comment))
+            lines.append(
+                _sacct_line(f"{9000 + 10 * n + k}", job_name=value, account=value, user=value, comment=comment)
+            )
             line = len(lines)
-            hostile.stored += [Stored("scheduler_jobs", relative, line, "job_name", value),
-                               Stored("scheduler_jobs", relative, line, "account", value),
-                               Stored("scheduler_jobs", relative, line, "user_name", value),
-                               Stored("scheduler_jobs", relative, line, "restart_of",
-                                      parse_labels(comment)["restart_of"])]
+            hostile.stored += [
+                Stored("scheduler_jobs", relative, line, "job_name", value),
+                Stored("scheduler_jobs", relative, line, "account", value),
+                Stored("scheduler_jobs", relative, line, "user_name", value),
+                Stored("scheduler_jobs", relative, line, "restart_of", parse_labels(comment)["restart_of"]),
+            ]
         lines.append(_sacct_line(f"{9000 + 10 * n + 5}", comment=f"batch=H-{n};end_reason={VALUES[0]}"))
         hostile.quarantined.append(Quarantined("scheduler_jobs", relative, len(lines), "end_reason.isin"))
         lines.append(_sacct_line(f"{9000 + 10 * n + 6}", job_name="a|b'); drop table raw.quarantine; --"))
         hostile.quarantined.append(Quarantined("scheduler_jobs", relative, len(lines), "sacct_field_count"))
         lines += _sacct_line(f"{9000 + 10 * n + 7}", job_name="first\nsecond").split("\n")
-        hostile.quarantined += [Quarantined("scheduler_jobs", relative, len(lines) - 1, "sacct_field_count"),
-                                Quarantined("scheduler_jobs", relative, len(lines), "sacct_field_count")]
+        hostile.quarantined += [
+            Quarantined("scheduler_jobs", relative, len(lines) - 1, "sacct_field_count"),
+            Quarantined("scheduler_jobs", relative, len(lines), "sacct_field_count"),
+        ]
         add("scheduler_jobs", relative, "\n".join(lines) + "\n", 8)
 
     # Telemetry: hostile file names (glob characters among them) with hostile host names (stored, quoted where
@@ -187,8 +206,10 @@ def write_hostile_files(landing: Path) -> Hostile:
         relative = f"telemetry/dcgm{name}.csv"
         hosts = [VALUES[(2 * n + k) % len(VALUES)] for k in range(2)]
         rows = [SAMPLE_HEADER]
-        rows += [[f"2026-11-20T0{k}:00:00", host, "0", "no-such-job", "0.5", "0.5", "0.5", "1", "1", "100"]
-                 for k, host in enumerate(hosts)]
+        rows += [
+            [f"2026-11-20T0{k}:00:00", host, "0", "no-such-job", "0.5", "0.5", "0.5", "1", "1", "100"]
+            for k, host in enumerate(hosts)
+        ]
         rows.append(["2026-11-20T05:00:00", "gpu-z", VALUES[n], "no-such-job", "0.5", "0.5", "0.5", "1", "1", "100"])
         add("device_samples", relative, _csv_text(rows), 3)
         # DuckDB numbers lines without counting a line end inside a quoted value.
@@ -198,15 +219,26 @@ def write_hostile_files(landing: Path) -> Hostile:
     # Steps: hostile versions (stored, JSON escapes and all), a hostile discard reason and batch key (quarantined).
     for n, name in enumerate(NAMES[2:6]):
         relative = f"steps/steps{name}.jsonl"
-        step = {"batch_id": f"H-{n}", "job_id": "no-such-job", "started_at": "2026-11-20T00:00:00",
-                "ended_at": "2026-11-20T00:10:00", "committed": False, "discarded_reason": None}
+        step = {
+            "batch_id": f"H-{n}",
+            "job_id": "no-such-job",
+            "started_at": "2026-11-20T00:00:00",
+            "ended_at": "2026-11-20T00:10:00",
+            "committed": False,
+            "discarded_reason": None,
+        }
         lines = []
         for k in range(3):
             value = VALUES[(3 * n + k) % len(VALUES)]
-            lines.append(json.dumps(dict(step, step=k + 1, config_version=value, data_version=value + "\x00"),
-                                    ensure_ascii=k % 2 == 0))
-            hostile.stored += [Stored("training_steps", relative, k + 1, "config_version", value),
-                               Stored("training_steps", relative, k + 1, "data_version", value + "\x00")]
+            lines.append(
+                json.dumps(
+                    dict(step, step=k + 1, config_version=value, data_version=value + "\x00"), ensure_ascii=k % 2 == 0
+                )
+            )
+            hostile.stored += [
+                Stored("training_steps", relative, k + 1, "config_version", value),
+                Stored("training_steps", relative, k + 1, "data_version", value + "\x00"),
+            ]
         lines.append(json.dumps(dict(step, step=9, discarded_reason=VALUES[n])))
         hostile.quarantined.append(Quarantined("training_steps", relative, 4, "discarded_reason.isin"))
         lines.append(json.dumps(dict(step, step=10, batch_id=VALUES[n + 1])))
@@ -221,20 +253,39 @@ def _end_line(first: int, values: list[str]) -> int:
     return first + text.count("\r\n") + text.replace("\r\n", "").count("\r") + text.replace("\r\n", "").count("\n")
 
 
-def _sacct_line(job_id: str, job_name: str = "h", account: str = "post-training", user: str = "trainer",
-                comment: str = "") -> str:
+def _sacct_line(
+    job_id: str, job_name: str = "h", account: str = "post-training", user: str = "trainer", comment: str = ""
+) -> str:
     values = {field: "" for field in SACCT_FIELDS}
-    values.update({
-        "JobID": job_id, "JobIDRaw": job_id, "JobName": job_name, "Account": account, "Partition": "gpu",
-        "User": user, "State": "COMPLETED", "ExitCode": "0:0", "Restarts": "0",
-        "Submit": "2026-11-20T00:00:00", "Eligible": "2026-11-20T00:00:00", "Start": "2026-11-20T00:00:00",
-        "End": "2026-11-20T01:00:00", "Elapsed": "01:00:00", "Timelimit": "02:00:00", "NNodes": "1",
-        "NodeList": "gpu-z", "ReqTRES": "gres/gpu=1", "AllocTRES": "gres/gpu=1", "Comment": comment,
-    })
+    values.update(
+        {
+            "JobID": job_id,
+            "JobIDRaw": job_id,
+            "JobName": job_name,
+            "Account": account,
+            "Partition": "gpu",
+            "User": user,
+            "State": "COMPLETED",
+            "ExitCode": "0:0",
+            "Restarts": "0",
+            "Submit": "2026-11-20T00:00:00",
+            "Eligible": "2026-11-20T00:00:00",
+            "Start": "2026-11-20T00:00:00",
+            "End": "2026-11-20T01:00:00",
+            "Elapsed": "01:00:00",
+            "Timelimit": "02:00:00",
+            "NNodes": "1",
+            "NodeList": "gpu-z",
+            "ReqTRES": "gres/gpu=1",
+            "AllocTRES": "gres/gpu=1",
+            "Comment": comment,
+        }
+    )
     return "|".join(values[field] for field in SACCT_FIELDS)
 
 
 # ------------------------------------------------------------------------------------------------ assertions
+
 
 def _tables(warehouse: Path) -> set[tuple[str, str, str]]:
     return set(query(warehouse, "select table_schema, table_name, table_type from information_schema.tables"))
@@ -242,8 +293,12 @@ def _tables(warehouse: Path) -> set[tuple[str, str, str]]:
 
 def _check_files_are_recorded_by_name(warehouse: Path, hostile: Hostile) -> None:
     for source, names in hostile.files.items():
-        recorded = query(warehouse, "select source_file, rows_in, rows_staged, rows_quarantined, duplicate_of "
-                                     "from raw.ingested_files where source = ?", [source])
+        recorded = query(
+            warehouse,
+            "select source_file, rows_in, rows_staged, rows_quarantined, duplicate_of "
+            "from raw.ingested_files where source = ?",
+            [source],
+        )
         by_name = {row[0]: row[1:] for row in recorded}
         for name in names:
             assert name in by_name, f"{name!r} is not in the ledger under its own name"
@@ -258,25 +313,41 @@ def _check_files_are_recorded_by_name(warehouse: Path, hostile: Hostile) -> None
 def _check_values(warehouse: Path, hostile: Hostile) -> None:
     problems = []
     for expected in hostile.stored:
-        found = query(warehouse, f'select "{expected.column}" from raw."{expected.source}" '
-                                  "where source_file = ? and source_line = ?", [expected.source_file, expected.line])
+        found = query(
+            warehouse,
+            f'select "{expected.column}" from raw."{expected.source}" where source_file = ? and source_line = ?',
+            [expected.source_file, expected.line],
+        )
         if [row[0] for row in found] != [expected.value] or found[0][0].encode() != expected.value.encode():
             problems.append(f"{expected}: found {found!r}")
     for expected in hostile.quarantined:
-        rules = [r for (r,) in query(warehouse, "select rule from raw.quarantine where source = ? and "
-                                                 "source_file = ? and line = ?",
-                                      [expected.source, expected.source_file, expected.line])]
+        rules = [
+            r
+            for (r,) in query(
+                warehouse,
+                "select rule from raw.quarantine where source = ? and source_file = ? and line = ?",
+                [expected.source, expected.source_file, expected.line],
+            )
+        ]
         if rules != [expected.rule]:
             problems.append(f"{expected}: quarantined as {rules}")
     assert not problems, "\n".join(problems[:20])
     # Every line of every hostile file is accounted for by the expectations: no hostile row slips through.
     for source, names in hostile.files.items():
         for name in names:
-            lines = {r[0] for r in query(warehouse, f'select source_line from raw."{source}" where source_file = ? '
-                                                     "union all select line from raw.quarantine where source = ? "
-                                                     "and source_file = ?", [name, source, name])}
-            expected = {e.line for e in [*hostile.stored, *hostile.quarantined]
-                        if e.source == source and e.source_file == name}
+            lines = {
+                r[0]
+                for r in query(
+                    warehouse,
+                    f'select source_line from raw."{source}" where source_file = ? '
+                    "union all select line from raw.quarantine where source = ? "
+                    "and source_file = ?",
+                    [name, source, name],
+                )
+            }
+            expected = {
+                e.line for e in [*hostile.stored, *hostile.quarantined] if e.source == source and e.source_file == name
+            }
             assert lines == expected, (name, sorted(lines), sorted(expected))
 
 
@@ -324,8 +395,9 @@ def test_hostile_names_and_values_through_the_real_ingest(tmp_path):
     warehouse = tmp_path / "w.duckdb"
     con = connect(warehouse, readable_dir=landing)
     try:
-        tables_before = set(con.execute("select table_schema, table_name, table_type "
-                                        "from information_schema.tables").fetchall())
+        tables_before = set(
+            con.execute("select table_schema, table_name, table_type from information_schema.tables").fetchall()
+        )
         contract = load_contract()
         reports = [load_source(con, landing, sources()[name], contract) for name in RAW_SOURCES]
         reports.append(load_device_samples(con, landing))
@@ -334,8 +406,11 @@ def test_hostile_names_and_values_through_the_real_ingest(tmp_path):
     assert all(report.conserved for report in reports)
     expected_tables = tables_before | {("raw", name, "BASE TABLE") for name in [*RAW_SOURCES, "device_samples"]}
     assert _tables(warehouse) == expected_tables
-    assert tables_before == {("raw", "quarantine", "BASE TABLE"), ("raw", "ingested_files", "BASE TABLE"),
-                             ("raw", "ignored_files", "BASE TABLE")}
+    assert tables_before == {
+        ("raw", "quarantine", "BASE TABLE"),
+        ("raw", "ingested_files", "BASE TABLE"),
+        ("raw", "ignored_files", "BASE TABLE"),
+    }
     _check_files_are_recorded_by_name(warehouse, hostile)
     _check_values(warehouse, hostile)
     _no_file_outside(tmp_path, landing, before, {"w.duckdb", "w.duckdb.wal"})
@@ -350,7 +425,7 @@ def test_hostile_names_and_values_through_the_whole_nightly_job(tmp_path, demo_r
     hostile = write_hostile_files(landing)
     before = set(tmp_path.iterdir())
     warehouse = tmp_path / "warehouse.duckdb"
-    monkeypatch.setenv("COST_LANDING_DIR", "")        # run_pipeline sets both; they are restored afterwards
+    monkeypatch.setenv("COST_LANDING_DIR", "")  # run_pipeline sets both; they are restored afterwards
     monkeypatch.setenv("COST_WAREHOUSE", "")
     succeeded = run_pipeline(landing, warehouse)
     assert succeeded
@@ -361,12 +436,15 @@ def test_hostile_names_and_values_through_the_whole_nightly_job(tmp_path, demo_r
     # The hostile batches reach the marts as data, their text intact.
     registered = dict(query(warehouse, "select batch_id, project from marts.dim_batches"))
     for expected in (e for e in hostile.stored if e.source == "batch_registry" and e.column == "project"):
-        batch = query(warehouse, "select batch_id from raw.batch_registry where source_file = ?",
-                       [expected.source_file])[0][0]
+        batch = query(
+            warehouse, "select batch_id from raw.batch_registry where source_file = ?", [expected.source_file]
+        )[0][0]
         assert registered[batch] == expected.value
     # What a clean run leaves beside its warehouse (published marts, the run lock), named after this warehouse.
     stem = demo_run.warehouse.stem
-    beside_clean = {p.name.replace(stem, warehouse.stem, 1) for p in demo_run.warehouse.parent.iterdir()
-                    if p.name.startswith(stem)}
-    _no_file_outside(tmp_path, landing, before,
-                     beside_clean | {warehouse.name, f"{warehouse.name}.wal", f"{warehouse.name}.lock"})
+    beside_clean = {
+        p.name.replace(stem, warehouse.stem, 1) for p in demo_run.warehouse.parent.iterdir() if p.name.startswith(stem)
+    }
+    _no_file_outside(
+        tmp_path, landing, before, beside_clean | {warehouse.name, f"{warehouse.name}.wal", f"{warehouse.name}.lock"}
+    )

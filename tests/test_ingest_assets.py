@@ -21,8 +21,13 @@ from tests.helpers import query
 SAMPLE_HEADER = ",".join(name for name, _ in DEVICE_SAMPLE_COLUMNS)
 
 
-def materialize(landing: Path, warehouse: Path, name: str, run_config: dict | None = None,
-                instance: dg.DagsterInstance | None = None) -> dg.ExecuteInProcessResult:
+def materialize(
+    landing: Path,
+    warehouse: Path,
+    name: str,
+    run_config: dict | None = None,
+    instance: dg.DagsterInstance | None = None,
+) -> dg.ExecuteInProcessResult:
     return dg.materialize(
         [ASSETS[name]],
         resources={"landing": LandingZone(path=str(landing)), "warehouse": Warehouse(path=str(warehouse))},
@@ -43,25 +48,33 @@ def write(path: Path, text: str) -> Path:
 
 
 def conservation(warehouse: Path, source: str) -> tuple[int, int, int]:
-    return query(warehouse, f"select sum(rows_in), sum(rows_staged), sum(rows_quarantined) from raw.ingested_files "
-                            f"where source = '{source}'")[0]
+    return query(
+        warehouse,
+        f"select sum(rows_in), sum(rows_staged), sum(rows_quarantined) from raw.ingested_files "
+        f"where source = '{source}'",
+    )[0]
 
 
 def check_results(result: dg.ExecuteInProcessResult) -> dict[str, bool]:
-    return {e.asset_check_evaluation_data.check_name: e.asset_check_evaluation_data.passed
-            for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"}
+    return {
+        e.asset_check_evaluation_data.check_name: e.asset_check_evaluation_data.passed
+        for e in result.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION"
+    }
 
 
-REGISTRY_HEADER = ("batch_id,project,goal,team,data_version,model_version,code_version,config_version,"
-                   "contract_version\n")
+REGISTRY_HEADER = "batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"
 
 
 def test_bad_registry_file_is_quarantined_whole_and_the_good_one_loads(tmp_path):
     landing = tmp_path / "landing"
-    write(landing / "registry" / "batches.csv", REGISTRY_HEADER + "B-1,p,g,t,d1,m1,c1,cfg1,v1\n"
-          "B-2,p,g,t,d1,m1,c1,cfg1,v9\n"            # unknown contract version
-          "B-1,p,g,t,d1,m1,c1,cfg1,v1\n"            # repeated key
-          "B-3,p,g\n")                              # short line
+    write(
+        landing / "registry" / "batches.csv",
+        REGISTRY_HEADER + "B-1,p,g,t,d1,m1,c1,cfg1,v1\n"
+        "B-2,p,g,t,d1,m1,c1,cfg1,v9\n"  # unknown contract version
+        "B-1,p,g,t,d1,m1,c1,cfg1,v1\n"  # repeated key
+        "B-3,p,g\n",
+    )  # short line
     write(landing / "registry" / "batches_extra.csv", "id;name\nB-4;x\n")
     result = materialize(landing, tmp_path / "w.duckdb", "batch_registry")
     assert result.success
@@ -74,15 +87,26 @@ def test_bad_registry_file_is_quarantined_whole_and_the_good_one_loads(tmp_path)
     ]
     rows_in, staged, quarantined = conservation(tmp_path / "w.duckdb", "batch_registry")
     assert (rows_in, staged, quarantined) == (5, 1, 4)
-    assert check_results(result) == {"rows_conserved": True, "no_quarantined_rows": False,
-                                     "quarantine_not_growing": True}
+    assert check_results(result) == {
+        "rows_conserved": True,
+        "no_quarantined_rows": False,
+        "quarantine_not_growing": True,
+    }
 
 
 def test_quarantine_messages_name_file_line_and_rule_but_never_values(tmp_path):
     landing = tmp_path / "landing"
-    step = {"batch_id": "B-1", "job_id": "1", "step": 1, "started_at": "2026-11-01T00:00:00",
-            "ended_at": "2026-11-01T00:10:00", "committed": True, "discarded_reason": "SECRET-CANARY-REASON",
-            "samples": 1, "tokens": 5}
+    step = {
+        "batch_id": "B-1",
+        "job_id": "1",
+        "step": 1,
+        "started_at": "2026-11-01T00:00:00",
+        "ended_at": "2026-11-01T00:10:00",
+        "committed": True,
+        "discarded_reason": "SECRET-CANARY-REASON",
+        "samples": 1,
+        "tokens": 5,
+    }
     write(landing / "steps" / "steps.jsonl", json.dumps(step) + "\nnot json\n[1, 2]\n")
     instance = dg.DagsterInstance.ephemeral()
     result = materialize(landing, tmp_path / "w.duckdb", "training_steps", instance=instance)
@@ -99,8 +123,16 @@ def test_a_changed_contract_enumeration_changes_validation_without_code():
     document = json.loads(json.dumps(v1.document))
     document["discard_reasons"]["eval_leak"] = "Evaluation data leaked into training."
     v2 = Contract(version="v2", document=document)
-    row = {"batch_id": "B-1", "job_id": "1", "step": 1, "started_at": "2026-11-01T00:00:00",
-           "ended_at": "2026-11-01T00:01:00", "committed": True, "discarded_reason": "eval_leak", "source_line": 1}
+    row = {
+        "batch_id": "B-1",
+        "job_id": "1",
+        "step": 1,
+        "started_at": "2026-11-01T00:00:00",
+        "ended_at": "2026-11-01T00:01:00",
+        "committed": True,
+        "discarded_reason": "eval_leak",
+        "source_line": 1,
+    }
     under_v1 = ParsedFile(path=Path("x"), sha256="", rows=[dict(row)])
     under_v2 = ParsedFile(path=Path("x"), sha256="", rows=[dict(row)])
     assert len(validate_rows(under_v1, training_steps(v1))) == 0 and len(under_v1.rejections) == 1
@@ -109,14 +141,22 @@ def test_a_changed_contract_enumeration_changes_validation_without_code():
 
 def test_scheduler_config_reads_headerless_semicolon_exports(tmp_path):
     landing = tmp_path / "landing"
-    write(landing / "scheduler" / "jobs.txt", "77;COMPLETED;2026-11-03T00:00:00;2026-11-03T01:00:00;01:00:00;"
-          "gres/gpu=2;gres/gpu=2;batch=B-7,phase=analysis\n")
+    write(
+        landing / "scheduler" / "jobs.txt",
+        "77;COMPLETED;2026-11-03T00:00:00;2026-11-03T01:00:00;01:00:00;"
+        "gres/gpu=2;gres/gpu=2;batch=B-7,phase=analysis\n",
+    )
     fields = ["JobID", "State", "Start", "End", "Timelimit", "ReqTRES", "AllocTRES", "Comment"]
-    result = materialize(landing, tmp_path / "w.duckdb", "scheduler_jobs",
-                         {"ops": {"raw__scheduler_jobs": {"config": {"sacct_delimiter": ";", "sacct_fields": fields}}}})
+    result = materialize(
+        landing,
+        tmp_path / "w.duckdb",
+        "scheduler_jobs",
+        {"ops": {"raw__scheduler_jobs": {"config": {"sacct_delimiter": ";", "sacct_fields": fields}}}},
+    )
     assert result.success
     assert query(tmp_path / "w.duckdb", "select job_id, gpus_allocated, phase from raw.scheduler_jobs") == [
-        ("77", 2, "analysis")]
+        ("77", 2, "analysis")
+    ]
 
 
 def _sample(ts: str, gr: str = "0.9", tensor: str = "0.5", gpu: str = "0") -> str:
@@ -125,14 +165,16 @@ def _sample(ts: str, gr: str = "0.9", tensor: str = "0.5", gpu: str = "0") -> st
 
 def test_device_samples_are_checked_in_the_database_with_line_numbers(tmp_path):
     landing = tmp_path / "landing"
-    lines = [SAMPLE_HEADER,
-             _sample("2026-11-01T00:00:00"),
-             _sample("2026-11-01T00:01:00", gr="1.7"),             # activity outside 0-1
-             "2026-11-01T00:02:00,gpu-a,0,1",                      # too few columns
-             _sample("not-a-time"),
-             _sample("2026-11-01T00:04:00", gpu="-1"),
-             "2026-11-01T00:05:00,gpu-a,0,1,0.5,0.5,0.5,1,1,1,extra",  # too many columns
-             _sample("2026-11-01T00:06:00")]
+    lines = [
+        SAMPLE_HEADER,
+        _sample("2026-11-01T00:00:00"),
+        _sample("2026-11-01T00:01:00", gr="1.7"),  # activity outside 0-1
+        "2026-11-01T00:02:00,gpu-a,0,1",  # too few columns
+        _sample("not-a-time"),
+        _sample("2026-11-01T00:04:00", gpu="-1"),
+        "2026-11-01T00:05:00,gpu-a,0,1,0.5,0.5,0.5,1,1,1,extra",  # too many columns
+        _sample("2026-11-01T00:06:00"),
+    ]
     write(landing / "telemetry" / "a.csv", "\n".join(lines) + "\n")
     write(landing / "telemetry" / "wrong.csv", "time,host\n1,2\n")
     write(landing / "telemetry" / "broken.parquet", "this is not parquet")
@@ -155,8 +197,11 @@ def test_device_samples_are_checked_in_the_database_with_line_numbers(tmp_path):
 
 def test_device_samples_from_parquet(tmp_path):
     landing = tmp_path / "landing"
-    csv_path = write(tmp_path / "s.csv", "\n".join([SAMPLE_HEADER, _sample("2026-11-01T00:00:00"),
-                                                    _sample("2026-11-01T00:01:00", tensor="-0.5")]) + "\n")
+    csv_path = write(
+        tmp_path / "s.csv",
+        "\n".join([SAMPLE_HEADER, _sample("2026-11-01T00:00:00"), _sample("2026-11-01T00:01:00", tensor="-0.5")])
+        + "\n",
+    )
     (landing / "telemetry").mkdir(parents=True)
     con = duckdb.connect()
     con.read_csv(str(csv_path), header=True).write_parquet(str(landing / "telemetry" / "s.parquet"))
@@ -165,7 +210,8 @@ def test_device_samples_from_parquet(tmp_path):
     assert materialize(landing, warehouse, "device_samples").success
     assert query(warehouse, "select count(*) from raw.device_samples") == [(1,)]
     assert query(warehouse, "select line, rule from raw.quarantine") == [
-        (2, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE.unit_range")]
+        (2, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE.unit_range")
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(ASSETS))
@@ -180,10 +226,12 @@ def test_a_growing_quarantine_fails_its_check(tmp_path):
     instance = dg.DagsterInstance.ephemeral()
     registry = landing / "registry" / "batches.csv"
     write(registry, REGISTRY_HEADER + "B-1,p,g,t,d1,m1,c1,cfg1,v1\nB-2,p,g\n")
-    assert check_results(materialize(landing, warehouse, "batch_registry", instance=instance))[
-        "quarantine_not_growing"]
+    assert check_results(materialize(landing, warehouse, "batch_registry", instance=instance))["quarantine_not_growing"]
     write(registry, REGISTRY_HEADER + "B-1,p,g,t,d1,m1,c1,cfg1,v1\nB-2,p,g\nB-3,p,g\n")
     grown = materialize(landing, warehouse, "batch_registry", instance=instance)
-    assert grown.success                      # the night still loads
-    assert check_results(grown) == {"rows_conserved": True, "no_quarantined_rows": False,
-                                    "quarantine_not_growing": False}
+    assert grown.success  # the night still loads
+    assert check_results(grown) == {
+        "rows_conserved": True,
+        "no_quarantined_rows": False,
+        "quarantine_not_growing": False,
+    }

@@ -48,7 +48,7 @@ class KillPoint:
     marker: re.Pattern
     delay: float
     during_ingest: bool
-    dbt_share: float | None = None      # with DBT_NODE: the share of dbt's nodes done whose line marks the point
+    dbt_share: float | None = None  # with DBT_NODE: the share of dbt's nodes done whose line marks the point
 
     def reached(self, line: str) -> bool:
         found = self.marker.search(line)
@@ -60,13 +60,19 @@ class KillPoint:
 def _kill_points(rng: random.Random) -> list[KillPoint]:
     steps = sorted(asset.node_def.name for asset in ingest_assets)
     ingest = [
-        KillPoint(f"ingest step {step}", re.compile(rf'STEP_START - Started execution of step "{re.escape(step)}"'),
-                  rng.uniform(0.0, 0.2), during_ingest=True)
+        KillPoint(
+            f"ingest step {step}",
+            re.compile(rf'STEP_START - Started execution of step "{re.escape(step)}"'),
+            rng.uniform(0.0, 0.2),
+            during_ingest=True,
+        )
         for step in rng.sample(steps, INGEST_KILLS)
     ]
     dbt = [KillPoint("dbt start (parsing)", DBT_STARTED, rng.uniform(0.0, 2.0), during_ingest=False)]
-    dbt += [KillPoint(f"dbt after {share:.0%} of its nodes", DBT_NODE, rng.uniform(0.0, 0.2), False, share)
-            for share in sorted(rng.uniform(0.0, 1.0) for _ in range(DBT_KILLS - 1))]
+    dbt += [
+        KillPoint(f"dbt after {share:.0%} of its nodes", DBT_NODE, rng.uniform(0.0, 0.2), False, share)
+        for share in sorted(rng.uniform(0.0, 1.0) for _ in range(DBT_KILLS - 1))
+    ]
     return ingest + dbt
 
 
@@ -77,17 +83,23 @@ def _fingerprints(warehouse: Path, schemas: tuple[str, ...] = SCHEMAS) -> dict[s
 def _ledger_matches_rows(warehouse: Path) -> None:
     con = duckdb.connect(str(warehouse))
     try:
-        tables = {t for (t,) in con.execute(
-            "select table_name from information_schema.tables where table_schema = 'raw'").fetchall()}
+        tables = {
+            t
+            for (t,) in con.execute(
+                "select table_name from information_schema.tables where table_schema = 'raw'"
+            ).fetchall()
+        }
         if "ingested_files" not in tables:
             return
         for source, staged, quarantined in con.execute(
-                "select source, sum(rows_staged), sum(rows_quarantined) from raw.ingested_files group by source"
+            "select source, sum(rows_staged), sum(rows_quarantined) from raw.ingested_files group by source"
         ).fetchall():
             assert source in tables, source
             assert con.execute(f'select count(*) from raw."{source}"').fetchone()[0] == staged, source
-            assert con.execute("select count(*) from raw.quarantine where source = ?",
-                               [source]).fetchone()[0] == quarantined, source
+            assert (
+                con.execute("select count(*) from raw.quarantine where source = ?", [source]).fetchone()[0]
+                == quarantined
+            ), source
     finally:
         con.close()
 
@@ -102,13 +114,18 @@ def _killed_run(landing: Path, warehouse: Path, point: KillPoint) -> bool:
     Returns whether dbt parsed the whole project (instead of reusing the last build's parse)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "cost_pipeline.cli", "run", "--landing", str(landing), "--warehouse", str(warehouse)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True,
-        preexec_fn=_default_signals, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+        preexec_fn=_default_signals,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     reached = threading.Event()
     full_parse = threading.Event()
 
-    def read() -> None:                               # keeps draining the pipe so the night never stalls on it
+    def read() -> None:  # keeps draining the pipe so the night never stalls on it
         for line in process.stdout:
             if FULL_PARSE.search(line):
                 full_parse.set()
@@ -123,9 +140,9 @@ def _killed_run(landing: Path, warehouse: Path, point: KillPoint) -> bool:
         time.sleep(point.delay)
     killed = process.poll() is None
     if killed:
-        os.killpg(process.pid, signal.SIGKILL)        # the run and its dbt child, like kill -9 of the night
+        os.killpg(process.pid, signal.SIGKILL)  # the run and its dbt child, like kill -9 of the night
     process.wait(timeout=30)
-    _wait_until_gone(process.pid)                     # dbt, orphaned, may still hold the warehouse's lock
+    _wait_until_gone(process.pid)  # dbt, orphaned, may still hold the warehouse's lock
     reader.join(timeout=30)
     assert reached.is_set() and killed, f"the night ended before the kill point ({point.description})"
     return full_parse.is_set()
@@ -159,13 +176,13 @@ def test_kill_nine_then_rerun_reaches_the_clean_tables(demo_run, tmp_path):
     assert demo_run.succeeded
     clean = _fingerprints(demo_run.warehouse)
     night = tmp_path / "night"
-    warehouse = night / demo_run.warehouse.name       # one path for every night: its dbt parse state is reused
+    warehouse = night / demo_run.warehouse.name  # one path for every night: its dbt parse state is reused
     points = _kill_points(random.Random(9))
     assert len(points) == 20
-    built_here = False                                # whether a whole night has run on this warehouse path
+    built_here = False  # whether a whole night has run on this warehouse path
     for number, point in enumerate(points):
         _clear(night)
-        if number % 2:                                # half the nights start from last night's finished warehouse
+        if number % 2:  # half the nights start from last night's finished warehouse
             shutil.copyfile(demo_run.warehouse, warehouse)
         full_parse = _killed_run(demo_run.landing, warehouse, point)
         assert not (built_here and full_parse), "a night on this warehouse must reuse the last build's dbt parse"
@@ -174,7 +191,9 @@ def test_kill_nine_then_rerun_reaches_the_clean_tables(demo_run, tmp_path):
         if point.during_ingest:
             # A kill during ingest is recovered by the re-run's ingest: once raw equals the clean run's raw, dbt
             # builds the same marts from it (test_rerun_determinism), so the re-run stops after ingest.
-            assert run_pipeline(demo_run.landing, warehouse, asset_keys=INGEST_KEYS), f"re-run after {point.description}"
+            assert run_pipeline(demo_run.landing, warehouse, asset_keys=INGEST_KEYS), (
+                f"re-run after {point.description}"
+            )
             _ledger_matches_rows(warehouse)
             assert _fingerprints(warehouse, ("raw",)) == {"raw": clean["raw"]}, f"kill at {point.description}"
         else:

@@ -24,9 +24,11 @@ from cost_pipeline.ingest.registry import sources
 from cost_pipeline.ingest.timesheets import HarvestOptions, harvest_line_parser
 from tests.test_end_to_end import job_cost
 
-HARVEST_HEADER = ("Date,Client,Project,Project Code,Task,Notes,Hours,Hours Rounded,Billable?,Invoiced?,Approved?,"
-                  "First Name,Last Name,Roles,Employee?,Billable Rate,Billable Amount,Cost Rate,Cost Amount,Currency,"
-                  "External Reference URL")
+HARVEST_HEADER = (
+    "Date,Client,Project,Project Code,Task,Notes,Hours,Hours Rounded,Billable?,Invoiced?,Approved?,"
+    "First Name,Last Name,Roles,Employee?,Billable Rate,Billable Amount,Cost Rate,Cost Amount,Currency,"
+    "External Reference URL"
+)
 CANARY = "173.37"
 
 
@@ -48,34 +50,57 @@ def parse_timesheet(path: Path, contract: Contract | None = None, date_format: s
 
 # ---- pure parsing -------------------------------------------------------------------------------------------------
 
+
 def test_harvest_columns_in_another_order_with_extra_and_missing_optional_columns(tmp_path):
     # Reordered, "Client" and "Currency" missing, an extra column Harvest never wrote; blank Cost Rate allowed.
-    path = write(tmp_path / "t.csv",
-                 "Last Name,First Name,Hours,Task,Project Code,Date,Cost Rate,Something Else\n"
-                 "Chen,Alice,7.5,Training runs,B-7,2026-11-03,120.00,x\n"
-                 "Lind,Eva,2,Cluster support,B-8,2026-11-06,,y\n")
+    path = write(
+        tmp_path / "t.csv",
+        "Last Name,First Name,Hours,Task,Project Code,Date,Cost Rate,Something Else\n"
+        "Chen,Alice,7.5,Training runs,B-7,2026-11-03,120.00,x\n"
+        "Lind,Eva,2,Cluster support,B-8,2026-11-06,,y\n",
+    )
     parsed, valid = parse_timesheet(path)
     assert parsed.rejections == [] and parsed.rows_in == 2
     rows = valid.to_dict("records")
-    assert [(r["entry_date"], r["project_code"], r["task"], r["hours"], r["first_name"], r["last_name"],
-             r["cost_rate"], r["client"]) for r in rows] == [
+    assert [
+        (
+            r["entry_date"],
+            r["project_code"],
+            r["task"],
+            r["hours"],
+            r["first_name"],
+            r["last_name"],
+            r["cost_rate"],
+            r["client"],
+        )
+        for r in rows
+    ] == [
         ("2026-11-03", "B-7", "Training runs", "7.5", "Alice", "Chen", "120.00", None),
         ("2026-11-06", "B-8", "Cluster support", "2", "Eva", "Lind", None, None),
     ]
 
 
-HARVEST_DATES = {"iso": ("2026-11-27", "2026-04-01"), "mdy": ("11/27/2026", "4/1/2026"),
-                 "dmy": ("27/11/2026", "01/04/2026")}
+HARVEST_DATES = {
+    "iso": ("2026-11-27", "2026-04-01"),
+    "mdy": ("11/27/2026", "4/1/2026"),
+    "dmy": ("27/11/2026", "01/04/2026"),
+}
 
 
 def _harvest_dates(tmp_path: Path, written: str) -> Path:
     """Harvest writes Date in the account's date format (a Harvest account setting); the same two entries each way."""
     first, second = HARVEST_DATES[written]
-    return write(tmp_path / f"{written}.csv", "\n".join([
-        HARVEST_HEADER,
-        f"{first},In,RL,B-7,Training runs,,2,2,No,No,Yes,Ann,Lee,,Yes,0,0,100.00,200.00,USD,",
-        f"{second},In,RL,B-7,Training runs,,3,3,No,No,Yes,Ann,Lee,,Yes,0,0,100.00,300.00,USD,",
-    ]) + "\n")
+    return write(
+        tmp_path / f"{written}.csv",
+        "\n".join(
+            [
+                HARVEST_HEADER,
+                f"{first},In,RL,B-7,Training runs,,2,2,No,No,Yes,Ann,Lee,,Yes,0,0,100.00,200.00,USD,",
+                f"{second},In,RL,B-7,Training runs,,3,3,No,No,Yes,Ann,Lee,,Yes,0,0,100.00,300.00,USD,",
+            ]
+        )
+        + "\n",
+    )
 
 
 @pytest.mark.parametrize("date_format", ["iso", "mdy", "dmy"])
@@ -98,8 +123,8 @@ def test_without_the_date_format_only_iso_dates_load_and_others_are_never_guesse
     # The setting is followed, never second-guessed: 11/27/2026 read as day/month is no date at all.
     other = "dmy" if written == "mdy" else "mdy"
     parsed, valid = parse_timesheet(_harvest_dates(tmp_path, written), date_format=other)
-    assert [r.line for r in parsed.rejections] == [2]                # month 30 does not exist
-    assert list(valid["entry_date"]) == ["2026-01-04"]               # what the setting says, not a guess
+    assert [r.line for r in parsed.rejections] == [2]  # month 30 does not exist
+    assert list(valid["entry_date"]) == ["2026-01-04"]  # what the setting says, not a guess
 
 
 def test_a_wrong_date_format_is_refused():
@@ -111,9 +136,11 @@ def test_the_date_format_is_the_timesheets_assets_run_config(tmp_path):
     landing, warehouse = tmp_path / "landing", tmp_path / "w.duckdb"
     _harvest_dates(landing / "timesheets", "dmy")
     result = dg.materialize(
-        [next(a for a in source_assets if a.key.path[-1] == "timesheets")], instance=dg.DagsterInstance.ephemeral(),
+        [next(a for a in source_assets if a.key.path[-1] == "timesheets")],
+        instance=dg.DagsterInstance.ephemeral(),
         resources={"landing": LandingZone(path=str(landing)), "warehouse": Warehouse(path=str(warehouse))},
-        run_config={"ops": {"raw__timesheets": {"config": {"date_format": "dmy"}}}})
+        run_config={"ops": {"raw__timesheets": {"config": {"date_format": "dmy"}}}},
+    )
     assert result.success
     con = duckdb.connect(str(warehouse), read_only=True)
     dates = [str(d) for (d,) in con.execute("select entry_date from raw.timesheets order by source_line").fetchall()]
@@ -122,19 +149,25 @@ def test_the_date_format_is_the_timesheets_assets_run_config(tmp_path):
 
 
 def test_unknown_task_and_bad_hours_are_quarantined_with_their_rule_and_no_values(tmp_path):
-    lines = [HARVEST_HEADER,
-             "2026-11-03,In,RL,B-7,Knitting,,2,2,No,No,Yes,Alice,Chen,,Yes,0,0,173.37,0,USD,",
-             "2026-11-03,In,RL,B-7,Training runs,,two,2,No,No,Yes,Alice,Chen,,Yes,0,0,173.37,0,USD,",
-             "2026-11-03,In,RL,B-7,Training runs,,-2,2,No,No,Yes,Alice,Chen,,Yes,0,0,173.37,0,USD,",
-             "2026-11-03,In,RL,B-7,Training runs,,25,2,No,No,Yes,Alice,Chen,,Yes,0,0,173.37,0,USD,",
-             "2026-11-03,In,RL,B-7,Training runs,,3,3,No,No,Yes,Alice,Chen,,Yes,0,0,17x.37,0,USD,",
-             "2026-11-31,In,RL,B-7,Training runs,,3,3,No,No,Yes,Alice,Chen,,Yes,0,0,173.37,0,USD,",
-             "2026-11-03,In,RL,B-7,Training runs,,3,3,No,No,Yes,Alice,Chen,,Yes,0,0,173.37,0,USD,"]
+    lines = [
+        HARVEST_HEADER,
+        "2026-11-03,In,RL,B-7,Knitting,,2,2,No,No,Yes,Alice,Chen,,Yes,0,0,173.37,0,USD,",
+        "2026-11-03,In,RL,B-7,Training runs,,two,2,No,No,Yes,Alice,Chen,,Yes,0,0,173.37,0,USD,",
+        "2026-11-03,In,RL,B-7,Training runs,,-2,2,No,No,Yes,Alice,Chen,,Yes,0,0,173.37,0,USD,",
+        "2026-11-03,In,RL,B-7,Training runs,,25,2,No,No,Yes,Alice,Chen,,Yes,0,0,173.37,0,USD,",
+        "2026-11-03,In,RL,B-7,Training runs,,3,3,No,No,Yes,Alice,Chen,,Yes,0,0,17x.37,0,USD,",
+        "2026-11-31,In,RL,B-7,Training runs,,3,3,No,No,Yes,Alice,Chen,,Yes,0,0,173.37,0,USD,",
+        "2026-11-03,In,RL,B-7,Training runs,,3,3,No,No,Yes,Alice,Chen,,Yes,0,0,173.37,0,USD,",
+    ]
     parsed, valid = parse_timesheet(write(tmp_path / "t.csv", "\n".join(lines) + "\n"))
     assert parsed.rows_in == 7 and len(valid) == 1
     assert [(r.line, r.rule) for r in parsed.rejections] == [
-        (2, "labour_task"), (3, "hours.hours_of_a_day"), (4, "hours.hours_of_a_day"), (5, "hours.hours_of_a_day"),
-        (6, "cost_rate.str_matches"), (7, "entry_date.warehouse_type"),
+        (2, "labour_task"),
+        (3, "hours.hours_of_a_day"),
+        (4, "hours.hours_of_a_day"),
+        (5, "hours.hours_of_a_day"),
+        (6, "cost_rate.str_matches"),
+        (7, "entry_date.warehouse_type"),
     ]
     for rejection in parsed.rejections:
         assert "Alice" not in rejection.message and "Chen" not in rejection.message
@@ -180,18 +213,24 @@ def _csv_rows(path: Path, schema):
 
 
 def test_service_invoices_accruals_need_a_service_month(tmp_path):
-    path = write(tmp_path / "s.csv",
-                 "invoice_id,vendor,batch_id,stage,amount,currency,invoiced_on,service_month\n"
-                 "I-1,V,B-7,initial_delivery,2400.00,USD,2026-11-10,\n"
-                 "I-2,V,B-7,ongoing_support,600.00,USD,,2026-11\n"
-                 "I-3,V,B-7,ongoing_support,600.00,USD,,\n"
-                 "I-4,V,B-7,maintenance,600.00,USD,2026-11-10,\n"
-                 "I-5,V,B-7,initial_delivery,12.345,USD,2026-11-10,\n"
-                 "I-1,V,B-7,initial_delivery,2400.00,USD,2026-11-10,\n")
+    path = write(
+        tmp_path / "s.csv",
+        "invoice_id,vendor,batch_id,stage,amount,currency,invoiced_on,service_month\n"
+        "I-1,V,B-7,initial_delivery,2400.00,USD,2026-11-10,\n"
+        "I-2,V,B-7,ongoing_support,600.00,USD,,2026-11\n"
+        "I-3,V,B-7,ongoing_support,600.00,USD,,\n"
+        "I-4,V,B-7,maintenance,600.00,USD,2026-11-10,\n"
+        "I-5,V,B-7,initial_delivery,12.345,USD,2026-11-10,\n"
+        "I-1,V,B-7,initial_delivery,2400.00,USD,2026-11-10,\n",
+    )
     parsed, valid = _csv_rows(path, service_invoices(load_contract()))
     assert list(valid["invoice_id"]) == ["I-1", "I-2"]
     assert [(r.line, r.rule) for r in parsed.rejections] == [
-        (4, "accrual_service_month"), (5, "stage.isin"), (6, "amount.str_matches"), (7, "invoice_id.unique")]
+        (4, "accrual_service_month"),
+        (5, "stage.isin"),
+        (6, "amount.str_matches"),
+        (7, "invoice_id.unique"),
+    ]
 
 
 def test_registry_files_with_and_without_the_plan_columns_load(tmp_path):
@@ -200,16 +239,20 @@ def test_registry_files_with_and_without_the_plan_columns_load(tmp_path):
     old = write(tmp_path / "old.csv", f"{head}\nB-1,p,g,t,d,m,c,f,v1\n")
     parsed, valid = _csv_rows(old, schema)
     assert parsed.rejections == [] and valid.loc[0, "budget_cost"] is None
-    new = write(tmp_path / "new.csv",
-                f"{head},budget_cost,budget_gpu_hours,max_trial_rounds,stop_condition,variance_boundary_pct\n"
-                "B-1,p,g,t,d,m,c,f,v1,1000.00,80,3,two rounds without evidence,10\n"
-                "B-2,p,g,t,d,m,c,f,v1,,,,,\n"
-                "B-3,p,g,t,d,m,c,f,v1,\"1,000\",80,3,,10\n"
-                "B-4,p,g,t,d,m,c,f,v1,1000.00,80,0,,10\n")
+    new = write(
+        tmp_path / "new.csv",
+        f"{head},budget_cost,budget_gpu_hours,max_trial_rounds,stop_condition,variance_boundary_pct\n"
+        "B-1,p,g,t,d,m,c,f,v1,1000.00,80,3,two rounds without evidence,10\n"
+        "B-2,p,g,t,d,m,c,f,v1,,,,,\n"
+        'B-3,p,g,t,d,m,c,f,v1,"1,000",80,3,,10\n'
+        "B-4,p,g,t,d,m,c,f,v1,1000.00,80,0,,10\n",
+    )
     parsed, valid = _csv_rows(new, schema)
     assert list(valid["batch_id"]) == ["B-1", "B-2"]
-    assert [(r.line, r.rule) for r in parsed.rejections] == [(4, "budget_cost.str_matches"),
-                                                              (5, "max_trial_rounds.greater_than")]
+    assert [(r.line, r.rule) for r in parsed.rejections] == [
+        (4, "budget_cost.str_matches"),
+        (5, "max_trial_rounds.greater_than"),
+    ]
 
 
 # ---- assets into a temporary DuckDB -------------------------------------------------------------------------------
@@ -219,24 +262,37 @@ ASSETS = {a.key.path[-1]: a for a in source_assets}
 
 def _materialize(landing: Path, warehouse: Path, name: str, instance: dg.DagsterInstance):
     return dg.materialize(
-        [ASSETS[name]], instance=instance,
-        resources={"landing": LandingZone(path=str(landing)), "warehouse": Warehouse(path=str(warehouse))})
+        [ASSETS[name]],
+        instance=instance,
+        resources={"landing": LandingZone(path=str(landing)), "warehouse": Warehouse(path=str(warehouse))},
+    )
 
 
 def test_assets_load_conserve_rows_and_keep_names_and_rates_out_of_logs(tmp_path):
     landing, warehouse = tmp_path / "landing", tmp_path / "w.duckdb"
-    write(landing / "timesheets" / "harvest_2026-11.csv", "\n".join([
-        HARVEST_HEADER,
-        "2026-11-03,In,RL,B-7,Training runs,,2,2,No,No,Yes,Zoltan,Quibble,,Yes,0,0,173.37,346.74,USD,",
-        "2026-11-03,In,RL,B-7,Knitting,,2,2,No,No,Yes,Zoltan,Quibble,,Yes,0,0,173.37,346.74,USD,",
-        "2026-11-03,In,RL,B-7,Training runs,,2,2,No,No,Yes,Zoltan,Quibble,,Yes,0,0,173.37",
-    ]) + "\n")
+    write(
+        landing / "timesheets" / "harvest_2026-11.csv",
+        "\n".join(
+            [
+                HARVEST_HEADER,
+                "2026-11-03,In,RL,B-7,Training runs,,2,2,No,No,Yes,Zoltan,Quibble,,Yes,0,0,173.37,346.74,USD,",
+                "2026-11-03,In,RL,B-7,Knitting,,2,2,No,No,Yes,Zoltan,Quibble,,Yes,0,0,173.37,346.74,USD,",
+                "2026-11-03,In,RL,B-7,Training runs,,2,2,No,No,Yes,Zoltan,Quibble,,Yes,0,0,173.37",
+            ]
+        )
+        + "\n",
+    )
     write(landing / "timesheets" / "broken.csv", "Date,Hours\n2026-11-03,2\n")
-    write(landing / "services" / "invoices.csv",
-          "invoice_id,vendor,batch_id,stage,amount,currency,invoiced_on\nI-1,V,B-7,initial_delivery,10.00,USD,\n"
-          "I-2,V,B-7,initial_delivery,10.00,USD,2026-11-02\n")
-    write(landing / "registry" / "rounds.csv", "batch_id,round,started_at,ended_at,evidence\n"
-          "B-7,1,2026-11-02T00:00:00,2026-11-03T00:00:00,found it\nB-7,0,2026-11-03T00:00:00,2026-11-04T00:00:00,\n")
+    write(
+        landing / "services" / "invoices.csv",
+        "invoice_id,vendor,batch_id,stage,amount,currency,invoiced_on\nI-1,V,B-7,initial_delivery,10.00,USD,\n"
+        "I-2,V,B-7,initial_delivery,10.00,USD,2026-11-02\n",
+    )
+    write(
+        landing / "registry" / "rounds.csv",
+        "batch_id,round,started_at,ended_at,evidence\n"
+        "B-7,1,2026-11-02T00:00:00,2026-11-03T00:00:00,found it\nB-7,0,2026-11-03T00:00:00,2026-11-04T00:00:00,\n",
+    )
     instance = dg.DagsterInstance.ephemeral()
     logged = []
     for name in ("timesheets", "service_invoices", "batch_rounds"):
@@ -245,10 +301,13 @@ def test_assets_load_conserve_rows_and_keep_names_and_rates_out_of_logs(tmp_path
         logged += [f"{e.user_message} {e.dagster_event or ''}" for e in instance.all_logs(result.run_id)]
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
-        ledger = con.execute("select source, sum(rows_in), sum(rows_staged), sum(rows_quarantined) "
-                             "from raw.ingested_files group by source order by source").fetchall()
-        quarantine = con.execute("select source, source_file, line, rule from raw.quarantine "
-                                 "order by source, source_file, line").fetchall()
+        ledger = con.execute(
+            "select source, sum(rows_in), sum(rows_staged), sum(rows_quarantined) "
+            "from raw.ingested_files group by source order by source"
+        ).fetchall()
+        quarantine = con.execute(
+            "select source, source_file, line, rule from raw.quarantine order by source, source_file, line"
+        ).fetchall()
         staged = con.execute("select task, hours, cost_rate from raw.timesheets").fetchall()
     finally:
         con.close()
@@ -262,8 +321,8 @@ def test_assets_load_conserve_rows_and_keep_names_and_rates_out_of_logs(tmp_path
     ]
     assert staged == [("Training runs", Decimal("2.0000"), Decimal("173.37"))]
     text = "\n".join(logged)
-    assert "labour_task" in text                                # the rule is reported ...
-    for secret in ("Zoltan", "Quibble", "173.37", "346.74"):     # ... never a name or a rate
+    assert "labour_task" in text  # the rule is reported ...
+    for secret in ("Zoltan", "Quibble", "173.37", "346.74"):  # ... never a name or a rate
         assert secret not in text
 
 
@@ -298,24 +357,34 @@ def _expected_entry(batch, task, role, category, hours, rate):
 
 
 def test_demo_labour_every_entry_by_hand(demo_run):
-    rows = demo_run.query("select batch_id, task, role, category, hours, cost_rate, labour_cost, labour_cost_low, "
-                          "labour_cost_high, evidence_level from intermediate.int_labour_costed order by source_line")
+    rows = demo_run.query(
+        "select batch_id, task, role, category, hours, cost_rate, labour_cost, labour_cost_low, "
+        "labour_cost_high, evidence_level from intermediate.int_labour_costed order by source_line"
+    )
     assert rows == [_expected_entry(*entry) for entry in DEMO_ENTRIES]
     # The canary's 1.5 hours: 260.055 rounds once, half up, to 260.06.
     assert rows[4][6] == Decimal("260.06")
-    people = demo_run.query("select batch_id, role, count(distinct person_key) from intermediate.int_labour_costed "
-                            "group by 1, 2 order by 1, 2")
+    people = demo_run.query(
+        "select batch_id, role, count(distinct person_key) from intermediate.int_labour_costed "
+        "group by 1, 2 order by 1, 2"
+    )
     assert ("B-7", "training_engineering", 3) in people and ("B-7", "business_evaluation", 1) in people
     months = demo_run.query("select distinct month_start, contract_version from intermediate.int_labour_costed")
     assert [(str(m), v) for m, v in months] == [("2026-11-01", "v1")]
-    columns = {c for (c,) in demo_run.query("select column_name from information_schema.columns "
-                                             "where table_name = 'int_labour_costed'")}
+    columns = {
+        c
+        for (c,) in demo_run.query(
+            "select column_name from information_schema.columns where table_name = 'int_labour_costed'"
+        )
+    }
     assert not columns & {"first_name", "last_name", "notes"}
 
 
 def test_demo_labour_per_batch_by_role_and_category(demo_run):
-    rows = demo_run.query("select batch_id, role, category, sum(hours), sum(labour_cost), sum(labour_cost_low), "
-                          "sum(labour_cost_high) from intermediate.int_labour_costed group by 1, 2, 3 order by 1, 2, 3")
+    rows = demo_run.query(
+        "select batch_id, role, category, sum(hours), sum(labour_cost), sum(labour_cost_low), "
+        "sum(labour_cost_high) from intermediate.int_labour_costed group by 1, 2, 3 order by 1, 2, 3"
+    )
     expected: dict[tuple[str, str, str], list[Decimal]] = {}
     for entry in DEMO_ENTRIES:
         batch, _, role, category, hours, rate = entry
@@ -327,32 +396,38 @@ def test_demo_labour_per_batch_by_role_and_category(demo_run):
     totals = dict(demo_run.query("select batch_id, sum(labour_cost) from intermediate.int_labour_costed group by 1"))
     # B-7: 720 + 960 + 480 + 1,040.22 + 260.06 + 500 (assumed) + 270; B-8: 480 + 180 (assumed) + 180 + 80.
     assert totals == {"B-7": Decimal("4230.28"), "B-8": Decimal("920.00"), "unattributed": Decimal("160.00")}
-    rework = dict(demo_run.query("select batch_id, sum(labour_cost) from intermediate.int_labour_costed "
-                                 "where category = 'rework' group by 1"))
+    rework = dict(
+        demo_run.query(
+            "select batch_id, sum(labour_cost) from intermediate.int_labour_costed where category = 'rework' group by 1"
+        )
+    )
     assert rework == {"B-7": Decimal("740.06"), "B-8": Decimal("180.00")}
 
 
 def test_demo_services_by_stage(demo_run):
-    rows = demo_run.query("select batch_id, stage, cast(month_start as varchar), amount, amount_low, amount_high, "
-                          "evidence_level from intermediate.int_service_invoices_costed order by batch_id, stage")
+    rows = demo_run.query(
+        "select batch_id, stage, cast(month_start as varchar), amount, amount_low, amount_high, "
+        "evidence_level from intermediate.int_service_invoices_costed order by batch_id, stage"
+    )
     assert rows == [
         ("B-7", "initial_delivery", "2026-11-01", Decimal("2400.00"), Decimal("2400.00"), Decimal("2400.00"), "billed"),
         # An accrual: 600.00 -+ 20 % (the contract's pending_range_pct).
         ("B-7", "ongoing_support", "2026-11-01", Decimal("600.00"), Decimal("480.00"), Decimal("720.00"), "pending"),
-        ("B-8", "initial_delivery", "2026-11-01", Decimal("1500.00"), Decimal("1500.00"), Decimal("1500.00"),
-         "billed"),
+        ("B-8", "initial_delivery", "2026-11-01", Decimal("1500.00"), Decimal("1500.00"), Decimal("1500.00"), "billed"),
     ]
 
 
 def test_demo_rounds_cost_rises_without_evidence_on_b8(demo_run):
-    rows = demo_run.query("select batch_id, round_number, jobs, occupied_gpu_hours, compute_cost, has_new_evidence, "
-                          "previous_round_cost, cost_rose, rounds_without_evidence_streak, "
-                          "rising_cost_without_evidence_streak from intermediate.int_batch_rounds_costed order by 1, 2")
-    b7_1 = job_cost(16)                                               # 1001
-    b7_2 = job_cost(64) + job_cost(96) + job_cost(8) + job_cost(4)    # 1002, 1003, 1004, 1005
-    b8_1 = job_cost(8)                                                # 2001
-    b8_2 = job_cost(8) + job_cost(8)                                  # the sweep 2002_1 and 2002_2
-    b8_3 = job_cost(128) + job_cost(8) + job_cost(8) + job_cost(4)    # 2003-2006; 2007 holds no GPU
+    rows = demo_run.query(
+        "select batch_id, round_number, jobs, occupied_gpu_hours, compute_cost, has_new_evidence, "
+        "previous_round_cost, cost_rose, rounds_without_evidence_streak, "
+        "rising_cost_without_evidence_streak from intermediate.int_batch_rounds_costed order by 1, 2"
+    )
+    b7_1 = job_cost(16)  # 1001
+    b7_2 = job_cost(64) + job_cost(96) + job_cost(8) + job_cost(4)  # 1002, 1003, 1004, 1005
+    b8_1 = job_cost(8)  # 2001
+    b8_2 = job_cost(8) + job_cost(8)  # the sweep 2002_1 and 2002_2
+    b8_3 = job_cost(128) + job_cost(8) + job_cost(8) + job_cost(4)  # 2003-2006; 2007 holds no GPU
     assert rows == [
         ("B-7", 1, 1, Decimal(16), b7_1, True, None, False, 0, 0),
         ("B-7", 2, 4, Decimal(172), b7_2, True, b7_1, True, 0, 0),
@@ -361,13 +436,19 @@ def test_demo_rounds_cost_rises_without_evidence_on_b8(demo_run):
         ("B-8", 3, 5, Decimal(148), b8_3, False, b8_2, True, 2, 2),
     ]
     # Every started B-8 job falls in one of its rounds: the rounds add up to the batch's compute cost.
-    assert b8_1 + b8_2 + b8_3 == demo_run.row(
-        "select compute_cost from marts.fct_batch_compute where batch_id = 'B-8'")["compute_cost"]
+    assert (
+        b8_1 + b8_2 + b8_3
+        == demo_run.row("select compute_cost from marts.fct_batch_compute where batch_id = 'B-8'")["compute_cost"]
+    )
 
 
 def test_demo_batch_plan(demo_run):
-    rows = demo_run.query("select batch_id, budget_cost, budget_gpu_hours, max_trial_rounds, variance_boundary_pct "
-                          "from staging.stg_registry__batches order by 1")
-    assert rows == [("B-10", Decimal("100.00"), Decimal("32.00"), 1, Decimal("10.00")),
-                    ("B-7", Decimal("8000.00"), Decimal("250.00"), 3, Decimal("10.00")),
-                    ("B-8", Decimal("400.00"), Decimal("120.00"), 2, Decimal("5.00"))]
+    rows = demo_run.query(
+        "select batch_id, budget_cost, budget_gpu_hours, max_trial_rounds, variance_boundary_pct "
+        "from staging.stg_registry__batches order by 1"
+    )
+    assert rows == [
+        ("B-10", Decimal("100.00"), Decimal("32.00"), 1, Decimal("10.00")),
+        ("B-7", Decimal("8000.00"), Decimal("250.00"), 3, Decimal("10.00")),
+        ("B-8", Decimal("400.00"), Decimal("120.00"), 2, Decimal("5.00")),
+    ]

@@ -25,17 +25,19 @@ def test_parts_add_up_to_every_bill_and_none_is_negative():
     rng = random.Random(20261130)
     rows = []
     for bill_id in range(1000):
-        total_cents = rng.choice([0, 1, 99, rng.randint(0, 10**11)])          # up to 1e9 dollars
+        total_cents = rng.choice([0, 1, 99, rng.randint(0, 10**11)])  # up to 1e9 dollars
         weights = [rng.choice([0, 0, 1, rng.randint(1, 10**6), rng.random() * 1e9]) for _ in range(rng.randint(1, 500))]
         if rng.random() < 0.05:
-            weights = [0] * len(weights)                                       # all zero: equal shares
+            weights = [0] * len(weights)  # all zero: equal shares
         rows.extend((bill_id, part_id, total_cents, float(w)) for part_id, w in enumerate(weights))
     con = duckdb.connect()
     frame = pd.DataFrame(rows, columns=["bill_id", "part_id", "total_cents", "weight"])
     con.register("generated", frame)
-    con.execute("create table parts as select cast(bill_id as integer) as bill_id, "
-                "cast(part_id as integer) as part_id, cast(total_cents as bigint) as total_cents, "
-                "cast(weight as double) as weight from generated")
+    con.execute(
+        "create table parts as select cast(bill_id as integer) as bill_id, "
+        "cast(part_id as integer) as part_id, cast(total_cents as bigint) as total_cents, "
+        "cast(weight as double) as weight from generated"
+    )
     result = con.execute(f"""
         with allocated as ({allocation_sql()})
         select bill_id, max(total_cents), sum(allocated_cents), min(allocated_cents), count(*)
@@ -50,8 +52,10 @@ def test_parts_add_up_to_every_bill_and_none_is_negative():
 
 def test_equal_weights_share_the_odd_cent_deterministically():
     con = duckdb.connect()
-    con.execute("create table parts as select 1 as bill_id, part_id, 10000 as total_cents, 1.0 as weight "
-                "from range(3) as t(part_id)")
+    con.execute(
+        "create table parts as select 1 as bill_id, part_id, 10000 as total_cents, 1.0 as weight "
+        "from range(3) as t(part_id)"
+    )
     shares = con.execute(f"select part_id, allocated_cents from ({allocation_sql()}) order by part_id").fetchall()
     con.close()
     assert shares == [(0, 3334), (1, 3333), (2, 3333)]

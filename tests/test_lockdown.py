@@ -18,8 +18,10 @@ from cost_pipeline.ingest.registry import load_source, sources
 from cost_pipeline.ingest.telemetry import load_device_samples
 
 SAMPLE_HEADER = ",".join(name for name, _ in DEVICE_SAMPLE_COLUMNS)
-REGISTRY = ("batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"
-            "B-1,p,g,t,d1,m1,c1,cfg1,v1\nB-2,p,g,t,d1,m1,c1,cfg1,v1\n")
+REGISTRY = (
+    "batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"
+    "B-1,p,g,t,d1,m1,c1,cfg1,v1\nB-2,p,g,t,d1,m1,c1,cfg1,v1\n"
+)
 
 
 def _sample(ts: str, tensor: str = "0.5") -> str:
@@ -36,20 +38,31 @@ def _write(path: Path, text: str) -> Path:
 def site(tmp_path: Path) -> dict[str, Path]:
     """A landing folder with a telemetry CSV, a Parquet file and a registry; files and a database outside it."""
     landing = tmp_path / "landing"
-    _write(landing / "telemetry" / "a.csv", "\n".join(
-        [SAMPLE_HEADER, _sample("2026-11-01T00:00:00"), _sample("2026-11-01T00:01:00")]) + "\n")
-    staging_csv = _write(tmp_path / "outside" / "s.csv", "\n".join(
-        [SAMPLE_HEADER, _sample("2026-11-01T00:02:00"), _sample("2026-11-01T00:03:00", tensor="-0.5")]) + "\n")
+    _write(
+        landing / "telemetry" / "a.csv",
+        "\n".join([SAMPLE_HEADER, _sample("2026-11-01T00:00:00"), _sample("2026-11-01T00:01:00")]) + "\n",
+    )
+    staging_csv = _write(
+        tmp_path / "outside" / "s.csv",
+        "\n".join([SAMPLE_HEADER, _sample("2026-11-01T00:02:00"), _sample("2026-11-01T00:03:00", tensor="-0.5")])
+        + "\n",
+    )
     con = duckdb.connect()
     con.read_csv(str(staging_csv), header=True).write_parquet(str(landing / "telemetry" / "b.parquet"))
     con.close()
     _write(landing / "registry" / "batches.csv", REGISTRY)
     secret = _write(tmp_path / "outside" / "secret.csv", "name,rate\nalice,123\n")
-    sibling = _write(tmp_path / "landing_other" / "x.csv", "a\n1\n")     # shares the landing folder's prefix
+    sibling = _write(tmp_path / "landing_other" / "x.csv", "a\n1\n")  # shares the landing folder's prefix
     other_db = tmp_path / "outside" / "other.duckdb"
     duckdb.connect(str(other_db)).close()
-    return {"landing": landing, "secret": secret, "sibling": sibling, "other_db": other_db,
-            "warehouse": tmp_path / "w.duckdb", "outside": tmp_path / "outside"}
+    return {
+        "landing": landing,
+        "secret": secret,
+        "sibling": sibling,
+        "other_db": other_db,
+        "warehouse": tmp_path / "w.duckdb",
+        "outside": tmp_path / "outside",
+    }
 
 
 @pytest.fixture
@@ -66,9 +79,12 @@ def _refused(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = Non
 
 
 def test_settings_are_applied_in_order_and_locked(locked, site):
-    settings = dict(locked.execute(
-        "select name, value from duckdb_settings() where name in "
-        "('allowed_directories', 'enable_external_access', 'lock_configuration')").fetchall())
+    settings = dict(
+        locked.execute(
+            "select name, value from duckdb_settings() where name in "
+            "('allowed_directories', 'enable_external_access', 'lock_configuration')"
+        ).fetchall()
+    )
     assert settings["enable_external_access"] == "false"
     assert settings["lock_configuration"] == "true"
     assert str(site["landing"].resolve()) in settings["allowed_directories"]
@@ -107,14 +123,17 @@ def test_install_and_load_of_extensions_are_refused(locked, site):
     assert "Permission Error" in _refused(locked, "load '" + str(site["outside"] / "evil.duckdb_extension") + "'")
 
 
-@pytest.mark.parametrize("statement", [
-    "set enable_external_access = true",
-    "set allowed_directories = ['/']",
-    "set lock_configuration = false",
-    "reset enable_external_access",
-    "set threads = 1",
-    "set autoinstall_known_extensions = true",
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "set enable_external_access = true",
+        "set allowed_directories = ['/']",
+        "set lock_configuration = false",
+        "reset enable_external_access",
+        "set threads = 1",
+        "set autoinstall_known_extensions = true",
+    ],
+)
 def test_changing_a_setting_is_refused(locked, statement):
     assert "configuration has been locked" in _refused(locked, statement)
 
@@ -129,9 +148,13 @@ def test_telemetry_loads_csv_and_parquet_inside_the_landing_folder(locked, site)
     report = load_device_samples(locked, site["landing"])
     assert (report.files, report.rows_in, report.rows_staged, report.rows_quarantined) == (2, 4, 3, 1)
     assert locked.execute("select source_file, source_line from raw.device_samples order by 1, 2").fetchall() == [
-        ("telemetry/a.csv", 2), ("telemetry/a.csv", 3), ("telemetry/b.parquet", 1)]
+        ("telemetry/a.csv", 2),
+        ("telemetry/a.csv", 3),
+        ("telemetry/b.parquet", 1),
+    ]
     assert locked.execute("select source_file, line, rule from raw.quarantine").fetchall() == [
-        ("telemetry/b.parquet", 2, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE.unit_range")]
+        ("telemetry/b.parquet", 2, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE.unit_range")
+    ]
 
 
 def test_pandas_registration_still_works_for_validated_sources_and_contract_tables(locked, site):
@@ -150,7 +173,7 @@ def test_a_plain_connection_is_not_restricted_and_a_closed_locked_one_leaves_no_
     finally:
         con.close()
     connect(site["warehouse"], readable_dir=site["landing"]).close()
-    con = connect(site["warehouse"])        # a later step (dbt, the CLI report) opens the same file afresh
+    con = connect(site["warehouse"])  # a later step (dbt, the CLI report) opens the same file afresh
     try:
         assert con.execute("select count(*) from read_csv(?)", [str(site["secret"])]).fetchone() == (1,)
         con.execute("set threads = 2")

@@ -26,20 +26,31 @@ from cost_pipeline.fingerprint import table_fingerprints
 from cost_pipeline.ingest.lib.warehouse import quote
 from cost_pipeline.publish import ENGINEERING, FINANCE, ConfidentialListOutdated, publish_marts, published_path
 
-CANARY_RATE = "987654.32"                  # a person's hourly rate planted in tasks/outcomes.csv
-CANARY_TASK_COST = "98765.43"              # what it makes of the demo's 6 hand-off minutes: 6 × 987654.32 / 60
+CANARY_RATE = "987654.32"  # a person's hourly rate planted in tasks/outcomes.csv
+CANARY_TASK_COST = "98765.43"  # what it makes of the demo's 6 hand-off minutes: 6 × 987654.32 / 60
 # The demo's own canaries: one person's timesheet cost rate and what it makes of his 6 training hours, and the
 # cloud contract discount of the B-10 job (ListCost 160.66 - EffectiveCost 96.00 after the restatement).
 DEMO_RATE, DEMO_RATE_DERIVED, DEMO_LIST_COST, DEMO_DISCOUNT = "173.37", "1040.22", "160.66", "64.66"
-CANARY_TEXTS = (CANARY_RATE, CANARY_TASK_COST, "98765.432", "9876543",   # the fourth: the same in cents
-                DEMO_RATE, DEMO_RATE_DERIVED, DEMO_LIST_COST, DEMO_DISCOUNT)
+CANARY_TEXTS = (
+    CANARY_RATE,
+    CANARY_TASK_COST,
+    "98765.432",
+    "9876543",  # the fourth: the same in cents
+    DEMO_RATE,
+    DEMO_RATE_DERIVED,
+    DEMO_LIST_COST,
+    DEMO_DISCOUNT,
+)
 
 
 def tables(path: Path, schema: str) -> dict[str, list[str]]:
     con = duckdb.connect(str(path), read_only=True)
     try:
-        rows = con.execute("select table_name, column_name from information_schema.columns where table_schema = ? "
-                           "order by table_name, ordinal_position", [schema]).fetchall()
+        rows = con.execute(
+            "select table_name, column_name from information_schema.columns where table_schema = ? "
+            "order by table_name, ordinal_position",
+            [schema],
+        ).fetchall()
     finally:
         con.close()
     found: dict[str, list[str]] = {}
@@ -52,8 +63,9 @@ def all_text(path: Path) -> str:
     """Every row of every table in every schema of a DuckDB file, as text."""
     con = duckdb.connect(str(path), read_only=True)
     try:
-        relations = con.execute("select table_schema, table_name from information_schema.tables "
-                                "order by 1, 2").fetchall()
+        relations = con.execute(
+            "select table_schema, table_name from information_schema.tables order by 1, 2"
+        ).fetchall()
         parts = []
         for schema, table in relations:
             parts.append(f"{schema}.{table}")
@@ -83,19 +95,22 @@ def test_the_nightly_run_publishes_a_finance_and_an_engineering_file(demo_run):
 
     marts = tables(demo_run.warehouse, "marts")
     assert len(marts) >= 13
-    assert tables(finance, "marts") == marts                       # every table, every column
+    assert tables(finance, "marts") == marts  # every table, every column
     assert table_fingerprints(finance) == table_fingerprints(demo_run.warehouse)
     published = tables(engineering, "marts")
-    assert set(published) == set(marts)                            # every table ...
+    assert set(published) == set(marts)  # every table ...
     assert "human_cost" in marts["fct_task_costs"]
-    assert "human_cost" not in published["fct_task_costs"]         # ... minus the confidential columns
-    assert "task_cost" not in published["fct_task_costs"]          # task_cost - request_cost = a person's cost
+    assert "human_cost" not in published["fct_task_costs"]  # ... minus the confidential columns
+    assert "task_cost" not in published["fct_task_costs"]  # task_cost - request_cost = a person's cost
     assert "request_cost" in published["fct_task_costs"]
     assert [c for c in marts["fct_resource_book"] if c not in published["fct_resource_book"]] == [
-        "list_cost", "contract_discount"]                          # a contract discount, and what reveals it
+        "list_cost",
+        "contract_discount",
+    ]  # a contract discount, and what reveals it
     with_omissions = {"fct_task_costs", "fct_resource_book"}
-    assert {t: c for t, c in published.items() if t not in with_omissions} == \
-        {t: c for t, c in marts.items() if t not in with_omissions}
+    assert {t: c for t, c in published.items() if t not in with_omissions} == {
+        t: c for t, c in marts.items() if t not in with_omissions
+    }
 
     # The inputs ledger lets a reader trace a figure to its landing files; no table says when it was published.
     ledger = demo_run.query("select source, source_file, file_sha256 from raw.ingested_files order by all")
@@ -103,31 +118,40 @@ def test_the_nightly_run_publishes_a_finance_and_an_engineering_file(demo_run):
         assert list(tables(path, "main")) == ["inputs"]
         con = duckdb.connect(str(path), read_only=True)
         try:
-            assert con.execute("select source, source_file, file_sha256 from main.inputs order by all").fetchall() \
+            assert (
+                con.execute("select source, source_file, file_sha256 from main.inputs order by all").fetchall()
                 == ledger
+            )
         finally:
             con.close()
     assert not [p for p in demo_run.warehouse.parent.iterdir() if p.name.endswith((".tmp", ".tmp.wal"))]
 
 
 def test_the_confidential_columns_are_listed_once_in_the_contract():
-    listed = {("fct_task_costs", "human_cost"), ("fct_task_costs", "task_cost"),
-              ("fct_resource_book", "list_cost"), ("fct_resource_book", "contract_discount")}
+    listed = {
+        ("fct_task_costs", "human_cost"),
+        ("fct_task_costs", "task_cost"),
+        ("fct_resource_book", "list_cost"),
+        ("fct_resource_book", "contract_discount"),
+    }
     assert load_contract("v1").confidential_columns.keys() == listed
     assert publishing.confidential_columns().keys() >= listed
 
 
 def test_republishing_gives_identical_tables(demo_run, tmp_path):
     warehouse = copy_warehouse(demo_run, tmp_path)
-    before = {a: {s: table_fingerprints(published_path(warehouse, a), s) for s in ("marts", "main")}
-              for a in (FINANCE, ENGINEERING)}
+    before = {
+        a: {s: table_fingerprints(published_path(warehouse, a), s) for s in ("marts", "main")}
+        for a in (FINANCE, ENGINEERING)
+    }
     files = publish_marts(warehouse)
     assert files == {FINANCE: published_path(warehouse, FINANCE), ENGINEERING: published_path(warehouse, ENGINEERING)}
     after = {a: {s: table_fingerprints(files[a], s) for s in ("marts", "main")} for a in (FINANCE, ENGINEERING)}
     assert after == before
     assert before[FINANCE]["marts"] != before[ENGINEERING]["marts"]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [warehouse.name, files[FINANCE].name, files[ENGINEERING].name])     # no temporary file left behind
+        [warehouse.name, files[FINANCE].name, files[ENGINEERING].name]
+    )  # no temporary file left behind
 
 
 def test_a_publish_killed_mid_write_leaves_nothing_behind_after_the_next(demo_run, tmp_path):
@@ -135,8 +159,9 @@ def test_a_publish_killed_mid_write_leaves_nothing_behind_after_the_next(demo_ru
     publish deletes it. A temporary file of a publish still running is not touched."""
     warehouse = copy_warehouse(demo_run, tmp_path)
     finance = published_path(warehouse, FINANCE)
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
-                          check=True)
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    )
     abandoned = finance.with_name(f".{finance.name}.{gone.stdout.strip()}-0123456789abcdef.tmp")
     shutil.copyfile(finance, abandoned)
     abandoned.with_name(abandoned.name + ".wal").write_bytes(b"")
@@ -169,7 +194,7 @@ def test_a_listed_column_the_warehouse_lacks_stops_publishing(demo_run, tmp_path
     with pytest.raises(ConfidentialListOutdated, match="fct_task_costs.people_cost"):
         publish_marts(warehouse)
     assert {a: published_path(warehouse, a).stat().st_ino for a in (FINANCE, ENGINEERING)} == before
-    assert len(list(tmp_path.iterdir())) == 3                        # no temporary file left behind
+    assert len(list(tmp_path.iterdir())) == 3  # no temporary file left behind
 
 
 def test_a_restricted_file_stays_restricted_across_swaps(demo_run, tmp_path):
@@ -196,8 +221,11 @@ def test_a_failed_run_leaves_the_published_files_as_they_were(demo_run, tmp_path
     warehouse = copy_warehouse(demo_run, tmp_path / "night")
     before = {a: published_path(warehouse, a).stat().st_ino for a in (FINANCE, ENGINEERING)}
     real = IngestReport.conserved
-    monkeypatch.setattr(IngestReport, "conserved",
-                        property(lambda report: False if report.source == "task_outcomes" else real.fget(report)))
+    monkeypatch.setattr(
+        IngestReport,
+        "conserved",
+        property(lambda report: False if report.source == "task_outcomes" else real.fget(report)),
+    )
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
     monkeypatch.setenv("COST_LANDING_DIR", str(demo_run.landing))
     monkeypatch.setenv("COST_WAREHOUSE", str(warehouse))
@@ -229,28 +257,33 @@ def test_a_reader_held_open_during_a_run_neither_blocks_it_nor_sees_the_swap(dem
     warehouse = copy_warehouse(demo_run, tmp_path / "night")
     finance = published_path(warehouse, FINANCE)
     con = duckdb.connect(str(finance))
-    con.execute("create table main.snapshot_marker as select 'yesterday' as note")   # tells the snapshots apart
+    con.execute("create table main.snapshot_marker as select 'yesterday' as note")  # tells the snapshots apart
     con.close()
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
-    monkeypatch.setenv("COST_LANDING_DIR", str(demo_run.landing))    # restored after the test
+    monkeypatch.setenv("COST_LANDING_DIR", str(demo_run.landing))  # restored after the test
     monkeypatch.setenv("COST_WAREHOUSE", str(warehouse))
 
-    reader = subprocess.Popen([sys.executable, "-c", READER, str(finance)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READER, str(finance)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         opened = json.loads(reader.stdout.readline() or reader.stderr.read())
         assert opened["marker"] == "yesterday" and opened["batches"] >= 3
 
         assert run_pipeline(demo_run.landing, warehouse)
 
-        assert reader.poll() is None                                  # the reader was open all along
-        assert os.stat(finance).st_ino != opened["inode"]             # a new file was swapped in ...
+        assert reader.poll() is None  # the reader was open all along
+        assert os.stat(finance).st_ino != opened["inode"]  # a new file was swapped in ...
         assert "snapshot_marker" not in tables(finance, "main")
         assert table_fingerprints(finance) == table_fingerprints(warehouse)
         reader.stdin.write("done\n")
         reader.stdin.flush()
         assert json.loads(reader.stdout.readline()) == {"marker": "yesterday", "batches": opened["batches"]}
-        assert reader.wait(timeout=30) == 0                           # ... while the reader kept its snapshot
+        assert reader.wait(timeout=30) == 0  # ... while the reader kept its snapshot
     finally:
         if reader.poll() is None:
             reader.kill()
@@ -275,8 +308,7 @@ def plant_canary(landing: Path) -> str:
 def leaks(text: str) -> list[str]:
     """The canaries written in ``text`` as numbers of their own: a timestamp or a hash that happens to contain the
     digits (an event log's 1796049876.5432 holds 9876543) is not a leak; the same number in cents still is."""
-    return [canary for canary in CANARY_TEXTS
-            if re.search(rf"(?<![\w.]){re.escape(canary)}(?!\w)", text)]
+    return [canary for canary in CANARY_TEXTS if re.search(rf"(?<![\w.]){re.escape(canary)}(?!\w)", text)]
 
 
 def test_a_canary_rate_appears_nowhere_outside_the_finance_file(demo_run, tmp_path, monkeypatch, capfd):
@@ -298,14 +330,16 @@ def test_a_canary_rate_appears_nowhere_outside_the_finance_file(demo_run, tmp_pa
     # It got through: the warehouse holds the rate, and finance reads the task's people cost.
     assert {CANARY_RATE, CANARY_TASK_COST} <= set(leaks(all_text(warehouse)))
     finance = duckdb.connect(str(published_path(warehouse, FINANCE)), read_only=True)
-    (human_cost,) = finance.execute("select cast(human_cost as varchar) from marts.fct_task_costs where task_id = ?",
-                                    [task_id]).fetchone()
+    (human_cost,) = finance.execute(
+        "select cast(human_cost as varchar) from marts.fct_task_costs where task_id = ?", [task_id]
+    ).fetchone()
     finance.close()
     assert human_cost == CANARY_TASK_COST
     finance = duckdb.connect(str(published_path(warehouse, FINANCE)), read_only=True)
     (list_cost, discount) = finance.execute(
         "select cast(list_cost as varchar), cast(contract_discount as varchar) from marts.fct_resource_book "
-        "where job_id = 'b10-eval-cloud'").fetchone()
+        "where job_id = 'b10-eval-cloud'"
+    ).fetchone()
     finance.close()
     assert (list_cost, discount) == (DEMO_LIST_COST, DEMO_DISCOUNT)
 
@@ -321,8 +355,12 @@ def test_a_canary_rate_appears_nowhere_outside_the_finance_file(demo_run, tmp_pa
     try:
         (run,) = instance.get_runs()
         entries = instance.all_logs(run.run_id)
-        assert any(e.dagster_event and e.dagster_event.event_type_value == "ASSET_MATERIALIZATION"
-                   and e.dagster_event.asset_key == published_marts.key for e in entries)
+        assert any(
+            e.dagster_event
+            and e.dagster_event.event_type_value == "ASSET_MATERIALIZATION"
+            and e.dagster_event.asset_key == published_marts.key
+            for e in entries
+        )
         assert leaks("\n".join(dg.serialize_value(entry) for entry in entries)) == []
     finally:
         instance.dispose()
@@ -333,8 +371,10 @@ def test_a_canary_rate_appears_nowhere_outside_the_finance_file(demo_run, tmp_pa
     # ... nor in what dbt wrote for this run (its log, run results and compiled SQL).
     from cost_pipeline.dbt_setup import DBT_PROJECT_DIR
 
-    dbt_files = [p for d in (DBT_PROJECT_DIR / "target").glob(f"*-{run.run_id[:7]}-*") for p in d.rglob("*")
-                 if p.is_file()]
+    dbt_files = [
+        p for d in (DBT_PROJECT_DIR / "target").glob(f"*-{run.run_id[:7]}-*") for p in d.rglob("*") if p.is_file()
+    ]
     assert dbt_files
-    assert {p.name: leaks(p.read_bytes().decode("utf-8", "replace")) for p in dbt_files} == \
-        {p.name: [] for p in dbt_files}
+    assert {p.name: leaks(p.read_bytes().decode("utf-8", "replace")) for p in dbt_files} == {
+        p.name: [] for p in dbt_files
+    }

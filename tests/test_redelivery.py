@@ -20,12 +20,24 @@ from tests.helpers import query
 # Every file a night may see again with its records unchanged (text formats: a re-export differs in its bytes).
 REDELIVERED = [
     # records and lines
-    "billing/aws_focus_2026-11.csv", "requests/requests_2026-11.jsonl", "scheduler/cloud_events_2026-11.jsonl",
-    "scheduler/sacct_2026-11.txt", "services/invoices_2026-11.csv", "steps/steps.jsonl", "telemetry/dcgm_b7.csv",
-    "timesheets/harvest_time_report_2026-11.csv", "storage/ml-prod_inventory_2026-11-23.csv",
+    "billing/aws_focus_2026-11.csv",
+    "requests/requests_2026-11.jsonl",
+    "scheduler/cloud_events_2026-11.jsonl",
+    "scheduler/sacct_2026-11.txt",
+    "services/invoices_2026-11.csv",
+    "steps/steps.jsonl",
+    "telemetry/dcgm_b7.csv",
+    "timesheets/harvest_time_report_2026-11.csv",
+    "storage/ml-prod_inventory_2026-11-23.csv",
     # reference files, exported whole again
-    "ledger/facility.csv", "ledger/purchases.csv", "registry/batches.csv", "registry/rounds.csv",
-    "serving/monthly_costs.csv", "serving/replicas.csv", "storage/prefix_rules.csv", "storage/storage_prices.csv",
+    "ledger/facility.csv",
+    "ledger/purchases.csv",
+    "registry/batches.csv",
+    "registry/rounds.csv",
+    "serving/monthly_costs.csv",
+    "serving/replicas.csv",
+    "storage/prefix_rules.csv",
+    "storage/storage_prices.csv",
     "tasks/outcomes.csv",
 ]
 
@@ -65,9 +77,11 @@ def test_records_delivered_twice_count_once(demo_run, tmp_path):
     clean, again = table_fingerprints(demo_run.warehouse), table_fingerprints(warehouse)
     assert len(again) == len(clean) >= 13
     assert {t: h for t, h in again.items() if t != "fct_batch_cost_history"} == {
-        t: h for t, h in clean.items() if t != "fct_batch_cost_history"}
-    figures = ("select batch_id, snapshot_version, total_cost, compute_cost, labour_cost "
-               "from marts.fct_batch_cost_history")
+        t: h for t, h in clean.items() if t != "fct_batch_cost_history"
+    }
+    figures = (
+        "select batch_id, snapshot_version, total_cost, compute_cost, labour_cost from marts.fct_batch_cost_history"
+    )
     assert demo_run.query(figures + " order by 1, 2") == query(warehouse, figures + " order by 1, 2")
 
 
@@ -80,16 +94,19 @@ def test_raw_keeps_every_delivery_and_the_newest_record_wins(demo_run, tmp_path)
     month = focus.read_text(encoding="utf-8")
     assert month.count("INV-2026-11-0042") == 5
     (landing / "billing" / "aws_focus_2026-11_again.csv").write_text(
-        month.replace("INV-2026-11-0042", "INV-2026-11-FINAL"), encoding="utf-8")
+        month.replace("INV-2026-11-0042", "INV-2026-11-FINAL"), encoding="utf-8"
+    )
     # A FOCUS export repeating a line within itself: the second copy is a charge of its own.
     header, first, *_ = month.splitlines()
-    (landing / "billing" / "aws_focus_2026-11_twice.csv").write_text("\n".join([header, first, first]) + "\n",
-                                                                      encoding="utf-8")
+    (landing / "billing" / "aws_focus_2026-11_twice.csv").write_text(
+        "\n".join([header, first, first]) + "\n", encoding="utf-8"
+    )
     # The registry exported whole again a month later, with B-8's budget raised from 400.00 to 500.00.
     registry = (landing / "registry" / "batches.csv").read_text(encoding="utf-8")
     assert registry.count(",400.00,") == 1
-    (landing / "registry" / "batches_2026-12.csv").write_text(registry.replace(",400.00,", ",500.00,"),
-                                                              encoding="utf-8")
+    (landing / "registry" / "batches_2026-12.csv").write_text(
+        registry.replace(",400.00,", ",500.00,"), encoding="utf-8"
+    )
     warehouse = tmp_path / "warehouse.duckdb"
     assert run_pipeline(landing, warehouse)
 
@@ -97,23 +114,29 @@ def test_raw_keeps_every_delivery_and_the_newest_record_wins(demo_run, tmp_path)
     try:
         # Both accountings of job 1001 are in raw; the finished one is the job.
         assert con.execute("select state from raw.scheduler_jobs where job_id = '1001' order by state").fetchall() == [
-            ("COMPLETED",), ("RUNNING",)]
-        assert con.execute("select state, end_at from intermediate.int_jobs_attributed where job_id = '1001'"
-                           ).fetchall() == con.execute(
-            "select state, end_at from raw.scheduler_jobs where job_id = '1001' and state = 'COMPLETED'").fetchall()
+            ("COMPLETED",),
+            ("RUNNING",),
+        ]
+        assert (
+            con.execute("select state, end_at from intermediate.int_jobs_attributed where job_id = '1001'").fetchall()
+            == con.execute(
+                "select state, end_at from raw.scheduler_jobs where job_id = '1001' and state = 'COMPLETED'"
+            ).fetchall()
+        )
         # FOCUS: 5 lines + 5 invoiced again + 2 copies of the first line in one file = 12 in raw. Staging: the 5
         # lines, and the first line's second copy within the one file (a charge of its own).
         assert con.execute("select count(*) from raw.billing_focus").fetchone() == (12,)
         assert con.execute("select count(*) from staging.stg_billing__focus_charges").fetchone() == (6,)
         # The invoiced export is newer than the month's first (by path): its four other lines carry the new id.
-        assert con.execute("select count(*) from staging.stg_billing__focus_charges "
-                           "where invoice_id = 'INV-2026-11-FINAL'").fetchone() == (4,)
+        assert con.execute(
+            "select count(*) from staging.stg_billing__focus_charges where invoice_id = 'INV-2026-11-FINAL'"
+        ).fetchone() == (4,)
         # The newest registry file (by name) holds each batch's registration.
-        assert con.execute("select batch_id, budget_cost from raw.batch_registry where batch_id = 'B-8' "
-                           "order by source_file").fetchall() == [("B-8", Decimal("400.00")),
-                                                                  ("B-8", Decimal("500.00"))]
+        assert con.execute(
+            "select batch_id, budget_cost from raw.batch_registry where batch_id = 'B-8' order by source_file"
+        ).fetchall() == [("B-8", Decimal("400.00")), ("B-8", Decimal("500.00"))]
         assert con.execute("select budget_cost from marts.fct_batch_budget where batch_id = 'B-8'").fetchall() == [
-            (Decimal("500.00"),)]
+            (Decimal("500.00"),)
+        ]
     finally:
         con.close()
-

@@ -16,8 +16,10 @@ from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.ingest.registry import load_source, sources
 from cost_pipeline.run_lock import WarehouseBusy, lock_file_for, warehouse_run_lock
 
-REGISTRY = ("batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"
-            "B-1,p,g,t,d1,m1,c1,cfg1,v1\n")
+REGISTRY = (
+    "batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"
+    "B-1,p,g,t,d1,m1,c1,cfg1,v1\n"
+)
 
 HOLDER = """
 import sys
@@ -35,9 +37,15 @@ def _reset_signals() -> None:
 
 def _hold_in_another_process(warehouse: Path) -> subprocess.Popen:
     project_root = str(Path(__file__).resolve().parents[1])
-    process = subprocess.Popen([sys.executable, "-c", HOLDER, str(warehouse)], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, text=True, cwd=project_root, preexec_fn=_reset_signals,
-                               env={"PYTHONPATH": project_root, "PATH": "/usr/bin:/bin"})
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(warehouse)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=project_root,
+        preexec_fn=_reset_signals,
+        env={"PYTHONPATH": project_root, "PATH": "/usr/bin:/bin"},
+    )
     assert process.stdout is not None
     assert process.stdout.readline().strip() == "held"
     return process
@@ -63,7 +71,7 @@ def night(tmp_path: Path) -> tuple[Path, Path]:
     (landing / "registry").mkdir(parents=True)
     (landing / "registry" / "batches.csv").write_text(REGISTRY, encoding="utf-8")
     warehouse = tmp_path / "wh" / "warehouse.duckdb"
-    _guarded_ingest(landing, warehouse)                     # last night's run, finished
+    _guarded_ingest(landing, warehouse)  # last night's run, finished
     return landing, warehouse
 
 
@@ -82,8 +90,12 @@ def test_a_second_run_is_refused_with_a_clear_message_and_writes_nothing(night):
     assert str(warehouse.resolve()) in message
     assert "another run" in message and f"pid {holder.pid}" in message
     assert "wrote nothing" in message
-    after = {p.name: (_digest(p), p.stat().st_mtime_ns) for p in warehouse.parent.iterdir() if p.is_file()
-             if p.name != "warehouse.duckdb.lock"}
+    after = {
+        p.name: (_digest(p), p.stat().st_mtime_ns)
+        for p in warehouse.parent.iterdir()
+        if p.is_file()
+        if p.name != "warehouse.duckdb.lock"
+    }
     assert after == {k: v for k, v in before.items() if k != "warehouse.duckdb.lock"}
     assert not (warehouse.parent / "warehouse.duckdb.wal").exists()
 
@@ -91,11 +103,11 @@ def test_a_second_run_is_refused_with_a_clear_message_and_writes_nothing(night):
 def test_the_lock_is_released_when_its_holder_dies_and_the_next_run_proceeds(night):
     landing, warehouse = night
     holder = _hold_in_another_process(warehouse)
-    holder.send_signal(signal.SIGKILL)                      # no clean exit: the kernel drops the flock
+    holder.send_signal(signal.SIGKILL)  # no clean exit: the kernel drops the flock
     holder.wait(timeout=30)
     (landing / "registry" / "batches_late.csv").write_text(REGISTRY.replace("B-1", "B-2"), encoding="utf-8")
     _guarded_ingest(landing, warehouse)
-    assert lock_file_for(warehouse).exists()                # the stale lock file is reused, not a problem
+    assert lock_file_for(warehouse).exists()  # the stale lock file is reused, not a problem
 
 
 def test_a_second_run_in_the_same_process_but_another_thread_is_refused(tmp_path):
@@ -106,7 +118,7 @@ def test_a_second_run_in_the_same_process_but_another_thread_is_refused(tmp_path
         try:
             with warehouse_run_lock(warehouse):
                 pass
-        except BaseException as error:                      # noqa: BLE001 - handed back to the test thread
+        except BaseException as error:  # noqa: BLE001 - handed back to the test thread
             errors.append(error)
 
     with warehouse_run_lock(warehouse):
@@ -114,14 +126,14 @@ def test_a_second_run_in_the_same_process_but_another_thread_is_refused(tmp_path
         thread.start()
         thread.join(timeout=30)
     assert len(errors) == 1 and isinstance(errors[0], WarehouseBusy)
-    assert not warehouse.exists()                           # the lock never creates the warehouse
+    assert not warehouse.exists()  # the lock never creates the warehouse
 
 
 def test_the_lock_is_reentrant_within_one_thread_and_released_afterwards(tmp_path):
     warehouse = tmp_path / "w.duckdb"
     with warehouse_run_lock(warehouse) as outer, warehouse_run_lock(warehouse) as inner:
         assert outer == inner == lock_file_for(warehouse)
-    holder = _hold_in_another_process(warehouse)            # released: another process can take it now
+    holder = _hold_in_another_process(warehouse)  # released: another process can take it now
     holder.kill()
     holder.wait(timeout=30)
 
@@ -163,7 +175,7 @@ def test_a_run_launched_through_dagster_takes_the_lock_too(tmp_path):
             dg.materialize([registry], resources=resources, instance=dg.DagsterInstance.ephemeral())
         assert isinstance(refused.value.__cause__, WarehouseBusy)
         assert "is busy" in str(refused.value.__cause__)
-        assert not warehouse.exists()                      # refused before it wrote anything
+        assert not warehouse.exists()  # refused before it wrote anything
     finally:
         holder.communicate("")
     assert dg.materialize([registry], resources=resources, instance=dg.DagsterInstance.ephemeral()).success

@@ -19,15 +19,31 @@ def per_request(cost: Decimal, requests: int) -> Decimal:
 
 
 def test_monthly_spend_over_completed_requests(demo_run):
-    rows = {r[0]: r[1:] for r in demo_run.query(
-        "select model, gpu_cost, other_cost, serving_cost, requests_total, requests_completed, cost_per_request "
-        "from marts.fct_service_month where month = '2026-11-01'")}
+    rows = {
+        r[0]: r[1:]
+        for r in demo_run.query(
+            "select model, gpu_cost, other_cost, serving_cost, requests_total, requests_completed, cost_per_request "
+            "from marts.fct_service_month where month = '2026-11-01'"
+        )
+    }
     # Large: 200 tasks routed to it + 40 escalations, all completed. Small: 400 first attempts, 80 retries,
     # 40 second attempts of failed tasks; the 80 attempts of those failed tasks did not complete.
-    assert rows["assistant-large"] == (LARGE_GPU, Decimal("4400.00"), LARGE_COST, 240, 240,
-                                       per_request(LARGE_COST, 240))
-    assert rows["assistant-small"] == (SMALL_GPU, Decimal("1100.00"), SMALL_COST, 520, 440,
-                                       per_request(SMALL_COST, 440))
+    assert rows["assistant-large"] == (
+        LARGE_GPU,
+        Decimal("4400.00"),
+        LARGE_COST,
+        240,
+        240,
+        per_request(LARGE_COST, 240),
+    )
+    assert rows["assistant-small"] == (
+        SMALL_GPU,
+        Decimal("1100.00"),
+        SMALL_COST,
+        520,
+        440,
+        per_request(SMALL_COST, 440),
+    )
     assert SMALL_COST == Decimal("4667.60")
 
 
@@ -39,28 +55,42 @@ def test_groups_tenants_and_tasks_add_up_to_the_month_to_the_cent(demo_run):
     assert demo_run.query("select sum(serving_cost) from marts.fct_tenant_service_costs")[0][0] == month_total
     # Every request belongs to a task; people add 40 hand-offs x 6 minutes at 60.00 an hour.
     assert demo_run.query("select sum(task_cost), sum(human_cost) from marts.fct_task_costs")[0] == (
-        month_total + 240, Decimal("240.00"))
+        month_total + 240,
+        Decimal("240.00"),
+    )
 
 
 def test_cost_per_successful_task_counts_every_attempt(demo_run):
-    economics = {r[0]: r[1:] for r in demo_run.query(
-        "select model, tasks, tasks_succeeded, tasks_failed, human_handoffs, escalations, attempts, success_rate, "
-        "task_cost, cost_per_successful_task from marts.fct_model_task_economics")}
+    economics = {
+        r[0]: r[1:]
+        for r in demo_run.query(
+            "select model, tasks, tasks_succeeded, tasks_failed, human_handoffs, escalations, attempts, success_rate, "
+            "task_cost, cost_per_successful_task from marts.fct_model_task_economics"
+        )
+    }
     small = economics["assistant-small"]
     assert small[:7] == (400, 360, 40, 40, 40, 560, Decimal("0.9000"))
     assert small[8] == (small[7] / 360).quantize(Decimal("0.000001"), ROUND_HALF_UP)
     large = economics["assistant-large"]
     assert large[:7] == (200, 180, 20, 0, 0, 200, Decimal("0.9000"))
-    escalated = demo_run.row("select * from marts.fct_task_costs where task_id = 'T0008'")   # i = 7: escalated
+    escalated = demo_run.row("select * from marts.fct_task_costs where task_id = 'T0008'")  # i = 7: escalated
     assert (escalated["attempts"], escalated["escalations"], escalated["routed_model"]) == (2, 1, "assistant-small")
     handed_off = demo_run.row("select * from marts.fct_task_costs where task_id = 'T0009'")  # i = 8: a person
     assert handed_off["human_handoff"] and handed_off["human_cost"] == Decimal("6.00")
 
 
 def test_training_and_serving_never_share_a_table(demo_run):
-    serving = {t for (t,) in demo_run.query(
-        "select table_name from information_schema.columns where table_schema = 'marts' and column_name = 'tenant'")}
-    training = {t for (t,) in demo_run.query(
-        "select table_name from information_schema.columns where table_schema = 'marts' and column_name = 'batch_id'")}
+    serving = {
+        t
+        for (t,) in demo_run.query(
+            "select table_name from information_schema.columns where table_schema = 'marts' and column_name = 'tenant'"
+        )
+    }
+    training = {
+        t
+        for (t,) in demo_run.query(
+            "select table_name from information_schema.columns where table_schema = 'marts' and column_name = 'batch_id'"
+        )
+    }
     assert serving == {"fct_tenant_service_costs"}
     assert not serving & training

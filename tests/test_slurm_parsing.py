@@ -11,10 +11,19 @@ from cost_pipeline.ingest.lib.records import ParsedFile
 from cost_pipeline.ingest.scheduler import SacctOptions, sacct_line_parser
 
 
-@pytest.mark.parametrize(("text", "seconds"), [
-    ("1-04:33:44", 102_824), ("04:33:44", 16_424), ("30:00", 1_800), ("45", 2_700), ("2-00:00:00", 172_800),
-    ("7-12", 648_000), ("1-02:03", 93_780), ("00:00:00", 0),
-])
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("1-04:33:44", 102_824),
+        ("04:33:44", 16_424),
+        ("30:00", 1_800),
+        ("45", 2_700),
+        ("2-00:00:00", 172_800),
+        ("7-12", 648_000),
+        ("1-02:03", 93_780),
+        ("00:00:00", 0),
+    ],
+)
 def test_durations(text, seconds):
     assert slurm.parse_duration(text, "Elapsed") == seconds
 
@@ -30,20 +39,29 @@ def test_bad_duration_names_its_rule():
     assert error.value.rule == "timelimit_duration"
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("None", None), ("Unknown", None), ("", None), ("2026-11-03T06:00:00", datetime(2026, 11, 3, 6)),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("None", None),
+        ("Unknown", None),
+        ("", None),
+        ("2026-11-03T06:00:00", datetime(2026, 11, 3, 6)),
+    ],
+)
 def test_timestamps(text, expected):
     assert slurm.parse_timestamp(text, "Start") == expected
 
 
-@pytest.mark.parametrize(("text", "gpus"), [
-    ("billing=64,cpu=64,gres/gpu=8,mem=512G,node=1", 8),
-    ("cpu=8,mem=32G,node=1", 0),
-    ("billing=16,cpu=16,gres/gpu:a100=4,mem=64G,node=1", 4),
-    ("cpu=16,gres/gpu=8,gres/gpu:h100=8,node=1", 8),        # typed duplicate of the untyped count
-    ("", 0),
-])
+@pytest.mark.parametrize(
+    ("text", "gpus"),
+    [
+        ("billing=64,cpu=64,gres/gpu=8,mem=512G,node=1", 8),
+        ("cpu=8,mem=32G,node=1", 0),
+        ("billing=16,cpu=16,gres/gpu:a100=4,mem=64G,node=1", 4),
+        ("cpu=16,gres/gpu=8,gres/gpu:h100=8,node=1", 8),  # typed duplicate of the untyped count
+        ("", 0),
+    ],
+)
 def test_tres_gpus(text, gpus):
     assert slurm.parse_tres_gpus(text) == gpus
 
@@ -53,15 +71,18 @@ def test_cancelled_by_user():
     assert slurm.parse_state("COMPLETED") == ("COMPLETED", None)
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("1234", ("allocation", "1234", None)),
-    ("1234.batch", ("step", "1234", "batch")),
-    ("1234.extern", ("step", "1234", "extern")),
-    ("1234.0", ("step", "1234", "0")),
-    ("5908801_3", ("allocation", "5908801_3", None)),
-    ("5908801_3.batch", ("step", "5908801_3", "batch")),
-    ("5908801_[4-9]", ("allocation", "5908801_[4-9]", None)),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1234", ("allocation", "1234", None)),
+        ("1234.batch", ("step", "1234", "batch")),
+        ("1234.extern", ("step", "1234", "extern")),
+        ("1234.0", ("step", "1234", "0")),
+        ("5908801_3", ("allocation", "5908801_3", None)),
+        ("5908801_3.batch", ("step", "5908801_3", "batch")),
+        ("5908801_[4-9]", ("allocation", "5908801_[4-9]", None)),
+    ],
+)
 def test_job_ids(text, expected):
     assert slurm.parse_job_id(text) == expected
 
@@ -77,10 +98,19 @@ HEADER = "|".join(slurm.SACCT_FIELDS)
 
 def _line(**overrides: str) -> str:
     values = {f: "" for f in slurm.SACCT_FIELDS}
-    values.update(JobID="1234", JobIDRaw="1234", State="COMPLETED", Start="2026-11-03T00:00:00",
-                  End="2026-11-03T02:00:00", Elapsed="02:00:00", Timelimit="1-00:00:00",
-                  ReqTRES="cpu=8,gres/gpu=8", AllocTRES="cpu=8,gres/gpu=8", NodeList="gpu-a",
-                  Comment="batch=B-7;phase=training")
+    values.update(
+        JobID="1234",
+        JobIDRaw="1234",
+        State="COMPLETED",
+        Start="2026-11-03T00:00:00",
+        End="2026-11-03T02:00:00",
+        Elapsed="02:00:00",
+        Timelimit="1-00:00:00",
+        ReqTRES="cpu=8,gres/gpu=8",
+        AllocTRES="cpu=8,gres/gpu=8",
+        NodeList="gpu-a",
+        Comment="batch=B-7;phase=training",
+    )
     values.update(overrides)
     return "|".join(values[f] for f in slurm.SACCT_FIELDS)
 
@@ -92,24 +122,36 @@ def _parse(lines: list[str], options: SacctOptions | None = None) -> ParsedFile:
 
 
 def test_messy_sacct_rows_parse_or_quarantine():
-    parsed = _parse([
-        HEADER,
-        _line(),
-        _line(JobID="1234.batch", JobIDRaw="1234.batch", Comment=""),
-        _line(JobID="1235", State="PENDING", Start="Unknown", End="Unknown", NodeList="None assigned",
-              AllocTRES="", Elapsed="00:00:00"),
-        _line(JobID="1236", State="RUNNING", End="Unknown", Timelimit="UNLIMITED"),
-        _line(JobID="1237", State="CANCELLED by 10304007", Elapsed="1-04:33:44", Start="None"),
-        _line(JobID="5908801_3", JobIDRaw="5908804"),
-        _line(JobID="1238", Start="yesterday"),
-        "1239|too|few",
-        _line(JobID="1240", Start="2026-11-03T05:00:00", End="2026-11-03T04:00:00"),
-        "",
-    ])
+    parsed = _parse(
+        [
+            HEADER,
+            _line(),
+            _line(JobID="1234.batch", JobIDRaw="1234.batch", Comment=""),
+            _line(
+                JobID="1235",
+                State="PENDING",
+                Start="Unknown",
+                End="Unknown",
+                NodeList="None assigned",
+                AllocTRES="",
+                Elapsed="00:00:00",
+            ),
+            _line(JobID="1236", State="RUNNING", End="Unknown", Timelimit="UNLIMITED"),
+            _line(JobID="1237", State="CANCELLED by 10304007", Elapsed="1-04:33:44", Start="None"),
+            _line(JobID="5908801_3", JobIDRaw="5908804"),
+            _line(JobID="1238", Start="yesterday"),
+            "1239|too|few",
+            _line(JobID="1240", Start="2026-11-03T05:00:00", End="2026-11-03T04:00:00"),
+            "",
+        ]
+    )
     assert parsed.rows_in == 9
     assert len(parsed.rows) + len(parsed.rejections) == parsed.rows_in
     assert [(r.line, r.rule) for r in parsed.rejections] == [
-        (8, "start_timestamp"), (9, "sacct_field_count"), (10, "end_not_before_start")]
+        (8, "start_timestamp"),
+        (9, "sacct_field_count"),
+        (10, "end_not_before_start"),
+    ]
     rows = {r["job_id"]: r for r in parsed.rows}
     assert rows["1234.batch"]["record_type"] == "step" and rows["1234.batch"]["allocation_id"] == "1234"
     assert rows["1235"]["start_at"] is None and rows["1235"]["node_list"] is None
@@ -121,8 +163,18 @@ def test_messy_sacct_rows_parse_or_quarantine():
 
 def test_headerless_sacct_with_a_configured_field_list_and_delimiter():
     fields = ("JobID", "State", "Start", "End", "Timelimit", "ReqTRES", "AllocTRES", "Comment")
-    line = ";".join(["42", "COMPLETED", "2026-11-03T00:00:00", "2026-11-03T01:00:00", "01:00:00",
-                     "gres/gpu=2", "gres/gpu=2", "batch=B-7,phase=analysis"])
+    line = ";".join(
+        [
+            "42",
+            "COMPLETED",
+            "2026-11-03T00:00:00",
+            "2026-11-03T01:00:00",
+            "01:00:00",
+            "gres/gpu=2",
+            "gres/gpu=2",
+            "batch=B-7,phase=analysis",
+        ]
+    )
     parsed = _parse([line], SacctOptions(sacct_delimiter=";", sacct_fields=list(fields)))
     assert [r["job_id"] for r in parsed.rows] == ["42"] and parsed.rows[0]["phase"] == "analysis"
     assert parsed.rows[0]["source_line"] == 1

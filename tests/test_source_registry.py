@@ -23,7 +23,8 @@ RAW_SOURCES_YML = docgen.REPO_ROOT / "dbt_project" / "models" / "staging" / "_ra
 def test_the_docs_inputs_table_is_the_registry_rendered():
     assert docgen.BLOCKS["inputs"].render is render_inputs
     assert "inputs" not in docgen.stale_blocks(), (
-        "docs/inputs.md is out of date with the source registry: run `cost-pipeline docs`")
+        "docs/inputs.md is out of date with the source registry: run `cost-pipeline docs`"
+    )
     for name in SOURCES:
         assert f"`raw.{name}`" in render_inputs()
 
@@ -35,7 +36,8 @@ def test_the_dbt_raw_sources_are_the_registry_tables_with_its_descriptions():
     expected = list(raw_tables().items())
     assert in_yml == expected, (
         f"{RAW_SOURCES_YML.name} must list the registry's raw tables in its order, each described by its summary; "
-        "expected:\n" + "\n".join(f"      - name: {n}\n        description: {d}" for n, d in expected))
+        "expected:\n" + "\n".join(f"      - name: {n}\n        description: {d}" for n, d in expected)
+    )
 
 
 def test_a_source_reads_parquet_exactly_when_a_pattern_admits_it():
@@ -78,11 +80,14 @@ def test_launch_options_are_the_asset_run_config(tmp_path):
     (landing / "scheduler").mkdir(parents=True)
     (landing / "scheduler" / "dump.txt").write_text(
         "42;COMPLETED;2026-11-03T00:00:00;2026-11-03T01:00:00;01:00:00;gres/gpu=2;gres/gpu=2;batch=B-7\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     result = dg.materialize(
-        [ASSETS_BY_TABLE["scheduler_jobs"]], instance=dg.DagsterInstance.ephemeral(),
+        [ASSETS_BY_TABLE["scheduler_jobs"]],
+        instance=dg.DagsterInstance.ephemeral(),
         resources={"landing": LandingZone(path=str(landing)), "warehouse": Warehouse(path=str(warehouse))},
-        run_config={"ops": {"raw__scheduler_jobs": {"config": {"sacct_delimiter": ";", "sacct_fields": fields}}}})
+        run_config={"ops": {"raw__scheduler_jobs": {"config": {"sacct_delimiter": ";", "sacct_fields": fields}}}},
+    )
     assert result.success
     assert query(warehouse, "select job_id, batch_id, gpus_allocated from raw.scheduler_jobs") == [("42", "B-7", 2)]
     for name, source in SOURCES.items():

@@ -33,27 +33,35 @@ NOV_30 = datetime(2026, 11, 30)
 SCHEMA = "Bucket, Key, Size, LastModifiedDate, ETag, StorageClass, IsLatest, EncryptionStatus"
 
 
-def _manifest(folder: Path, data_names: list[str], created_ms: str = "1795996800000",
-              schema: str = SCHEMA) -> None:
-    document = {"sourceBucket": "ml-prod", "destinationBucket": "arn:aws:s3:::inv", "version": "2016-11-30",
-                "creationTimestamp": created_ms, "fileFormat": "CSV", "fileSchema": schema,
-                "files": [{"key": f"ml-prod/cfg/data/{n}", "size": 1, "MD5checksum": "0" * 32} for n in data_names]}
+def _manifest(folder: Path, data_names: list[str], created_ms: str = "1795996800000", schema: str = SCHEMA) -> None:
+    document = {
+        "sourceBucket": "ml-prod",
+        "destinationBucket": "arn:aws:s3:::inv",
+        "version": "2016-11-30",
+        "creationTimestamp": created_ms,
+        "fileFormat": "CSV",
+        "fileSchema": schema,
+        "files": [{"key": f"ml-prod/cfg/data/{n}", "size": 1, "MD5checksum": "0" * 32} for n in data_names],
+    }
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "manifest.json").write_text(json.dumps(document), encoding="utf-8")
 
 
-ROWS = ('"ml-prod","raw/b7/a%20b+c.bin","1073741824","2026-10-15T00:00:00.000Z","e1","STANDARD","true","SSE-S3"\n'
-        '"ml-prod","raw/b7/x.bin","not-a-size","2026-10-15T00:00:00.000Z","e2","STANDARD","true","SSE-S3"\n')
+ROWS = (
+    '"ml-prod","raw/b7/a%20b+c.bin","1073741824","2026-10-15T00:00:00.000Z","e1","STANDARD","true","SSE-S3"\n'
+    '"ml-prod","raw/b7/x.bin","not-a-size","2026-10-15T00:00:00.000Z","e2","STANDARD","true","SSE-S3"\n'
+)
 
 
 # --- each file shape, loaded inside DuckDB on a locked-down connection --------------------------------------------
 
+
 @dataclass
 class Loaded:
     report: IngestReport
-    rows: list[dict[str, object]]                 # raw.storage_inventory, by file and line
-    quarantined: list[tuple[str, int, str]]       # (file, line, rule)
-    ledger: dict[str, tuple[int, int, int]]       # file -> (rows in, staged, quarantined)
+    rows: list[dict[str, object]]  # raw.storage_inventory, by file and line
+    quarantined: list[tuple[str, int, str]]  # (file, line, rule)
+    ledger: dict[str, tuple[int, int, int]]  # file -> (rows in, staged, quarantined)
 
 
 def _load(landing: Path) -> Loaded:
@@ -64,8 +72,12 @@ def _load(landing: Path) -> Loaded:
         names = [d[0] for d in cursor.description]
         rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
         quarantined = con.execute("select source_file, line, rule from raw.quarantine order by 1, 2").fetchall()
-        ledger = {f: (i, s, q) for f, i, s, q in con.execute(
-            "select source_file, rows_in, rows_staged, rows_quarantined from raw.ingested_files").fetchall()}
+        ledger = {
+            f: (i, s, q)
+            for f, i, s, q in con.execute(
+                "select source_file, rows_in, rows_staged, rows_quarantined from raw.ingested_files"
+            ).fetchall()
+        }
     finally:
         con.close()
     return Loaded(report, rows, quarantined, ledger)
@@ -90,9 +102,20 @@ def test_headerless_csv_takes_columns_and_date_from_its_manifest(tmp_path):
     assert first["last_modified_at"] == datetime(2026, 10, 15)
     assert first["inventory_at"] == NOV_30 and first["inventory_date_from"] == "manifest"
     assert first["source_line"] == 1 and first["version_id"] is None
-    assert set(first) == {"bucket", "object_key", "version_id", "size_bytes", "last_modified_at", "etag",
-                          "storage_class", "inventory_at", "inventory_date_from", "source_file", "source_line",
-                          "file_sha256"}
+    assert set(first) == {
+        "bucket",
+        "object_key",
+        "version_id",
+        "size_bytes",
+        "last_modified_at",
+        "etag",
+        "storage_class",
+        "inventory_at",
+        "inventory_date_from",
+        "source_file",
+        "source_line",
+        "file_sha256",
+    }
     assert loaded.quarantined == [("storage/inv-1.csv", 2, "size_bytes.non_negative")]
 
 
@@ -100,7 +123,7 @@ def test_gzip_data_file_with_its_manifest_keeps_its_line_numbers(tmp_path):
     storage = _storage(tmp_path)
     _manifest(storage, ["inv-1.csv.gz"])
     lines = ROWS.replace("not-a-size", "7").splitlines()
-    text = "\n".join([lines[0], "", lines[1], '"ml-prod","only","two"']) + "\n"     # an empty line, a broken one
+    text = "\n".join([lines[0], "", lines[1], '"ml-prod","only","two"']) + "\n"  # an empty line, a broken one
     (storage / "inv-1.csv.gz").write_bytes(gzip.compress(text.encode("utf-8")))
     loaded = _load(tmp_path / "landing")
     assert [(r["object_key"], r["source_line"]) for r in loaded.rows] == [("raw/b7/a b c.bin", 1), ("raw/b7/x.bin", 3)]
@@ -110,11 +133,18 @@ def test_gzip_data_file_with_its_manifest_keeps_its_line_numbers(tmp_path):
 
 def test_csv_keys_are_url_decoded_as_aws_encodes_them(tmp_path):
     storage = _storage(tmp_path)
-    keys = {"a+b.bin": "a b.bin", "a%2Bb.bin": "a+b.bin", "c%20d+%2B%2b.bin": "c d ++.bin",
-            "%E6%89%B9%E6%AC%A1/x": "批次/x", "100%25.txt": "100%.txt", "%zz": "%zz"}
+    keys = {
+        "a+b.bin": "a b.bin",
+        "a%2Bb.bin": "a+b.bin",
+        "c%20d+%2B%2b.bin": "c d ++.bin",
+        "%E6%89%B9%E6%AC%A1/x": "批次/x",
+        "100%25.txt": "100%.txt",
+        "%zz": "%zz",
+    }
     body = "".join(f"b,{k},1,2026-11-01T00:00:00Z,e,STANDARD\n" for k in keys)
-    (storage / "inv_2026-11-30.csv").write_text("Bucket,Key,Size,LastModifiedDate,ETag,StorageClass\n" + body,
-                                                encoding="utf-8")
+    (storage / "inv_2026-11-30.csv").write_text(
+        "Bucket,Key,Size,LastModifiedDate,ETag,StorageClass\n" + body, encoding="utf-8"
+    )
     loaded = _load(tmp_path / "landing")
     assert [r["object_key"] for r in loaded.rows] == list(keys.values())
     assert loaded.quarantined == []
@@ -122,15 +152,20 @@ def test_csv_keys_are_url_decoded_as_aws_encodes_them(tmp_path):
 
 def test_a_key_that_decodes_to_no_text_is_quarantined(tmp_path):
     storage = _storage(tmp_path)
-    (storage / "inv_2026-11-30.csv").write_text("Bucket,Key,Size,LastModifiedDate,ETag,StorageClass\n"
-                                                "b,%FF%FE,1,2026-11-01T00:00:00Z,e,STANDARD\n", encoding="utf-8")
+    (storage / "inv_2026-11-30.csv").write_text(
+        "Bucket,Key,Size,LastModifiedDate,ETag,StorageClass\nb,%FF%FE,1,2026-11-01T00:00:00Z,e,STANDARD\n",
+        encoding="utf-8",
+    )
     assert _load(tmp_path / "landing").quarantined == [("storage/inv_2026-11-30.csv", 2, "object_key.present")]
 
 
 def test_header_csv_takes_its_date_from_the_file_name(tmp_path):
     path = _storage(tmp_path) / "ml-prod_2026-11-30T01-00Z.csv"
-    path.write_text("Bucket,Key,Size,LastModifiedDate,ETag,StorageClass,IsLatest\n"
-                    "ml-prod,k1,5,2026-11-02T00:00:00Z,e,GLACIER,true\n", encoding="utf-8")
+    path.write_text(
+        "Bucket,Key,Size,LastModifiedDate,ETag,StorageClass,IsLatest\n"
+        "ml-prod,k1,5,2026-11-02T00:00:00Z,e,GLACIER,true\n",
+        encoding="utf-8",
+    )
     loaded = _load(tmp_path / "landing")
     assert loaded.quarantined == []
     assert loaded.rows[0]["inventory_at"] == datetime(2026, 11, 30, 1, 0)
@@ -144,26 +179,32 @@ def test_a_bucket_that_did_not_change_keeps_every_days_inventory(tmp_path):
     data = "Bucket,Key,Size,LastModifiedDate,StorageClass\nml-archive,k1,5,2026-01-02T00:00:00Z,GLACIER\n"
     for name in ("ml-archive_2026-11-30.csv", "ml-archive_2026-12-31.csv", "ml-archive_again_2026-12-31.csv"):
         (storage / name).write_text(data, encoding="utf-8")
-    for day, folder in (("1795996800000", "nov"), ("1798675200000", "dec")):       # 2026-11-30, 2026-12-31
+    for day, folder in (("1795996800000", "nov"), ("1798675200000", "dec")):  # 2026-11-30, 2026-12-31
         (storage / folder).mkdir()
         (storage / folder / "data.csv").write_text("ml-archive,k2,7,2026-01-02T00:00:00Z,GLACIER\n", encoding="utf-8")
-        _manifest(storage / folder, ["data.csv"], created_ms=day, schema="Bucket, Key, Size, LastModifiedDate, "
-                                                                         "StorageClass")
+        _manifest(
+            storage / folder, ["data.csv"], created_ms=day, schema="Bucket, Key, Size, LastModifiedDate, StorageClass"
+        )
     loaded = _load(tmp_path / "landing")
     assert sorted((row["object_key"], row["inventory_at"].date().isoformat()) for row in loaded.rows) == [
-        ("k1", "2026-11-30"), ("k1", "2026-12-31"), ("k2", "2026-11-30"), ("k2", "2026-12-31")]
+        ("k1", "2026-11-30"),
+        ("k1", "2026-12-31"),
+        ("k2", "2026-11-30"),
+        ("k2", "2026-12-31"),
+    ]
     assert loaded.report.duplicates == [
-        ("storage/ml-archive_again_2026-12-31.csv", "storage/ml-archive_2026-12-31.csv")]
+        ("storage/ml-archive_again_2026-12-31.csv", "storage/ml-archive_2026-12-31.csv")
+    ]
 
 
 def test_a_manifest_of_the_wrong_shape_does_not_stop_the_load(tmp_path):
     storage = _storage(tmp_path)
     (storage / "manifest.json").write_text(json.dumps({"files": 1}), encoding="utf-8")
-    (storage / "x_manifest.json").mkdir()                                   # a folder, not a file
+    (storage / "x_manifest.json").mkdir()  # a folder, not a file
     (storage / "inv-1.csv").write_text(ROWS, encoding="utf-8")
     (storage / "ml-prod_2026-11-30.csv").write_text(
-        "Bucket,Key,Size,LastModifiedDate,StorageClass\nml-prod,k1,5,2026-11-02T00:00:00Z,STANDARD\n",
-        encoding="utf-8")
+        "Bucket,Key,Size,LastModifiedDate,StorageClass\nml-prod,k1,5,2026-11-02T00:00:00Z,STANDARD\n", encoding="utf-8"
+    )
     loaded = _load(tmp_path / "landing")
     # Neither is a manifest listing inv-1.csv, which has no header: quarantined whole, and the night goes on.
     assert loaded.quarantined == [("storage/inv-1.csv", 0, "inventory_schema")]
@@ -180,47 +221,74 @@ def test_bad_sizes_are_quarantined_with_file_line_and_rule(tmp_path):
         "b,fraction,1.5,2026-11-02T00:00:00Z,e,STANDARD,false\n"
         "b,marker,,2026-11-02,,STANDARD,true\n"
         "b,missing,,2026-11-02,e,STANDARD,false\n"
-        "b,late,1,yesterday,e,STANDARD,false\n", encoding="utf-8")
+        "b,late,1,yesterday,e,STANDARD,false\n",
+        encoding="utf-8",
+    )
     loaded = _load(tmp_path / "landing")
     assert [(r["object_key"], r["size_bytes"], r["last_modified_at"]) for r in loaded.rows] == [
-        ("ok", 5, datetime(2026, 11, 1, 22, 0)),         # an offset is converted to UTC
-        ("marker", 0, datetime(2026, 11, 2))]            # a delete marker holds no bytes
-    assert loaded.quarantined == [("storage/inv_2026-11-30.csv", line, rule) for line, rule in [
-        (3, "size_bytes.non_negative"), (4, "size_bytes.non_negative"), (5, "size_bytes.non_negative"),
-        (7, "size_bytes.non_negative"), (8, "last_modified_at.timestamp")]]
-    assert loaded.report.examples[0] == ("storage/inv_2026-11-30.csv, line 3: rule size_bytes.non_negative: "
-                                         "size_bytes is not a non-negative whole number of bytes")
+        ("ok", 5, datetime(2026, 11, 1, 22, 0)),  # an offset is converted to UTC
+        ("marker", 0, datetime(2026, 11, 2)),
+    ]  # a delete marker holds no bytes
+    assert loaded.quarantined == [
+        ("storage/inv_2026-11-30.csv", line, rule)
+        for line, rule in [
+            (3, "size_bytes.non_negative"),
+            (4, "size_bytes.non_negative"),
+            (5, "size_bytes.non_negative"),
+            (7, "size_bytes.non_negative"),
+            (8, "last_modified_at.timestamp"),
+        ]
+    ]
+    assert loaded.report.examples[0] == (
+        "storage/inv_2026-11-30.csv, line 3: rule size_bytes.non_negative: "
+        "size_bytes is not a non-negative whole number of bytes"
+    )
 
 
 def test_parquet_with_aws_column_names(tmp_path):
     path = _storage(tmp_path) / "archive_2026-11-30.parquet"
-    frame = pd.DataFrame({"bucket": ["ml-archive"], "key": ["raw/a+b%20.bin"], "size": [3 * GIB],
-                          "last_modified_date": [pd.Timestamp("2026-11-15T06:00:00+01:00")], "e_tag": ["e"],
-                          "storage_class": ["GLACIER"], "is_latest": [True]})
+    frame = pd.DataFrame(
+        {
+            "bucket": ["ml-archive"],
+            "key": ["raw/a+b%20.bin"],
+            "size": [3 * GIB],
+            "last_modified_date": [pd.Timestamp("2026-11-15T06:00:00+01:00")],
+            "e_tag": ["e"],
+            "storage_class": ["GLACIER"],
+            "is_latest": [True],
+        }
+    )
     con = duckdb.connect()
     con.from_df(frame).write_parquet(str(path))
     con.close()
     loaded = _load(tmp_path / "landing")
     assert loaded.quarantined == [] and loaded.ledger == {"storage/archive_2026-11-30.parquet": (1, 1, 0)}
     row = loaded.rows[0]
-    assert row["object_key"] == "raw/a+b%20.bin"                  # Parquet keys are not URL-encoded
+    assert row["object_key"] == "raw/a+b%20.bin"  # Parquet keys are not URL-encoded
     assert row["size_bytes"] == 3 * GIB and row["etag"] == "e"
     assert row["last_modified_at"] == datetime(2026, 11, 15, 5, 0)  # converted to UTC
     assert row["inventory_at"] == NOV_30 and row["source_line"] == 1
 
 
-@pytest.mark.parametrize(("name", "content", "manifest", "rule"), [
-    ("inventory.csv", "Bucket,Key,Size,LastModifiedDate,ETag,StorageClass\nb,k,1,2026-11-01T00:00:00Z,e,S\n",
-     None, "inventory_date"),
-    ("inv_2026-11-31.csv", "Bucket,Key,Size,LastModifiedDate,ETag,StorageClass\n", None, "inventory_date"),
-    ("inv_2026-11-30.csv", ROWS, None, "inventory_schema"),
-    ("inv-1.csv.gz", ROWS, None, "inventory_schema"),
-    ("inv_2026-11-30.csv", "Bucket,Key,ETag\nb,k,e\n", None, "csv_header"),
-    ("inv-1.csv", ROWS, {"created_ms": "yesterday"}, "inventory_manifest"),
-    ("inv-1.csv", ROWS, {"schema": "Bucket, Key, ETag"}, "inventory_manifest"),
-    ("inv-1.csv.gz", ROWS, {}, "file_compression"),
-    ("inv_2026-11-30.parquet", "not parquet", None, "file_format"),
-])
+@pytest.mark.parametrize(
+    ("name", "content", "manifest", "rule"),
+    [
+        (
+            "inventory.csv",
+            "Bucket,Key,Size,LastModifiedDate,ETag,StorageClass\nb,k,1,2026-11-01T00:00:00Z,e,S\n",
+            None,
+            "inventory_date",
+        ),
+        ("inv_2026-11-31.csv", "Bucket,Key,Size,LastModifiedDate,ETag,StorageClass\n", None, "inventory_date"),
+        ("inv_2026-11-30.csv", ROWS, None, "inventory_schema"),
+        ("inv-1.csv.gz", ROWS, None, "inventory_schema"),
+        ("inv_2026-11-30.csv", "Bucket,Key,ETag\nb,k,e\n", None, "csv_header"),
+        ("inv-1.csv", ROWS, {"created_ms": "yesterday"}, "inventory_manifest"),
+        ("inv-1.csv", ROWS, {"schema": "Bucket, Key, ETag"}, "inventory_manifest"),
+        ("inv-1.csv.gz", ROWS, {}, "file_compression"),
+        ("inv_2026-11-30.parquet", "not parquet", None, "file_format"),
+    ],
+)
 def test_bad_files_are_quarantined_whole_with_a_rule(tmp_path, name, content, manifest, rule):
     storage = _storage(tmp_path)
     if manifest is not None:
@@ -261,20 +329,27 @@ def test_every_file_is_conserved_and_a_glob_name_reads_only_itself(tmp_path):
     (storage / "undated.csv").write_text(header + good + good, encoding="utf-8")
     (storage / "prefix_rules.csv").write_text("bucket,prefix,purpose,owner,batch_id,retention_days\n")
     loaded = _load(tmp_path / "landing")
-    assert loaded.ledger == {"storage/a_2026-11-30.csv": (5, 3, 2), "storage/a*_2026-11-30.csv": (1, 1, 0),
-                             "storage/copy_2026-11-30.csv": (0, 0, 0), "storage/undated.csv": (2, 0, 2)}
+    assert loaded.ledger == {
+        "storage/a_2026-11-30.csv": (5, 3, 2),
+        "storage/a*_2026-11-30.csv": (1, 1, 0),
+        "storage/copy_2026-11-30.csv": (0, 0, 0),
+        "storage/undated.csv": (2, 0, 2),
+    }
     assert all(rows_in == staged + quarantined for rows_in, staged, quarantined in loaded.ledger.values())
     report = loaded.report
     assert report.conserved and report.files == 4 and report.duplicate_files == 1
-    assert (report.rows_in, report.rows_staged, report.rows_quarantined) == (8, 4, 4)    # undated.csv: its 2 rows
+    assert (report.rows_in, report.rows_staged, report.rows_quarantined) == (8, 4, 4)  # undated.csv: its 2 rows
 
 
 # --- assets into a temporary DuckDB ------------------------------------------------------------------------------
 
+
 def _materialize(landing: Path, warehouse: Path, *names: str) -> dg.ExecuteInProcessResult:
-    return dg.materialize([ASSETS[n] for n in names], instance=dg.DagsterInstance.ephemeral(),
-                          resources={"landing": LandingZone(path=str(landing)),
-                                     "warehouse": Warehouse(path=str(warehouse))})
+    return dg.materialize(
+        [ASSETS[n] for n in names],
+        instance=dg.DagsterInstance.ephemeral(),
+        resources={"landing": LandingZone(path=str(landing)), "warehouse": Warehouse(path=str(warehouse))},
+    )
 
 
 def test_storage_assets_conserve_rows_and_quarantine_with_file_line_rule(tmp_path):
@@ -287,22 +362,29 @@ def test_storage_assets_conserve_rows_and_quarantine_with_file_line_rule(tmp_pat
         "bucket,prefix,purpose,owner,batch_id,retention_days\n"
         "ml-prod,raw/,raw,data-team,B-7,\n"
         "ml-prod,tmp/,not_a_purpose,,,\n"
-        "ml-prod,logs/,log,,,-1\n", encoding="utf-8")
+        "ml-prod,logs/,log,,,-1\n",
+        encoding="utf-8",
+    )
     (storage / "storage_prices.csv").write_text(
-        "storage_class,price_per_gb_month\nSTANDARD,0.023\nGLACIER,cheap\nSTANDARD,0.024\n", encoding="utf-8")
+        "storage_class,price_per_gb_month\nSTANDARD,0.023\nGLACIER,cheap\nSTANDARD,0.024\n", encoding="utf-8"
+    )
     result = _materialize(landing, warehouse, "storage_inventory", "storage_prefix_rules", "storage_prices")
     assert result.success
 
-    ledger = query(warehouse, "select source, source_file, rows_in, rows_staged, rows_quarantined "
-                               "from raw.ingested_files where source like 'storage%' order by 1, 2")
+    ledger = query(
+        warehouse,
+        "select source, source_file, rows_in, rows_staged, rows_quarantined "
+        "from raw.ingested_files where source like 'storage%' order by 1, 2",
+    )
     assert ledger == [
         ("storage_inventory", "storage/ml-prod/2026-11-30T00-00Z/d1.csv.gz", 2, 1, 1),
         ("storage_inventory", "storage/undated.csv", 1, 0, 1),
         ("storage_prefix_rules", "storage/prefix_rules.csv", 3, 1, 2),
         ("storage_prices", "storage/storage_prices.csv", 3, 1, 2),
     ]
-    quarantined = query(warehouse, "select source_file, line, rule from raw.quarantine "
-                                    "where source like 'storage%' order by 1, 2")
+    quarantined = query(
+        warehouse, "select source_file, line, rule from raw.quarantine where source like 'storage%' order by 1, 2"
+    )
     assert quarantined == [
         ("storage/ml-prod/2026-11-30T00-00Z/d1.csv.gz", 2, "size_bytes.non_negative"),
         ("storage/prefix_rules.csv", 3, "purpose.isin"),
@@ -312,12 +394,15 @@ def test_storage_assets_conserve_rows_and_quarantine_with_file_line_rule(tmp_pat
         ("storage/undated.csv", 0, "inventory_date"),
     ]
     assert query(warehouse, "select bucket, object_key, size_bytes, inventory_at from raw.storage_inventory") == [
-        ("ml-prod", "raw/b7/a b c.bin", GIB, NOV_30)]
+        ("ml-prod", "raw/b7/a b c.bin", GIB, NOV_30)
+    ]
     assert query(warehouse, "select storage_class, price_per_gb_month from raw.storage_prices") == [
-        ("STANDARD", Decimal("0.023000"))]
+        ("STANDARD", Decimal("0.023000"))
+    ]
 
 
 # --- the demo, end to end, against hand-computed figures ---------------------------------------------------------
+
 
 def _cost(gib: int, price: str, held_days: int) -> Fraction:
     """GiB x price per GB-month x held days / 30 (November), exact."""
@@ -326,7 +411,7 @@ def _cost(gib: int, price: str, held_days: int) -> Fraction:
 
 def _rounded(value: Fraction, places: str = "0.01") -> Decimal:
     """An exact fraction rounded half-up once (to the cent unless told)."""
-    whole = Decimal(value.numerator) / Decimal(value.denominator)   # 28 significant digits: ample here
+    whole = Decimal(value.numerator) / Decimal(value.denominator)  # 28 significant digits: ample here
     return whole.quantize(Decimal(places), ROUND_HALF_UP)
 
 
@@ -350,23 +435,28 @@ DEMO_OBJECTS = {
 
 def test_demo_storage_cost_per_object(demo_run):
     assert demo_run.succeeded
-    rows = demo_run.query("select bucket, object_key, batch_id, purpose, size_bytes, storage_cost, is_unpriced, "
-                          "month_start from intermediate.int_storage_objects_costed")
-    got = {(b, k): (batch, purpose, size, cost, unpriced, month)
-           for b, k, batch, purpose, size, cost, unpriced, month in rows}
+    rows = demo_run.query(
+        "select bucket, object_key, batch_id, purpose, size_bytes, storage_cost, is_unpriced, "
+        "month_start from intermediate.int_storage_objects_costed"
+    )
+    got = {
+        (b, k): (batch, purpose, size, cost, unpriced, month)
+        for b, k, batch, purpose, size, cost, unpriced, month in rows
+    }
     # The earlier inventory of the month (2026-11-23, scratch/old-dump.bin) is superseded by the 30th's.
     assert set(got) == set(DEMO_OBJECTS)
     for place, (batch, purpose, gib, price, days) in DEMO_OBJECTS.items():
         cost = _rounded(Fraction(0) if price is None else _cost(gib, price, days), "0.000001")
-        assert got[place] == (batch, purpose, gib * GIB, cost, price is None,
-                              datetime(2026, 11, 1).date()), place
+        assert got[place] == (batch, purpose, gib * GIB, cost, price is None, datetime(2026, 11, 1).date()), place
     # 3000 GiB x 0.023 x 29/30 = 66.70; by hand, for the reader:
     assert got[("ml-prod", "raw/b7/part-0000.parquet")][3] == Decimal("66.700000")
 
 
 def test_demo_storage_cost_per_batch(demo_run):
-    rows = demo_run.query("select batch_id, cast(round(sum(storage_cost), 2) as decimal(18, 2)) "
-                          "from intermediate.int_storage_objects_costed group by batch_id")
+    rows = demo_run.query(
+        "select batch_id, cast(round(sum(storage_cost), 2) as decimal(18, 2)) "
+        "from intermediate.int_storage_objects_costed group by batch_id"
+    )
     expected: dict[str, Fraction] = {}
     for batch, _, gib, price, days in DEMO_OBJECTS.values():
         expected[batch] = expected.get(batch, Fraction(0)) + (0 if price is None else _cost(gib, price, days))
@@ -376,30 +466,110 @@ def test_demo_storage_cost_per_batch(demo_run):
 
 
 def test_demo_storage_governance_rows(demo_run):
-    rows = demo_run.query("select finding, bucket, object_key, batch_id, owner, purpose, retention_days, "
-                          "duplicate_count, duplicate_of, monthly_cost, is_unpriced "
-                          "from marts.fct_storage_governance order by finding, bucket, object_key")
+    rows = demo_run.query(
+        "select finding, bucket, object_key, batch_id, owner, purpose, retention_days, "
+        "duplicate_count, duplicate_of, monthly_cost, is_unpriced "
+        "from marts.fct_storage_governance order by finding, bucket, object_key"
+    )
     assert rows == [
-        ("duplicate", "ml-archive", "raw/b8/shard-000.parquet", "B-8", "platform-team", "backup", 365, 2,
-         "s3://ml-prod/raw/b8/shard-000.parquet", Decimal("3.00"), False),
-        ("duplicate", "ml-prod", "backup/b7/step-2000.ckpt", "B-7", "platform-team", "backup", 365, 2,
-         "s3://ml-prod/checkpoints/b7/step-2000.ckpt", Decimal("0.80"), False),
-        ("duplicate", "ml-prod", "checkpoints/b7/step-2000.ckpt", "B-7", "training-team", "checkpoint", 90, 2,
-         "s3://ml-prod/backup/b7/step-2000.ckpt", Decimal("6.44"), False),
-        ("duplicate", "ml-prod", "raw/b8/shard-000.parquet", "B-8", "data-team", "raw", 365, 2,
-         "s3://ml-archive/raw/b8/shard-000.parquet", Decimal("33.35"), False),
-        ("no_owner_or_purpose", "ml-archive", "tmp/unpriced.bin", "unattributed", None, None, None, 1, None,
-         Decimal("0.00"), True),
-        ("no_owner_or_purpose", "ml-prod", "scratch/tmp-dump.bin", "unattributed", None, None, None, 1, None,
-         Decimal("13.34"), False),
+        (
+            "duplicate",
+            "ml-archive",
+            "raw/b8/shard-000.parquet",
+            "B-8",
+            "platform-team",
+            "backup",
+            365,
+            2,
+            "s3://ml-prod/raw/b8/shard-000.parquet",
+            Decimal("3.00"),
+            False,
+        ),
+        (
+            "duplicate",
+            "ml-prod",
+            "backup/b7/step-2000.ckpt",
+            "B-7",
+            "platform-team",
+            "backup",
+            365,
+            2,
+            "s3://ml-prod/checkpoints/b7/step-2000.ckpt",
+            Decimal("0.80"),
+            False,
+        ),
+        (
+            "duplicate",
+            "ml-prod",
+            "checkpoints/b7/step-2000.ckpt",
+            "B-7",
+            "training-team",
+            "checkpoint",
+            90,
+            2,
+            "s3://ml-prod/backup/b7/step-2000.ckpt",
+            Decimal("6.44"),
+            False,
+        ),
+        (
+            "duplicate",
+            "ml-prod",
+            "raw/b8/shard-000.parquet",
+            "B-8",
+            "data-team",
+            "raw",
+            365,
+            2,
+            "s3://ml-archive/raw/b8/shard-000.parquet",
+            Decimal("33.35"),
+            False,
+        ),
+        (
+            "no_owner_or_purpose",
+            "ml-archive",
+            "tmp/unpriced.bin",
+            "unattributed",
+            None,
+            None,
+            None,
+            1,
+            None,
+            Decimal("0.00"),
+            True,
+        ),
+        (
+            "no_owner_or_purpose",
+            "ml-prod",
+            "scratch/tmp-dump.bin",
+            "unattributed",
+            None,
+            None,
+            None,
+            1,
+            None,
+            Decimal("13.34"),
+            False,
+        ),
         # The rule's 30 days: written 2026-09-30, kept until 2026-10-30, still there on 2026-11-30.
-        ("past_retention", "ml-prod", "logs/b7/train.log", "B-7", "platform-team", "log", 30, 1, None,
-         Decimal("6.67"), False),
+        (
+            "past_retention",
+            "ml-prod",
+            "logs/b7/train.log",
+            "B-7",
+            "platform-team",
+            "log",
+            30,
+            1,
+            None,
+            Decimal("6.67"),
+            False,
+        ),
     ]
 
 
 def test_demo_storage_sources_conserved(demo_run):
-    rows = demo_run.query("select source, sum(rows_in), sum(rows_staged), sum(rows_quarantined) "
-                          "from raw.ingested_files where source like 'storage%' group by source order by source")
-    assert rows == [("storage_inventory", 13, 13, 0), ("storage_prefix_rules", 10, 10, 0),
-                    ("storage_prices", 3, 3, 0)]
+    rows = demo_run.query(
+        "select source, sum(rows_in), sum(rows_staged), sum(rows_quarantined) "
+        "from raw.ingested_files where source like 'storage%' group by source order by source"
+    )
+    assert rows == [("storage_inventory", 13, 13, 0), ("storage_prefix_rules", 10, 10, 0), ("storage_prices", 3, 3, 0)]

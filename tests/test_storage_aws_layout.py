@@ -26,18 +26,28 @@ from cost_pipeline.contract import Contract, load_contract
 from cost_pipeline.ingest.lib.warehouse import IngestReport, connect
 from cost_pipeline.ingest.storage import load_storage_inventory
 
-SCHEMA = ("Bucket, Key, VersionId, IsLatest, IsDeleteMarker, Size, LastModifiedDate, ETag, StorageClass, "
-          "IsMultipartUploaded, ReplicationStatus, EncryptionStatus")
+SCHEMA = (
+    "Bucket, Key, VersionId, IsLatest, IsDeleteMarker, Size, LastModifiedDate, ETag, StorageClass, "
+    "IsMultipartUploaded, ReplicationStatus, EncryptionStatus"
+)
 # Two daily deliveries of one inventory configuration; one data file each (AWS names them by a UUID).
 DAYS = {
-    "2026-11-29T01-00Z": ("1795914000000", "7d1c2a40-1e5b-4f7e-9a53-0c2b9f4e8d11.csv.gz", [
-        ("raw/b7/a%20b.bin", "", "false", "false", "1073741824", "2026-10-15T00:00:00.000Z", "e1", "STANDARD"),
-        ("ckpt/b7/step-100.pt", "", "true", "false", "524288000", "2026-11-01T12:00:00.000Z", "e2", "STANDARD_IA"),
-    ]),
-    "2026-11-30T01-00Z": ("1796000400000", "b2f0e9c8-5a4d-4c3b-8e21-6f7a9d0c1b22.csv.gz", [
-        ("raw/b7/a%20b.bin", "", "false", "false", "1073741824", "2026-10-15T00:00:00.000Z", "e1", "STANDARD"),
-        ("logs/b7/run.log", "", "true", "false", "not-a-size", "2026-11-29T00:00:00.000Z", "e3", "STANDARD"),
-    ]),
+    "2026-11-29T01-00Z": (
+        "1795914000000",
+        "7d1c2a40-1e5b-4f7e-9a53-0c2b9f4e8d11.csv.gz",
+        [
+            ("raw/b7/a%20b.bin", "", "false", "false", "1073741824", "2026-10-15T00:00:00.000Z", "e1", "STANDARD"),
+            ("ckpt/b7/step-100.pt", "", "true", "false", "524288000", "2026-11-01T12:00:00.000Z", "e2", "STANDARD_IA"),
+        ],
+    ),
+    "2026-11-30T01-00Z": (
+        "1796000400000",
+        "b2f0e9c8-5a4d-4c3b-8e21-6f7a9d0c1b22.csv.gz",
+        [
+            ("raw/b7/a%20b.bin", "", "false", "false", "1073741824", "2026-10-15T00:00:00.000Z", "e1", "STANDARD"),
+            ("logs/b7/run.log", "", "true", "false", "not-a-size", "2026-11-29T00:00:00.000Z", "e3", "STANDARD"),
+        ],
+    ),
 }
 
 
@@ -52,10 +62,18 @@ def _data(rows: list[tuple[str, ...]], with_class: bool = True) -> bytes:
 
 
 def _manifest(created_ms: str, keys: list[str], schema: str = SCHEMA) -> str:
-    return json.dumps({"sourceBucket": "ml-prod", "destinationBucket": "arn:aws:s3:::ml-inventory",
-                       "version": "2016-11-30", "creationTimestamp": created_ms, "fileFormat": "CSV",
-                       "fileSchema": schema,
-                       "files": [{"key": k, "size": 1, "MD5checksum": "0" * 32} for k in keys]}, indent=2)
+    return json.dumps(
+        {
+            "sourceBucket": "ml-prod",
+            "destinationBucket": "arn:aws:s3:::ml-inventory",
+            "version": "2016-11-30",
+            "creationTimestamp": created_ms,
+            "fileFormat": "CSV",
+            "fileSchema": schema,
+            "files": [{"key": k, "size": 1, "MD5checksum": "0" * 32} for k in keys],
+        },
+        indent=2,
+    )
 
 
 def _aws_layout(storage: Path, local_prefix: str, schema: str = SCHEMA, with_class: bool = True) -> None:
@@ -65,7 +83,7 @@ def _aws_layout(storage: Path, local_prefix: str, schema: str = SCHEMA, with_cla
         (config / dated).mkdir(parents=True, exist_ok=True)
         (config / "data").mkdir(exist_ok=True)
         (config / "data" / name).write_bytes(_data(rows, with_class))
-        key = f"inventories/ml-prod/daily-all-objects/data/{name}"       # relative to the destination bucket
+        key = f"inventories/ml-prod/daily-all-objects/data/{name}"  # relative to the destination bucket
         (config / dated / "manifest.json").write_text(_manifest(created_ms, [key], schema), encoding="utf-8")
         (config / dated / "manifest.checksum").write_text("0" * 32 + "\n", encoding="utf-8")
         hive = config / "hive" / f"dt={dated[:10]}-{dated[11:13]}-00"
@@ -86,8 +104,9 @@ def _load(landing: Path, contract: Contract | None = None) -> tuple[IngestReport
     con = connect(landing.parent / "w.duckdb", readable_dir=landing)
     try:
         report = load_storage_inventory(con, landing, contract)
-        rows = con.execute("select * exclude (source_file) from raw.storage_inventory "
-                           "order by inventory_at, source_line").fetchall()
+        rows = con.execute(
+            "select * exclude (source_file) from raw.storage_inventory order by inventory_at, source_line"
+        ).fetchall()
         quarantined = con.execute("select source_file, line, rule from raw.quarantine order by 1, 2").fetchall()
     finally:
         con.close()
@@ -124,8 +143,11 @@ def test_a_data_file_no_manifest_lists_is_not_taken_for_a_listed_one(tmp_path):
     stray = storage / "inventories" / "ml-prod" / "daily-all-objects" / "data" / "not-listed.csv.gz"
     stray.write_bytes(_data(DAYS["2026-11-30T01-00Z"][2]))
     report, _, quarantined = _load(storage.parent)
-    assert ("storage/inventories/ml-prod/daily-all-objects/data/not-listed.csv.gz", 0, "inventory_schema") \
-        in quarantined
+    assert (
+        "storage/inventories/ml-prod/daily-all-objects/data/not-listed.csv.gz",
+        0,
+        "inventory_schema",
+    ) in quarantined
     assert report.rows_staged == 3
 
 
@@ -133,17 +155,19 @@ def test_an_inventory_configured_without_storage_class_is_priced_at_the_default_
     storage = _storage(tmp_path, "aws")
     _aws_layout(storage, "inventories", schema=SCHEMA.replace(" StorageClass,", ""), with_class=False)
     (storage / "ml-archive_2026-11-30.csv").write_text(
-        "Bucket,Key,Size,LastModifiedDate\nml-archive,old/x.bin,10,2026-01-01T00:00:00Z\n", encoding="utf-8")
+        "Bucket,Key,Size,LastModifiedDate\nml-archive,old/x.bin,10,2026-01-01T00:00:00Z\n", encoding="utf-8"
+    )
     contract = load_contract()
     assert contract.storage_default_class == "STANDARD"
     report, rows, quarantined = _load(storage.parent, contract)
-    assert [rule for *_, rule in quarantined] == ["size_bytes.non_negative"]        # the one bad size, as before
+    assert [rule for *_, rule in quarantined] == ["size_bytes.non_negative"]  # the one bad size, as before
     assert len(rows) == 4 and {row[6] for row in rows} == {"STANDARD"}
     assert len(report.flags) == 3
     assert all("no StorageClass field" in flag and "storage_default_class" in flag for flag in report.flags)
     assert sorted(flag.split(":")[0] for flag in report.flags) == sorted(
         [f"storage/inventories/ml-prod/daily-all-objects/data/{name}" for _, name, _ in DAYS.values()]
-        + ["storage/ml-archive_2026-11-30.csv"])
+        + ["storage/ml-archive_2026-11-30.csv"]
+    )
 
 
 def test_without_a_default_class_in_the_contract_such_an_inventory_is_rejected_whole(tmp_path):

@@ -28,17 +28,27 @@ def test_a_briefly_held_warehouse_is_retried_then_loads(tmp_path):
     (landing / "registry").mkdir(parents=True)
     (landing / "registry" / "batches.csv").write_text(
         "batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"
-        "B-1,p,g,t,d,m,c,cfg,v1\n", encoding="utf-8")
+        "B-1,p,g,t,d,m,c,cfg,v1\n",
+        encoding="utf-8",
+    )
     warehouse = tmp_path / "w.duckdb"
     duckdb.connect(str(warehouse)).close()
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(warehouse), "2.5"], stdout=subprocess.PIPE, text=True,
-                              preexec_fn=lambda: (signal.signal(signal.SIGINT, signal.SIG_DFL),
-                                                  signal.signal(signal.SIGTERM, signal.SIG_DFL)))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(warehouse), "2.5"],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: (
+            signal.signal(signal.SIGINT, signal.SIG_DFL),
+            signal.signal(signal.SIGTERM, signal.SIG_DFL),
+        ),
+    )
     assert holder.stdout.readline().strip() == "held"
     registry = next(a for a in source_assets if a.key.path[-1] == "batch_registry")
-    result = dg.materialize([registry], instance=dg.DagsterInstance.ephemeral(),
-                            resources={"landing": LandingZone(path=str(landing)),
-                                       "warehouse": Warehouse(path=str(warehouse))})
+    result = dg.materialize(
+        [registry],
+        instance=dg.DagsterInstance.ephemeral(),
+        resources={"landing": LandingZone(path=str(landing)), "warehouse": Warehouse(path=str(warehouse))},
+    )
     holder.wait(timeout=30)
     assert result.success
     retries = [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]

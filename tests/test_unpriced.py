@@ -21,14 +21,23 @@ def test_a_quarantined_capacity_purchase_leaves_compute_unpriced_not_zero(tmp_pa
     assert run_pipeline(landing, warehouse)
 
     assert query(warehouse, "select source, rule from raw.quarantine where source = 'ledger_purchases'") == [
-        ("ledger_purchases", "asset_class.isin")]
-    months = query(warehouse, "select month_start, occupied_gpu_hours, price_per_available_gpu_hour, compute_cost, "
-                              "is_unpriced from marts.fct_gpu_hour_price where occupied_gpu_hours > 0")
+        ("ledger_purchases", "asset_class.isin")
+    ]
+    months = query(
+        warehouse,
+        "select month_start, occupied_gpu_hours, price_per_available_gpu_hour, compute_cost, "
+        "is_unpriced from marts.fct_gpu_hour_price where occupied_gpu_hours > 0",
+    )
     assert months and all(price is None and cost is None and unpriced for _, _, price, cost, unpriced in months)
 
-    batches = {r[0]: r[1:] for r in query(
-        warehouse, "select batch_id, compute_cost, rerun_compute_cost, cost_per_effective_gpu_hour, is_unpriced, "
-                   "unpriced_gpu_hours, occupied_gpu_hours from marts.fct_batch_compute")}
+    batches = {
+        r[0]: r[1:]
+        for r in query(
+            warehouse,
+            "select batch_id, compute_cost, rerun_compute_cost, cost_per_effective_gpu_hour, is_unpriced, "
+            "unpriced_gpu_hours, occupied_gpu_hours from marts.fct_batch_compute",
+        )
+    }
     # B-7 ran on owned GPUs only: every figure built on its cost is null, and all its time is unpriced.
     cost, rerun_cost, per_effective, unpriced, unpriced_hours, occupied = batches["B-7"]
     assert (cost, rerun_cost, per_effective, unpriced) == (None, None, None, True)
@@ -51,8 +60,9 @@ def test_a_quarantined_capacity_purchase_leaves_compute_unpriced_not_zero(tmp_pa
 def test_the_demo_has_no_unpriced_month(demo_run):
     assert demo_run.succeeded
     assert demo_run.query("select count(*) from marts.fct_gpu_hour_price where is_unpriced") == [(0,)]
-    assert demo_run.query("select count(*) from marts.fct_batch_compute where is_unpriced or compute_cost is null"
-                          ) == [(0,)]
+    assert demo_run.query("select count(*) from marts.fct_batch_compute where is_unpriced or compute_cost is null") == [
+        (0,)
+    ]
     out = io.StringIO()
     report(demo_run.warehouse, out)
     assert "Unpriced months" not in out.getvalue()

@@ -31,8 +31,12 @@ def test_queued_is_submit_to_start_times_requested_gpus(demo_run):
     # B-7: 1001 (exploration), 1004 (validation), 1005 (analysis) on 8 GPUs, 1002 and 1003 (training) on 16;
     # each waited 5 minutes in the queue.
     rows = demo_run.query("select phase, queued_gpu_hours from marts.fct_batch_waiting where batch_id = 'B-7'")
-    assert dict(rows) == {"exploration": hours(8 * 5), "training": hours(32 * 5), "validation": hours(8 * 5),
-                          "analysis": hours(8 * 5)}
+    assert dict(rows) == {
+        "exploration": hours(8 * 5),
+        "training": hours(32 * 5),
+        "validation": hours(8 * 5),
+        "analysis": hours(8 * 5),
+    }
     # B-8 exploration: 2001, 2002_1, 2002_2 started (8 GPUs each); the pending array 2002_[3-4] is counted apart.
     b8 = _waiting(demo_run, "B-8", "exploration")
     assert (b8["queued_gpu_hours"], b8["jobs"], b8["jobs_not_started"]) == (hours(3 * 8 * 5), 4, 1)
@@ -45,9 +49,9 @@ def test_b7_training_every_waiting_figure_by_hand(demo_run):
     # 1003 ran steps 11-30 (19 x 600 s + 900 s = 205 min) from 06:10 to 09:35, released at 12:00.
     setup = {"1002": 16 * 10, "1003": 16 * 10}
     tail = {"1002": 16 * (240 - 142), "1003": 16 * (360 - 215)}
-    comm = {"1002": 8 * 23 + 8 * 17, "1003": 15 * 35 + 29}       # the comm_wait tier (see test_end_to_end)
-    hang_1002 = 8 * 60             # gpu-b idle from minute 180 to 240; gpu-a keeps computing after the last step
-    recovery_1003 = 16 * 130       # 1002 ended 04:00, 1003's first step started 06:10
+    comm = {"1002": 8 * 23 + 8 * 17, "1003": 15 * 35 + 29}  # the comm_wait tier (see test_end_to_end)
+    hang_1002 = 8 * 60  # gpu-b idle from minute 180 to 240; gpu-a keeps computing after the last step
+    recovery_1003 = 16 * 130  # 1002 ended 04:00, 1003's first step started 06:10
     recovery_allocated_1003 = 16 * 10
     expected = {
         "jobs": 2,
@@ -71,10 +75,13 @@ def test_b7_training_every_waiting_figure_by_hand(demo_run):
 
 
 def test_job_level_figures_and_what_stays_null(demo_run):
-    jobs = {r[0]: r[1:] for r in demo_run.query("""
+    jobs = {
+        r[0]: r[1:]
+        for r in demo_run.query("""
         select job_id, setup_gpu_seconds, tail_gpu_seconds, hang_after_fault_gpu_seconds,
                preemption_recovery_gpu_seconds, recovery_ends_at_first_step
-        from intermediate.int_job_waiting_measured""")}
+        from intermediate.int_job_waiting_measured""")
+    }
     assert jobs["1002"] == (16 * 600, 16 * 98 * 60, 8 * 3600, None, None)
     assert jobs["1003"] == (16 * 600, 16 * 145 * 60, None, 16 * 130 * 60, True)
     # 2003 (B-8 training, 16 GPUs): steps 1-30, 29 x 480 s + 1,500 s = 257 min from 00:10, released at 08:00.
@@ -86,13 +93,17 @@ def test_job_level_figures_and_what_stays_null(demo_run):
 
 
 def test_no_waiting_total_anywhere(demo_run):
-    columns = [r[0] for r in demo_run.query(
-        "select column_name from information_schema.columns where table_schema = 'marts' "
-        "and table_name = 'fct_batch_waiting' order by ordinal_position")]
+    columns = [
+        r[0]
+        for r in demo_run.query(
+            "select column_name from information_schema.columns where table_schema = 'marts' "
+            "and table_name = 'fct_batch_waiting' order by ordinal_position"
+        )
+    ]
     hour_columns = [c for c in columns if c.endswith("_gpu_hours")]
     cost_columns = [c for c in columns if c.endswith("_cost")]
     assert hour_columns == [f"{w}_gpu_hours" for w in WAITING]
-    assert cost_columns == [f"{w}_cost" for w in WAITING if w != "queued"]   # queued holds no GPU: no cost
+    assert cost_columns == [f"{w}_cost" for w in WAITING if w != "queued"]  # queued holds no GPU: no cost
     assert not [c for c in columns if "total" in c or c in ("waiting_gpu_hours", "waiting_cost")]
     # No column is the sum of the others: a total would sit beside two or more non-zero parts, so every row with
     # three or more non-zero figures is checked.
@@ -110,30 +121,48 @@ def test_no_waiting_total_anywhere(demo_run):
 
 
 def test_reserved_capacity_is_a_month_figure_in_hours(demo_run):
-    rows = {r[0].isoformat(): r[1:] for r in demo_run.query("""
+    rows = {
+        r[0].isoformat(): r[1:]
+        for r in demo_run.query("""
         select month, available_gpu_hours, training_gpu_hours, serving_gpu_hours, idle_gpu_hours
-        from marts.fct_capacity_reconciliation""")}
+        from marts.fct_capacity_reconciliation""")
+    }
     # Finished jobs' occupied GPU-hours in November: B-7 188, B-8 8+8+8+128+8+8+4 = 172, the unattributed
     # notebook 3001 8 (3002 is still running; B-10's job ran on rented GPUs); serving R-S1 runs on 2 owned GPUs.
     training, serving = 188 + 172 + 8, 2 * NOVEMBER_HOURS
     available = 16 * NOVEMBER_HOURS
-    assert rows["2026-11-01"] == (Decimal(available), Decimal(training), Decimal(serving),
-                                  Decimal(available - training - serving))
+    assert rows["2026-11-01"] == (
+        Decimal(available),
+        Decimal(training),
+        Decimal(serving),
+        Decimal(available - training - serving),
+    )
     # October: the servers were in service, nothing ran.
     assert rows["2026-10-01"] == (Decimal(16 * 31 * 24), 0, 0, Decimal(16 * 31 * 24))
 
 
 def test_the_contract_explains_why_waiting_is_not_summed(demo_run):
-    text = demo_run.row("select description from staging.stg_contract__enumerations "
-                        "where enumeration = 'misread_field' and code = 'waiting_not_one_number'")["description"]
+    text = demo_run.row(
+        "select description from staging.stg_contract__enumerations "
+        "where enumeration = 'misread_field' and code = 'waiting_not_one_number'"
+    )["description"]
     assert "never added together" in text
 
 
 def _event(job_id: str, event: str, at: str, state: str | None = None, **labels: str) -> str:
     extra = {"state": state} if state else {}
-    return json.dumps({"job_id": job_id, "event": event, "at": at, "gpus_requested": 4, "gpus_allocated": 4,
-                       "time_limit_s": 7200, "labels": {"batch": "B-1", "phase": "training",
-                                                        "reason": "planned_experiment", **labels}, **extra})
+    return json.dumps(
+        {
+            "job_id": job_id,
+            "event": event,
+            "at": at,
+            "gpus_requested": 4,
+            "gpus_allocated": 4,
+            "time_limit_s": 7200,
+            "labels": {"batch": "B-1", "phase": "training", "reason": "planned_experiment", **labels},
+            **extra,
+        }
+    )
 
 
 def test_kubernetes_queue_requeue_gap_and_restart(tmp_path):
@@ -141,28 +170,41 @@ def test_kubernetes_queue_requeue_gap_and_restart(tmp_path):
     (landing / "registry").mkdir(parents=True)
     (landing / "registry" / "batches.csv").write_text(
         "batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"
-        "B-1,p,g,t,d,m,c,cfg,v1\n", encoding="utf-8")
+        "B-1,p,g,t,d,m,c,cfg,v1\n",
+        encoding="utf-8",
+    )
     (landing / "scheduler").mkdir()
-    (landing / "scheduler" / "events.jsonl").write_text("\n".join([
-        _event("k1", "submit", "2026-11-02T00:00:00"),
-        _event("k1", "start", "2026-11-02T01:00:00"),
-        _event("k1", "preempt", "2026-11-02T02:00:00"),
-        _event("k1", "requeue", "2026-11-02T02:30:00"),
-        _event("k1", "start", "2026-11-02T03:00:00"),
-        _event("k1", "end", "2026-11-02T04:00:00", state="OOMKilled"),
-        _event("k2", "submit", "2026-11-02T04:15:00", reason="failure_retry", restart_of="k1"),
-        _event("k2", "start", "2026-11-02T05:00:00", reason="failure_retry", restart_of="k1"),
-        _event("k2", "end", "2026-11-02T06:00:00", state="Succeeded", reason="failure_retry", restart_of="k1"),
-    ]) + "\n", encoding="utf-8")
+    (landing / "scheduler" / "events.jsonl").write_text(
+        "\n".join(
+            [
+                _event("k1", "submit", "2026-11-02T00:00:00"),
+                _event("k1", "start", "2026-11-02T01:00:00"),
+                _event("k1", "preempt", "2026-11-02T02:00:00"),
+                _event("k1", "requeue", "2026-11-02T02:30:00"),
+                _event("k1", "start", "2026-11-02T03:00:00"),
+                _event("k1", "end", "2026-11-02T04:00:00", state="OOMKilled"),
+                _event("k2", "submit", "2026-11-02T04:15:00", reason="failure_retry", restart_of="k1"),
+                _event("k2", "start", "2026-11-02T05:00:00", reason="failure_retry", restart_of="k1"),
+                _event("k2", "end", "2026-11-02T06:00:00", state="Succeeded", reason="failure_retry", restart_of="k1"),
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     warehouse = tmp_path / "warehouse.duckdb"
     assert run_pipeline(landing, warehouse)
     con = duckdb.connect(str(warehouse), read_only=True)
-    jobs = {r[0]: r[1:] for r in con.execute("""
+    jobs = {
+        r[0]: r[1:]
+        for r in con.execute("""
         select job_id, queued_gpu_seconds, requeue_gap_seconds, restart_recovery_seconds,
                recovery_ends_at_first_step, preemption_recovery_gpu_seconds, preemption_recovery_cost
-        from intermediate.int_job_waiting_measured""").fetchall()}
-    row = con.execute("select queued_gpu_hours, preemption_recovery_gpu_hours from marts.fct_batch_waiting "
-                      "where batch_id = 'B-1' and phase = 'training'").fetchone()
+        from intermediate.int_job_waiting_measured""").fetchall()
+    }
+    row = con.execute(
+        "select queued_gpu_hours, preemption_recovery_gpu_hours from marts.fct_batch_waiting "
+        "where batch_id = 'B-1' and phase = 'training'"
+    ).fetchone()
     con.close()
     # k1 queued 1 h on 4 GPUs and lost its GPUs 02:00-03:00; k2, its restart without step records, recovered
     # from k1's end (04:00) to its own start (05:00) - a lower bound, flagged - after 45 minutes in the queue.

@@ -77,7 +77,7 @@ class Contract:
         sample takes, unobserved), in the contract's order."""
         tiers = {}
         for code, spec in self.document["utilization_tiers"].items():
-            if isinstance(spec, dict):    # the scalars beside the tiers are the sampling parameters
+            if isinstance(spec, dict):  # the scalars beside the tiers are the sampling parameters
                 tiers[str(code)] = None if spec.get("precedence") is None else int(spec["precedence"])
         ranked = [p for p in tiers.values() if p is not None]
         if len(ranked) != len(set(ranked)):
@@ -211,20 +211,38 @@ class Contract:
         doc = self.document
         rows: list[dict[str, Any]] = []
 
-        def add(enumeration: str, code: str, category: str | None = None, is_rerun: bool | None = None,
-                is_same_cause: bool | None = None, description: str | None = None,
-                lower_bound: float | None = None, upper_bound: float | None = None) -> None:
-            rows.append({"contract_version": self.version, "enumeration": enumeration, "code": code,
-                         "category": category, "is_rerun": is_rerun, "is_same_cause": is_same_cause,
-                         "lower_bound": lower_bound, "upper_bound": upper_bound, "description": description})
+        def add(
+            enumeration: str,
+            code: str,
+            category: str | None = None,
+            is_rerun: bool | None = None,
+            is_same_cause: bool | None = None,
+            description: str | None = None,
+            lower_bound: float | None = None,
+            upper_bound: float | None = None,
+        ) -> None:
+            rows.append(
+                {
+                    "contract_version": self.version,
+                    "enumeration": enumeration,
+                    "code": code,
+                    "category": category,
+                    "is_rerun": is_rerun,
+                    "is_same_cause": is_same_cause,
+                    "lower_bound": lower_bound,
+                    "upper_bound": upper_bound,
+                    "description": description,
+                }
+            )
 
         for code, text in doc["phases"].items():
             add("phase", code, description=text)
         for code, spec in doc["run_reasons"].items():
             add("run_reason", code, is_rerun=spec["rerun"], description=spec["description"])
         for code, text in doc["termination_categories"].items():
-            add("termination_category", code, is_same_cause=code in doc["repeated_failure_categories"],
-                description=text)
+            add(
+                "termination_category", code, is_same_cause=code in doc["repeated_failure_categories"], description=text
+            )
         for code, spec in doc["termination_reasons"].items():
             add("termination_reason", code, category=spec["category"])
         for code in doc["end_reasons"]:
@@ -237,8 +255,12 @@ class Contract:
             add("storage_purpose", code, upper_bound=spec["default_retention_days"], description=spec["description"])
         # Tiers: lower_bound is the precedence (null for unobserved, which no sample takes).
         for code, precedence in self.utilization_tiers.items():
-            add("utilization_tier", code, lower_bound=precedence,
-                description=doc["utilization_tiers"][code]["description"])
+            add(
+                "utilization_tier",
+                code,
+                lower_bound=precedence,
+                description=doc["utilization_tiers"][code]["description"],
+            )
         for enumeration, section in _DESCRIBED_ENUMERATIONS.items():
             for code in self.codes(section):
                 add(enumeration, code, description=doc[section][code])
@@ -261,9 +283,12 @@ class Contract:
             add("allocation_key", code, category="default" if code == serving["allocation_key"] else None)
         for review_class, spec in doc["plan_review"]["classes"].items():
             add("review_class", review_class, description=spec["description"])
-            for key, enumeration in (("termination_categories", "review_termination_category"),
-                                     ("run_reasons", "review_run_reason"), ("phases", "review_phase"),
-                                     ("labour_categories", "review_labour_category")):
+            for key, enumeration in (
+                ("termination_categories", "review_termination_category"),
+                ("run_reasons", "review_run_reason"),
+                ("phases", "review_phase"),
+                ("labour_categories", "review_labour_category"),
+            ):
                 for code in spec.get(key, []):
                     add(enumeration, code, category=review_class)
 

@@ -31,12 +31,22 @@ TRANSIENT_WAIT_SECONDS = 2
 def _check_specs(table: str) -> list[dg.AssetCheckSpec]:
     key = dg.AssetKey(["raw", table])
     return [
-        dg.AssetCheckSpec("rows_conserved", asset=key, blocking=True,
-                          description="Rows in = rows staged + rows quarantined, for every file."),
-        dg.AssetCheckSpec("no_quarantined_rows", asset=key,
-                          description="Warns when any row broke the definitions contract (see raw.quarantine)."),
-        dg.AssetCheckSpec("quarantine_not_growing", asset=key,
-                          description="Fails when more rows are quarantined than at the previous materialisation."),
+        dg.AssetCheckSpec(
+            "rows_conserved",
+            asset=key,
+            blocking=True,
+            description="Rows in = rows staged + rows quarantined, for every file.",
+        ),
+        dg.AssetCheckSpec(
+            "no_quarantined_rows",
+            asset=key,
+            description="Warns when any row broke the definitions contract (see raw.quarantine).",
+        ),
+        dg.AssetCheckSpec(
+            "quarantine_not_growing",
+            asset=key,
+            description="Fails when more rows are quarantined than at the previous materialisation.",
+        ),
     ]
 
 
@@ -81,20 +91,32 @@ def report_result(context: dg.AssetExecutionContext, report: IngestReport) -> dg
         metadata=metadata,
         check_results=[
             dg.AssetCheckResult(
-                check_name="rows_conserved", passed=report.conserved,
-                metadata={"rows_in": report.rows_in, "rows_staged": report.rows_staged,
-                          "rows_quarantined": report.rows_quarantined}),
+                check_name="rows_conserved",
+                passed=report.conserved,
+                metadata={
+                    "rows_in": report.rows_in,
+                    "rows_staged": report.rows_staged,
+                    "rows_quarantined": report.rows_quarantined,
+                },
+            ),
             dg.AssetCheckResult(
-                check_name="no_quarantined_rows", passed=report.rows_quarantined == 0,
+                check_name="no_quarantined_rows",
+                passed=report.rows_quarantined == 0,
                 severity=dg.AssetCheckSeverity.WARN,
-                metadata={"rows_quarantined": report.rows_quarantined,
-                          "quarantined_by_rule": dg.MetadataValue.json(by_rule)}),
+                metadata={
+                    "rows_quarantined": report.rows_quarantined,
+                    "quarantined_by_rule": dg.MetadataValue.json(by_rule),
+                },
+            ),
             dg.AssetCheckResult(
                 check_name="quarantine_not_growing",
                 passed=previous is None or report.rows_quarantined <= previous,
                 severity=dg.AssetCheckSeverity.ERROR,
-                metadata={"rows_quarantined": report.rows_quarantined,
-                          "previously_quarantined": -1 if previous is None else previous}),
+                metadata={
+                    "rows_quarantined": report.rows_quarantined,
+                    "previously_quarantined": -1 if previous is None else previous,
+                },
+            ),
         ],
     )
 
@@ -115,15 +137,25 @@ def contract_tables(landing: LandingZone, warehouse: Warehouse):
     yield dg.MaterializeResult(asset_key=["raw", "contract_parameters"], metadata={"rows": counts["parameters"]})
 
 
-IGNORED_SHOWN = 20      # ignored files named in the check's metadata; raw.ignored_files holds them all
+IGNORED_SHOWN = 20  # ignored files named in the check's metadata; raw.ignored_files holds them all
 
 
-@dg.asset(key=["raw", "ignored_files"], group_name=GROUP, kinds={"duckdb"},
-          description=BOOKKEEPING_TABLES["ignored_files"],
-          check_specs=[dg.AssetCheckSpec("no_ignored_files", asset=dg.AssetKey(["raw", "ignored_files"]),
-                                         description="Warns when a landing file matches no source's pattern.")])
-def ignored_files(context: dg.AssetExecutionContext, landing: LandingZone,
-                  warehouse: Warehouse) -> dg.MaterializeResult:
+@dg.asset(
+    key=["raw", "ignored_files"],
+    group_name=GROUP,
+    kinds={"duckdb"},
+    description=BOOKKEEPING_TABLES["ignored_files"],
+    check_specs=[
+        dg.AssetCheckSpec(
+            "no_ignored_files",
+            asset=dg.AssetKey(["raw", "ignored_files"]),
+            description="Warns when a landing file matches no source's pattern.",
+        )
+    ],
+)
+def ignored_files(
+    context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse
+) -> dg.MaterializeResult:
     """Record every landing file that no source reads, and warn about them by name."""
     con = connect_for_ingest(warehouse, landing)
     try:
@@ -135,22 +167,33 @@ def ignored_files(context: dg.AssetExecutionContext, landing: LandingZone,
     shown = dg.MetadataValue.json(names[:IGNORED_SHOWN])
     return dg.MaterializeResult(
         metadata={"ignored_files": len(names), "first_ignored": shown},
-        check_results=[dg.AssetCheckResult(check_name="no_ignored_files", passed=not names,
-                                           severity=dg.AssetCheckSeverity.WARN,
-                                           metadata={"ignored_files": len(names), "first_ignored": shown})])
+        check_results=[
+            dg.AssetCheckResult(
+                check_name="no_ignored_files",
+                passed=not names,
+                severity=dg.AssetCheckSeverity.WARN,
+                metadata={"ignored_files": len(names), "first_ignored": shown},
+            )
+        ],
+    )
 
 
 def config_class(source: Source) -> type[dg.Config]:
     """The source's launch options as a Dagster config class: the same field names, types, defaults and doc."""
     hints = typing.get_type_hints(source.options)
     fields = dataclasses.fields(source.options)
-    namespace = {"__annotations__": {f.name: hints[f.name] for f in fields}, "__doc__": source.options.__doc__,
-                 "__module__": __name__, **{f.name: f.default for f in fields}}
+    namespace = {
+        "__annotations__": {f.name: hints[f.name] for f in fields},
+        "__doc__": source.options.__doc__,
+        "__module__": __name__,
+        **{f.name: f.default for f in fields},
+    }
     return type("".join(part.title() for part in source.name.split("_")) + "Config", (dg.Config,), namespace)
 
 
-def _load(context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse, source: Source,
-          options: Any) -> dg.MaterializeResult:
+def _load(
+    context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse, source: Source, options: Any
+) -> dg.MaterializeResult:
     con = connect_for_ingest(warehouse, landing)
     try:
         report = source.load(con, landing.root, load_contract(), options)
@@ -161,12 +204,20 @@ def _load(context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Wa
 
 def source_asset(source: Source) -> dg.AssetsDefinition:
     """The ingest asset of one registered source."""
-    decorate = dg.asset(name=source.name, key_prefix=["raw"], group_name=GROUP, kinds={"duckdb"},
-                        description=source.summary(), check_specs=_check_specs(source.name))
+    decorate = dg.asset(
+        name=source.name,
+        key_prefix=["raw"],
+        group_name=GROUP,
+        kinds={"duckdb"},
+        description=source.summary(),
+        check_specs=_check_specs(source.name),
+    )
     if source.options is None:
+
         @decorate
-        def _ingest(context: dg.AssetExecutionContext, landing: LandingZone,
-                    warehouse: Warehouse) -> dg.MaterializeResult:
+        def _ingest(
+            context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse
+        ) -> dg.MaterializeResult:
             return _load(context, landing, warehouse, source, None)
 
         return _ingest
@@ -174,10 +225,16 @@ def source_asset(source: Source) -> dg.AssetsDefinition:
     config_type = config_class(source)
 
     @decorate
-    def _configured(context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse,
-                    config: config_type) -> dg.MaterializeResult:
-        return _load(context, landing, warehouse, source,
-                     options(**{f.name: getattr(config, f.name) for f in dataclasses.fields(options)}))
+    def _configured(
+        context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse, config: config_type
+    ) -> dg.MaterializeResult:
+        return _load(
+            context,
+            landing,
+            warehouse,
+            source,
+            options(**{f.name: getattr(config, f.name) for f in dataclasses.fields(options)}),
+        )
 
     return _configured
 

@@ -21,9 +21,12 @@ mart_keys = sorted((key for key in cost_models.keys if key.path[0] == MARTS), ke
 
 
 @dg.asset(
-    key=["published", "marts"], group_name=GROUP, kinds={"duckdb"}, deps=mart_keys,
+    key=["published", "marts"],
+    group_name=GROUP,
+    kinds={"duckdb"},
+    deps=mart_keys,
     description="The marts copied into <warehouse>.finance.duckdb (every column) and <warehouse>.engineering.duckdb "
-                "(without the contract's confidential columns), each swapped in atomically for BI readers.",
+    "(without the contract's confidential columns), each swapped in atomically for BI readers.",
 )
 def published_marts(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     try:
@@ -33,16 +36,20 @@ def published_marts(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
             raise
         raise dg.RetryRequested(max_retries=TRANSIENT_RETRIES, seconds_to_wait=TRANSIENT_WAIT_SECONDS) from error
     omitted = list(publication.omitted)
-    context.log.info(f"published {publication.tables[FINANCE]} marts tables for finance and "
-                     f"{publication.tables[ENGINEERING]} for engineering; engineering omits {omitted}")
-    return dg.MaterializeResult(metadata={
-        "finance_file": dg.MetadataValue.path(str(publication.files[FINANCE])),
-        "finance_tables": publication.tables[FINANCE],
-        "engineering_file": dg.MetadataValue.path(str(publication.files[ENGINEERING])),
-        "engineering_tables": publication.tables[ENGINEERING],
-        "engineering_omitted_columns": dg.MetadataValue.json(omitted),
-        "input_files": publication.input_files,
-    })
+    context.log.info(
+        f"published {publication.tables[FINANCE]} marts tables for finance and "
+        f"{publication.tables[ENGINEERING]} for engineering; engineering omits {omitted}"
+    )
+    return dg.MaterializeResult(
+        metadata={
+            "finance_file": dg.MetadataValue.path(str(publication.files[FINANCE])),
+            "finance_tables": publication.tables[FINANCE],
+            "engineering_file": dg.MetadataValue.path(str(publication.files[ENGINEERING])),
+            "engineering_tables": publication.tables[ENGINEERING],
+            "engineering_omitted_columns": dg.MetadataValue.json(omitted),
+            "input_files": publication.input_files,
+        }
+    )
 
 
 publish_assets: list[dg.AssetsDefinition] = [published_marts]

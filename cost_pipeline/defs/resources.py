@@ -1,6 +1,5 @@
 """Where the landing files are and where the warehouse lives; configured from the environment at launch."""
 
-
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path

@@ -9,9 +9,20 @@ from cost_pipeline.contract import schemas
 from cost_pipeline.ingest.lib.source import RowLoader, Source, csv_required
 
 SOURCES = (
-    Source("batch_registry", ("I10", "R1", "R18"), "registry", ("batches*.csv",), "The batch registry and plan",
-           RowLoader(schemas.batch_registry, csv_required)),
-    Source("batch_rounds", ("I10", "R18"), "registry", ("rounds*.csv",),
-           "Trial rounds of each batch and the evidence each produced",
-           RowLoader(schemas.batch_rounds, csv_required)),
+    Source(
+        "batch_registry",
+        ("I10", "R1", "R18"),
+        "registry",
+        ("batches*.csv",),
+        "The batch registry and plan",
+        RowLoader(schemas.batch_registry, csv_required),
+    ),
+    Source(
+        "batch_rounds",
+        ("I10", "R18"),
+        "registry",
+        ("rounds*.csv",),
+        "Trial rounds of each batch and the evidence each produced",
+        RowLoader(schemas.batch_rounds, csv_required),
+    ),
 )

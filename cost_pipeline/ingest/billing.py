@@ -26,15 +26,29 @@ from cost_pipeline.ingest.lib.timestamps import iso_utc_naive
 
 REQUIRED = ("ChargePeriodStart", "ChargePeriodEnd", "BilledCost", "EffectiveCost")
 COLUMNS = {
-    "BillingPeriodStart": "billing_period_start", "BillingPeriodEnd": "billing_period_end",
-    "ChargePeriodStart": "charge_period_start", "ChargePeriodEnd": "charge_period_end",
-    "ChargeCategory": "charge_category", "ChargeClass": "charge_class", "ChargeFrequency": "charge_frequency",
-    "PricingCategory": "pricing_category", "BilledCost": "billed_cost", "EffectiveCost": "effective_cost",
-    "ListCost": "list_cost", "ContractedCost": "contracted_cost", "BillingCurrency": "billing_currency",
-    "ResourceId": "resource_id", "ResourceName": "resource_name", "ServiceName": "service_name",
-    "ServiceCategory": "service_category", "InvoiceId": "invoice_id",
-    "SkuId": "sku_id", "ConsumedQuantity": "consumed_quantity", "ConsumedUnit": "consumed_unit",
-    "CommitmentDiscountId": "commitment_discount_id", "CommitmentDiscountStatus": "commitment_discount_status",
+    "BillingPeriodStart": "billing_period_start",
+    "BillingPeriodEnd": "billing_period_end",
+    "ChargePeriodStart": "charge_period_start",
+    "ChargePeriodEnd": "charge_period_end",
+    "ChargeCategory": "charge_category",
+    "ChargeClass": "charge_class",
+    "ChargeFrequency": "charge_frequency",
+    "PricingCategory": "pricing_category",
+    "BilledCost": "billed_cost",
+    "EffectiveCost": "effective_cost",
+    "ListCost": "list_cost",
+    "ContractedCost": "contracted_cost",
+    "BillingCurrency": "billing_currency",
+    "ResourceId": "resource_id",
+    "ResourceName": "resource_name",
+    "ServiceName": "service_name",
+    "ServiceCategory": "service_category",
+    "InvoiceId": "invoice_id",
+    "SkuId": "sku_id",
+    "ConsumedQuantity": "consumed_quantity",
+    "ConsumedUnit": "consumed_unit",
+    "CommitmentDiscountId": "commitment_discount_id",
+    "CommitmentDiscountStatus": "commitment_discount_status",
 }
 TIMESTAMPS = ("billing_period_start", "billing_period_end", "charge_period_start", "charge_period_end")
 AMOUNTS = ("billed_cost", "effective_cost", "list_cost", "contracted_cost")
@@ -128,8 +142,17 @@ class FocusOptions:
 
 
 SOURCES = (
-    Source("billing_focus", ("I4",), "billing", ("*.csv", "*.parquet"), "FOCUS 1.x billing exports",
-           RowLoader(schemas.billing_focus, lambda _schema, options: focus_line_parser(options.batch_tag_key),
-                     parquet_row=lambda options: lambda row: focus_row(row, options.batch_tag_key)),
-           options=FocusOptions),
+    Source(
+        "billing_focus",
+        ("I4",),
+        "billing",
+        ("*.csv", "*.parquet"),
+        "FOCUS 1.x billing exports",
+        RowLoader(
+            schemas.billing_focus,
+            lambda _schema, options: focus_line_parser(options.batch_tag_key),
+            parquet_row=lambda options: lambda row: focus_row(row, options.batch_tag_key),
+        ),
+        options=FocusOptions,
+    ),
 )

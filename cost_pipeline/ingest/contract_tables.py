@@ -12,16 +12,26 @@ TABLES = {
     "contract_enumerations": "Every enumeration of every shipped contract version (R3).",
     "contract_parameters": "Numeric parameters of every contract version (the utilization-tier rule).",
 }
-ENUMERATION_COLUMNS = ("contract_version", "enumeration", "code", "category", "is_rerun", "is_same_cause",
-                       "lower_bound", "upper_bound", "description")
+ENUMERATION_COLUMNS = (
+    "contract_version",
+    "enumeration",
+    "code",
+    "category",
+    "is_rerun",
+    "is_same_cause",
+    "lower_bound",
+    "upper_bound",
+    "description",
+)
 
 
 def load_contract_tables(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     """Replace raw.contract_enumerations and raw.contract_parameters with every shipped version."""
     contracts = [load_contract(v) for v in available_versions()]
     enumerations = pd.DataFrame([r for c in contracts for r in c.enumeration_rows()], columns=ENUMERATION_COLUMNS)
-    parameters = pd.DataFrame([r for c in contracts for r in c.parameter_rows()],
-                              columns=["contract_version", "name", "value"])
+    parameters = pd.DataFrame(
+        [r for c in contracts for r in c.parameter_rows()], columns=["contract_version", "name", "value"]
+    )
     con.execute("begin transaction")
     try:
         con.register("incoming_enumerations", enumerations)

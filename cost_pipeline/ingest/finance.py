@@ -10,10 +10,28 @@ from cost_pipeline.contract import schemas
 from cost_pipeline.ingest.lib.source import RowLoader, Source, csv_required
 
 SOURCES = (
-    Source("ledger_purchases", ("I5",), "ledger", ("purchases*.csv",), "Procurement ledger",
-           RowLoader(schemas.ledger_purchases, csv_required)),
-    Source("ledger_facility", ("I5",), "ledger", ("facility*.csv",), "Monthly facility costs",
-           RowLoader(schemas.ledger_facility, csv_required)),
-    Source("service_invoices", ("I8",), "services", ("*.csv",), "External-service invoices and accruals",
-           RowLoader(schemas.service_invoices, csv_required)),
+    Source(
+        "ledger_purchases",
+        ("I5",),
+        "ledger",
+        ("purchases*.csv",),
+        "Procurement ledger",
+        RowLoader(schemas.ledger_purchases, csv_required),
+    ),
+    Source(
+        "ledger_facility",
+        ("I5",),
+        "ledger",
+        ("facility*.csv",),
+        "Monthly facility costs",
+        RowLoader(schemas.ledger_facility, csv_required),
+    ),
+    Source(
+        "service_invoices",
+        ("I8",),
+        "services",
+        ("*.csv",),
+        "External-service invoices and accruals",
+        RowLoader(schemas.service_invoices, csv_required),
+    ),
 )

@@ -54,14 +54,16 @@ def raw_tables() -> dict[str, str]:
     return {**contract_tables.TABLES, **{name: s.summary() for name, s in SOURCES.items()}, **BOOKKEEPING_TABLES}
 
 
-def load_source(con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Source, contract: Contract,
-                options: Any = None) -> IngestReport:
+def load_source(
+    con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Source, contract: Contract, options: Any = None
+) -> IngestReport:
     """Replace one source's raw table from its files, on its own path (pandas or in DuckDB)."""
     return source.load(con, landing_dir, contract, options)
 
 
-def load_named(con: duckdb.DuckDBPyConnection, landing_dir: Path, name: str, contract: Contract,
-               options: Any = None) -> IngestReport:
+def load_named(
+    con: duckdb.DuckDBPyConnection, landing_dir: Path, name: str, contract: Contract, options: Any = None
+) -> IngestReport:
     """Load one source by its raw table name (with its default options unless given)."""
     return load_source(con, landing_dir, SOURCES[name], contract, options)
 
@@ -78,8 +80,10 @@ def _cell(text: str) -> str:
 
 def render_inputs() -> str:
     """The markdown table of every landing source, one row each, from the registry."""
-    lines = ["| folder | files | formats | input | raw table | loader | options | what the files hold |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| folder | files | formats | input | raw table | loader | options | what the files hold |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for source in SOURCES.values():
         cells = [
             f"`{source.folder}/`",

@@ -18,9 +18,31 @@ from cost_pipeline.ingest.lib.records import FileRejected, ParsedFile, Rejection
 from cost_pipeline.ingest.lib.source import LineParser, RowLoader, Source
 
 SACCT_FIELDS: tuple[str, ...] = (
-    "JobID", "JobIDRaw", "JobName", "Account", "Partition", "User", "WCKey", "State", "ExitCode",
-    "DerivedExitCode", "Reason", "FailedNode", "Restarts", "Submit", "Eligible", "Start", "End", "Elapsed",
-    "Timelimit", "NNodes", "NodeList", "ReqTRES", "AllocTRES", "Comment", "AdminComment",
+    "JobID",
+    "JobIDRaw",
+    "JobName",
+    "Account",
+    "Partition",
+    "User",
+    "WCKey",
+    "State",
+    "ExitCode",
+    "DerivedExitCode",
+    "Reason",
+    "FailedNode",
+    "Restarts",
+    "Submit",
+    "Eligible",
+    "Start",
+    "End",
+    "Elapsed",
+    "Timelimit",
+    "NNodes",
+    "NodeList",
+    "ReqTRES",
+    "AllocTRES",
+    "Comment",
+    "AdminComment",
 )
 REQUIRED_FIELDS: tuple[str, ...] = ("JobID", "State", "Start", "End", "ReqTRES", "AllocTRES", "Timelimit")
 LABEL_KEYS: tuple[str, ...] = ("batch", "phase", "reason", "restart_of", "continues", "end_reason")
@@ -32,7 +54,7 @@ _DURATION = re.compile(r"^(?:(?P<days>\d+)-)?(?P<rest>\d+(?::\d+){0,2})(?:\.\d+)
 _JOB_ID = re.compile(r"^(?P<base>\d+(?:_(?:\d+|\[[^\]]*\]))?(?:\+\d+)?)(?:\.(?P<step>[A-Za-z0-9_-]+))?$", re.ASCII)
 _GPU_TRES = re.compile(r"(?:^|,)gres/gpu=(\d+)(?:,|$)", re.ASCII)
 _TYPED_GPU_TRES = re.compile(r"(?:^|,)gres/gpu:[^=,]+=(\d+)(?:,|$)", re.ASCII)
-_MAX_DIGITS = 18        # any count or duration in sacct fits; more digits is a corrupt field, not a number
+_MAX_DIGITS = 18  # any count or duration in sacct fits; more digits is a corrupt field, not a number
 
 
 class FieldError(ValueError):
@@ -69,7 +91,7 @@ def parse_timestamp(text: str, field: str) -> datetime | None:
     try:
         parsed = datetime.fromisoformat(value)
         return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo is not None else parsed
-    except (ValueError, OverflowError):     # OverflowError: an offset that moves year 1 or 9999 off the calendar
+    except (ValueError, OverflowError):  # OverflowError: an offset that moves year 1 or 9999 off the calendar
         raise FieldError(f"{field.lower()}_timestamp", f"{field} is not an ISO timestamp") from None
 
 
@@ -156,7 +178,7 @@ def split_sacct_lines(
     delimiter, and taking it would shift every later field (``Comment`` would lose what follows the ``|``).
     """
     start = 1
-    trailing = True             # header-less files: either style is accepted
+    trailing = True  # header-less files: either style is accepted
     if fields is None:
         if not lines:
             return
@@ -166,7 +188,7 @@ def split_sacct_lines(
             header = header[:-1]
         fields = header
         start = 2
-    for offset, raw in enumerate(lines[start - 1:] if start == 2 else lines):
+    for offset, raw in enumerate(lines[start - 1 :] if start == 2 else lines):
         line_no = offset + start
         text = raw.rstrip("\r\n")
         if not text.strip():
@@ -229,7 +251,7 @@ class SacctOptions:
     """How the sacct exports were written: ``|`` with a header line unless told otherwise."""
 
     sacct_delimiter: str = "|"
-    sacct_fields: list[str] | None = None      # the field list of header-less files
+    sacct_fields: list[str] | None = None  # the field list of header-less files
 
     def __post_init__(self) -> None:
         if not self.sacct_delimiter or any(end in self.sacct_delimiter for end in "\r\n"):
@@ -241,8 +263,10 @@ class SacctOptions:
         if repeated:
             raise ValueError(f"sacct_fields names {', '.join(repeated)} more than once")
         if missing:
-            raise ValueError(f"sacct_fields lacks {', '.join(missing)}, which every row needs "
-                             f"(the --format list of the sacct command, such as {','.join(REQUIRED_FIELDS)})")
+            raise ValueError(
+                f"sacct_fields lacks {', '.join(missing)}, which every row needs "
+                f"(the --format list of the sacct command, such as {','.join(REQUIRED_FIELDS)})"
+            )
 
 
 def sacct_line_parser(options: SacctOptions) -> LineParser:
@@ -253,13 +277,18 @@ def sacct_line_parser(options: SacctOptions) -> LineParser:
         if fields is None and lines:
             header = lines[0].split(delimiter)
             if "JobID" not in header:
-                raise FileRejected("sacct_header", "first line is not an sacct header with JobID (a header-less "
-                                  "dump needs sacct_fields in the run config)", header_lines=0)
+                raise FileRejected(
+                    "sacct_header",
+                    "first line is not an sacct header with JobID (a header-less "
+                    "dump needs sacct_fields in the run config)",
+                    header_lines=0,
+                )
         for line, values, raw in split_sacct_lines(lines, delimiter, fields):
             parsed.rows_in += 1
             if values is None:
-                parsed.rejections.append(Rejection(line, "sacct_field_count",
-                                                   "field count differs from the header", raw))
+                parsed.rejections.append(
+                    Rejection(line, "sacct_field_count", "field count differs from the header", raw)
+                )
                 continue
             try:
                 row = parse_sacct_record(values)
@@ -347,16 +376,28 @@ def _job_fields(job: dict) -> dict[str, str]:
     wckey = job.get("wckey") if isinstance(job.get("wckey"), dict) else {}
     tres = job.get("tres") if isinstance(job.get("tres"), dict) else {}
     return {
-        "JobID": shown, "JobIDRaw": job_id, "JobName": _text(job.get("name")), "Account": _text(job.get("account")),
-        "Partition": _text(job.get("partition")), "User": _text(job.get("user")), "WCKey": _text(wckey.get("wckey")),
-        "State": _state_text(job.get("state")), "ExitCode": _exit_text(job.get("exit_code")),
-        "FailedNode": _text(job.get("failed_node")), "Restarts": _text(job.get("restart_cnt")),
-        "Submit": _epoch_text(time.get("submission")), "Start": _epoch_text(time.get("start")),
-        "End": _epoch_text(time.get("end")), "Elapsed": _seconds_text(time.get("elapsed")),
-        "Timelimit": "UNLIMITED" if limit is None else str(limit),      # minutes, as sacct's bare number
-        "NNodes": _text(job.get("allocation_nodes")), "NodeList": _text(job.get("nodes")),
-        "ReqTRES": _tres_text(tres.get("requested")), "AllocTRES": _tres_text(tres.get("allocated")),
-        "Comment": _text(comment.get("job")), "AdminComment": _text(comment.get("administrator")),
+        "JobID": shown,
+        "JobIDRaw": job_id,
+        "JobName": _text(job.get("name")),
+        "Account": _text(job.get("account")),
+        "Partition": _text(job.get("partition")),
+        "User": _text(job.get("user")),
+        "WCKey": _text(wckey.get("wckey")),
+        "State": _state_text(job.get("state")),
+        "ExitCode": _exit_text(job.get("exit_code")),
+        "FailedNode": _text(job.get("failed_node")),
+        "Restarts": _text(job.get("restart_cnt")),
+        "Submit": _epoch_text(time.get("submission")),
+        "Start": _epoch_text(time.get("start")),
+        "End": _epoch_text(time.get("end")),
+        "Elapsed": _seconds_text(time.get("elapsed")),
+        "Timelimit": "UNLIMITED" if limit is None else str(limit),  # minutes, as sacct's bare number
+        "NNodes": _text(job.get("allocation_nodes")),
+        "NodeList": _text(job.get("nodes")),
+        "ReqTRES": _tres_text(tres.get("requested")),
+        "AllocTRES": _tres_text(tres.get("allocated")),
+        "Comment": _text(comment.get("job")),
+        "AdminComment": _text(comment.get("administrator")),
     }
 
 
@@ -369,12 +410,20 @@ def _step_fields(step: dict, job: dict[str, str]) -> dict[str, str]:
     nodes = step.get("nodes") if isinstance(step.get("nodes"), dict) else {}
     tres = step.get("tres") if isinstance(step.get("tres"), dict) else {}
     return {
-        **job, "JobID": f"{job['JobID']}.{suffix}", "JobIDRaw": f"{job['JobIDRaw']}.{suffix}",
-        "JobName": _text(named.get("name")), "State": _state_text(step.get("state")),
-        "ExitCode": _exit_text(step.get("exit_code")), "Start": _epoch_text(time.get("start")),
-        "End": _epoch_text(time.get("end")), "Elapsed": _seconds_text(time.get("elapsed")),
-        "NNodes": _text(nodes.get("count")), "NodeList": _text(nodes.get("range")), "ReqTRES": "",
-        "AllocTRES": _tres_text(tres.get("allocated")), "Timelimit": "",
+        **job,
+        "JobID": f"{job['JobID']}.{suffix}",
+        "JobIDRaw": f"{job['JobIDRaw']}.{suffix}",
+        "JobName": _text(named.get("name")),
+        "State": _state_text(step.get("state")),
+        "ExitCode": _exit_text(step.get("exit_code")),
+        "Start": _epoch_text(time.get("start")),
+        "End": _epoch_text(time.get("end")),
+        "Elapsed": _seconds_text(time.get("elapsed")),
+        "NNodes": _text(nodes.get("count")),
+        "NodeList": _text(nodes.get("range")),
+        "ReqTRES": "",
+        "AllocTRES": _tres_text(tres.get("allocated")),
+        "Timelimit": "",
     }
 
 
@@ -426,10 +475,21 @@ def sacct_or_json_parser(options: SacctOptions) -> LineParser:
 
 
 _EVENT_FIELDS = ("job_id", "event", "at", "gpus_requested", "gpus_allocated", "time_limit_s", "state", "labels")
-_LABEL_COLUMNS = {"batch": "batch_id", "phase": "phase", "reason": "run_reason", "restart_of": "restart_of",
-                  "continues": "continues", "end_reason": "end_reason"}
-_K8S_STATES = {"succeeded": "COMPLETED", "failed": "FAILED", "oomkilled": "OUT_OF_MEMORY",
-               "evicted": "PREEMPTED", "deadlineexceeded": "TIMEOUT"}
+_LABEL_COLUMNS = {
+    "batch": "batch_id",
+    "phase": "phase",
+    "reason": "run_reason",
+    "restart_of": "restart_of",
+    "continues": "continues",
+    "end_reason": "end_reason",
+}
+_K8S_STATES = {
+    "succeeded": "COMPLETED",
+    "failed": "FAILED",
+    "oomkilled": "OUT_OF_MEMORY",
+    "evicted": "PREEMPTED",
+    "deadlineexceeded": "TIMEOUT",
+}
 
 
 def job_event_line_parser() -> LineParser:
@@ -457,10 +517,22 @@ def job_event_line_parser() -> LineParser:
 
 
 SOURCES = (
-    Source("scheduler_jobs", ("I1",), "scheduler", ("*.sacct", "*.txt", "*.psv", "*.json"),
-           "Slurm sacct rows, allocations and their steps (parsable or sacct --json)",
-           RowLoader(schemas.scheduler_jobs, lambda _schema, options: sacct_or_json_parser(options)),
-           options=SacctOptions, text_format="sacct --parsable2 text"),
-    Source("scheduler_events", ("I1",), "scheduler", ("*.jsonl",), "Kubernetes-style job events",
-           RowLoader(schemas.scheduler_events, lambda _schema, _options: job_event_line_parser())),
+    Source(
+        "scheduler_jobs",
+        ("I1",),
+        "scheduler",
+        ("*.sacct", "*.txt", "*.psv", "*.json"),
+        "Slurm sacct rows, allocations and their steps (parsable or sacct --json)",
+        RowLoader(schemas.scheduler_jobs, lambda _schema, options: sacct_or_json_parser(options)),
+        options=SacctOptions,
+        text_format="sacct --parsable2 text",
+    ),
+    Source(
+        "scheduler_events",
+        ("I1",),
+        "scheduler",
+        ("*.jsonl",),
+        "Kubernetes-style job events",
+        RowLoader(schemas.scheduler_events, lambda _schema, _options: job_event_line_parser()),
+    ),
 )

@@ -16,9 +16,23 @@ from cost_pipeline.ingest.lib.records import ParsedFile, jsonl_line_parser
 from cost_pipeline.ingest.lib.source import LineParser, RowLoader, Source, csv_required
 from cost_pipeline.ingest.lib.timestamps import utc_naive
 
-_REQUEST_FIELDS = ("request_id", "requested_at", "model", "tenant", "business_line", "input_tokens", "output_tokens",
-                   "cache_hit", "latency_ms", "latency_tier", "status", "task_id", "attempt", "escalated_to",
-                   "human_handoff")
+_REQUEST_FIELDS = (
+    "request_id",
+    "requested_at",
+    "model",
+    "tenant",
+    "business_line",
+    "input_tokens",
+    "output_tokens",
+    "cache_hit",
+    "latency_ms",
+    "latency_tier",
+    "status",
+    "task_id",
+    "attempt",
+    "escalated_to",
+    "human_handoff",
+)
 _LITELLM_FIELDS = ("startTime", "endTime", "prompt_tokens", "completion_tokens", "team_id", "end_user", "metadata")
 _LITELLM_STATUS = {"success": "completed", "failure": "failed"}
 
@@ -40,7 +54,7 @@ def request_row(row: dict[str, object]) -> dict[str, object]:
         mapped["request_shape"] = "native"
         return mapped
     metadata = row.get("metadata")
-    for _ in range(2):   # a JSON object, its text, or (through Parquet's JSON type) that text quoted again
+    for _ in range(2):  # a JSON object, its text, or (through Parquet's JSON type) that text quoted again
         if isinstance(metadata, str):
             try:
                 metadata = json.loads(metadata)
@@ -48,18 +62,30 @@ def request_row(row: dict[str, object]) -> dict[str, object]:
                 metadata = None
     metadata = metadata if isinstance(metadata, dict) else {}
     started, ended = utc_naive(row.get("startTime")), utc_naive(row.get("endTime"))
-    latency = (int((ended - started).total_seconds() * 1000)
-               if isinstance(started, datetime) and isinstance(ended, datetime) else None)
+    latency = (
+        int((ended - started).total_seconds() * 1000)
+        if isinstance(started, datetime) and isinstance(ended, datetime)
+        else None
+    )
     status = row.get("status") or metadata.get("status") or "success"
     return {
-        "request_id": row.get("request_id"), "requested_at": started, "model": row.get("model"),
-        "tenant": row.get("team_id"), "business_line": metadata.get("business_line"),
-        "input_tokens": row.get("prompt_tokens"), "output_tokens": row.get("completion_tokens"),
-        "cache_hit": _flag(row.get("cache_hit")), "latency_ms": latency, "latency_tier": None,
+        "request_id": row.get("request_id"),
+        "requested_at": started,
+        "model": row.get("model"),
+        "tenant": row.get("team_id"),
+        "business_line": metadata.get("business_line"),
+        "input_tokens": row.get("prompt_tokens"),
+        "output_tokens": row.get("completion_tokens"),
+        "cache_hit": _flag(row.get("cache_hit")),
+        "latency_ms": latency,
+        "latency_tier": None,
         "status": _LITELLM_STATUS.get(str(status).lower(), str(status).lower()),
-        "task_id": metadata.get("task_id"), "attempt": metadata.get("attempt", 1),
-        "escalated_to": metadata.get("escalated_to"), "human_handoff": _flag(metadata.get("human_handoff")),
-        "request_shape": "litellm", "source_line": row.get("source_line"),
+        "task_id": metadata.get("task_id"),
+        "attempt": metadata.get("attempt", 1),
+        "escalated_to": metadata.get("escalated_to"),
+        "human_handoff": _flag(metadata.get("human_handoff")),
+        "request_shape": "litellm",
+        "source_line": row.get("source_line"),
     }
 
 
@@ -75,14 +101,40 @@ def request_line_parser() -> LineParser:
 
 
 SOURCES = (
-    Source("serving_requests", ("I9",), "requests", ("*.jsonl", "*.parquet"),
-           "Inference requests, native or LiteLLM spend-log shape",
-           RowLoader(schemas.serving_requests, lambda _schema, _options: request_line_parser(),
-                     parquet_row=lambda _options: request_row)),
-    Source("serving_replicas", ("I9",), "serving", ("replicas*.csv",), "Serving replica allocations",
-           RowLoader(schemas.serving_replicas, csv_required)),
-    Source("serving_monthly_costs", ("I9",), "serving", ("monthly_costs*.csv",), "Monthly serving costs besides GPUs",
-           RowLoader(schemas.serving_monthly_costs, csv_required)),
-    Source("task_outcomes", ("I9",), "tasks", ("outcomes*.csv",), "Task outcomes and human correction time",
-           RowLoader(schemas.task_outcomes, csv_required)),
+    Source(
+        "serving_requests",
+        ("I9",),
+        "requests",
+        ("*.jsonl", "*.parquet"),
+        "Inference requests, native or LiteLLM spend-log shape",
+        RowLoader(
+            schemas.serving_requests,
+            lambda _schema, _options: request_line_parser(),
+            parquet_row=lambda _options: request_row,
+        ),
+    ),
+    Source(
+        "serving_replicas",
+        ("I9",),
+        "serving",
+        ("replicas*.csv",),
+        "Serving replica allocations",
+        RowLoader(schemas.serving_replicas, csv_required),
+    ),
+    Source(
+        "serving_monthly_costs",
+        ("I9",),
+        "serving",
+        ("monthly_costs*.csv",),
+        "Monthly serving costs besides GPUs",
+        RowLoader(schemas.serving_monthly_costs, csv_required),
+    ),
+    Source(
+        "task_outcomes",
+        ("I9",),
+        "tasks",
+        ("outcomes*.csv",),
+        "Task outcomes and human correction time",
+        RowLoader(schemas.task_outcomes, csv_required),
+    ),
 )

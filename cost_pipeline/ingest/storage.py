@@ -52,10 +52,17 @@ from cost_pipeline.ingest.lib.source import RowLoader, Source, csv_all_columns, 
 from cost_pipeline.ingest.lib.warehouse import IngestReport, file_pattern, lock_down, quote
 
 # Inventory field (normalised: lower case, letters only) -> raw column.
-FIELDS = {"bucket": "bucket", "key": "object_key", "versionid": "version_id", "size": "size_bytes",
-          "lastmodifieddate": "last_modified_at", "etag": "etag", "storageclass": "storage_class",
-          "isdeletemarker": "is_delete_marker"}
-REQUIRED = ("bucket", "key", "size", "lastmodifieddate")      # storageclass: the contract's default without it
+FIELDS = {
+    "bucket": "bucket",
+    "key": "object_key",
+    "versionid": "version_id",
+    "size": "size_bytes",
+    "lastmodifieddate": "last_modified_at",
+    "etag": "etag",
+    "storageclass": "storage_class",
+    "isdeletemarker": "is_delete_marker",
+}
+REQUIRED = ("bucket", "key", "size", "lastmodifieddate")  # storageclass: the contract's default without it
 MANIFEST_GLOB = "*manifest*.json"
 _DATE_IN_NAME = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:T(\d{2})[-:](\d{2})(?:[-:](\d{2}))?Z?)?")
 
@@ -91,8 +98,9 @@ def read_manifest(document: object) -> Manifest:
     try:
         inventory_at = datetime.fromtimestamp(int(str(created)) / 1000, UTC).replace(tzinfo=None)
     except (TypeError, ValueError, OverflowError, OSError):
-        raise FileRejected("inventory_manifest",
-                           "manifest creationTimestamp is not milliseconds since the epoch") from None
+        raise FileRejected(
+            "inventory_manifest", "manifest creationTimestamp is not milliseconds since the epoch"
+        ) from None
     return Manifest(columns, inventory_at, file_format)
 
 
@@ -105,8 +113,9 @@ def _manifests(path: Path) -> list[tuple[Path, int]]:
     beside = [(c, 1) for c in sorted(path.parent.glob(MANIFEST_GLOB)) if c.is_file()]
     if path.parent.name != "data":
         return beside
-    dated = [(c, 3) for c in sorted(path.parent.parent.glob(f"*/{MANIFEST_GLOB}"))
-             if c.is_file() and c.parent != path.parent]
+    dated = [
+        (c, 3) for c in sorted(path.parent.parent.glob(f"*/{MANIFEST_GLOB}")) if c.is_file() and c.parent != path.parent
+    ]
     return beside + dated
 
 
@@ -165,7 +174,7 @@ def _text(column: str | None, sql_type: str, csv: bool) -> str:
     """One landing column as text: a CSV value trimmed (blank is null); a Parquet timestamp with a zone in UTC."""
     if column is None:
         return "cast(null as varchar)"
-    if csv:     # trim(x, characters) is slow: only a value that starts or ends with white space goes through it
+    if csv:  # trim(x, characters) is slow: only a value that starts or ends with white space goes through it
         value, blank = quote(column), f"'{_WHITESPACE}'"
         edge = f"contains({blank}, left({value}, 1)) or contains({blank}, right({value}, 1))"
         return f"nullif(case when {edge} then trim({value}, {blank}) else {value} end, '')"
@@ -174,35 +183,47 @@ def _text(column: str | None, sql_type: str, csv: bool) -> str:
     return f"cast({quote(column)} as varchar)"
 
 
-def _landing_select(by_field: dict[str, str], types: dict[str, str], inventory_at: datetime, date_from: str,
-                    csv: bool, default_class: str | None, rule: str) -> str:
+def _landing_select(
+    by_field: dict[str, str],
+    types: dict[str, str],
+    inventory_at: datetime,
+    date_from: str,
+    csv: bool,
+    default_class: str | None,
+    rule: str,
+) -> str:
     """The landing columns (by normalised field name) -> ``landing_rows``' columns, all text but inventory_at.
 
     Without a StorageClass field every object is of ``default_class``; without one either, the file is rejected.
     """
-    text = {field: _text(by_field.get(field), types.get(by_field.get(field, ""), "VARCHAR"), csv)
-            for field in FIELDS}
+    text = {field: _text(by_field.get(field), types.get(by_field.get(field, ""), "VARCHAR"), csv) for field in FIELDS}
     if "storageclass" not in by_field:
         if default_class is None:
-            raise FileRejected(rule, "the file lacks required field(s): storageclass, and the contract names no "
-                               "storage_default_class")
+            raise FileRejected(
+                rule, "the file lacks required field(s): storageclass, and the contract names no storage_default_class"
+            )
         text["storageclass"] = "'" + default_class.replace("'", "''") + "'"
     # AWS URL-encodes CSV keys as unquote_plus reads them; DuckDB's url_decode leaves "+" as it is.
     key = f"try(url_decode(replace({text['key']}, '+', ' ')))" if csv else text["key"]
     # A delete marker (versioned inventories) has no Size: it holds no bytes.
-    size = (f"case when {text['size']} is null and lower({text['isdeletemarker']}) = 'true' then '0' "
-            f"else {text['size']} end")
-    return (f"{text['bucket']} as bucket, {key} as object_key, {text['versionid']} as version_id, "
-            f"{size} as size_bytes, {text['lastmodifieddate']} as last_modified_at, {text['etag']} as etag, "
-            f"{text['storageclass']} as storage_class, timestamp '{inventory_at.isoformat(sep=' ')}' as inventory_at, "
-            f"'{date_from}' as inventory_date_from")
+    size = (
+        f"case when {text['size']} is null and lower({text['isdeletemarker']}) = 'true' then '0' "
+        f"else {text['size']} end"
+    )
+    return (
+        f"{text['bucket']} as bucket, {key} as object_key, {text['versionid']} as version_id, "
+        f"{size} as size_bytes, {text['lastmodifieddate']} as last_modified_at, {text['etag']} as etag, "
+        f"{text['storageclass']} as storage_class, timestamp '{inventory_at.isoformat(sep=' ')}' as inventory_at, "
+        f"'{date_from}' as inventory_date_from"
+    )
 
 
-def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path, blank_lines: list[int],
-               default_class: str | None) -> list[Rejection]:
+def _stage_csv(
+    con: duckdb.DuckDBPyConnection, path: Path, blank_lines: list[int], default_class: str | None
+) -> list[Rejection]:
     manifest = manifest_for(path)
-    line = in_database.first_line(path)         # also refuses a .gz file that is not gzip
-    named: dict[str, str] | None = None         # field -> landing column, when the manifest names the columns
+    line = in_database.first_line(path)  # also refuses a .gz file that is not gzip
+    named: dict[str, str] | None = None  # field -> landing column, when the manifest names the columns
     column_count: int | None = None
     if manifest is not None:
         if manifest.file_format.upper() != "CSV":
@@ -230,14 +251,16 @@ def _stage_parquet(con: duckdb.DuckDBPyConnection, path: Path, default_class: st
 
     def select(types: dict[str, str]) -> str:
         _require_fields(types, "parquet_schema")
-        return _landing_select({normalise(n): n for n in types}, types, inventory_at, date_from, False,
-                               default_class, "parquet_schema")
+        return _landing_select(
+            {normalise(n): n for n in types}, types, inventory_at, date_from, False, default_class, "parquet_schema"
+        )
 
     in_database.stage_parquet(con, path, select)
 
 
-def _stage(con: duckdb.DuckDBPyConnection, path: Path, blank_lines: list[int],
-           default_class: str | None = None) -> list[Rejection]:
+def _stage(
+    con: duckdb.DuckDBPyConnection, path: Path, blank_lines: list[int], default_class: str | None = None
+) -> list[Rejection]:
     """One inventory data file -> ``landing_rows``; a file that cannot be placed in time is rejected whole."""
     if path.suffix.lower() == ".parquet":
         _stage_parquet(con, path, default_class)
@@ -255,8 +278,9 @@ def _fields_of(path: Path) -> set[str] | None:
         con = duckdb.connect()
         lock_down(con, path.parent)
         try:
-            return {normalise(n) for n in in_database.columns_of(
-                con, "select * from read_parquet(?)", [file_pattern(path)])}
+            return {
+                normalise(n) for n in in_database.columns_of(con, "select * from read_parquet(?)", [file_pattern(path)])
+            }
         finally:
             con.close()
     manifest = manifest_for(path)
@@ -270,7 +294,7 @@ def class_flag(path: Path) -> str | None:
     try:
         fields = _fields_of(path)
     except (FileRejected, duckdb.Error, OSError):
-        return None                 # the load rejects such a file with its own rule
+        return None  # the load rejects such a file with its own rule
     if not fields or "storageclass" in fields:
         return None
     return "the inventory has no StorageClass field: its objects are priced at the contract's storage_default_class"
@@ -278,21 +302,28 @@ def class_flag(path: Path) -> str | None:
 
 # Text with a time of day and then a zone (Z or an offset) is read as a moment and converted to UTC; text without
 # one is taken as UTC already (as ``lib.timestamps.utc_naive`` does).
-_LAST_MODIFIED = ("case when regexp_matches(last_modified_at, '\\d[T ]\\d.*([zZ]|[+-]\\d{2}(:?\\d{2})?)$') "
-                  "then timezone('UTC', try_cast(last_modified_at as timestamptz)) "
-                  "else try_cast(last_modified_at as timestamp) end")
+_LAST_MODIFIED = (
+    "case when regexp_matches(last_modified_at, '\\d[T ]\\d.*([zZ]|[+-]\\d{2}(:?\\d{2})?)$') "
+    "then timezone('UTC', try_cast(last_modified_at as timestamptz)) "
+    "else try_cast(last_modified_at as timestamp) end"
+)
 # (rule, condition that breaks it, message); evaluated in order, the first broken rule is recorded.
 _RULES: list[in_database.Rule] = [
     ("bucket.present", "bucket is null", "bucket is empty"),
     ("object_key.present", "object_key is null", "object_key is empty or not valid URL encoding"),
-    ("size_bytes.non_negative",
-     "coalesce(not regexp_full_match(size_bytes, '\\d+') or try_cast(size_bytes as bigint) is null, true)",
-     "size_bytes is not a non-negative whole number of bytes"),
+    (
+        "size_bytes.non_negative",
+        "coalesce(not regexp_full_match(size_bytes, '\\d+') or try_cast(size_bytes as bigint) is null, true)",
+        "size_bytes is not a non-negative whole number of bytes",
+    ),
     ("last_modified_at.timestamp", f"({_LAST_MODIFIED}) is null", "last_modified_at is missing or not a timestamp"),
     ("storage_class.present", "storage_class is null", "storage_class is empty"),
 ]
-_TYPED = ("bucket, object_key, version_id, try_cast(size_bytes as bigint), "
-          f"{_LAST_MODIFIED}, etag, storage_class, inventory_at, inventory_date_from")
+_TYPED = (
+    "bucket, object_key, version_id, try_cast(size_bytes as bigint), "
+    f"{_LAST_MODIFIED}, etag, storage_class, inventory_at, inventory_date_from"
+)
+
 
 def inventory_date(path: Path) -> str:
     """The date a data file's inventory was taken ('' when it cannot be placed: the load then rejects it).
@@ -306,23 +337,46 @@ def inventory_date(path: Path) -> str:
         return ""
 
 
-PREFIX_RULES = Source("storage_prefix_rules", ("I6",), "storage", ("prefix_rules*.csv",),
-                      "Bucket prefix rules with purpose, owner, batch and retention",
-                      RowLoader(schemas.storage_prefix_rules, csv_all_columns))
-PRICES = Source("storage_prices", ("I6",), "storage", ("storage_prices*.csv",),
-                "Storage price per class and GB-month", RowLoader(schemas.storage_prices, csv_required))
-INVENTORY = Source("storage_inventory", ("I6",), "storage", ("**/*.csv", "**/*.csv.gz", "**/*.parquet"),
-                   "S3 Inventory rows, as AWS writes them",
-                   in_database.InDatabaseSource(STORAGE_INVENTORY_COLUMNS, _TYPED, _RULES, _stage,
-                                                identity=inventory_date, staged_with=_staged_with,
-                                                flag=class_flag),
-                   exclude=(*PREFIX_RULES.patterns, *PRICES.patterns),     # the storage folder's other sources
-                   # read beside the data files: the manifest, and the checksum AWS delivers with it
-                   companions=(f"**/{MANIFEST_GLOB}", "**/manifest.checksum"))
+PREFIX_RULES = Source(
+    "storage_prefix_rules",
+    ("I6",),
+    "storage",
+    ("prefix_rules*.csv",),
+    "Bucket prefix rules with purpose, owner, batch and retention",
+    RowLoader(schemas.storage_prefix_rules, csv_all_columns),
+)
+PRICES = Source(
+    "storage_prices",
+    ("I6",),
+    "storage",
+    ("storage_prices*.csv",),
+    "Storage price per class and GB-month",
+    RowLoader(schemas.storage_prices, csv_required),
+)
+INVENTORY = Source(
+    "storage_inventory",
+    ("I6",),
+    "storage",
+    ("**/*.csv", "**/*.csv.gz", "**/*.parquet"),
+    "S3 Inventory rows, as AWS writes them",
+    in_database.InDatabaseSource(
+        STORAGE_INVENTORY_COLUMNS,
+        _TYPED,
+        _RULES,
+        _stage,
+        identity=inventory_date,
+        staged_with=_staged_with,
+        flag=class_flag,
+    ),
+    exclude=(*PREFIX_RULES.patterns, *PRICES.patterns),  # the storage folder's other sources
+    # read beside the data files: the manifest, and the checksum AWS delivers with it
+    companions=(f"**/{MANIFEST_GLOB}", "**/manifest.checksum"),
+)
 SOURCES = (INVENTORY, PREFIX_RULES, PRICES)
 
 
-def load_storage_inventory(con: duckdb.DuckDBPyConnection, landing_dir: Path,
-                           contract: Contract | None = None) -> IngestReport:
+def load_storage_inventory(
+    con: duckdb.DuckDBPyConnection, landing_dir: Path, contract: Contract | None = None
+) -> IngestReport:
     """Replace ``raw.storage_inventory`` from every inventory data file, quarantining what breaks the contract."""
     return INVENTORY.load(con, landing_dir, contract or load_contract())

@@ -23,9 +23,19 @@ from cost_pipeline.ingest.lib.source import LineParser, RowLoader, Source
 
 REQUIRED = ("Date", "Project Code", "Task", "Hours", "First Name", "Last Name")
 COLUMNS = {
-    "Date": "entry_date", "Client": "client", "Project": "project", "Project Code": "project_code", "Task": "task",
-    "Notes": "notes", "Hours": "hours", "Billable?": "billable", "First Name": "first_name",
-    "Last Name": "last_name", "Roles": "roles", "Cost Rate": "cost_rate", "Currency": "currency",
+    "Date": "entry_date",
+    "Client": "client",
+    "Project": "project",
+    "Project Code": "project_code",
+    "Task": "task",
+    "Notes": "notes",
+    "Hours": "hours",
+    "Billable?": "billable",
+    "First Name": "first_name",
+    "Last Name": "last_name",
+    "Roles": "roles",
+    "Cost Rate": "cost_rate",
+    "Currency": "currency",
 }
 
 
@@ -50,8 +60,9 @@ class HarvestOptions:
 
     def __post_init__(self) -> None:
         if self.date_format not in DATE_FORMATS:
-            raise ValueError(f"timesheets date_format must be one of {', '.join(DATE_FORMATS)}, "
-                             f"not {self.date_format!r}")
+            raise ValueError(
+                f"timesheets date_format must be one of {', '.join(DATE_FORMATS)}, not {self.date_format!r}"
+            )
 
 
 def entry_date(value: object, date_format: str) -> object:
@@ -63,10 +74,12 @@ def entry_date(value: object, date_format: str) -> object:
         return text
     slashed = _SLASHED.fullmatch(text) if date_format != "iso" else None
     if slashed is None:
-        raise RowRejected("entry_date.date_format",
-                          f"column Date is not a date written as {DATE_FORMATS[date_format]} (the source's date_format "
-                          f"is {date_format}; Harvest accounts that write 11/30/2026 or 30/11/2026 set it to mdy or "
-                          "dmy)")
+        raise RowRejected(
+            "entry_date.date_format",
+            f"column Date is not a date written as {DATE_FORMATS[date_format]} (the source's date_format "
+            f"is {date_format}; Harvest accounts that write 11/30/2026 or 30/11/2026 set it to mdy or "
+            "dmy)",
+        )
     first, second, year = slashed.groups()
     month, day = (first, second) if date_format == "mdy" else (second, first)
     return f"{year}-{int(month):02d}-{int(day):02d}"
@@ -86,8 +99,13 @@ def harvest_line_parser(options: HarvestOptions | None = None) -> LineParser:
 
 
 SOURCES = (
-    Source("timesheets", ("I7", "R20"), "timesheets", ("*.csv",),
-           "Harvest time entries; names and cost rates are confidential",
-           RowLoader(schemas.timesheets, lambda _schema, options: harvest_line_parser(options)),
-           options=HarvestOptions),
+    Source(
+        "timesheets",
+        ("I7", "R20"),
+        "timesheets",
+        ("*.csv",),
+        "Harvest time entries; names and cost rates are confidential",
+        RowLoader(schemas.timesheets, lambda _schema, options: harvest_line_parser(options)),
+        options=HarvestOptions,
+    ),
 )

@@ -6,6 +6,12 @@ from cost_pipeline.contract import schemas
 from cost_pipeline.ingest.lib.source import RowLoader, Source, jsonl_columns
 
 SOURCES = (
-    Source("training_steps", ("I3",), "steps", ("*.jsonl",), "Training-step records",
-           RowLoader(schemas.training_steps, jsonl_columns)),
+    Source(
+        "training_steps",
+        ("I3",),
+        "steps",
+        ("*.jsonl",),
+        "Training-step records",
+        RowLoader(schemas.training_steps, jsonl_columns),
+    ),
 )

@@ -27,8 +27,9 @@ BY_TYPE = {
 _PATTERNS = {
     schemas._date()[0].statistics["pattern"]: "a date such as 2026-11-30",
     schemas.MONTH_PATTERN: "a month such as 2026-11 (or 2026-11-01)",
-    schemas.BATCH_KEY[0].statistics["pattern"]:
-        "a batch key such as B-7: letters, digits, '.', '_', ':' or '-', at most 64 characters",
+    schemas.BATCH_KEY[0].statistics[
+        "pattern"
+    ]: "a batch key such as B-7: letters, digits, '.', '_', ':' or '-', at most 64 characters",
 }
 # Checks the contract defines by name, as what the value or the row should be.
 _NAMED = {
@@ -38,7 +39,7 @@ _NAMED = {
 }
 # ``^-?\d{1,N}(\.\d{1,M})?$``: a decimal number with at most N digits before the point and M after it.
 _DECIMAL = re.compile(r"^\^(?P<sign>-\?)?\\d\{1,(?P<whole>\d+)\}\(\\\.\\d\{1,(?P<places>\d+)\}\)\?\$$")
-_LISTED = 8         # allowed values named in a message; the rest are counted
+_LISTED = 8  # allowed values named in a message; the rest are counted
 
 
 def decimal_text(pattern: str) -> str | None:
@@ -47,7 +48,7 @@ def decimal_text(pattern: str) -> str | None:
     if match is None:
         return None
     places = int(match.group("places"))
-    example = "12." + "3456"[:min(places, 4)]
+    example = "12." + "3456"[: min(places, 4)]
     what = "an amount" if match.group("sign") else "a number that is not negative"
     return f"{what} such as {example}, at most {places} decimal{'s' if places != 1 else ''}"
 
@@ -73,10 +74,12 @@ def check_text(check: pa.Check) -> str:
         return pattern_text(str(stats.get("pattern", "")))
     if name == "isin":
         return _values_text(stats.get("allowed_values"))
-    bounds = {"greater_than_or_equal_to": ("min_value", "a number of at least"),
-              "greater_than": ("min_value", "a number greater than"),
-              "less_than_or_equal_to": ("max_value", "a number of at most"),
-              "less_than": ("max_value", "a number less than")}
+    bounds = {
+        "greater_than_or_equal_to": ("min_value", "a number of at least"),
+        "greater_than": ("min_value", "a number greater than"),
+        "less_than_or_equal_to": ("max_value", "a number of at most"),
+        "less_than": ("max_value", "a number less than"),
+    }
     if name in bounds:
         key, words = bounds[name]
         return f"{words} {stats.get(key)}"
@@ -94,15 +97,17 @@ def warehouse_text(sql_type: str) -> str:
     if decimal:
         whole = int(decimal.group("precision")) - int(decimal.group("scale"))
         return f"a number with at most {whole} digits before the point and {decimal.group('scale')} after it"
-    return {"DATE": "a calendar date such as 2026-11-30",
-            "INTEGER": "a whole number from -2147483648 to 2147483647"}.get(sql_type, f"a value of type {sql_type}")
+    return {
+        "DATE": "a calendar date such as 2026-11-30",
+        "INTEGER": "a whole number from -2147483648 to 2147483647",
+    }.get(sql_type, f"a value of type {sql_type}")
 
 
 def column_message(column: str, sql_type: str, failed: str, check: pa.Check | None) -> str:
     """The quarantine message for a column whose value failed ``failed`` (pandera's name for the check)."""
     if failed == "not_nullable":
         return f"column {column} may not be blank"
-    if check is None:       # a failed coercion or dtype check: the value is not of the column's type
+    if check is None:  # a failed coercion or dtype check: the value is not of the column's type
         return f"column {column} should hold {BY_TYPE.get(sql_type, 'a value of type ' + sql_type)}"
     return f"column {column} should hold {check_text(check)}"
 

@@ -53,7 +53,7 @@ from cost_pipeline.ingest.lib.warehouse import (
 if TYPE_CHECKING:
     from cost_pipeline.ingest.lib.source import Source
 
-Rule = tuple[str, str, str]      # (rule, SQL condition that breaks it, message naming the column)
+Rule = tuple[str, str, str]  # (rule, SQL condition that breaks it, message naming the column)
 # The stage of one file: (connection, path, its empty lines) -> its structurally broken lines, after writing
 # ``landing_rows(line, ...)``; raises ``FileRejected`` when the whole file is unusable.
 Stage = Callable[[duckdb.DuckDBPyConnection, Path, list[int]], list[Rejection]]
@@ -64,8 +64,8 @@ _TEMPORARY = ("landing_text", "landing_rows", "landing_rejects", "landing_scan")
 class InDatabaseSource:
     """What loads one source inside DuckDB: its raw columns, how a file is staged, how its rows are checked."""
 
-    columns: Sequence[tuple[str, str]]     # raw column name and SQL type (the contract's, for this source)
-    typed_select: str                      # ``landing_rows`` -> the raw columns, each by try_cast
+    columns: Sequence[tuple[str, str]]  # raw column name and SQL type (the contract's, for this source)
+    typed_select: str  # ``landing_rows`` -> the raw columns, each by try_cast
     rules: Sequence[Rule]
     stage: Stage
     # What besides its bytes tells two files apart, when the same bytes can hold another night's data (an S3
@@ -80,8 +80,9 @@ class InDatabaseSource:
     def reads_parquet(self) -> bool:
         return True
 
-    def load(self, con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Source, contract: Contract,
-             _options: Any) -> IngestReport:
+    def load(
+        self, con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Source, contract: Contract, _options: Any
+    ) -> IngestReport:
         loader = self if self.staged_with is None else dataclasses.replace(self, stage=self.staged_with(contract))
         return load_in_database(con, landing_dir, source.files(landing_dir), source.name, loader)
 
@@ -99,7 +100,7 @@ def columns_of(con: duckdb.DuckDBPyConnection, relation: str, params: list | Non
 
 
 _SCAN_CHUNK = 1 << 20
-_BLANK_LINE = re.compile(rb"\n\r?(?=\n)")     # a line end, then an empty line (LF or CRLF) ending at the next \n
+_BLANK_LINE = re.compile(rb"\n\r?(?=\n)")  # a line end, then an empty line (LF or CRLF) ending at the next \n
 
 
 def _chunks(handle: BinaryIO) -> Iterator[bytes]:
@@ -109,14 +110,14 @@ def _chunks(handle: BinaryIO) -> Iterator[bytes]:
 def _blank_lines(chunks: Iterable[bytes]) -> list[int]:
     """The numbers of the empty lines after the first in a stream of bytes."""
     blanks: list[int] = []
-    newlines = 0            # line ends in the chunks read so far
-    tail = b""              # the previous chunk's last bytes: a blank line may straddle two chunks
+    newlines = 0  # line ends in the chunks read so far
+    tail = b""  # the previous chunk's last bytes: a blank line may straddle two chunks
     for chunk in chunks:
         window = tail + chunk
-        counted, position = newlines - tail.count(b"\n"), 0     # line ends before window[position]
+        counted, position = newlines - tail.count(b"\n"), 0  # line ends before window[position]
         for match in _BLANK_LINE.finditer(window):
             if match.end() < len(tail):
-                continue            # found with the previous chunk
+                continue  # found with the previous chunk
             counted += window.count(b"\n", position, match.start() + 1)
             position = match.start() + 1
             blanks.append(counted + 1)
@@ -167,15 +168,21 @@ def scan_file(path: Path) -> tuple[str, list[int]]:
 def first_line(path: Path, limit: int = 1 << 16) -> str:
     """A cheap first look at a CSV file (plain or ``.gz``) before DuckDB reads it: its first line, as text."""
     try:
-        with (gzip.open(path, "rb") if is_gzip(path) else path.open("rb")) as handle:
+        with gzip.open(path, "rb") if is_gzip(path) else path.open("rb") as handle:
             line = handle.readline(limit)
     except (OSError, EOFError, zlib.error):
         raise FileRejected("file_compression", "file is not valid gzip") from None
     return line.decode("utf-8-sig", errors="replace").strip()
 
 
-def stage_csv(con: duckdb.DuckDBPyConnection, path: Path, select: Callable[[dict[str, str]], str],
-              blank_lines: list[int], column_count: int | None = None, what: str = "row") -> list[Rejection]:
+def stage_csv(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    select: Callable[[dict[str, str]], str],
+    blank_lines: list[int],
+    column_count: int | None = None,
+    what: str = "row",
+) -> list[Rejection]:
     """Read one CSV as text into ``landing_rows(line, <select>)``; return its structurally broken lines.
 
     With a header line the columns take its names; without one (``column_count``) they are ``c0``, ``c1``...
@@ -187,8 +194,7 @@ def stage_csv(con: duckdb.DuckDBPyConnection, path: Path, select: Callable[[dict
     for table in ("landing_rejects", "landing_scan"):
         con.execute(f"drop table if exists {table}")
     header = column_count is None
-    columns = "" if header else (
-        ", columns = {" + ", ".join(f"'c{i}': 'VARCHAR'" for i in range(column_count)) + "}")
+    columns = "" if header else (", columns = {" + ", ".join(f"'c{i}': 'VARCHAR'" for i in range(column_count)) + "}")
     con.execute(
         f"create or replace temp table landing_text as select * from read_csv(?, header = {str(header).lower()}, "
         "all_varchar = true, store_rejects = true, rejects_table = 'landing_rejects', "
@@ -196,11 +202,12 @@ def stage_csv(con: duckdb.DuckDBPyConnection, path: Path, select: Callable[[dict
         [file_pattern(path)],
     )
     selected = select(columns_of(con, "landing_text"))
-    first = 2 if header else 1      # the line number of the first data line
+    first = 2 if header else 1  # the line number of the first data line
     # A kept row's line number: its position among kept rows, plus the lines before the first data line, plus
     # the lines before it that hold no kept row (broken lines and empty ones). Adjacent skipped lines share
     # ``kept_before``; the last wins.
-    con.execute(f"""
+    con.execute(
+        f"""
         create or replace temp table landing_rows as
         with skipped as (
             select line, row_number() over (order by line) as skipped_so_far
@@ -214,13 +221,16 @@ def stage_csv(con: duckdb.DuckDBPyConnection, path: Path, select: Callable[[dict
         select cast(kept.landing_position + {first} + coalesce(gaps.skipped_so_far, 0) as bigint) as line,
                kept.* exclude (landing_position)
         from kept asof left join gaps on kept.landing_position >= gaps.kept_before
-    """, [blank_lines])
+    """,
+        [blank_lines],
+    )
     rows = con.execute("""
         select line, string_agg(distinct cast(error_type as varchar), ', ') as kinds
         from landing_rejects group by line order by line
     """).fetchall()
-    return [Rejection(int(line), "csv_structure", f"line is not a well-formed {what} row ({kinds})")
-            for line, kinds in rows]
+    return [
+        Rejection(int(line), "csv_structure", f"line is not a well-formed {what} row ({kinds})") for line, kinds in rows
+    ]
 
 
 def stage_parquet(con: duckdb.DuckDBPyConnection, path: Path, select: Callable[[dict[str, str]], str]) -> None:
@@ -233,8 +243,9 @@ def stage_parquet(con: duckdb.DuckDBPyConnection, path: Path, select: Callable[[
     )
 
 
-def load_in_database(con: duckdb.DuckDBPyConnection, landing_dir: Path, paths: Sequence[Path], name: str,
-                     source: InDatabaseSource) -> IngestReport:
+def load_in_database(
+    con: duckdb.DuckDBPyConnection, landing_dir: Path, paths: Sequence[Path], name: str, source: InDatabaseSource
+) -> IngestReport:
     """Replace ``raw.<name>`` from ``paths``, quarantining what breaks the source's rules.
 
     Files are read and checked into connection-local temporary tables first, so an unreadable file costs
@@ -243,8 +254,10 @@ def load_in_database(con: duckdb.DuckDBPyConnection, landing_dir: Path, paths: S
     report = IngestReport(name)
     failed_rule, failed_message = failed_rule_sql(source.rules)
     typed = ", ".join(f"{quote(n)} {t}" for n, t in source.columns)
-    con.execute(f"create or replace temp table checked_rows (source_file varchar, file_sha256 varchar, line bigint, "
-                f"{typed}, failed_rule varchar, failed_message varchar)")
+    con.execute(
+        f"create or replace temp table checked_rows (source_file varchar, file_sha256 varchar, line bigint, "
+        f"{typed}, failed_rule varchar, failed_message varchar)"
+    )
     files: list[tuple[str, str, list[Rejection]]] = []
     duplicate_of: dict[str, str] = {}
     seen = FirstSeen()
@@ -253,20 +266,29 @@ def load_in_database(con: duckdb.DuckDBPyConnection, landing_dir: Path, paths: S
         sha, blank_lines = scan_file(path)
         identity = sha if source.identity is None else f"{sha} {source.identity(path)}"
         original = seen.original_of(source_file, identity)
-        if original is not None:        # same bytes (and identity) as an earlier file: not read, a duplicate
+        if original is not None:  # same bytes (and identity) as an earlier file: not read, a duplicate
             duplicate_of[source_file] = original
             files.append((source_file, sha, []))
             continue
         try:
             broken = source.stage(con, path, blank_lines)
             # One statement: a file's rows are all checked in, or (it fails) none are and the file is quarantined.
-            con.execute(f"insert into checked_rows select ?, ?, line, {source.typed_select}, {failed_rule}, "
-                        f"{failed_message} from landing_rows", [source_file, sha])
+            con.execute(
+                f"insert into checked_rows select ?, ?, line, {source.typed_select}, {failed_rule}, "
+                f"{failed_message} from landing_rows",
+                [source_file, sha],
+            )
         except (FileRejected, duckdb.Error) as error:
-            rule, message = ((error.rule, str(error).splitlines()[0]) if isinstance(error, FileRejected)
-                             else ("file_format", "file is not readable"))
-            records = ((parquet_rows(path) or 1) if path.suffix.lower() == ".parquet" else
-                       count_records(path, error.header_lines if isinstance(error, FileRejected) else 1))
+            rule, message = (
+                (error.rule, str(error).splitlines()[0])
+                if isinstance(error, FileRejected)
+                else ("file_format", "file is not readable")
+            )
+            records = (
+                (parquet_rows(path) or 1)
+                if path.suffix.lower() == ".parquet"
+                else count_records(path, error.header_lines if isinstance(error, FileRejected) else 1)
+            )
             files.append((source_file, sha, [whole_file(rule, message, records)]))
             continue
         files.append((source_file, sha, broken))
@@ -282,26 +304,42 @@ def load_in_database(con: duckdb.DuckDBPyConnection, landing_dir: Path, paths: S
     return report
 
 
-def _write_checked(con: duckdb.DuckDBPyConnection, name: str, source: InDatabaseSource,
-                   files: list[tuple[str, str, list[Rejection]]], duplicate_of: dict[str, str],
-                   report: IngestReport) -> None:
+def _write_checked(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    source: InDatabaseSource,
+    files: list[tuple[str, str, list[Rejection]]],
+    duplicate_of: dict[str, str],
+    report: IngestReport,
+) -> None:
     """``checked_rows`` and each file's whole-file and structural rejections -> raw table, quarantine, ledger."""
     columns = ", ".join(quote(n) for n, _ in source.columns)
     begin_source(con, name)
     try:
         con.execute(raw_table_ddl(name, source.columns))
-        con.execute(f"insert into raw.{quote(name)} select {columns}, source_file, line, file_sha256 "
-                    "from checked_rows where failed_rule is null order by source_file, line")
-        con.execute("insert into raw.quarantine select ?, source_file, file_sha256, line, failed_rule, "
-                    "failed_message, null from checked_rows where failed_rule is not null", [name])
-        counts = {f: (staged, failed) for f, staged, failed in con.execute(
-            "select source_file, count(*) filter (where failed_rule is null), "
-            "count(*) filter (where failed_rule is not null) from checked_rows group by source_file").fetchall()}
+        con.execute(
+            f"insert into raw.{quote(name)} select {columns}, source_file, line, file_sha256 "
+            "from checked_rows where failed_rule is null order by source_file, line"
+        )
+        con.execute(
+            "insert into raw.quarantine select ?, source_file, file_sha256, line, failed_rule, "
+            "failed_message, null from checked_rows where failed_rule is not null",
+            [name],
+        )
+        counts = {
+            f: (staged, failed)
+            for f, staged, failed in con.execute(
+                "select source_file, count(*) filter (where failed_rule is null), "
+                "count(*) filter (where failed_rule is not null) from checked_rows group by source_file"
+            ).fetchall()
+        }
         examples = con.execute(
             "select source_file, line, failed_rule, failed_message from checked_rows where failed_rule is not null "
-            "order by source_file, line limit 20").fetchall()
-        by_rule = con.execute("select failed_rule, count(*) from checked_rows where failed_rule is not null "
-                              "group by failed_rule").fetchall()
+            "order by source_file, line limit 20"
+        ).fetchall()
+        by_rule = con.execute(
+            "select failed_rule, count(*) from checked_rows where failed_rule is not null group by failed_rule"
+        ).fetchall()
         for source_file, sha, rejections in files:
             if source_file in duplicate_of:
                 record_duplicate(con, name, source_file, sha, duplicate_of[source_file], report)

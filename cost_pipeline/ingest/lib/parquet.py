@@ -30,8 +30,9 @@ def parse_parquet(path: Path, map_row: Callable[[dict[str, object]], dict[str, o
     con = duckdb.connect()
     lock_down(con, path.parent)
     try:
-        cursor = con.execute("select * from read_parquet(?, file_row_number = true) order by file_row_number",
-                             [file_pattern(path)])
+        cursor = con.execute(
+            "select * from read_parquet(?, file_row_number = true) order by file_row_number", [file_pattern(path)]
+        )
         names = [d[0] for d in cursor.description]
         records = cursor.fetchall()
     except duckdb.Error:

@@ -73,8 +73,12 @@ class RowRejected(ValueError):
 def landing_files(landing_dir: Path, folder: str, patterns: Iterable[str], exclude: Iterable[str] = ()) -> list[Path]:
     """The files of one source in sorted order: those under ``folder`` matching a pattern, less excluded names."""
     excluded = tuple(exclude)
-    found = {p for pattern in patterns for p in (landing_dir / folder).glob(pattern)
-             if p.is_file() and not any(fnmatch(p.name, x) for x in excluded)}
+    found = {
+        p
+        for pattern in patterns
+        for p in (landing_dir / folder).glob(pattern)
+        if p.is_file() and not any(fnmatch(p.name, x) for x in excluded)
+    }
     return sorted(found)
 
 
@@ -102,7 +106,7 @@ def read_text(path: Path) -> str:
 def split_lines(text: str) -> list[str]:
     lines = _LINE_END.split(text)
     if lines[-1] == "":
-        lines.pop()         # the text ends with a line end (or is empty)
+        lines.pop()  # the text ends with a line end (or is empty)
     return lines
 
 
@@ -122,7 +126,7 @@ def count_records(path: Path, header_lines: int = 1) -> int:
     At least 1: a file refused whole is itself one record not loaded, even when it held no data line.
     """
     try:
-        with (gzip.open(path, "rb") if path.name.lower().endswith(".gz") else path.open("rb")) as handle:
+        with gzip.open(path, "rb") if path.name.lower().endswith(".gz") else path.open("rb") as handle:
             lines = _content_lines(iter(lambda: handle.read(1 << 20), b""))
     except (OSError, EOFError, zlib.error):
         return 1
@@ -190,9 +194,14 @@ def csv_line_parser(required_columns: Iterable[str]) -> Callable[[list[str], Par
                 continue
             parsed.rows_in += 1
             if len(values) != len(header):
-                parsed.rejections.append(Rejection(
-                    line, "csv_field_count", f"{len(values)} fields where the header has {len(header)}",
-                    lines[line - 1] if line <= len(lines) else None))
+                parsed.rejections.append(
+                    Rejection(
+                        line,
+                        "csv_field_count",
+                        f"{len(values)} fields where the header has {len(header)}",
+                        lines[line - 1] if line <= len(lines) else None,
+                    )
+                )
                 continue
             row = {name: (value.strip() or None) for name, value in zip(header, values, strict=True)}
             row["source_line"] = line
@@ -201,8 +210,9 @@ def csv_line_parser(required_columns: Iterable[str]) -> Callable[[list[str], Par
     return parse
 
 
-def mapped_csv_line_parser(required_columns: Iterable[str], map_row: Callable[[dict[str, Any]], dict[str, Any]]
-                           ) -> Callable[[list[str], ParsedFile], None]:
+def mapped_csv_line_parser(
+    required_columns: Iterable[str], map_row: Callable[[dict[str, Any]], dict[str, Any]]
+) -> Callable[[list[str], ParsedFile], None]:
     """``csv_line_parser``, each row then mapped into its raw shape; a row the mapping refuses (``RowRejected``)
     is quarantined with the mapping's rule."""
     read_csv = csv_line_parser(required_columns)
@@ -253,8 +263,14 @@ def jsonl_line_parser(fields: Iterable[str]) -> Callable[[list[str], ParsedFile]
                 continue
             row = {name: obj.get(name) for name in names}
             if _SURROGATE_ESCAPE.search(text) and not _is_unicode(row):
-                parsed.rejections.append(Rejection(number, "json_text", "a string holds an unpaired surrogate "
-                                                   "escape (\\ud800-\\udfff), which is not text", text))
+                parsed.rejections.append(
+                    Rejection(
+                        number,
+                        "json_text",
+                        "a string holds an unpaired surrogate escape (\\ud800-\\udfff), which is not text",
+                        text,
+                    )
+                )
                 continue
             row["source_line"] = number
             parsed.rows.append(row)

@@ -33,12 +33,13 @@ FORMATS = {".csv.gz": "CSV (gzip)", ".csv": "CSV", ".parquet": "Parquet", ".json
 
 
 class Loader(Protocol):
-    kind: ClassVar[str]                     # how the docs name the path: "pandas + pandera" or "in DuckDB"
+    kind: ClassVar[str]  # how the docs name the path: "pandas + pandera" or "in DuckDB"
 
     def reads_parquet(self) -> bool: ...
 
-    def load(self, con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Source, contract: Contract,
-             options: Any) -> IngestReport: ...
+    def load(
+        self, con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Source, contract: Contract, options: Any
+    ) -> IngestReport: ...
 
 
 @dataclass(frozen=True)
@@ -57,8 +58,9 @@ class RowLoader:
     def reads_parquet(self) -> bool:
         return self.parquet_row is not None
 
-    def load(self, con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Source, contract: Contract,
-             options: Any) -> IngestReport:
+    def load(
+        self, con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Source, contract: Contract, options: Any
+    ) -> IngestReport:
         """Parse, validate and write every file of the source; the night goes on whatever one file holds."""
         schema = self.schema(contract)
         parser = self.parser(schema, options)
@@ -91,20 +93,20 @@ def jsonl_columns(schema: SourceSchema, _options: Any = None) -> LineParser:
 class Source:
     """One landing source, declared once."""
 
-    name: str                       # the raw table, and the ingest asset's key ["raw", name]
-    requirements: tuple[str, ...]   # the DOMAIN input (I1..I10) first, then any requirement (R..) it serves
-    folder: str                     # the landing sub-folder
-    patterns: tuple[str, ...]       # glob patterns under the folder
-    description: str                # one line: what the files hold
+    name: str  # the raw table, and the ingest asset's key ["raw", name]
+    requirements: tuple[str, ...]  # the DOMAIN input (I1..I10) first, then any requirement (R..) it serves
+    folder: str  # the landing sub-folder
+    patterns: tuple[str, ...]  # glob patterns under the folder
+    description: str  # one line: what the files hold
     loader: Loader
-    options: type | None = None     # a frozen dataclass of launch options (the asset's run config); None: none
-    exclude: tuple[str, ...] = ()   # file names the patterns match that belong to another source
+    options: type | None = None  # a frozen dataclass of launch options (the asset's run config); None: none
+    exclude: tuple[str, ...] = ()  # file names the patterns match that belong to another source
     text_format: str | None = None  # what a file holds when its name does not say (``*.txt``)
     # Files the source reads beside its own (an S3 Inventory's manifest.json): not rows, but not ignored either.
     companions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        self.formats()      # every pattern has a known format
+        self.formats()  # every pattern has a known format
 
     def files(self, landing_dir: Path) -> list[Path]:
         """The source's files in sorted order."""
@@ -142,8 +144,10 @@ class Source:
     def option_names(self) -> tuple[str, ...]:
         return () if self.options is None else tuple(f.name for f in dataclasses.fields(self.options))
 
-    def load(self, con: duckdb.DuckDBPyConnection, landing_dir: Path, contract: Contract,
-             options: Any = None) -> IngestReport:
+    def load(
+        self, con: duckdb.DuckDBPyConnection, landing_dir: Path, contract: Contract, options: Any = None
+    ) -> IngestReport:
         """Replace ``raw.<name>`` from the source's files (with the default options unless given)."""
-        return self.loader.load(con, landing_dir, self, contract,
-                                self.default_options() if options is None else options)
+        return self.loader.load(
+            con, landing_dir, self, contract, self.default_options() if options is None else options
+        )

@@ -20,14 +20,15 @@ def utc_naive(value: object) -> object:
     try:
         parsed = datetime.fromisoformat(value.strip())
         return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo else parsed
-    except (ValueError, OverflowError):     # OverflowError: an offset that moves year 1 or 9999 off the calendar
+    except (ValueError, OverflowError):  # OverflowError: an offset that moves year 1 or 9999 off the calendar
         return value
 
 
 # A date alone, or a date and a time of day (``T`` or, as RFC 3339 and the FinOps sample write it, a space) with
 # optional fractional seconds and an optional zone (``Z`` or an offset; none is UTC).
-_ISO_8601 = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?",
-                       re.ASCII)
+_ISO_8601 = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?", re.ASCII
+)
 ISO_8601_EXAMPLE = "an ISO 8601 date-time such as 2026-11-30T00:00:00Z"
 
 
@@ -42,6 +43,9 @@ def iso_utc_naive(value: object, column: str) -> object:
     text = value.strip()
     parsed = utc_naive(text) if _ISO_8601.fullmatch(text) else text
     if not isinstance(parsed, datetime):
-        raise RowRejected(f"{column}.iso_8601", f"column {column} is not a calendar date-time written as "
-                          f"{ISO_8601_EXAMPLE} (or a date alone, or an offset)")
+        raise RowRejected(
+            f"{column}.iso_8601",
+            f"column {column} is not a calendar date-time written as "
+            f"{ISO_8601_EXAMPLE} (or a date alone, or an offset)",
+        )
     return parsed

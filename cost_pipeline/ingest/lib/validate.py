@@ -75,12 +75,14 @@ def _precheck(rows: list[dict[str, object]], schema: SourceSchema) -> dict[int, 
         for column in schema.columns:
             value = row.get(column.name)
             if isinstance(value, list | dict | tuple | set):
-                rejected[line] = Rejection(line, f"{column.name}.scalar",
-                                           f"column {column.name} holds a list or an object, not one value")
+                rejected[line] = Rejection(
+                    line, f"{column.name}.scalar", f"column {column.name} holds a list or an object, not one value"
+                )
                 break
             if column.sql_type == "TIMESTAMP" and isinstance(value, str) and len(value) > MAX_TIMESTAMP_TEXT:
-                rejected[line] = Rejection(line, f"{column.name}.timestamp_length",
-                                           f"column {column.name} is too long to be a timestamp")
+                rejected[line] = Rejection(
+                    line, f"{column.name}.timestamp_length", f"column {column.name} is too long to be a timestamp"
+                )
                 break
     return rejected
 
@@ -116,14 +118,21 @@ def _misfits(valid: pd.DataFrame, schema: SourceSchema, con: duckdb.DuckDBPyConn
         return {}
     own = con is None
     con = duckdb.connect(config={"enable_external_access": False}) if own else con
-    failed = "case " + " ".join(
-        f"when {quote(c.name)} is not null and try_cast({quote(c.name)} as {c.sql_type}) is null then {i}"
-        for i, c in checked) + " end"
+    failed = (
+        "case "
+        + " ".join(
+            f"when {quote(c.name)} is not null and try_cast({quote(c.name)} as {c.sql_type}) is null then {i}"
+            for i, c in checked
+        )
+        + " end"
+    )
     try:
         rows = valid[[c.name for _, c in checked]].assign(validating_line=valid.index.astype("int64"))
         con.register("validating_rows", rows)
-        found = con.execute(f"select validating_line, failed from (select validating_line, {failed} as failed "
-                            "from validating_rows) where failed is not null").fetchall()
+        found = con.execute(
+            f"select validating_line, failed from (select validating_line, {failed} as failed "
+            "from validating_rows) where failed is not null"
+        ).fetchall()
         con.unregister("validating_rows")
     finally:
         if own:
@@ -131,13 +140,17 @@ def _misfits(valid: pd.DataFrame, schema: SourceSchema, con: duckdb.DuckDBPyConn
     rejected = {}
     for line, index in found:
         column = schema.columns[index]
-        rejected[int(line)] = Rejection(int(line), f"{column.name}.warehouse_type",
-                                        f"column {column.name} should hold {warehouse_text(column.sql_type)}")
+        rejected[int(line)] = Rejection(
+            int(line),
+            f"{column.name}.warehouse_type",
+            f"column {column.name} should hold {warehouse_text(column.sql_type)}",
+        )
     return rejected
 
 
-def validate_rows(parsed: ParsedFile, schema: SourceSchema,
-                  con: duckdb.DuckDBPyConnection | None = None) -> pd.DataFrame:
+def validate_rows(
+    parsed: ParsedFile, schema: SourceSchema, con: duckdb.DuckDBPyConnection | None = None
+) -> pd.DataFrame:
     """Validate ``parsed.rows``; failing rows move to ``parsed.rejections``; returns the valid, typed rows.
 
     ``con`` (the warehouse connection, when there is one) runs the warehouse-type check; without it a private
@@ -172,8 +185,11 @@ def validate_rows(parsed: ParsedFile, schema: SourceSchema,
                 # A failure that names no row (a check that could not run) condemns what is left.
                 first = cases.iloc[0]
                 for line in current.index:
-                    rejected[int(line)] = Rejection(int(line), _rule(first["column"], first["check"]),
-                                                    "check could not be evaluated on this file's rows")
+                    rejected[int(line)] = Rejection(
+                        int(line),
+                        _rule(first["column"], first["check"]),
+                        "check could not be evaluated on this file's rows",
+                    )
                 valid = current[columns].iloc[0:0]
                 break
             for case in indexed.itertuples():
@@ -184,8 +200,9 @@ def validate_rows(parsed: ParsedFile, schema: SourceSchema,
                         rule, message = failed, row_message(checks.get((None, failed)), failed)
                     else:
                         rule = named_rules.get(case.column) or _rule(case.column, case.check)
-                        message = column_message(str(case.column), sql_types.get(case.column, ""), failed,
-                                                 checks.get((case.column, failed)))
+                        message = column_message(
+                            str(case.column), sql_types.get(case.column, ""), failed, checks.get((case.column, failed))
+                        )
                     rejected[line] = Rejection(line, rule, message)
             current = current.drop(index=[i for i in current.index if int(i) in rejected])
     misfits = _misfits(valid, schema, con)

@@ -34,9 +34,9 @@ RAW = "raw"
 BOOKKEEPING_TABLES = {
     "quarantine": "Every input row that broke the contract, with file, line, rule and message.",
     "ignored_files": "Every landing file that no source reads (it matches no source's pattern), so none is "
-                     "skipped without a word.",
+    "skipped without a word.",
     "ingested_files": "One row per landing file and source, rows in = rows staged + rows quarantined; a file "
-                      "refused whole counts every record it held as quarantined (refused_whole).",
+    "refused whole counts every record it held as quarantined (refused_whole).",
 }
 
 _QUARANTINE_DDL = """
@@ -69,8 +69,10 @@ create table if not exists raw.ignored_files (
     size_bytes bigint not null
 )"""
 # Warehouses written before the file ledger knew duplicates and files refused whole gain the columns in place.
-_FILES_MIGRATE = ("alter table raw.ingested_files add column if not exists duplicate_of varchar",
-                  "alter table raw.ingested_files add column if not exists refused_whole boolean default false")
+_FILES_MIGRATE = (
+    "alter table raw.ingested_files add column if not exists duplicate_of varchar",
+    "alter table raw.ingested_files add column if not exists refused_whole boolean default false",
+)
 
 
 @dataclass
@@ -85,7 +87,7 @@ class IngestReport:
     duplicate_files: int = 0
     by_rule: Counter[str] = field(default_factory=Counter)
     examples: list[str] = field(default_factory=list)
-    duplicates: list[tuple[str, str]] = field(default_factory=list)   # (file, the earlier file it repeats)
+    duplicates: list[tuple[str, str]] = field(default_factory=list)  # (file, the earlier file it repeats)
     # Files loaded with something assumed that the file did not say ("<file>: <what>"): loaded, but flagged.
     flags: list[str] = field(default_factory=list)
 
@@ -171,8 +173,10 @@ def quote(identifier: str) -> str:
 
 def raw_table_ddl(table: str, columns: Sequence[tuple[str, str]]) -> str:
     body = ",\n    ".join(f"{quote(name)} {sql_type}" for name, sql_type in columns)
-    return (f"create or replace table {RAW}.{quote(table)} (\n    {body},\n"
-            "    source_file varchar not null,\n    source_line bigint not null,\n    file_sha256 varchar not null\n)")
+    return (
+        f"create or replace table {RAW}.{quote(table)} (\n    {body},\n"
+        "    source_file varchar not null,\n    source_line bigint not null,\n    file_sha256 varchar not null\n)"
+    )
 
 
 def begin_source(con: duckdb.DuckDBPyConnection, source: str) -> None:
@@ -182,9 +186,17 @@ def begin_source(con: duckdb.DuckDBPyConnection, source: str) -> None:
     con.execute("delete from raw.ingested_files where source = ?", [source])
 
 
-def record_file(con: duckdb.DuckDBPyConnection, source: str, source_file: str, sha256: str, rows_in: int,
-                staged: int, rejections: Sequence[Rejection], report: IngestReport,
-                checked_in_database: int = 0) -> None:
+def record_file(
+    con: duckdb.DuckDBPyConnection,
+    source: str,
+    source_file: str,
+    sha256: str,
+    rows_in: int,
+    staged: int,
+    rejections: Sequence[Rejection],
+    report: IngestReport,
+    checked_in_database: int = 0,
+) -> None:
     """Write a file's quarantined lines and its ledger row.
 
     ``checked_in_database`` counts rows the caller already quarantined with SQL (device samples).
@@ -195,19 +207,31 @@ def record_file(con: duckdb.DuckDBPyConnection, source: str, source_file: str, s
             [[source, source_file, sha256, r.line, r.rule, r.message, r.raw] for r in rejections],
         )
     refused_whole = any(r.line == 0 for r in rejections)
-    con.execute("insert into raw.ingested_files (source, source_file, file_sha256, rows_in, rows_staged, "
-                "rows_quarantined, duplicate_of, refused_whole) values (?, ?, ?, ?, ?, ?, null, ?)",
-                [source, source_file, sha256, rows_in, staged, sum(r.records for r in rejections) + checked_in_database,
-                 refused_whole])
+    con.execute(
+        "insert into raw.ingested_files (source, source_file, file_sha256, rows_in, rows_staged, "
+        "rows_quarantined, duplicate_of, refused_whole) values (?, ?, ?, ?, ?, ?, null, ?)",
+        [
+            source,
+            source_file,
+            sha256,
+            rows_in,
+            staged,
+            sum(r.records for r in rejections) + checked_in_database,
+            refused_whole,
+        ],
+    )
     report.add_file(source_file, rows_in, staged, rejections)
 
 
-def record_duplicate(con: duckdb.DuckDBPyConnection, source: str, source_file: str, sha256: str,
-                     duplicate_of: str, report: IngestReport) -> None:
+def record_duplicate(
+    con: duckdb.DuckDBPyConnection, source: str, source_file: str, sha256: str, duplicate_of: str, report: IngestReport
+) -> None:
     """Write the ledger row of a file whose bytes repeat ``duplicate_of``'s: no rows in, staged or quarantined."""
-    con.execute("insert into raw.ingested_files (source, source_file, file_sha256, rows_in, rows_staged, "
-                "rows_quarantined, duplicate_of, refused_whole) values (?, ?, ?, 0, 0, 0, ?, false)",
-                [source, source_file, sha256, duplicate_of])
+    con.execute(
+        "insert into raw.ingested_files (source, source_file, file_sha256, rows_in, rows_staged, "
+        "rows_quarantined, duplicate_of, refused_whole) values (?, ?, ?, 0, 0, 0, ?, false)",
+        [source, source_file, sha256, duplicate_of],
+    )
     report.add_duplicate(source_file, duplicate_of)
 
 
@@ -274,8 +298,9 @@ def write_validated_source(
                     "cast(source_line as bigint), file_sha256 from incoming_rows order by source_line"
                 )
                 con.unregister("incoming_rows")
-            record_file(con, schema.table, source_file, parsed.sha256, parsed.rows_in, len(valid),
-                        parsed.rejections, report)
+            record_file(
+                con, schema.table, source_file, parsed.sha256, parsed.rows_in, len(valid), parsed.rejections, report
+            )
         con.execute("commit")
     except BaseException:
         con.execute("rollback")
