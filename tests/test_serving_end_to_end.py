@@ -89,7 +89,8 @@ def test_training_and_serving_never_share_a_table(demo_run):
     training = {
         t
         for (t,) in demo_run.query(
-            "select table_name from information_schema.columns where table_schema = 'marts' and column_name = 'batch_id'"
+            "select table_name from information_schema.columns "
+            "where table_schema = 'marts' and column_name = 'batch_id'"
         )
     }
     assert serving == {"fct_tenant_service_costs"}
