@@ -123,3 +123,46 @@ def test_a_restated_bill_adds_a_version_and_the_estimate_stays_in_history(demo_r
     assert history[1][3:] == (Decimal("86.40"), Decimal("86.40"), Decimal("98.40"))  # 96.00 - 9.60
     assert history[1][2] == "compute_cost, total_cost, total_cost_low, total_cost_high, cloud_compute_cost"
     assert lines == (1, Decimal("86.40"))  # the job's line, restatements included
+
+
+def test_a_history_written_before_the_unpriced_columns_gets_them_without_a_new_version(demo_run, tmp_path):
+    """is_unpriced and unpriced_gpu_hours were added to the snapshot after versions were written: the next run
+    appends the columns (null in the old versions), hashes them only when they differ from false and 0, so it
+    writes no new version, and the history mart does not count the null-to-false step as a change."""
+    landing = tmp_path / "landing"
+    shutil.copytree(demo_run.landing, landing)
+    warehouse = tmp_path / "warehouse.duckdb"
+    shutil.copyfile(demo_run.warehouse, warehouse)
+    con = duckdb.connect(str(warehouse))
+    for column in ("is_unpriced", "unpriced_gpu_hours"):
+        con.execute(f"alter table history.snp_batch_costs drop column {column}")
+    before = con.execute("select * from history.snp_batch_costs order by batch_id, snapshot_version").fetchall()
+    con.close()
+
+    assert run_pipeline(landing, warehouse)
+    after = _snapshots(warehouse)
+    assert [r[:-2] for r in after] == before  # no new version, old ones byte-identical
+    assert {r[-2:] for r in after} == {(None, None)}  # appended columns, null in versions written before
+
+    late = {
+        "batch_id": "B-7",
+        "job_id": "1003",
+        "step": 31,
+        "started_at": "2026-11-03T11:40:00",
+        "ended_at": "2026-11-03T11:50:00",
+        "committed": True,
+        "discarded_reason": None,
+        "samples": 512,
+        "tokens": 1_000_000,
+        "config_version": "rl-cfg-12",
+        "data_version": "prefs-2026-10",
+    }
+    (landing / "steps" / "steps_late.jsonl").write_text(json.dumps(late) + "\n", encoding="utf-8")
+    assert run_pipeline(landing, warehouse)
+    con = duckdb.connect(str(warehouse), read_only=True)
+    latest = con.execute(
+        "select snapshot_version, is_unpriced, unpriced_gpu_hours, changed_columns "
+        "from marts.fct_batch_cost_history where batch_id = 'B-7' and is_latest"
+    ).fetchall()
+    con.close()
+    assert latest == [(2, False, Decimal("0.0000"), "steps_run, steps_counted, cost_per_counted_step")]

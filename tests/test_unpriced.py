@@ -4,6 +4,7 @@ purchase was quarantined) has a null price and cost, flagged unpriced, and the n
 from __future__ import annotations
 
 import io
+from decimal import Decimal
 
 from cost_pipeline.cli import report, run_pipeline
 from cost_pipeline.demo import write_demo_landing
@@ -17,7 +18,7 @@ def test_a_quarantined_capacity_purchase_leaves_compute_unpriced_not_zero(tmp_pa
     assert ",gpu_server," in text
     # An asset class the contract does not list: the purchase, the demo's only one, is quarantined.
     purchases.write_text(text.replace(",gpu_server,", ",gpu_cluster,"), encoding="utf-8")
-    warehouse = tmp_path / "w.duckdb"
+    warehouse = tmp_path / "warehouse.duckdb"
     assert run_pipeline(landing, warehouse)
 
     assert query(warehouse, "select source, rule from raw.quarantine where source = 'ledger_purchases'") == [
@@ -49,6 +50,63 @@ def test_a_quarantined_capacity_purchase_leaves_compute_unpriced_not_zero(tmp_pa
     runs = query(warehouse, "select compute_cost, has_unpriced_month from marts.fct_runs where batch_id = 'B-7'")
     assert runs and all(cost is None and flagged for cost, flagged in runs)
 
+    # The full cost (R9): B-7's owned GPU time has no cost line amount, so its compute and total are null and
+    # flagged, never the priced part (labour, services, storage) shown as the total. Its occupied owned GPU-hours
+    # from the demo's scheduler: 8 GPUs x 2 h + 16 x 4 h + 16 x 6 h + 8 x 1 h + 8 x 0.5 h = 188.
+    full = {
+        r[0]: r[1:]
+        for r in query(
+            warehouse,
+            "select batch_id, compute_cost, total_cost, total_cost_low, total_cost_high, is_unpriced, "
+            "unpriced_gpu_hours, labour_cost, services_cost from marts.fct_batch_costs",
+        )
+    }
+    compute, total, low, high, unpriced, unpriced_hours, labour, services = full["B-7"]
+    assert (compute, total, low, high, unpriced) == (None, None, None, None, True)
+    assert unpriced_hours == Decimal("188.0000")
+    assert labour > 0 and services > 0
+    assert query(
+        warehouse,
+        "select count(*), sum(gpu_hours) from marts.fct_cost_lines "
+        "where batch_id = 'B-7' and is_unpriced and amount is null",
+    ) == [
+        (
+            query(warehouse, "select count(*) from marts.fct_cost_lines where batch_id = 'B-7' and is_unpriced")[0][0],
+            Decimal("188.0000"),
+        )
+    ]
+    # B-10 ran on rented cloud GPUs: its bill prices its full cost.
+    assert full["B-10"][0] is not None and full["B-10"][1] is not None and full["B-10"][4] is False
+    assert full["B-10"][5] == 0
+
+    budget = {
+        r[0]: r[1:]
+        for r in query(
+            warehouse,
+            "select batch_id, actual_cost, variance, variance_pct, over_boundary, is_unpriced "
+            "from marts.fct_batch_budget",
+        )
+    }
+    assert budget["B-7"] == (None, None, None, None, True)
+    assert budget["B-10"][0] == full["B-10"][1] and budget["B-10"][4] is False
+
+    failures = query(
+        warehouse,
+        "select failed_compute_cost, is_unpriced, unpriced_gpu_hours from "
+        "marts.fct_batch_failures where batch_id = 'B-7'",
+    )
+    assert failures and all(cost is None and flagged and hours > 0 for cost, flagged, hours in failures)
+    rounds = query(
+        warehouse, "select compute_cost, is_unpriced from intermediate.int_batch_rounds_costed where batch_id = 'B-7'"
+    )
+    assert rounds and all(cost is None and flagged for cost, flagged in rounds)
+    history = query(
+        warehouse,
+        "select total_cost, is_unpriced, unpriced_gpu_hours from "
+        "marts.fct_batch_cost_history where batch_id = 'B-7' and is_latest",
+    )
+    assert history == [(None, True, Decimal("188.0000"))]
+
     out = io.StringIO()
     report(warehouse, out)
     summary = [line for line in out.getvalue().splitlines() if line.startswith("Unpriced months")]
@@ -61,6 +119,9 @@ def test_the_demo_has_no_unpriced_month(demo_run):
     assert demo_run.succeeded
     assert demo_run.query("select count(*) from marts.fct_gpu_hour_price where is_unpriced") == [(0,)]
     assert demo_run.query("select count(*) from marts.fct_batch_compute where is_unpriced or compute_cost is null") == [
+        (0,)
+    ]
+    assert demo_run.query("select count(*) from marts.fct_batch_costs where is_unpriced or total_cost is null") == [
         (0,)
     ]
     out = io.StringIO()

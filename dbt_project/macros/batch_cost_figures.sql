@@ -16,3 +16,10 @@
         'cloud_compute_cost', 'pending_cost', 'labour_people'
     ]) }}
 {% endmacro %}
+
+{#- Full-cost figures added to the snapshot after versions were written (R16), with their value in those versions:
+    hashed only when they differ from it (insert_only_snapshot's appended), so adding them wrote no new version.
+    A batch with unpriced owned compute has a null compute and total cost (no silent zero). -#}
+{% macro batch_appended_cost_figures() %}
+    {{ return({'is_unpriced': 'false', 'unpriced_gpu_hours': '0'}) }}
+{% endmacro %}

@@ -5,16 +5,24 @@
     keys     the columns that name one snapshotted thing (e.g. ['batch_id'])
     traced   the version columns kept and compared (contract, config, data version)
     figures  the figure columns kept and compared
+    appended figures added after versions were already written: a mapping column -> its value in every version
+             written before the column existed (e.g. {'is_unpriced': 'false'}). Kept and compared like figures,
+             but hashed only when they differ from that value, so that adding one writes no new version by itself.
 
     A run appends a row for a key only when its traced versions or figures differ from the key's latest snapshot
     (content_hash); earlier versions are never updated or deleted. Each appended row records the hash of every
     input file (sha256) of the run that produced it.
 -#}
-{% macro insert_only_snapshot(current, keys, traced, figures) %}
+{% macro insert_only_snapshot(current, keys, traced, figures, appended={}) %}
 {%- set parts = [] %}
 {%- for column in traced + figures %}
     {%- do parts.append("coalesce(cast(" ~ column ~ " as " ~ dbt.type_string() ~ "), '-')") %}
     {%- do parts.append("'|'") %}
+{%- endfor %}
+{%- for column, unchanged in appended.items() %}
+    {%- do parts.append("case when " ~ column ~ " = " ~ unchanged ~ " then '' else "
+                        ~ dbt.concat(["coalesce(cast(" ~ column ~ " as " ~ dbt.type_string() ~ "), '-')", "'|'"])
+                        ~ " end") %}
 {%- endfor %}
 {%- set key_list = keys | join(', ') %}
 snapshot_inputs as (
@@ -75,7 +83,7 @@ select
     {%- endfor %}
     snapshot_inputs.inputs_hash,
     changed.content_hash,
-    {%- for column in figures %}
+    {%- for column in figures + (appended | list) %}
     changed.{{ column }}{% if not loop.last %},{% endif %}
     {%- endfor %}
 from changed

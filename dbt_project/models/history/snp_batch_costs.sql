@@ -4,9 +4,11 @@
 -- contract version or config/data versions differ from the batch's latest version; earlier versions are never
 -- updated or deleted. Each version records the input files (sha256) of the run that produced it. The figures
 -- are the compute bill's (fct_batch_compute) and the full cost's (fct_batch_costs); a figure added later appears
--- as a new column, null in the versions written before it (on_schema_change: append_new_columns).
+-- as a new column, null in the versions written before it (on_schema_change: append_new_columns); one added after
+-- versions were written (is_unpriced, unpriced_gpu_hours) is hashed only when it differs from its value in them.
 {%- set figures = batch_cost_figures() %}
 {%- set full_figures = batch_full_cost_figures() %}
+{%- set appended = batch_appended_cost_figures() %}
 
 with current_figures as (
     select
@@ -17,7 +19,7 @@ with current_figures as (
         {%- for column in figures %}
         compute.{{ column }},
         {%- endfor %}
-        {%- for column in full_figures %}
+        {%- for column in full_figures + (appended | list) %}
         full_costs.{{ column }}{% if not loop.last %},{% endif %}
         {%- endfor %}
     from {{ ref('fct_batch_costs') }} as full_costs
@@ -26,4 +28,4 @@ with current_figures as (
 ),
 
 {{ insert_only_snapshot('current_figures', ['batch_id'], ['contract_version', 'config_version', 'data_version'],
-                        figures + full_figures) }}
+                        figures + full_figures, appended) }}

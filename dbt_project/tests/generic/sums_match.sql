@@ -3,17 +3,25 @@
     compare_model (for example every batch's compute cost adds up to the cost of all runs). Returns one row,
     with both totals, when they differ by more than tolerance; an empty model counts as a total of zero.
     Money compares exactly (tolerance 0); hours rounded per row to 4 decimals may need a small tolerance.
+    The test's own `where` (config) filters the model's rows; compare_where filters the compare model's rows and
+    may name model_rows, the model's rows after that filter (for example "batch_id in (select batch_id from
+    model_rows)" when the model leaves out the batches whose cost is null because they are unpriced).
 -#}
-{% test sums_match(model, column_name, compare_model, compare_column, tolerance=0) %}
+{% test sums_match(model, column_name, compare_model, compare_column, tolerance=0, compare_where='1 = 1') %}
 
-with model_total as (
+with model_rows as (
+    select * from {{ model }}
+),
+
+model_total as (
     select coalesce(sum({{ column_name }}), 0) as total
-    from {{ model }}
+    from model_rows
 ),
 
 compare_total as (
     select coalesce(sum({{ compare_column }}), 0) as total
     from {{ compare_model }}
+    where {{ compare_where }}
 )
 
 select

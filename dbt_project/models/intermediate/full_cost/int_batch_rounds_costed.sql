@@ -3,13 +3,15 @@
 -- the previous round. rounds_without_evidence_streak counts consecutive rounds up to this one without new evidence;
 -- rising_cost_without_evidence_streak counts consecutive rounds whose cost rose and that produced no new evidence
 -- (the stop signal's input: cost rising round after round without new evidence). compute_cost sums the jobs'
--- already-rounded DECIMAL(18,2) costs, so no further rounding happens here.
+-- already-rounded DECIMAL(18,2) costs, so no further rounding happens here. A round with an unpriced job (no internal
+-- GPU-hour price for its month) has a null compute_cost and is_unpriced, never 0 or the sum of its priced jobs.
 with rounds as (
     select * from {{ ref('stg_registry__rounds') }}
 ),
 
 jobs as (
-    select batch_id, start_at, occupied_gpu_seconds, compute_cost from {{ ref('int_jobs_costed') }}
+    select batch_id, start_at, occupied_gpu_seconds, compute_cost, has_unpriced_month, unpriced_gpu_seconds
+    from {{ ref('int_jobs_costed') }}
 ),
 
 round_jobs as (
@@ -21,7 +23,10 @@ round_jobs as (
         rounds.evidence,
         count(jobs.start_at) as jobs,
         coalesce(sum(jobs.occupied_gpu_seconds), 0) as occupied_gpu_seconds,
-        coalesce(sum(jobs.compute_cost), cast(0 as decimal(18, 2))) as compute_cost
+        case when max(case when jobs.has_unpriced_month then 1 else 0 end) = 1 then null
+            else coalesce(sum(jobs.compute_cost), cast(0 as decimal(18, 2))) end as compute_cost,
+        max(case when jobs.has_unpriced_month then 1 else 0 end) = 1 as is_unpriced,
+        coalesce(sum(jobs.unpriced_gpu_seconds), 0) as unpriced_gpu_seconds
     from rounds
     left join jobs
         on jobs.batch_id = rounds.batch_id
@@ -66,6 +71,8 @@ select
     jobs,
     cast(occupied_gpu_seconds / 3600.0 as decimal(18, 4)) as occupied_gpu_hours,
     cast(compute_cost as decimal(18, 2)) as compute_cost,
+    is_unpriced,
+    cast(unpriced_gpu_seconds / 3600.0 as decimal(18, 4)) as unpriced_gpu_hours,
     has_new_evidence,
     evidence,
     cast(previous_round_cost as decimal(18, 2)) as previous_round_cost,

@@ -7,6 +7,9 @@
 -- the batch's contract gives its category; external services are billed invoices or pending accruals with a range.
 -- rerun_amount is the part of a compute row spent on reruns, already inside amount. Rows not tied to a phase carry
 -- phase 'batch_level'. Amounts are unrounded here: fct_cost_lines rounds each line to the cent once.
+-- No silent zero: owned compute in a month without an internal GPU-hour price (int_job_months_costed.is_unpriced)
+-- is a row too, with its GPU-hours, a null amount (and range, and rerun_amount for a rerun) and is_unpriced true,
+-- so that every total built on it is null and flagged rather than the sum of the priced part.
 with jobs as (
     select costed.job_id, costed.is_rerun, reviewed.review_class
     from {{ ref('int_jobs_costed') }} as costed
@@ -31,10 +34,11 @@ owned_compute as (
         costs.occupied_gpu_seconds / 3600.0 as gpu_hours,
         0 as labour_hours,
         cast(null as {{ dbt.type_string() }}) as person_key,
-        false as is_correction
+        false as is_correction,
+        costs.is_unpriced
     from {{ ref('int_job_months_costed') }} as costs
     inner join jobs on costs.job_id = jobs.job_id
-    where costs.cost_source = 'owned_capacity' and not costs.is_unpriced
+    where costs.cost_source = 'owned_capacity'
 ),
 
 cloud as (
@@ -55,7 +59,8 @@ cloud as (
         0 as gpu_hours,
         0 as labour_hours,
         cast(null as {{ dbt.type_string() }}) as person_key,
-        charges.is_correction
+        charges.is_correction,
+        false as is_unpriced
     from {{ ref('int_focus_charges_attributed') }} as charges
     left join jobs on charges.job_id = jobs.job_id
 ),
@@ -78,7 +83,8 @@ storage as (
         0 as gpu_hours,
         0 as labour_hours,
         cast(null as {{ dbt.type_string() }}) as person_key,
-        false as is_correction
+        false as is_correction,
+        false as is_unpriced
     from {{ ref('int_storage_objects_costed') }}
     where not is_unpriced
 ),
@@ -101,7 +107,8 @@ labour as (
         0 as gpu_hours,
         labour.hours as labour_hours,
         labour.person_key,
-        false as is_correction
+        false as is_correction,
+        false as is_unpriced
     from {{ ref('int_labour_costed') }} as labour
     {{ join_contract_enumeration('labour_review', 'review_labour_category', 'labour.contract_version',
                                  code='labour.category') }}
@@ -125,7 +132,8 @@ services as (
         0 as gpu_hours,
         0 as labour_hours,
         cast(null as {{ dbt.type_string() }}) as person_key,
-        false as is_correction
+        false as is_correction,
+        false as is_unpriced
     from {{ ref('int_service_invoices_costed') }}
 )
 

@@ -2,7 +2,9 @@
 -- full cost to date (fct_batch_costs.total_cost, refreshed nightly), the variance and whether it passes the
 -- batch's boundary (either way: an underspend beyond it needs explaining too); trial rounds against the maximum;
 -- a stop signal when the last stop_signal_rounds rounds (contract) each cost more than the round before and
--- none produced new evidence; and the review's split of the actual cost into its classes.
+-- none produced new evidence; and the review's split of the actual cost into its classes. A batch with unpriced
+-- compute (fct_batch_costs.is_unpriced) has a null actual cost, so a null variance and over_boundary (unknown, not
+-- false), and a null cost for each review class holding an unpriced line - never a partial sum.
 with batches as (
     select * from {{ ref('stg_registry__batches') }}
 ),
@@ -18,10 +20,14 @@ compute as (
 review as (
     select
         batch_id,
-        sum(case when review_class = 'reasonable_exploration' then amount else 0 end) as exploration_cost,
-        sum(case when review_class = 'unforeseeable_failure' then amount else 0 end) as unforeseeable_failure_cost,
-        sum(case when review_class = 'avoidable_rework' then amount else 0 end) as avoidable_rework_cost,
-        sum(case when review_class = 'planned_work' then amount else 0 end) as planned_work_cost
+        {%- for review_class, column in [('reasonable_exploration', 'exploration_cost'),
+                                         ('unforeseeable_failure', 'unforeseeable_failure_cost'),
+                                         ('avoidable_rework', 'avoidable_rework_cost'),
+                                         ('planned_work', 'planned_work_cost')] %}
+        case when max(case when review_class = '{{ review_class }}' and is_unpriced then 1 else 0 end) = 0
+            then sum(case when review_class = '{{ review_class }}' then amount else 0 end) end as {{ column }}
+            {%- if not loop.last %},{% endif %}
+        {%- endfor %}
     from {{ ref('fct_cost_lines') }}
     group by batch_id
 ),
@@ -64,13 +70,15 @@ joined as (
         costs.total_cost as actual_cost,
         compute.occupied_gpu_hours as actual_gpu_hours,
         costs.labour_people,
+        costs.is_unpriced,
         coalesce(round_totals.rounds_run, 0) as rounds_run,
         coalesce(round_totals.rising_without_evidence, 0) as rising_without_evidence,
         round_totals.stop_signal_rounds,
-        coalesce(review.exploration_cost, 0) as exploration_cost,
-        coalesce(review.unforeseeable_failure_cost, 0) as unforeseeable_failure_cost,
-        coalesce(review.avoidable_rework_cost, 0) as avoidable_rework_cost,
-        coalesce(review.planned_work_cost, 0) as planned_work_cost
+        case when review.batch_id is null then 0 else review.exploration_cost end as exploration_cost,
+        case when review.batch_id is null then 0 else review.unforeseeable_failure_cost end
+            as unforeseeable_failure_cost,
+        case when review.batch_id is null then 0 else review.avoidable_rework_cost end as avoidable_rework_cost,
+        case when review.batch_id is null then 0 else review.planned_work_cost end as planned_work_cost
     from batches
     inner join costs on batches.batch_id = costs.batch_id
     left join compute on batches.batch_id = compute.batch_id
@@ -88,8 +96,8 @@ select
         then cast(round((actual_cost - budget_cost) * 100.0 / budget_cost, 2) as decimal(18, 2))
     end as variance_pct,
     cast(variance_boundary_pct as decimal(18, 2)) as variance_boundary_pct,
-    coalesce(budget_cost > 0 and variance_boundary_pct is not null
-        and abs(actual_cost - budget_cost) * 100.0 > variance_boundary_pct * budget_cost, false) as over_boundary,
+    case when actual_cost is not null then coalesce(budget_cost > 0 and variance_boundary_pct is not null
+        and abs(actual_cost - budget_cost) * 100.0 > variance_boundary_pct * budget_cost, false) end as over_boundary,
     cast(budget_gpu_hours as decimal(18, 4)) as budget_gpu_hours,
     cast(coalesce(actual_gpu_hours, 0) as decimal(18, 4)) as actual_gpu_hours,
     cast(max_trial_rounds as bigint) as max_trial_rounds,
@@ -107,5 +115,6 @@ select
     cast(unforeseeable_failure_cost as decimal(18, 2)) as unforeseeable_failure_cost,
     cast(avoidable_rework_cost as decimal(18, 2)) as avoidable_rework_cost,
     cast(planned_work_cost as decimal(18, 2)) as planned_work_cost,
-    cast(labour_people as bigint) as labour_people
+    cast(labour_people as bigint) as labour_people,
+    is_unpriced
 from joined

@@ -1,6 +1,9 @@
 -- Every snapshot version of every batch's figures (R16), oldest first, with the columns that changed since the
 -- version before. fct_batch_compute and fct_batch_costs show the latest figures; this mart shows how they got there.
-{%- set figures = batch_cost_figures() + batch_full_cost_figures() %}
+-- A figure appended to the snapshot later (batch_appended_cost_figures) is null in the versions written before it,
+-- where it held its first value (not unpriced, 0 unpriced GPU-hours): that is not counted as a change.
+{%- set appended = batch_appended_cost_figures() %}
+{%- set figures = batch_cost_figures() + batch_full_cost_figures() + (appended | list) %}
 {%- set compared = ['contract_version', 'config_version', 'data_version'] + figures %}
 
 with snapshots as (
@@ -12,8 +15,14 @@ pairs as (
         current_version.batch_id,
         current_version.snapshot_version,
         {%- for column in compared %}
+        {%- if column in appended %}
+        {#- null in a version written before the column was kept: it held the column's first value then #}
+        coalesce(current_version.{{ column }}, {{ appended[column] }}) as current_{{ loop.index }},
+        coalesce(previous_version.{{ column }}, {{ appended[column] }}) as previous_{{ loop.index }}
+        {%- else %}
         current_version.{{ column }} as current_{{ loop.index }},
-        previous_version.{{ column }} as previous_{{ loop.index }}{% if not loop.last %},{% endif %}
+        previous_version.{{ column }} as previous_{{ loop.index }}
+        {%- endif %}{% if not loop.last %},{% endif %}
         {%- endfor %}
     from snapshots as current_version
     inner join snapshots as previous_version

@@ -2,6 +2,13 @@
 -- sums of its lines in fct_cost_lines. total_cost = compute + storage + labour + services; rerun_cost is the
 -- part of compute_cost spent on reruns, shown apart and not added again. Cloud lines count at EffectiveCost.
 -- The evidence columns split total_cost by evidence level; low/high add up each line's range.
+-- No silent zero: a batch with an unpriced owned compute line (no internal GPU-hour price for its month) has
+-- is_unpriced and unpriced_gpu_hours, and a null compute_cost, owned_compute_cost, rerun_cost, total_cost (low,
+-- high) and measured_cost - never the sum of the priced lines shown as a total. Its storage, labour, services and
+-- cloud compute stay, as do the billed, assumed and pending parts.
+{%- set unpriced_nulls = ['compute_cost', 'owned_compute_cost', 'rerun_cost', 'total_cost', 'total_cost_low',
+                          'total_cost_high', 'measured_cost'] %}
+
 with lines as (
     select * from {{ ref('fct_cost_lines') }}
 ),
@@ -31,7 +38,9 @@ totals as (
         sum(case when evidence_level = 'measured' then amount else 0 end) as measured_cost,
         sum(case when evidence_level = 'assumed' then amount else 0 end) as assumed_cost,
         sum(case when evidence_level = 'pending' then amount else 0 end) as pending_cost,
-        max(case when has_correction then 1 else 0 end) = 1 as has_correction
+        max(case when has_correction then 1 else 0 end) = 1 as has_correction,
+        max(case when is_unpriced then 1 else 0 end) = 1 as is_unpriced,
+        sum(case when is_unpriced then gpu_hours else 0 end) as unpriced_gpu_hours
     from lines
     group by batch_id
 ),
@@ -43,30 +52,28 @@ batches as (
 select
     batches.batch_id,
     batches.contract_version,
-    cast(coalesce(totals.compute_cost, 0) as decimal(18, 2)) as compute_cost,
-    cast(coalesce(totals.owned_compute_cost, 0) as decimal(18, 2)) as owned_compute_cost,
-    cast(coalesce(totals.cloud_compute_cost, 0) as decimal(18, 2)) as cloud_compute_cost,
-    cast(coalesce(totals.storage_cost, 0) as decimal(18, 2)) as storage_cost,
-    cast(coalesce(totals.labour_cost, 0) as decimal(18, 2)) as labour_cost,
-    cast(coalesce(totals.services_cost, 0) as decimal(18, 2)) as services_cost,
-    cast(coalesce(totals.rerun_cost, 0) as decimal(18, 2)) as rerun_cost,
-    cast(coalesce(totals.total_cost, 0) as decimal(18, 2)) as total_cost,
-    cast(coalesce(totals.total_cost_low, 0) as decimal(18, 2)) as total_cost_low,
-    cast(coalesce(totals.total_cost_high, 0) as decimal(18, 2)) as total_cost_high,
-    cast(coalesce(totals.billed_cost, 0) as decimal(18, 2)) as billed_cost,
-    cast(coalesce(totals.measured_cost, 0) as decimal(18, 2)) as measured_cost,
-    cast(coalesce(totals.assumed_cost, 0) as decimal(18, 2)) as assumed_cost,
-    cast(coalesce(totals.pending_cost, 0) as decimal(18, 2)) as pending_cost,
+    {%- for column in ['compute_cost', 'owned_compute_cost', 'cloud_compute_cost', 'storage_cost', 'labour_cost',
+                       'services_cost', 'rerun_cost', 'total_cost', 'total_cost_low', 'total_cost_high',
+                       'billed_cost', 'measured_cost', 'assumed_cost', 'pending_cost'] %}
+    {%- if column in unpriced_nulls %}
+    case when not coalesce(totals.is_unpriced, false)
+        then cast(coalesce(totals.{{ column }}, 0) as decimal(18, 2)) end as {{ column }},
+    {%- else %}
+    cast(coalesce(totals.{{ column }}, 0) as decimal(18, 2)) as {{ column }},
+    {%- endif %}
+    {%- endfor %}
     case
-        when coalesce(totals.total_cost, 0) = 0 then 'none'
+        when coalesce(totals.total_cost, 0) = 0 and not coalesce(totals.is_unpriced, false) then 'none'
         when totals.pending_cost <> 0 then 'pending'
         when totals.assumed_cost <> 0 then 'assumed'
-        when totals.measured_cost <> 0 then 'measured'
+        when totals.measured_cost <> 0 or totals.is_unpriced then 'measured'
         else 'billed'
     end as weakest_evidence_level,
     cast(coalesce(people.labour_hours, 0) as decimal(18, 2)) as labour_hours,
     cast(coalesce(people.labour_people, 0) as bigint) as labour_people,
-    coalesce(totals.has_correction, false) as has_correction
+    coalesce(totals.has_correction, false) as has_correction,
+    coalesce(totals.is_unpriced, false) as is_unpriced,
+    cast(coalesce(totals.unpriced_gpu_hours, 0) as decimal(18, 4)) as unpriced_gpu_hours
 from batches
 left join totals on batches.batch_id = totals.batch_id
 left join people on batches.batch_id = people.batch_id

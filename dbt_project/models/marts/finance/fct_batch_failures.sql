@@ -1,4 +1,6 @@
--- Failed GPU-hours per batch and termination category (R6), same-cause repeats apart from the rest.
+-- Failed GPU-hours per batch and termination category (R6), same-cause repeats apart from the rest. A group with an
+-- unpriced failed job (occupied time without an internal GPU-hour price) has a null failed_compute_cost, is_unpriced
+-- and unpriced_gpu_hours - never 0 or the sum of its priced jobs.
 with jobs as (
     select * from {{ ref('int_jobs_costed') }}
     where is_failed
@@ -13,6 +15,9 @@ select
     cast(sum(occupied_gpu_seconds) / 3600.0 as decimal(18, 4)) as failed_gpu_hours,
     cast(sum(case when is_repeated_same_cause then occupied_gpu_seconds else 0 end) / 3600.0 as decimal(18, 4))
         as repeated_same_cause_gpu_hours,
-    cast(sum(compute_cost) as decimal(18, 2)) as failed_compute_cost
+    case when max(case when has_unpriced_month then 1 else 0 end) = 0
+        then cast(sum(compute_cost) as decimal(18, 2)) end as failed_compute_cost,
+    max(case when has_unpriced_month then 1 else 0 end) = 1 as is_unpriced,
+    cast(sum(unpriced_gpu_seconds) / 3600.0 as decimal(18, 4)) as unpriced_gpu_hours
 from jobs
 group by batch_id, termination_category
