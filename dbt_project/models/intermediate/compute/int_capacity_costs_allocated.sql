@@ -8,7 +8,7 @@ with prices as (
         month_start,
         available_gpu_seconds,
         cast((depreciation_cost + facility_cost) * 100 as bigint) as capacity_cost_cents
-    from {{ ref('int_gpu_hour_prices_monthly') }}
+    from {{ ref('int_gpu_hour_prices_derived') }}
     where available_gpu_seconds > 0
 ),
 

@@ -13,7 +13,7 @@ allocation as (
 ),
 
 prices as (
-    select month_start, price_per_available_gpu_hour from {{ ref('int_gpu_hour_prices_monthly') }}
+    select month_start, price_per_available_gpu_hour from {{ ref('int_gpu_hour_prices_derived') }}
 ),
 
 cloud_charges as (

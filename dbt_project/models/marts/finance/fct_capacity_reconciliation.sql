@@ -3,7 +3,7 @@
 -- owned GPUs) and idle capacity from the allocation; unreconciled_cost other than 0.00 would show an
 -- allocation that lost or invented money.
 with prices as (
-    select * from {{ ref('int_gpu_hour_prices_monthly') }}
+    select * from {{ ref('int_gpu_hour_prices_derived') }}
     where available_gpu_seconds > 0
 ),
 

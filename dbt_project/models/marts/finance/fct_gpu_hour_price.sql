@@ -2,7 +2,7 @@
 -- occupied owned GPUs while no owned capacity was in service has no price: it is unpriced, and its compute cost
 -- is null, never 0.00.
 with prices as (
-    select * from {{ ref('int_gpu_hour_prices_monthly') }}
+    select * from {{ ref('int_gpu_hour_prices_derived') }}
 ),
 
 usage as (
