@@ -30,20 +30,8 @@ def _step_snapshots(warehouse) -> list[tuple]:
         con.close()
 
 
-def test_a_late_file_adds_a_version_and_history_is_never_rewritten(demo_run, tmp_path):
-    landing = tmp_path / "landing"
-    shutil.copytree(demo_run.landing, landing)
-    warehouse = tmp_path / "warehouse.duckdb"
-    shutil.copyfile(demo_run.warehouse, warehouse)
-    first = _snapshots(warehouse)
-    assert [(r[0], r[1]) for r in first] == [("B-10", 1), ("B-7", 1), ("B-8", 1), ("unattributed", 1)]
-    first_steps = _step_snapshots(warehouse)
-    assert len(first_steps) == 13 + 20 + 30  # jobs 1002, 1003 and 2003, one version each
-    # A step's cost is its job's cost per allocated second x its seconds: 1002 cost 158.56 over 4 h, steps of 600 s.
-    step_one = demo_run.row("select step_cost from history.snp_step_costs where job_id = '1002' and step_number = 1")
-    assert step_one["step_cost"] == Decimal("6.6067")  # 158.56 x 600 / 14,400
-
-    # A late step record for B-7's retry job arrives the next night.
+def _deliver_late_step(landing) -> None:
+    """A late step record for B-7's retry job (1003, step 31, ten minutes) arrives the next night."""
     late = {
         "batch_id": "B-7",
         "job_id": "1003",
@@ -58,6 +46,22 @@ def test_a_late_file_adds_a_version_and_history_is_never_rewritten(demo_run, tmp
         "data_version": "prefs-2026-10",
     }
     (landing / "steps" / "steps_late.jsonl").write_text(json.dumps(late) + "\n", encoding="utf-8")
+
+
+def test_a_late_file_adds_a_version_and_history_is_never_rewritten(demo_run, tmp_path):
+    landing = tmp_path / "landing"
+    shutil.copytree(demo_run.landing, landing)
+    warehouse = tmp_path / "warehouse.duckdb"
+    shutil.copyfile(demo_run.warehouse, warehouse)
+    first = _snapshots(warehouse)
+    assert [(r[0], r[1]) for r in first] == [("B-10", 1), ("B-7", 1), ("B-8", 1), ("unattributed", 1)]
+    first_steps = _step_snapshots(warehouse)
+    assert len(first_steps) == 13 + 20 + 30  # jobs 1002, 1003 and 2003, one version each
+    # A step's cost is its job's cost per allocated second x its seconds: 1002 cost 158.56 over 4 h, steps of 600 s.
+    step_one = demo_run.row("select step_cost from history.snp_step_costs where job_id = '1002' and step_number = 1")
+    assert step_one["step_cost"] == Decimal("6.6067")  # 158.56 x 600 / 14,400
+
+    _deliver_late_step(landing)
     assert run_pipeline(landing, warehouse)
     second = _snapshots(warehouse)
     assert [(r[0], r[1]) for r in second] == [("B-10", 1), ("B-7", 1), ("B-7", 2), ("B-8", 1), ("unattributed", 1)]
@@ -144,20 +148,7 @@ def test_a_history_written_before_the_unpriced_columns_gets_them_without_a_new_v
     assert [r[:-2] for r in after] == before  # no new version, old ones byte-identical
     assert {r[-2:] for r in after} == {(None, None)}  # appended columns, null in versions written before
 
-    late = {
-        "batch_id": "B-7",
-        "job_id": "1003",
-        "step": 31,
-        "started_at": "2026-11-03T11:40:00",
-        "ended_at": "2026-11-03T11:50:00",
-        "committed": True,
-        "discarded_reason": None,
-        "samples": 512,
-        "tokens": 1_000_000,
-        "config_version": "rl-cfg-12",
-        "data_version": "prefs-2026-10",
-    }
-    (landing / "steps" / "steps_late.jsonl").write_text(json.dumps(late) + "\n", encoding="utf-8")
+    _deliver_late_step(landing)
     assert run_pipeline(landing, warehouse)
     con = duckdb.connect(str(warehouse), read_only=True)
     latest = con.execute(
