@@ -127,3 +127,39 @@ def test_the_demo_has_no_unpriced_month(demo_run):
     out = io.StringIO()
     report(demo_run.warehouse, out)
     assert "Unpriced months" not in out.getvalue()
+
+
+def test_a_batch_with_one_unpriced_month_is_null_and_the_night_still_passes(tmp_path):
+    """B-8's analysis job (2006: 8 GPUs x 0.5 h) moved to December 2025, before the owned servers were bought
+    (2026-01-01): that month has no price. B-8 is partly unpriced: its other phases keep their cost, the batch's
+    compute and total are null, and every reconciliation test still passes (the night succeeds)."""
+    landing = write_demo_landing(tmp_path / "landing")
+    sacct = landing / "scheduler" / "sacct_2026-11.txt"
+    lines = sacct.read_text(encoding="utf-8").splitlines(keepends=True)
+    moved = [line.replace("2026-11-07T0", "2025-12-07T0") if line.startswith("2006|") else line for line in lines]
+    assert moved != lines
+    sacct.write_text("".join(moved), encoding="utf-8")
+    warehouse = tmp_path / "warehouse.duckdb"
+    assert run_pipeline(landing, warehouse)
+
+    phases = {
+        phase: (cost, unpriced, hours)
+        for phase, cost, unpriced, hours in query(
+            warehouse,
+            "select phase, compute_cost, is_unpriced, unpriced_gpu_hours from marts.fct_phase_compute "
+            "where batch_id = 'B-8'",
+        )
+    }
+    assert phases["analysis"] == (None, True, Decimal("4.0000"))
+    assert phases["training"][0] is not None and phases["training"][1] is False
+    assert query(
+        warehouse,
+        "select compute_cost, is_unpriced, unpriced_gpu_hours from marts.fct_batch_compute where batch_id = 'B-8'",
+    ) == [(None, True, Decimal("4.0000"))]
+    assert query(warehouse, "select total_cost, is_unpriced from marts.fct_batch_costs where batch_id = 'B-8'") == [
+        (None, True)
+    ]
+    # B-7 is untouched: priced as on the demo night.
+    assert query(warehouse, "select compute_cost from marts.fct_batch_compute where batch_id = 'B-7'") == [
+        (Decimal("465.77"),)
+    ]
