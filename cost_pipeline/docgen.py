@@ -11,7 +11,7 @@ only files in the repository and keeps their order, so the same checkout always 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -19,6 +19,7 @@ import yaml
 
 from cost_pipeline.contract import Contract, load_contract
 from cost_pipeline.ingest.registry import render_inputs
+from cost_pipeline.markdown import table
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MARTS_DIR = REPO_ROOT / "dbt_project" / "models" / "marts"
@@ -30,17 +31,6 @@ END_MARKER = "<!-- end generated -->"
 class DocBlock(NamedTuple):
     file: str  # relative to the repository root
     render: Callable[[], str]
-
-
-def _cell(text: Any) -> str:
-    """One Markdown table cell: whitespace folded to single spaces, pipes escaped."""
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
-def _table(headings: list[str], rows: Iterable[list[Any]]) -> list[str]:
-    lines = ["| " + " | ".join(headings) + " |", "|" + "---|" * len(headings)]
-    lines += ["| " + " | ".join(_cell(value) for value in row) + " |" for row in rows]
-    return lines
 
 
 def _number(value: Any) -> str:
@@ -76,7 +66,7 @@ def render_marts() -> str:
                 [f"`{c['name']}`", *([c.get("data_type", "")] if typed else []), c.get("description", "")]
                 for c in columns
             )
-            lines += [*_table(headings, rows), ""]
+            lines += [*table(headings, rows), ""]
     return "\n".join(lines)
 
 
@@ -108,9 +98,9 @@ def render_contract() -> str:
         for name, rows in enumerations.items():
             shown = [column for column in _ENUMERATION_COLUMNS if any(row[column] is not None for row in rows)]
             body = ([f"`{row['code']}`", *("" if row[c] is None else _number(row[c]) for c in shown)] for row in rows)
-            lines += [f"`{name}`:", "", *_table(["code", *shown], body), ""]
+            lines += [f"`{name}`:", "", *table(["code", *shown], body), ""]
         lines += ["#### Numeric parameters", ""]
-        lines += _table(
+        lines += table(
             ["name", "value"], ([f"`{row['name']}`", _number(row["value"])] for row in contract.parameter_rows())
         )
         lines.append("")

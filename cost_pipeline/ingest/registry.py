@@ -27,6 +27,7 @@ from cost_pipeline.ingest import (
 )
 from cost_pipeline.ingest.lib.source import Source
 from cost_pipeline.ingest.lib.warehouse import BOOKKEEPING_TABLES, IngestReport
+from cost_pipeline.markdown import table
 
 SYSTEMS = (batches, scheduler, telemetry, training, finance, billing, timesheets, serving, storage)
 
@@ -74,18 +75,11 @@ def unread_files(landing_dir: Path) -> list[Path]:
     return sorted(p for p in landing_dir.rglob("*") if p.is_file() and p not in claimed)
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
 def render_inputs() -> str:
     """The markdown table of every landing source, one row each, from the registry."""
-    lines = [
-        "| folder | files | formats | input | raw table | loader | options | what the files hold |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for source in SOURCES.values():
-        cells = [
+    headings = ["folder", "files", "formats", "input", "raw table", "loader", "options", "what the files hold"]
+    rows = (
+        [
             f"`{source.folder}/`",
             ", ".join(f"`{p}`" for p in source.patterns),
             ", ".join(source.formats()),
@@ -95,5 +89,6 @@ def render_inputs() -> str:
             ", ".join(f"`{o}`" for o in source.option_names()),
             source.description,
         ]
-        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-    return "\n".join(lines) + "\n"
+        for source in SOURCES.values()
+    )
+    return "\n".join(table(headings, rows)) + "\n"
