@@ -178,7 +178,8 @@ def _stage_exposition(con: duckdb.DuckDBPyConnection, path: Path, _blank_lines: 
             from text_lines where trim(text) <> '' and not starts_with(ltrim(text), '#')
         )
         select line, metric, value,
-               coalesce(cast(make_timestamp(try_cast(milliseconds as bigint) * 1000) as varchar), cast(? as varchar)) as "timestamp",
+               coalesce(cast(make_timestamp(try_cast(milliseconds as bigint) * 1000) as varchar),
+                        cast(? as varchar)) as "timestamp",
                coalesce({_label("hostname")}, {_label("Hostname")}) as hostname,
                {_label("gpu")} as gpu,
                {job_from_labels(_label("hpc_job"), _label("pod"))} as job_id,
@@ -206,6 +207,7 @@ DCGM_SCRAPES = Source(
         _stage_exposition,
         # Two scrapes may hold the same bytes (an idle node, no timestamps): the time in the name tells them apart.
         identity=lambda path: file_name_time(path) or "",
+        parquet=False,
     ),
     text_format="Prometheus text exposition",
 )
@@ -273,7 +275,11 @@ PROMETHEUS_RANGES = Source(
     ("*.json",),
     "Prometheus/Thanos range-query responses (/api/v1/query_range), pivoted to one row per GPU and instant",
     InDatabaseSource(
-        DEVICE_SAMPLE_COLUMNS, _typed_select(), [*_RANGE_RULES, *presence_rules(), *_RULES], _stage_range_query
+        DEVICE_SAMPLE_COLUMNS,
+        _typed_select(),
+        [*_RANGE_RULES, *presence_rules(), *_RULES],
+        _stage_range_query,
+        parquet=False,
     ),
 )
 SOURCES = (DEVICE_SAMPLES, DCGM_SCRAPES, PROMETHEUS_RANGES)
