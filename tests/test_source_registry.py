@@ -48,11 +48,19 @@ def test_a_source_reads_parquet_exactly_when_a_pattern_admits_it():
         assert source.requirements[0].startswith("I"), f"{source.name}: the DOMAIN input comes first"
 
 
+# Sources the demo night does not write: the tools' own telemetry formats, loaded from real public samples in
+# tests/test_telemetry_formats.py (the demo writes the wide format, so its figures stay as they were).
+NOT_IN_DEMO = {"device_samples_dcgm", "device_samples_prometheus"}
+
+
 def test_every_demo_file_belongs_to_one_source_and_is_the_file_its_loader_reads(tmp_path):
     landing = write_demo_landing(tmp_path / "landing")
     claimed: dict[str, list[str]] = {}
     for name, source in SOURCES.items():
         files = source.files(landing)
+        if name in NOT_IN_DEMO:
+            assert not files, f"{name} is in the demo now: drop it from NOT_IN_DEMO"
+            continue
         assert files, f"the demo landing has no file for {name} ({source.files_text()})"
         for path in files:
             claimed.setdefault(path.relative_to(landing).as_posix(), []).append(name)
@@ -69,7 +77,8 @@ def test_every_demo_file_belongs_to_one_source_and_is_the_file_its_loader_reads(
         reports = {name: load_source(con, landing, source, contract) for name, source in SOURCES.items()}
     finally:
         con.close()
-    assert all(report.conserved and report.rows_staged > 0 for report in reports.values())
+    assert all(report.conserved for report in reports.values())
+    assert all(report.rows_staged > 0 for name, report in reports.items() if name not in NOT_IN_DEMO)
     ledger = query(warehouse, "select source, source_file from raw.ingested_files")
     assert sorted(ledger) == sorted((names[0], f) for f, names in claimed.items())
 

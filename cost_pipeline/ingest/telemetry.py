@@ -1,5 +1,15 @@
 """Telemetry (I2): DCGM device samples, file -> DuckDB directly, validated inside the database.
 
+Three formats, each a source of its own, all staged into one shape (``stg_telemetry__device_samples``):
+
+- the wide CSV/Parquet (``device_samples``), the documented normalised format: one row per GPU and instant;
+- dcgm-exporter scrapes (``device_samples_dcgm``, ``*.prom``): the Prometheus text exposition format as
+  ``curl localhost:9400/metrics`` returns it, one file per scrape or many appended;
+- Prometheus/Thanos range queries (``device_samples_prometheus``, ``*.json``): the ``/api/v1/query_range``
+  response, one series per metric and GPU; one file may hold several metrics.
+
+The last two hold one value per metric, GPU and instant; ``lib/metric_series.py`` pivots them into the wide shape.
+
 A 5,120-GPU cluster at 1 Hz writes 442 million rows a day, so samples never pass through pandas. They load
 through the shared in-database path (``in_database.py``): each file is read as text into a temporary table
 (DuckDB's reject store catches structurally broken lines with their line numbers), every value is cast with
@@ -10,6 +20,7 @@ the ledger records it as a duplicate.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -24,9 +35,10 @@ from cost_pipeline.ingest.lib.in_database import (
     stage_csv,
     stage_parquet,
 )
+from cost_pipeline.ingest.lib.metric_series import job_from_labels, line_rules, pivot, presence_rules
 from cost_pipeline.ingest.lib.records import FileRejected, Rejection
 from cost_pipeline.ingest.lib.source import Source
-from cost_pipeline.ingest.lib.warehouse import IngestReport, quote
+from cost_pipeline.ingest.lib.warehouse import IngestReport, file_pattern, quote
 
 # (rule, condition that breaks it, message); evaluated in order, the first broken rule is recorded.
 _RULES: list[Rule] = [
@@ -102,7 +114,175 @@ DEVICE_SAMPLES = Source(
     "Per-GPU DCGM samples",
     InDatabaseSource(DEVICE_SAMPLE_COLUMNS, _typed_select(), _RULES, _stage),
 )
-SOURCES = (DEVICE_SAMPLES,)
+
+# --- dcgm-exporter scrapes: the Prometheus text exposition format -------------------------------------------------
+# A sample line: name, optional {labels}, value, optional timestamp in milliseconds since the epoch.
+# Label names as dcgm-exporter writes them may hold a hyphen (its render test writes test-uuid="...").
+_SAMPLE_LINE = (
+    r"^\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*"
+    r'(\{(?:\s*[a-zA-Z_][a-zA-Z0-9_-]*\s*=\s*"(?:[^"\\]|\\.)*"\s*,?)*\s*\})?'
+    r"\s+(\S+)(\s+(-?[0-9]+))?\s*$"
+)
+# The scrape time a file's name gives, for lines without their own: 2026-11-30T12-00-05Z, 2026-11-30T12:00:05Z or
+# 20261130T120005Z (UTC). A file's modification time is not used: a copy or a sync rewrites it.
+_NAME_TIME = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})T(\d{2})[-:]?(\d{2})[-:]?(\d{2})Z", re.ASCII)
+_EXPOSITION_RULES = line_rules(
+    [
+        (
+            "exposition.line",
+            "line is not a metric sample such as "
+            'DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="0",hostname="node-01",hpc_job="1234"} 0.93 1796032800000',
+        ),
+        (
+            "exposition.timestamp",
+            "sample has no timestamp (milliseconds after the value) and the file name gives no scrape time "
+            "such as node-01_2026-11-30T12-00-05Z.prom",
+        ),
+        ("exposition.value", "value is not a number such as 0.93"),
+        (
+            "exposition.repeated",
+            "metric repeats for this GPU and instant (scrapes appended without their timestamps?)",
+        ),
+    ]
+)
+
+
+def file_name_time(path: Path) -> str | None:
+    """The UTC scrape time in a file's name (``node-01_2026-11-30T12-00-05Z.prom``), as ISO text; None: none."""
+    found = _NAME_TIME.search(path.name)
+    if found is None:
+        return None
+    year, month, day, hour, minute, second = found.groups()
+    return f"{year}-{month}-{day} {hour}:{minute}:{second}"
+
+
+def _label(name: str) -> str:
+    """A label's value from the ``labels`` text (``{a="1", b="2"}``); null when absent or empty."""
+    return f"""nullif(regexp_extract(labels, '[{{,]\\s*{name}="([^"]*)"', 1), '')"""
+
+
+def _stage_exposition(con: duckdb.DuckDBPyConnection, path: Path, _blank_lines: list[int]) -> list[Rejection]:
+    """A scrape file -> ``landing_series``, one row per sample line (comments and empty lines are not rows)."""
+    con.execute(
+        f"""
+        create or replace temp table landing_series as
+        with text_lines as (
+            select unnest(lines) as text, unnest(generate_series(1, len(lines))) as line
+            from (select string_split(replace(content, chr(13), ''), chr(10)) as lines from read_text(?))
+        ), samples as (
+            select line, regexp_full_match(text, '{_SAMPLE_LINE}') as well_formed,
+                   regexp_extract(text, '{_SAMPLE_LINE}', 1) as metric,
+                   coalesce(regexp_extract(text, '{_SAMPLE_LINE}', 2), '') as labels,
+                   regexp_extract(text, '{_SAMPLE_LINE}', 3) as value,
+                   nullif(regexp_extract(text, '{_SAMPLE_LINE}', 5), '') as milliseconds
+            from text_lines where trim(text) <> '' and not starts_with(ltrim(text), '#')
+        )
+        select line, metric, value,
+               coalesce(cast(make_timestamp(try_cast(milliseconds as bigint) * 1000) as varchar),
+                        cast(? as varchar)) as "timestamp",
+               coalesce({_label("hostname")}, {_label("Hostname")}) as hostname,
+               {_label("gpu")} as gpu,
+               {job_from_labels(_label("hpc_job"), _label("pod"))} as job_id,
+               case when not well_formed then 'exposition.line'
+                    when milliseconds is null and cast(? as varchar) is null then 'exposition.timestamp'
+                    when try_cast(value as double) is null then 'exposition.value' end as line_rule
+        from samples
+        """,
+        [file_pattern(path), file_name_time(path), file_name_time(path)],
+    )
+    pivot(con, "exposition.repeated")
+    return []
+
+
+DCGM_SCRAPES = Source(
+    "device_samples_dcgm",
+    ("I2",),
+    "telemetry",
+    ("*.prom",),
+    "dcgm-exporter scrapes (Prometheus text exposition), pivoted to one row per GPU and instant",
+    InDatabaseSource(
+        DEVICE_SAMPLE_COLUMNS,
+        _typed_select(),
+        [*_EXPOSITION_RULES, *presence_rules(), *_RULES],
+        _stage_exposition,
+        # Two scrapes may hold the same bytes (an idle node, no timestamps): the time in the name tells them apart.
+        identity=lambda path: file_name_time(path) or "",
+        parquet=False,
+    ),
+    text_format="Prometheus text exposition",
+)
+
+# --- Prometheus / Thanos /api/v1/query_range responses -------------------------------------------------------------
+_RANGE_RULES = line_rules(
+    [
+        ("range_query.timestamp", "sample time is not a Unix time in seconds such as 1796032800.5"),
+        ("range_query.value", 'value is not a number such as "0.93"'),
+        ("range_query.repeated", "metric repeats for this GPU and instant (two series with the same GPU labels?)"),
+    ]
+)
+
+
+def _stage_range_query(con: duckdb.DuckDBPyConnection, path: Path, _blank_lines: list[int]) -> list[Rejection]:
+    """A range-query response -> ``landing_series``: each value of each series a record, numbered in file order."""
+    con.execute(
+        "create or replace temp table landing_text as select try_cast(content as json) as body from read_text(?)",
+        [file_pattern(path)],
+    )
+    (status, result_type, series) = con.execute(
+        "select body->>'status', body->'data'->>'resultType', json_array_length(body->'data'->'result') "
+        "from landing_text"
+    ).fetchone()
+    if status != "success" or result_type != "matrix" or series is None:
+        raise FileRejected(
+            "range_query.response",
+            'file is not a Prometheus range-query response such as {"status": "success", "data": '
+            '{"resultType": "matrix", "result": [...]}}',
+        )
+    metric = "series->'metric'"
+    con.execute(f"""
+        create or replace temp table landing_series as
+        with series as (
+            select unnest(items) as series, unnest(generate_series(1, len(items))) as position
+            from (select cast(body->'data'->'result' as json[]) as items from landing_text)
+        ), numbered as (
+            select *, coalesce(sum(len(pairs)) over (order by position rows between unbounded preceding
+                                                      and 1 preceding), 0) as before
+            from (select *, cast(series->'values' as json[]) as pairs from series)
+        ), pairs as (
+            select {metric}->>'__name__' as metric,
+                   coalesce({metric}->>'hostname', {metric}->>'Hostname') as hostname,
+                   {metric}->>'gpu' as gpu,
+                   {job_from_labels(f"{metric}->>'hpc_job'", f"{metric}->>'pod'")} as job_id,
+                   before, unnest(pairs) as pair, unnest(generate_series(1, len(pairs))) as at_position
+            from numbered
+        )
+        select cast(before + at_position as bigint) as line, metric, pair->>1 as value, hostname, gpu, job_id,
+               cast(make_timestamp(cast(round(try_cast(pair->>0 as double) * 1000000) as bigint)) as varchar)
+                   as "timestamp",
+               case when try_cast(pair->>0 as double) is null then 'range_query.timestamp'
+                    when try_cast(pair->>1 as double) is null then 'range_query.value' end as line_rule
+        from pairs
+    """)
+    con.execute("drop table if exists landing_text")
+    pivot(con, "range_query.repeated")
+    return []
+
+
+PROMETHEUS_RANGES = Source(
+    "device_samples_prometheus",
+    ("I2",),
+    "telemetry",
+    ("*.json",),
+    "Prometheus/Thanos range-query responses (/api/v1/query_range), pivoted to one row per GPU and instant",
+    InDatabaseSource(
+        DEVICE_SAMPLE_COLUMNS,
+        _typed_select(),
+        [*_RANGE_RULES, *presence_rules(), *_RULES],
+        _stage_range_query,
+        parquet=False,
+    ),
+)
+SOURCES = (DEVICE_SAMPLES, DCGM_SCRAPES, PROMETHEUS_RANGES)
 
 
 def load_device_samples(con: duckdb.DuckDBPyConnection, landing_dir: Path) -> IngestReport:

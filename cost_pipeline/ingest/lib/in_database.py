@@ -75,10 +75,11 @@ class InDatabaseSource:
     staged_with: Callable[[Contract], Stage] | None = None
     # A file's flag: what was assumed for it that the file did not say (None: nothing), logged and reported.
     flag: Callable[[Path], str | None] | None = None
+    parquet: bool = True  # whether its stage reads Parquet files (the metric-series formats are text and JSON)
     kind: ClassVar[str] = "in DuckDB"
 
     def reads_parquet(self) -> bool:
-        return True
+        return self.parquet
 
     def load(
         self, con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Source, contract: Contract, _options: Any

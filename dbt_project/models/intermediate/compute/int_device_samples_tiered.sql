@@ -2,7 +2,8 @@
 -- (R5): the tier names and their precedence come from the contract (stg_contract__enumerations), the thresholds
 -- from its parameters; a sample takes the tier of lowest precedence whose condition holds. Each sample stands for
 -- the time to the same GPU's next sample, capped at max_gap_factor x the nominal interval and at the job's end.
--- Samples outside the job's occupied window are not the job's; a sample delivered twice counts once.
+-- Samples are the job's as int_device_samples_attributed says (by job label, or by host and time); a sample
+-- delivered twice counts once.
 -- A view, read once: int_job_utilization_tiered sums it per job (and per job after its last step).
 {{ config(materialized='view') }}
 
@@ -12,40 +13,11 @@ with jobs as (
     where start_at is not null and end_at is not null
 ),
 
-job_aliases as (
-    select * from {{ ref('int_job_aliases_resolved') }}
-),
-
-parameters as (
-    {{ contract_parameters({
-        'sample_interval_seconds': 'interval_seconds',
-        'max_gap_factor': 'max_gap_factor',
-        'comm_wait_min_nvlink_bytes_per_second': 'comm_min_nvlink',
-        'comm_wait_max_tensor_active': 'comm_max_tensor',
-        'effective_min_gr_engine_active': 'effective_min_gr',
-    }) }}
-),
-
--- The tiers a sample can take (unobserved, which no sample takes, has no precedence).
-tiers as (
-    select contract_version, code as tier, lower_bound as precedence
-    from {{ ref('stg_contract__enumerations') }}
-    where enumeration = 'utilization_tier' and lower_bound is not null
-),
-
-tier_precedence as (
-    select
-        contract_version,
-        max(case when tier = 'comm_wait' then precedence end) as comm_wait_precedence,
-        max(case when tier = 'effective_compute' then precedence end) as effective_compute_precedence,
-        max(case when tier = 'idle' then precedence end) as idle_precedence
-    from tiers
-    group by contract_version
-),
+{{ tier_rule_ctes() }}
 
 samples as (
     select
-        job_aliases.job_id,
+        samples.attributed_job_id as job_id,
         samples.hostname,
         samples.gpu_index,
         samples.sampled_at,
@@ -54,8 +26,8 @@ samples as (
         samples.nvlink_tx_bytes_per_second + samples.nvlink_rx_bytes_per_second as nvlink_bytes_per_second,
         samples.source_file,
         samples.source_line
-    from {{ ref('stg_telemetry__device_samples') }} as samples
-    inner join job_aliases on samples.job_id = job_aliases.alias_job_id
+    from {{ ref('int_device_samples_attributed') }} as samples
+    where samples.attributed_job_id is not null
 ),
 
 sequenced as (
@@ -96,15 +68,8 @@ classified as (
             interval_seconds * max_gap_factor,
             {{ seconds_between('sampled_at', 'end_at') }}
         ) as represented_seconds,
-        -- The tier rule: each tier's condition, with the thresholds of the batch's contract version; idle always
-        -- holds. A condition that does not hold (or cannot be told, a null metric) counts as idle.
-        least(
-            case when nvlink_bytes_per_second >= comm_min_nvlink and tensor_active < comm_max_tensor
-                then comm_wait_precedence else idle_precedence end,
-            case when gr_engine_active >= effective_min_gr
-                then effective_compute_precedence else idle_precedence end,
-            idle_precedence
-        ) as tier_precedence
+        -- The tier rule, with the thresholds of the batch's contract version.
+        {{ sample_tier_precedence() }} as tier_precedence
     from sequenced
     -- A sample delivered twice (the same GPU at the same instant, from two files) is one sample: the last copy
     -- (newest file, last line) stands for the time; the others would stand for none.

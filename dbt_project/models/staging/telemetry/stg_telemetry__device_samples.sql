@@ -1,5 +1,12 @@
+-- The three telemetry formats in one shape: the wide CSV/Parquet, dcgm-exporter scrapes and Prometheus range
+-- queries (the last two pivoted to one row per GPU and instant when loaded). Their files have different names, so
+-- (source_file, source_line) still names one sample.
 with source as (
     select * from {{ source('raw', 'device_samples') }}
+    union all
+    select * from {{ source('raw', 'device_samples_dcgm') }}
+    union all
+    select * from {{ source('raw', 'device_samples_prometheus') }}
 ),
 
 renamed as (

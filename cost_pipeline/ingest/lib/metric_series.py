@@ -1,0 +1,81 @@
+"""Device samples written as metric series (one value per metric, GPU and instant), pivoted inside DuckDB.
+
+dcgm-exporter scrapes (Prometheus text exposition) and Prometheus/Thanos range-query responses both hold one value
+per line or record: ``DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="0",hostname="node-01",hpc_job="1234"} 0.93``. Each reader
+(``telemetry.py``) turns its file into ``landing_series`` -- one row per value, with its line (or record) number, the
+metric name, the scrape instant, host, GPU, job and the value, and the first line rule it broke -- and ``pivot``
+turns that into ``landing_rows``, the shape of the wide format: one row per host, GPU, job and instant, with one
+column per metric, numbered by the first line that contributed to it. A line that broke a line rule stays a row of
+its own (its metric columns empty) so that the quarantine names its own file, line and rule. Only the metrics the
+contract reads are rows; the dozens of other fields an exporter serves are not samples and are not counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import duckdb
+
+from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS
+from cost_pipeline.ingest.lib.in_database import Rule
+from cost_pipeline.ingest.lib.warehouse import quote
+
+METRICS = tuple(name for name, _ in DEVICE_SAMPLE_COLUMNS if name.startswith("DCGM_FI_"))
+_KEYS = ("timestamp", "hostname", "gpu", "job_id")
+
+# The job a sample's labels name: DCGM's HPC job mapping (hpc_job), else the Kubernetes Job that owns the pod
+# (the Job controller names its pods <job name>-<5 random characters>; the scheduler events name the Job).
+JOB_FROM_LABELS = (
+    "coalesce(nullif(trim({hpc_job}), ''), nullif(regexp_extract(coalesce({pod}, ''), '^(.+)-[a-z0-9]{{5}}$', 1), ''))"
+)
+
+
+def job_from_labels(hpc_job: str, pod: str) -> str:
+    """The SQL expression of a sample's job, from its ``hpc_job`` and ``pod`` label expressions."""
+    return JOB_FROM_LABELS.format(hpc_job=hpc_job, pod=pod)
+
+
+def line_rules(rules: Sequence[tuple[str, str]]) -> list[Rule]:
+    """The line rules (rule, message) as contract rules over ``landing_rows.line_rule``."""
+    return [(rule, f"line_rule = '{rule}'", message) for rule, message in rules]
+
+
+def pivot(con: duckdb.DuckDBPyConnection, repeated_rule: str) -> None:
+    """``landing_series`` -> ``landing_rows``: one row per host, GPU, job and instant; broken lines on their own.
+
+    A metric given twice for one GPU and instant (scrapes appended without their timestamps, or two series that
+    differ only in a label the samples do not keep) keeps its first line; the later ones break ``repeated_rule``.
+    """
+    metric_columns = ", ".join(f"max(case when metric = '{m}' then value end) as {quote(m)}" for m in METRICS)
+    empty_metrics = ", ".join(f"cast(null as varchar) as {quote(m)}" for m in METRICS)
+    keys = ", ".join(quote(k) for k in _KEYS)
+    known = ", ".join(f"'{m}'" for m in METRICS)
+    con.execute(
+        f"""
+        create or replace temp table landing_rows as
+        with kept as (
+            select *, row_number() over (partition by {keys}, metric order by line) as copy
+            from landing_series where line_rule is null and metric in ({known})
+        )
+        select min(line) as line, {keys}, {metric_columns}, cast(null as varchar) as line_rule
+        from kept where copy = 1 group by all
+        union all
+        select line, {keys}, {empty_metrics}, '{repeated_rule}' from kept where copy > 1
+        union all
+        select line, {keys}, {empty_metrics}, line_rule from landing_series where line_rule is not null
+        """
+    )
+    con.execute("drop table if exists landing_series")
+
+
+def presence_rules() -> list[Rule]:
+    """A pivoted sample must carry every metric the contract requires (power draw may be missing)."""
+    return [
+        (
+            f"{m}.present",
+            f"line_rule is null and {quote(m)} is null",
+            f"no {m} value for this GPU and instant (is the field among the counters the exporter collects?)",
+        )
+        for m in METRICS
+        if m != "DCGM_FI_DEV_POWER_USAGE"
+    ]

@@ -1,0 +1,62 @@
+-- GPU time no job claims (R5), as a figure: the device samples that int_device_samples_attributed could give to no
+-- job, in GPU-hours per month, utilization tier and reason. Never dropped silently: this is GPU time the batch
+-- costs do not carry. Without a job there is no batch and no contract version of its own, so the newest version's
+-- tier rule applies. Each sample stands for the time to the same GPU's next unattributed sample, capped at
+-- max_gap_factor x the nominal interval; a sample delivered twice counts once.
+with samples as (
+    select * from {{ ref('int_device_samples_attributed') }}
+    where attributed_job_id is null
+),
+
+{{ tier_rule_ctes() }}
+
+sequenced as (
+    select
+        samples.sampled_at,
+        samples.attribution,
+        samples.gr_engine_active,
+        samples.tensor_active,
+        samples.nvlink_tx_bytes_per_second + samples.nvlink_rx_bytes_per_second as nvlink_bytes_per_second,
+        parameters.comm_min_nvlink,
+        parameters.comm_max_tensor,
+        parameters.effective_min_gr,
+        parameters.interval_seconds,
+        parameters.max_gap_factor,
+        tier_precedence.contract_version,
+        tier_precedence.comm_wait_precedence,
+        tier_precedence.effective_compute_precedence,
+        tier_precedence.idle_precedence,
+        lead(samples.sampled_at) over (
+            partition by samples.hostname, samples.gpu_index
+            order by samples.sampled_at, samples.source_file, samples.source_line
+        ) as next_sampled_at
+    from samples
+    inner join parameters on parameters.contract_version = {{ latest_contract_version() }}
+    inner join tier_precedence on parameters.contract_version = tier_precedence.contract_version
+),
+
+classified as (
+    select
+        cast({{ dbt.date_trunc('month', 'sampled_at') }} as date) as sample_month,
+        attribution,
+        contract_version,
+        least(
+            coalesce({{ seconds_between('sampled_at', 'next_sampled_at') }}, interval_seconds),
+            interval_seconds * max_gap_factor
+        ) as represented_seconds,
+        {{ sample_tier_precedence() }} as tier_precedence
+    from sequenced
+    where next_sampled_at is null or next_sampled_at > sampled_at
+)
+
+select
+    classified.sample_month,
+    tiers.tier,
+    classified.attribution as reason,
+    count(*) as samples,
+    cast(sum(classified.represented_seconds) as double) / 3600 as gpu_hours
+from classified
+inner join tiers
+    on classified.contract_version = tiers.contract_version
+    and classified.tier_precedence = tiers.precedence
+group by classified.sample_month, tiers.tier, classified.attribution

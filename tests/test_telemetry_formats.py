@@ -1,0 +1,196 @@
+"""Device samples as the tools sites run write them (I2): dcgm-exporter scrapes and Prometheus range queries.
+
+Each file is loaded on its own into a temporary DuckDB warehouse through the source registry (no night is run).
+The real samples under tests/data/dcgm and tests/data/prometheus are loaded unedited (origin and licence in their
+README.md); none of them holds the profiling metrics the contract reads with a host label, so the files that do
+are built here from the formats' documentation (dcgm-exporter's render template, Prometheus's HTTP API page).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cost_pipeline.contract import load_contract
+from cost_pipeline.ingest.lib.warehouse import connect
+from cost_pipeline.ingest.registry import load_named
+
+DATA = Path(__file__).parent / "data"
+METRICS = {
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.93,
+    "DCGM_FI_PROF_SM_ACTIVE": 0.81,
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.42,
+    "DCGM_FI_PROF_NVLINK_TX_BYTES": 1.5e9,
+    "DCGM_FI_PROF_NVLINK_RX_BYTES": 0.5e9,
+    "DCGM_FI_DEV_POWER_USAGE": 650.5,
+}
+
+
+def _load(landing: Path, source: str) -> tuple[list[dict], list[tuple], dict]:
+    con = connect(landing.parent / "w.duckdb", readable_dir=landing)
+    try:
+        load_named(con, landing, source, load_contract())
+        cursor = con.execute(f"select * from raw.{source} order by source_file, source_line")
+        names = [d[0] for d in cursor.description]
+        rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+        quarantined = con.execute("select source_file, line, rule from raw.quarantine order by 1, 2").fetchall()
+        ledger = {
+            f: (i, s, q)
+            for f, i, s, q in con.execute(
+                "select source_file, rows_in, rows_staged, rows_quarantined from raw.ingested_files"
+            ).fetchall()
+        }
+    finally:
+        con.close()
+    return rows, quarantined, ledger
+
+
+def _telemetry(tmp_path: Path) -> Path:
+    folder = tmp_path / "landing" / "telemetry"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _scrape_line(metric: str, gpu: int, value: object, labels: str, milliseconds: int | None = None) -> str:
+    """One line as dcgm-exporter's render template writes it (internal/pkg/rendermetrics/render_metrics.go)."""
+    stamp = "" if milliseconds is None else f" {milliseconds}"
+    return (
+        f'{metric}{{gpu="{gpu}",UUID="GPU-{gpu:08d}",pci_bus_id="00000000:0{gpu}:00.0",device="nvidia{gpu}",'
+        f'modelName="NVIDIA H100 80GB HBM3",Hostname="node-01"{labels}}} {value}{stamp}'
+    )
+
+
+def _scrape(gpus: dict[int, str], milliseconds: int | None = None) -> str:
+    lines = []
+    for metric in METRICS:
+        lines += [f"# HELP {metric} documented help text.", f"# TYPE {metric} gauge"]
+        lines += [_scrape_line(metric, gpu, METRICS[metric], labels, milliseconds) for gpu, labels in gpus.items()]
+    return "\n".join(lines) + "\n"
+
+
+def test_real_dcgm_exporter_output_loads_unedited(tmp_path):
+    """NVIDIA's README scrapes (elided with ``...``) and the exporter's own render test output, byte for byte."""
+    folder = _telemetry(tmp_path)
+    for name in ("readme_standalone_scrape.prom", "readme_kubernetes_scrape.prom", "render_metrics_test_gpu.prom"):
+        stem = name.removesuffix(".prom")
+        shutil.copyfile(DATA / "dcgm" / name, folder / f"{stem}_2026-11-30T10-00-00Z.prom")
+    rows, quarantined, ledger = _load(tmp_path / "landing", "device_samples_dcgm")
+    # Clock, temperature and TEST_METRIC lines are not the metrics the contract reads: no samples, nothing lost.
+    # The README's "..." lines (where NVIDIA cut the output) are not metric samples: each is named by its line.
+    assert rows == []
+    assert quarantined == [
+        (f"telemetry/readme_{kind}_scrape_2026-11-30T10-00-00Z.prom", line, "exposition.line")
+        for kind in ("kubernetes", "standalone")
+        for line in (7, 11)
+    ]
+    assert ledger["telemetry/render_metrics_test_gpu_2026-11-30T10-00-00Z.prom"] == (0, 0, 0)
+
+
+def test_real_prometheus_range_query_loads_unedited(tmp_path):
+    """The range-query response of the Prometheus HTTP API page: a valid matrix of ``up``, so no device samples."""
+    shutil.copyfile(DATA / "prometheus" / "query_range_up.json", _telemetry(tmp_path) / "query_range_up.json")
+    rows, quarantined, ledger = _load(tmp_path / "landing", "device_samples_prometheus")
+    assert rows == [] and quarantined == [] and ledger == {"telemetry/query_range_up.json": (0, 0, 0)}
+
+
+def test_scrape_pivots_to_one_row_per_gpu_with_its_job(tmp_path):
+    """Built from the render template: gpu 0 of an HPC job, gpu 1 of a Kubernetes pod, gpu 2 of no job."""
+    gpus = {0: ',hpc_job="1234"', 1: ',container="main",namespace="ml",pod="b10-eval-cloud-x7k2p"', 2: ""}
+    (_telemetry(tmp_path) / "node-01_2026-11-30T10-00-05Z.prom").write_text(_scrape(gpus), encoding="utf-8")
+    rows, quarantined, _ = _load(tmp_path / "landing", "device_samples_dcgm")
+    assert quarantined == []
+    assert [(r["hostname"], r["gpu"], r["job_id"], str(r["timestamp"])) for r in rows] == [
+        ("node-01", 0, "1234", "2026-11-30 10:00:05"),
+        ("node-01", 1, "b10-eval-cloud", "2026-11-30 10:00:05"),
+        ("node-01", 2, None, "2026-11-30 10:00:05"),
+    ]
+    assert all(r[m] == v for r in rows for m, v in METRICS.items())
+    assert [r["source_line"] for r in rows] == [3, 4, 5]  # each GPU's first line
+
+
+def test_appended_scrapes_keep_their_own_timestamps(tmp_path):
+    """Scrapes appended to one file, each line with its millisecond timestamp: one sample per GPU and scrape."""
+    text = _scrape({0: ',hpc_job="7"'}, 1796032800000) + _scrape({0: ',hpc_job="7"'}, 1796032801500)
+    (_telemetry(tmp_path) / "node-01.prom").write_text(text, encoding="utf-8")
+    rows, quarantined, _ = _load(tmp_path / "landing", "device_samples_dcgm")
+    assert quarantined == []
+    assert [str(r["timestamp"]) for r in rows] == ["2026-11-30 10:00:00", "2026-11-30 10:00:01.500000"]
+
+
+def test_malformed_lines_are_quarantined_with_file_line_and_rule(tmp_path):
+    lines = _scrape({0: ',hpc_job="7"'}, 1796032800000).splitlines()
+    lines[2] = lines[2].replace("} 0.93", "} zero")  # GR_ENGINE value of the only GPU
+    lines.append("DCGM_FI_PROF_SM_ACTIVE{gpu=0} 0.5")  # unquoted label value: not the exposition format
+    lines.append(_scrape_line("DCGM_FI_PROF_SM_ACTIVE", 3, 0.5, ""))  # no timestamp, and none in the file name
+    (_telemetry(tmp_path) / "node-01.prom").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    rows, quarantined, ledger = _load(tmp_path / "landing", "device_samples_dcgm")
+    file = "telemetry/node-01.prom"
+    assert quarantined == [
+        (file, 3, "exposition.value"),
+        (file, 6, "DCGM_FI_PROF_GR_ENGINE_ACTIVE.present"),  # the GPU's sample lacks the metric that broke
+        (file, 19, "exposition.line"),
+        (file, 20, "exposition.timestamp"),
+    ]
+    assert rows == [] and ledger == {file: (4, 0, 4)}
+
+
+def _range_query(series: list[dict]) -> str:
+    return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": series}}, indent=1)
+
+
+def test_range_query_series_pivot_to_one_sample_per_gpu_and_instant(tmp_path):
+    """Built from the HTTP API page: one series per metric and GPU as dcgm-exporter's labels reach Prometheus."""
+    series = [
+        {
+            "metric": {
+                "__name__": metric,
+                "gpu": str(gpu),
+                "UUID": f"GPU-{gpu}",
+                "Hostname": "node-02",
+                "instance": "node-02:9400",
+                "job": "dcgm-exporter",  # Prometheus's scrape job, not a scheduler job
+                **({"hpc_job": "4300_3"} if gpu == 0 else {}),
+            },
+            "values": [[1796032800, str(value)], [1796032801.5, str(value)]],
+        }
+        for gpu in (0, 1)
+        for metric, value in METRICS.items()
+    ]
+    (_telemetry(tmp_path) / "node-02_day.json").write_text(_range_query(series), encoding="utf-8")
+    rows, quarantined, ledger = _load(tmp_path / "landing", "device_samples_prometheus")
+    assert quarantined == [] and ledger == {"telemetry/node-02_day.json": (4, 4, 0)}
+    assert [(r["gpu"], r["job_id"], str(r["timestamp"]), r["source_line"]) for r in rows] == [
+        (0, "4300_3", "2026-11-30 10:00:00", 1),
+        (0, "4300_3", "2026-11-30 10:00:01.500000", 2),
+        (1, None, "2026-11-30 10:00:00", 13),
+        (1, None, "2026-11-30 10:00:01.500000", 14),
+    ]
+    assert all(r[m] == v for r in rows for m, v in METRICS.items())
+
+
+@pytest.mark.parametrize(
+    ("content", "rule"),
+    [
+        ('{"status": "error", "errorType": "timeout", "error": "query timed out"}', "range_query.response"),
+        ('{"status": "success", "data": {"resultType": "vector", "result": []}}', "range_query.response"),
+        ("{not json", "range_query.response"),
+    ],
+)
+def test_a_file_that_is_no_range_query_is_quarantined_whole(tmp_path, content, rule):
+    (_telemetry(tmp_path) / "q.json").write_text(content, encoding="utf-8")
+    rows, quarantined, _ = _load(tmp_path / "landing", "device_samples_prometheus")
+    assert rows == [] and quarantined == [("telemetry/q.json", 0, rule)]
+
+
+def test_a_bad_range_query_value_names_its_record(tmp_path):
+    series = [
+        {"metric": {"__name__": m, "gpu": "0", "Hostname": "n"}, "values": [[1796032800, "NaN" if i == 0 else "1"]]}
+        for i, m in enumerate(["DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"])
+    ]
+    series[1]["values"].append([1796032801, "not a number"])
+    (_telemetry(tmp_path) / "q.json").write_text(_range_query(series), encoding="utf-8")
+    _, quarantined, _ = _load(tmp_path / "landing", "device_samples_prometheus")
+    assert ("telemetry/q.json", 3, "range_query.value") in quarantined
