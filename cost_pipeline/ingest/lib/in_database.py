@@ -23,7 +23,7 @@ import gzip
 import hashlib
 import re
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 import duckdb
 
 from cost_pipeline.contract import Contract
+from cost_pipeline.contract.schemas import Domain
 from cost_pipeline.ingest.lib.parquet import parquet_rows
 from cost_pipeline.ingest.lib.records import (
     FileRejected,
@@ -85,6 +86,19 @@ class InDatabaseSource:
     ) -> IngestReport:
         loader = self if self.staged_with is None else dataclasses.replace(self, stage=self.staged_with(contract))
         return load_in_database(con, landing_dir, source.files(landing_dir), source.name, loader)
+
+
+def domain_rules(domains: Mapping[str, Domain], optional: Iterable[str] = ()) -> list[Rule]:
+    """One rule per numeric column from its declared domain (finite, sign, range); an optional column may be blank."""
+    blank_allowed = set(optional)
+    return [
+        (
+            f"{column}.{domain.rule}",
+            domain.sql_breaks(quote(column), column in blank_allowed),
+            f"{column} should hold {domain.describe()}".replace("'", "''"),
+        )
+        for column, domain in domains.items()
+    ]
 
 
 def failed_rule_sql(rules: Sequence[Rule]) -> tuple[str, str]:
