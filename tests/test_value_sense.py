@@ -142,7 +142,7 @@ def test_a_focus_credit_may_be_negative_and_a_negative_usage_charge_is_quarantin
     warehouse, quarantined = load(tmp_path, "billing_focus")
     assert query(warehouse, "select source_line from raw.billing_focus order by 1") == [(2,), (3,), (4,), (5,)]
     assert rules(quarantined) == [(6, "focus_amount.sign"), (7, "charge_period_end.not_before_charge_period_start")]
-    assert "non-negative amounts, unless it is a Adjustment or Credit or Correction line" in quarantined[0][3]
+    assert "unless its ChargeCategory is Adjustment or Credit, its ChargeClass is Correction" in quarantined[0][3]
 
 
 def test_a_device_sample_time_with_an_offset_is_converted_to_utc_whatever_the_host_zone(tmp_path):

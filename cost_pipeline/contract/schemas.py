@@ -86,7 +86,8 @@ FOCUS_AMOUNT_RANGE = Domain(
 QUANTITY = Domain("finite", "a finite quantity such as 1.5", Decimal(-(10**15)), Decimal(10**15))
 HOURS_DOMAIN = Domain("non_negative", "a finite non-negative number of hours such as 7.5", Decimal(0), Decimal(10**9))
 GPU_COUNT = Domain("non_negative", "a non-negative number of GPUs such as 8", Decimal(0), Decimal(10**6))
-COUNT = Domain("non_negative", "a non-negative whole number such as 42", Decimal(0), Decimal(10**15))
+COUNT = Domain("non_negative", "a non-negative whole number such as 42", Decimal(0), Decimal(10**9))
+BIG_COUNT = Domain("non_negative", "a non-negative whole number such as 42", Decimal(0), Decimal(10**15))
 SECONDS = Domain("non_negative", "a non-negative number of seconds such as 3600", Decimal(0), Decimal(10**11))
 MILLISECONDS = Domain("non_negative", "a non-negative number of milliseconds such as 850", Decimal(0), Decimal(10**12))
 MINUTES = Domain("non_negative", "a finite non-negative number of minutes such as 12.5", Decimal(0), Decimal(10**9))
@@ -393,12 +394,12 @@ def training_steps(contract: Contract) -> SourceSchema:
         (
             Col("batch_id", "VARCHAR", checks=BATCH_KEY),
             Col("job_id", "VARCHAR"),
-            Col("step", "BIGINT", domain=COUNT),
+            Col("step", "BIGINT", domain=BIG_COUNT),
             Col("started_at", "TIMESTAMP"),
             Col("ended_at", "TIMESTAMP"),
             Col("committed", "BOOLEAN"),
             Col("discarded_reason", "VARCHAR", nullable=True, checks=_isin(contract.discard_reasons)),
-            Col("samples", "BIGINT", nullable=True, domain=COUNT),
+            Col("samples", "BIGINT", nullable=True, domain=BIG_COUNT),
             Col("tokens", "BIGINT", nullable=True, domain=TOKENS),
             Col("config_version", "VARCHAR", nullable=True),
             Col("data_version", "VARCHAR", nullable=True),
@@ -528,11 +529,9 @@ def _focus_amount_sign(contract: Contract) -> pa.Check:
         quantity = row["consumed_quantity"]
         return reversal and not pd.isna(quantity) and quantity < 0
 
-    what = [*sorted(categories), *sorted(classes)]
     expects = (
-        "non-negative amounts, unless it is a "
-        + " or ".join(what)
-        + (" line or a usage reversal (a negative ConsumedQuantity)" if reversal else " line")
+        f"non-negative amounts, unless its ChargeCategory is {' or '.join(sorted(categories))}, its ChargeClass is "
+        f"{' or '.join(sorted(classes))}" + (", or it reverses usage (a negative ConsumedQuantity)" if reversal else "")
     )
     return pa.Check(holds, element_wise=True, name="focus_amount.sign", description=expects)
 

@@ -87,7 +87,7 @@ DEVICE_SAMPLES = Source(
     "telemetry",
     ("*.csv", "*.parquet"),
     "Per-GPU DCGM samples",
-    InDatabaseSource(DEVICE_SAMPLE_COLUMNS, _typed_select(), _RULES, _stage),
+    InDatabaseSource(DEVICE_SAMPLE_COLUMNS, _typed_select(), _RULES, _stage, domains=DEVICE_SAMPLE_DOMAINS),
 )
 SOURCES = (DEVICE_SAMPLES,)
 

@@ -76,6 +76,8 @@ class InDatabaseSource:
     staged_with: Callable[[Contract], Stage] | None = None
     # A file's flag: what was assumed for it that the file did not say (None: nothing), logged and reported.
     flag: Callable[[Path], str | None] | None = None
+    # The numeric columns' domains the rules were built from (``domain_rules``), for the docs.
+    domains: Mapping[str, Domain] = dataclasses.field(default_factory=dict)
     kind: ClassVar[str] = "in DuckDB"
 
     def reads_parquet(self) -> bool:
