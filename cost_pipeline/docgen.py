@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from cost_pipeline.contract import Contract, load_contract
-from cost_pipeline.ingest.registry import render_inputs
+from cost_pipeline.ingest.registry import render_domains, render_inputs
 from cost_pipeline.markdown import table
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -104,6 +104,7 @@ def render_contract() -> str:
             ["name", "value"], ([f"`{row['name']}`", _number(row["value"])] for row in contract.parameter_rows())
         )
         lines.append("")
+    lines += ["### Value domains", "", render_domains()]
     return "\n".join(lines)
 
 

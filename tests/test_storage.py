@@ -388,7 +388,7 @@ def test_storage_assets_conserve_rows_and_quarantine_with_file_line_rule(tmp_pat
     assert quarantined == [
         ("storage/ml-prod/2026-11-30T00-00Z/d1.csv.gz", 2, "size_bytes.non_negative"),
         ("storage/prefix_rules.csv", 3, "purpose.isin"),
-        ("storage/prefix_rules.csv", 4, "retention_days.greater_than_or_equal_to"),
+        ("storage/prefix_rules.csv", 4, "retention_days.non_negative"),
         ("storage/storage_prices.csv", 3, "price_per_gb_month.str_matches"),
         ("storage/storage_prices.csv", 4, "storage_class.unique"),
         ("storage/undated.csv", 0, "inventory_date"),

@@ -175,6 +175,16 @@ class Contract:
         return str(self.document["reporting_currency"])
 
     @property
+    def focus_negative_amounts(self) -> dict[str, Any]:
+        """Which FOCUS lines may carry a negative amount (FOCUS's own credit, adjustment and correction by default)."""
+        rule = self.document.get("focus_negative_amounts") or {}
+        return {
+            "charge_categories": list(rule.get("charge_categories", ["Credit", "Adjustment"])),
+            "charge_classes": list(rule.get("charge_classes", ["Correction"])),
+            "negative_consumed_quantity": bool(rule.get("negative_consumed_quantity", False)),
+        }
+
+    @property
     def service_stages(self) -> list[str]:
         return list(self.document["service_stages"])
 

@@ -7,9 +7,10 @@ Enumerations come from the contract: a new contract version changes validation w
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 
 import pandas as pd
 import pandera.pandas as pa
@@ -21,6 +22,120 @@ MONTH_PATTERN = r"^\d{4}-(0[1-9]|1[0-2])(-01)?$"
 PLAIN_NUMBER = r"^\d{1,15}(\.\d{1,2})?$"  # a non-negative number with up to two decimals
 
 
+def as_number(value: object) -> Decimal | None:
+    """A value as a number, NaN and infinities included; None when it is no number (the type check refuses it)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, float):
+        return Decimal(repr(value)) if math.isfinite(value) else Decimal(str(value))
+    if isinstance(value, int | Decimal):
+        return Decimal(value)
+    if isinstance(value, str):
+        try:
+            return Decimal(value.strip())
+        except InvalidOperation:
+            return None
+    return None
+
+
+@dataclass(frozen=True)
+class Domain:
+    """What a numeric column may hold: a finite number (no NaN, no infinity) from ``low`` to ``high``.
+
+    ``high`` keeps every value far inside its warehouse type, so sums and products in dbt cannot overflow. A row
+    outside the domain is quarantined under ``<column>.<rule>``, with ``what`` and the range as its message; the
+    pandas path (``Col.domain``) and the in-database path (``sql_breaks``) check the same declaration.
+    """
+
+    rule: str  # the quarantine rule's suffix
+    what: str  # what the value is, with an example: "a finite non-negative amount such as 12.34"
+    low: Decimal
+    high: Decimal
+
+    def admits(self, value: object) -> bool:
+        """False for a number outside the domain (NaN and infinities too); True for anything else."""
+        number = as_number(value)
+        return number is None or (number.is_finite() and self.low <= number <= self.high)
+
+    def describe(self) -> str:
+        return f"{self.what}, from {_plain(self.low)} to {_plain(self.high)}"
+
+    def check(self) -> pa.Check:
+        return pa.Check(self.admits, element_wise=True, name=self.rule, description=self.describe())
+
+    def sql_breaks(self, expression: str, nullable: bool) -> str:
+        """A SQL condition true when ``expression`` (text or a number) breaks the domain (or, required, is blank)."""
+        value = f"try_cast({expression} as double)"
+        broken = f"coalesce(isnan({value}) or isinf({value}) or {value} < {self.low} or {value} > {self.high}, true)"
+        return f"({expression} is not null and {broken})" if nullable else broken
+
+
+def _plain(number: Decimal) -> str:
+    return f"{number:,f}"
+
+
+# The domains, declared once. Each high bound is far below its warehouse type's limit (BIGINT 9.2e18, DECIMAL(18,2)
+# 1e16) so that a product of two of them (GPUs x seconds, tokens x weight) still fits.
+AMOUNT = Domain("non_negative", "a finite non-negative amount such as 12.34", Decimal(0), Decimal("999999999999.99"))
+FOCUS_AMOUNT_RANGE = Domain(
+    "finite",
+    "a finite amount such as 12.34 (negative only as the contract allows)",
+    Decimal(-(10**15)),
+    Decimal(10**15),
+)
+QUANTITY = Domain("finite", "a finite quantity such as 1.5", Decimal(-(10**15)), Decimal(10**15))
+HOURS_DOMAIN = Domain("non_negative", "a finite non-negative number of hours such as 7.5", Decimal(0), Decimal(10**9))
+GPU_COUNT = Domain("non_negative", "a non-negative number of GPUs such as 8", Decimal(0), Decimal(10**6))
+COUNT = Domain("non_negative", "a non-negative whole number such as 42", Decimal(0), Decimal(10**9))
+BIG_COUNT = Domain("non_negative", "a non-negative whole number such as 42", Decimal(0), Decimal(10**15))
+SECONDS = Domain("non_negative", "a non-negative number of seconds such as 3600", Decimal(0), Decimal(10**11))
+MILLISECONDS = Domain("non_negative", "a non-negative number of milliseconds such as 850", Decimal(0), Decimal(10**12))
+MINUTES = Domain("non_negative", "a finite non-negative number of minutes such as 12.5", Decimal(0), Decimal(10**9))
+TOKENS = Domain("non_negative", "a non-negative number of tokens such as 512", Decimal(0), Decimal(10**12))
+BYTES = Domain("non_negative", "a non-negative number of bytes such as 1048576", Decimal(0), Decimal(10**17))
+FRACTION = Domain("unit_range", "a finite activity such as 0.93", Decimal(0), Decimal(1))
+BYTES_PER_SECOND = Domain(
+    "non_negative", "a finite non-negative rate such as 1000000000 bytes a second", Decimal(0), Decimal(10**15)
+)
+WATTS = Domain("non_negative", "a finite non-negative power such as 300 watts", Decimal(0), Decimal(10**6))
+GPU_INDEX = Domain("index", "a non-negative GPU index such as 0", Decimal(0), Decimal(10**6))
+TIME_UNITS = {"s": 1_000_000, "ms": 1_000, "us": 1, "ns": Decimal("0.001")}
+
+
+@dataclass(frozen=True)
+class NotBefore:
+    """A cross-field rule: ``later`` is not below ``earlier`` when a row holds both (end >= start,
+    salvage <= price, allocated <= requested). The row is quarantined under ``rule``."""
+
+    later: str
+    earlier: str
+    rule: str
+    expects: str  # what the row should have, as the quarantine message says it
+
+    def holds(self, row: pd.Series) -> bool:
+        later, earlier = row[self.later], row[self.earlier]
+        if pd.isna(later) or pd.isna(earlier):
+            return True
+        if isinstance(later, str) or isinstance(earlier, str):  # DECIMAL columns travel as text
+            first, second = as_number(later), as_number(earlier)
+            return first is None or second is None or not (first.is_finite() and second.is_finite()) or first >= second
+        return bool(later >= earlier)
+
+    def check(self) -> pa.Check:
+        return pa.Check(self.holds, element_wise=True, name=self.rule, description=self.expects)
+
+
+def ends_after_start(end: str, start: str) -> NotBefore:
+    return NotBefore(end, start, f"{end}.not_before_{start}", f"{end} at or after {start}")
+
+
+SALVAGE_EXPECTS = "a salvage value no higher than the unit price it was bought at"
+# Where the scheduler gives both counts, a job holds no more GPUs than it asked for.
+ALLOCATED_AT_MOST_REQUESTED = NotBefore(
+    "gpus_requested", "gpus_allocated", "gpus_allocated.at_most_requested", "no more GPUs allocated than requested"
+)
+
+
 @dataclass(frozen=True)
 class Col:
     name: str
@@ -30,6 +145,16 @@ class Col:
     # The quarantine rule a failed check of this column is recorded under, when the contract names one
     # (labour_task); otherwise <column>.<check>.
     rule: str | None = None
+    # A numeric column's domain: finite, its sign and a range that fits the warehouse type.
+    domain: Domain | None = None
+    # A TIMESTAMP column that may arrive as a number: the number's unit since the epoch (s, ms, us, ns). Without
+    # one a number in a time column is refused (``<column>.time_unit``), never read as a 1970 date.
+    unit: str | None = None
+
+    @property
+    def all_checks(self) -> tuple[pa.Check, ...]:
+        """The contract's checks of the column, its domain's last."""
+        return self.checks if self.domain is None else (*self.checks, self.domain.check())
 
     @property
     def pandas_dtype(self) -> str | type:
@@ -51,14 +176,20 @@ class SourceSchema:
     unique: tuple[str, ...] = field(default=())
     # Checks across columns of one row (element-wise on the row); a failure is quarantined under the check's name.
     row_checks: tuple[pa.Check, ...] = field(default=())
+    # Cross-field order rules (end >= start, salvage <= price), declared as data; checked like row checks.
+    ordered: tuple[NotBefore, ...] = field(default=())
+
+    @property
+    def all_row_checks(self) -> tuple[pa.Check, ...]:
+        return (*self.row_checks, *(rule.check() for rule in self.ordered))
 
     def pandera(self) -> pa.DataFrameSchema:
         return pa.DataFrameSchema(
             {
-                c.name: pa.Column(c.pandas_dtype, checks=list(c.checks), nullable=c.nullable, coerce=True)
+                c.name: pa.Column(c.pandas_dtype, checks=list(c.all_checks), nullable=c.nullable, coerce=True)
                 for c in self.columns
             },
-            checks=list(self.row_checks),
+            checks=list(self.all_row_checks),
             strict="filter",
         )
 
@@ -81,7 +212,6 @@ def _date() -> tuple[pa.Check, ...]:
     return (pa.Check.str_matches(r"^\d{4}-\d{2}-\d{2}$"),)
 
 
-NON_NEGATIVE = (pa.Check.ge(0),)
 POSITIVE = (pa.Check.gt(0),)
 BATCH_KEY = (pa.Check.str_matches(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$"),)
 
@@ -120,9 +250,15 @@ def _label_columns(contract: Contract) -> tuple[Col, ...]:
 def batch_plan_columns() -> tuple[Col, ...]:
     """The batch plan (R18) beside the registry's attributes; optional, so registry files without them still load."""
     return (
-        Col("budget_cost", "DECIMAL(18,2)", nullable=True, checks=_money()),
-        Col("budget_gpu_hours", "DECIMAL(18,2)", nullable=True, checks=(pa.Check.str_matches(PLAIN_NUMBER),)),
-        Col("max_trial_rounds", "INTEGER", nullable=True, checks=POSITIVE),
+        Col("budget_cost", "DECIMAL(18,2)", nullable=True, checks=_money(), domain=AMOUNT),
+        Col(
+            "budget_gpu_hours",
+            "DECIMAL(18,2)",
+            nullable=True,
+            checks=(pa.Check.str_matches(PLAIN_NUMBER),),
+            domain=HOURS_DOMAIN,
+        ),
+        Col("max_trial_rounds", "INTEGER", nullable=True, checks=POSITIVE, domain=COUNT),
         Col("stop_condition", "VARCHAR", nullable=True),
         Col("variance_boundary_pct", "DECIMAL(18,2)", nullable=True, checks=(pa.Check.str_matches(PLAIN_NUMBER),)),
     )
@@ -134,11 +270,12 @@ def batch_rounds(contract: Contract) -> SourceSchema:
         "batch_rounds",
         (
             Col("batch_id", "VARCHAR", checks=BATCH_KEY),
-            Col("round", "INTEGER", checks=POSITIVE),
+            Col("round", "INTEGER", checks=POSITIVE, domain=COUNT),
             Col("started_at", "TIMESTAMP"),
             Col("ended_at", "TIMESTAMP"),
             Col("evidence", "VARCHAR", nullable=True),
         ),
+        ordered=(ends_after_start("ended_at", "started_at"),),
     )
 
 
@@ -169,7 +306,7 @@ def timesheets(contract: Contract) -> SourceSchema:
             Col("first_name", "VARCHAR"),
             Col("last_name", "VARCHAR"),
             Col("roles", "VARCHAR", nullable=True),
-            Col("cost_rate", "DECIMAL(18,2)", nullable=True, checks=_money()),
+            Col("cost_rate", "DECIMAL(18,2)", nullable=True, checks=_money(), domain=AMOUNT),
             Col("currency", "VARCHAR", nullable=True, checks=_currency(contract)),
         ),
     )
@@ -185,7 +322,7 @@ def service_invoices(contract: Contract) -> SourceSchema:
             Col("vendor", "VARCHAR"),
             Col("batch_id", "VARCHAR", nullable=True),
             Col("stage", "VARCHAR", checks=_isin(contract.service_stages)),
-            Col("amount", "DECIMAL(18,2)", checks=_money()),
+            Col("amount", "DECIMAL(18,2)", checks=_money(), domain=AMOUNT),
             Col("currency", "VARCHAR", checks=_currency(contract)),
             Col("invoiced_on", "DATE", nullable=True, checks=_date()),
             Col("service_month", "VARCHAR", nullable=True, checks=(pa.Check.str_matches(MONTH_PATTERN),)),
@@ -218,18 +355,19 @@ def scheduler_jobs(contract: Contract) -> SourceSchema:
             Col("cancelled_by", "VARCHAR", nullable=True),
             Col("exit_code", "VARCHAR", nullable=True),
             Col("failed_node", "VARCHAR", nullable=True),
-            Col("restarts", "INTEGER", checks=NON_NEGATIVE),
+            Col("restarts", "INTEGER", domain=COUNT),
             Col("submit_at", "TIMESTAMP", nullable=True),
             Col("start_at", "TIMESTAMP", nullable=True),
             Col("end_at", "TIMESTAMP", nullable=True),
-            Col("elapsed_seconds", "BIGINT", nullable=True, checks=NON_NEGATIVE),
-            Col("time_limit_seconds", "BIGINT", nullable=True, checks=NON_NEGATIVE),
-            Col("gpus_requested", "INTEGER", checks=NON_NEGATIVE),
-            Col("gpus_allocated", "INTEGER", checks=NON_NEGATIVE),
-            Col("node_count", "INTEGER", nullable=True, checks=NON_NEGATIVE),
+            Col("elapsed_seconds", "BIGINT", nullable=True, domain=SECONDS),
+            Col("time_limit_seconds", "BIGINT", nullable=True, domain=SECONDS),
+            Col("gpus_requested", "INTEGER", domain=GPU_COUNT),
+            Col("gpus_allocated", "INTEGER", domain=GPU_COUNT),
+            Col("node_count", "INTEGER", nullable=True, domain=COUNT),
             Col("node_list", "VARCHAR", nullable=True),
             *_label_columns(contract),
         ),
+        ordered=(ends_after_start("end_at", "start_at"), ALLOCATED_AT_MOST_REQUESTED),
     )
 
 
@@ -240,12 +378,13 @@ def scheduler_events(contract: Contract) -> SourceSchema:
             Col("job_id", "VARCHAR"),
             Col("event", "VARCHAR", checks=_isin(contract.scheduler_events)),
             Col("at", "TIMESTAMP"),
-            Col("gpus_requested", "INTEGER", nullable=True, checks=NON_NEGATIVE),
-            Col("gpus_allocated", "INTEGER", nullable=True, checks=NON_NEGATIVE),
-            Col("time_limit_s", "BIGINT", nullable=True, checks=NON_NEGATIVE),
+            Col("gpus_requested", "INTEGER", nullable=True, domain=GPU_COUNT),
+            Col("gpus_allocated", "INTEGER", nullable=True, domain=GPU_COUNT),
+            Col("time_limit_s", "BIGINT", nullable=True, domain=SECONDS),
             Col("state", "VARCHAR", nullable=True, checks=_isin(list(contract.sacct_states))),
             *_label_columns(contract),
         ),
+        ordered=(ALLOCATED_AT_MOST_REQUESTED,),
     )
 
 
@@ -255,16 +394,17 @@ def training_steps(contract: Contract) -> SourceSchema:
         (
             Col("batch_id", "VARCHAR", checks=BATCH_KEY),
             Col("job_id", "VARCHAR"),
-            Col("step", "BIGINT", checks=NON_NEGATIVE),
+            Col("step", "BIGINT", domain=BIG_COUNT),
             Col("started_at", "TIMESTAMP"),
             Col("ended_at", "TIMESTAMP"),
             Col("committed", "BOOLEAN"),
             Col("discarded_reason", "VARCHAR", nullable=True, checks=_isin(contract.discard_reasons)),
-            Col("samples", "BIGINT", nullable=True, checks=NON_NEGATIVE),
-            Col("tokens", "BIGINT", nullable=True, checks=NON_NEGATIVE),
+            Col("samples", "BIGINT", nullable=True, domain=BIG_COUNT),
+            Col("tokens", "BIGINT", nullable=True, domain=TOKENS),
             Col("config_version", "VARCHAR", nullable=True),
             Col("data_version", "VARCHAR", nullable=True),
         ),
+        ordered=(ends_after_start("ended_at", "started_at"),),
     )
 
 
@@ -276,14 +416,15 @@ def ledger_purchases(contract: Contract) -> SourceSchema:
             Col("purchased_on", "DATE", checks=_date()),
             Col("asset_class", "VARCHAR", checks=_isin(contract.asset_classes)),
             Col("description", "VARCHAR", nullable=True),
-            Col("quantity", "INTEGER", checks=POSITIVE),
-            Col("unit_price", "DECIMAL(18,2)", checks=_money()),
+            Col("quantity", "INTEGER", checks=POSITIVE, domain=COUNT),
+            Col("unit_price", "DECIMAL(18,2)", checks=_money(), domain=AMOUNT),
             Col("currency", "VARCHAR", checks=_currency(contract)),
-            Col("gpus_per_unit", "INTEGER", checks=NON_NEGATIVE),
-            Col("depreciation_years", "INTEGER", checks=POSITIVE),
-            Col("salvage_value", "DECIMAL(18,2)", checks=_money()),
+            Col("gpus_per_unit", "INTEGER", domain=GPU_COUNT),
+            Col("depreciation_years", "INTEGER", checks=POSITIVE, domain=COUNT),
+            Col("salvage_value", "DECIMAL(18,2)", checks=_money(), domain=AMOUNT),
         ),
         unique=("purchase_id",),
+        ordered=(NotBefore("unit_price", "salvage_value", "salvage_value.at_most_unit_price", SALVAGE_EXPECTS),),
     )
 
 
@@ -293,7 +434,7 @@ def ledger_facility(contract: Contract) -> SourceSchema:
         (
             Col("month", "VARCHAR", checks=(pa.Check.str_matches(MONTH_PATTERN),)),
             Col("item", "VARCHAR", checks=_isin(contract.facility_items)),
-            Col("amount", "DECIMAL(18,2)", checks=_money()),
+            Col("amount", "DECIMAL(18,2)", checks=_money(), domain=AMOUNT),
             Col("currency", "VARCHAR", checks=_currency(contract)),
         ),
     )
@@ -309,14 +450,14 @@ def serving_requests(contract: Contract) -> SourceSchema:
             Col("model", "VARCHAR"),
             Col("tenant", "VARCHAR", nullable=True),
             Col("business_line", "VARCHAR", nullable=True),
-            Col("input_tokens", "BIGINT", checks=NON_NEGATIVE),
-            Col("output_tokens", "BIGINT", checks=NON_NEGATIVE),
+            Col("input_tokens", "BIGINT", domain=TOKENS),
+            Col("output_tokens", "BIGINT", domain=TOKENS),
             Col("cache_hit", "BOOLEAN"),
-            Col("latency_ms", "BIGINT", nullable=True, checks=NON_NEGATIVE),
+            Col("latency_ms", "BIGINT", nullable=True, domain=MILLISECONDS),
             Col("latency_tier", "VARCHAR", nullable=True, checks=_isin([t["code"] for t in serving["latency_tiers"]])),
             Col("status", "VARCHAR", checks=_isin(list(serving["request_statuses"]))),
             Col("task_id", "VARCHAR", nullable=True),
-            Col("attempt", "INTEGER", checks=POSITIVE),
+            Col("attempt", "INTEGER", checks=POSITIVE, domain=COUNT),
             Col("escalated_to", "VARCHAR", nullable=True),
             Col("human_handoff", "BOOLEAN"),
             Col("request_shape", "VARCHAR", checks=_isin(contract.request_shapes)),
@@ -331,7 +472,7 @@ def serving_replicas(contract: Contract) -> SourceSchema:
         (
             Col("replica_id", "VARCHAR"),
             Col("model", "VARCHAR"),
-            Col("gpus", "INTEGER", checks=POSITIVE),
+            Col("gpus", "INTEGER", checks=POSITIVE, domain=GPU_COUNT),
             Col("started_at", "TIMESTAMP"),
             Col("ended_at", "TIMESTAMP"),
             Col(
@@ -339,9 +480,11 @@ def serving_replicas(contract: Contract) -> SourceSchema:
                 "DECIMAL(18,4)",
                 nullable=True,
                 checks=(pa.Check.str_matches(r"^\d{1,12}(\.\d{1,4})?$"),),
+                domain=AMOUNT,
             ),
         ),
         unique=("replica_id",),
+        ordered=(ends_after_start("ended_at", "started_at"),),
     )
 
 
@@ -351,7 +494,7 @@ def serving_monthly_costs(contract: Contract) -> SourceSchema:
         (
             Col("month", "VARCHAR", checks=(pa.Check.str_matches(MONTH_PATTERN),)),
             Col("item", "VARCHAR", checks=_isin(list(contract.serving["monthly_cost_items"]))),
-            Col("amount", "DECIMAL(18,2)", checks=_money()),
+            Col("amount", "DECIMAL(18,2)", checks=_money(), domain=AMOUNT),
         ),
     )
 
@@ -364,13 +507,36 @@ def task_outcomes(contract: Contract) -> SourceSchema:
             Col("task_category", "VARCHAR", nullable=True),
             Col("succeeded", "BOOLEAN"),
             Col("judged_by", "VARCHAR", nullable=True),
-            Col("human_minutes", "DOUBLE", nullable=True, checks=NON_NEGATIVE),
-            Col("human_cost_per_hour", "DECIMAL(18,2)", nullable=True, checks=_money()),
+            Col("human_minutes", "DOUBLE", nullable=True, domain=MINUTES),
+            Col("human_cost_per_hour", "DECIMAL(18,2)", nullable=True, checks=_money(), domain=AMOUNT),
         ),
         unique=("task_id",),
     )
 
 
+def _focus_amount_sign(contract: Contract) -> pa.Check:
+    """A negative FOCUS amount only on the lines the contract allows it on (a credit, a correction...)."""
+    allowed = contract.focus_negative_amounts
+    categories, classes = set(allowed["charge_categories"]), set(allowed["charge_classes"])
+    reversal = allowed["negative_consumed_quantity"]
+
+    def holds(row: pd.Series) -> bool:
+        numbers = [as_number(row[c]) for c in FOCUS_AMOUNT_COLUMNS if not pd.isna(row[c])]
+        if not any(n is not None and n.is_finite() and n < 0 for n in numbers):
+            return True
+        if row["charge_category"] in categories or row["charge_class"] in classes:
+            return True
+        quantity = row["consumed_quantity"]
+        return reversal and not pd.isna(quantity) and quantity < 0
+
+    expects = (
+        f"non-negative amounts, unless its ChargeCategory is {' or '.join(sorted(categories))}, its ChargeClass is "
+        f"{' or '.join(sorted(classes))}" + (", or it reverses usage (a negative ConsumedQuantity)" if reversal else "")
+    )
+    return pa.Check(holds, element_wise=True, name="focus_amount.sign", description=expects)
+
+
+FOCUS_AMOUNT_COLUMNS = ("billed_cost", "effective_cost", "list_cost", "contracted_cost")
 # Amounts as the billing loader writes them (plain decimal text, up to 18 decimals: the FinOps sample writes 11).
 FOCUS_AMOUNT = (pa.Check.str_matches(r"^-?\d{1,20}(\.\d{1,18})?$"),)
 
@@ -388,10 +554,10 @@ def billing_focus(contract: Contract) -> SourceSchema:
             Col("charge_class", "VARCHAR", nullable=True, checks=_isin(contract.focus_charge_classes)),
             Col("charge_frequency", "VARCHAR", nullable=True),
             Col("pricing_category", "VARCHAR", nullable=True),
-            Col("billed_cost", "DECIMAL(38,18)", checks=FOCUS_AMOUNT),
-            Col("effective_cost", "DECIMAL(38,18)", checks=FOCUS_AMOUNT),
-            Col("list_cost", "DECIMAL(38,18)", nullable=True, checks=FOCUS_AMOUNT),
-            Col("contracted_cost", "DECIMAL(38,18)", nullable=True, checks=FOCUS_AMOUNT),
+            Col("billed_cost", "DECIMAL(38,18)", checks=FOCUS_AMOUNT, domain=FOCUS_AMOUNT_RANGE),
+            Col("effective_cost", "DECIMAL(38,18)", checks=FOCUS_AMOUNT, domain=FOCUS_AMOUNT_RANGE),
+            Col("list_cost", "DECIMAL(38,18)", nullable=True, checks=FOCUS_AMOUNT, domain=FOCUS_AMOUNT_RANGE),
+            Col("contracted_cost", "DECIMAL(38,18)", nullable=True, checks=FOCUS_AMOUNT, domain=FOCUS_AMOUNT_RANGE),
             Col("billing_currency", "VARCHAR", nullable=True, checks=_currency(contract)),
             Col("resource_id", "VARCHAR", nullable=True),
             Col("resource_name", "VARCHAR", nullable=True),
@@ -399,12 +565,17 @@ def billing_focus(contract: Contract) -> SourceSchema:
             Col("service_category", "VARCHAR", nullable=True),
             Col("invoice_id", "VARCHAR", nullable=True),
             Col("sku_id", "VARCHAR", nullable=True),
-            Col("consumed_quantity", "DOUBLE", nullable=True),
+            Col("consumed_quantity", "DOUBLE", nullable=True, domain=QUANTITY),
             Col("consumed_unit", "VARCHAR", nullable=True),
             Col("commitment_discount_id", "VARCHAR", nullable=True),
             Col("commitment_discount_status", "VARCHAR", nullable=True),
             Col("tags", "VARCHAR", nullable=True),
             Col("batch_id", "VARCHAR", nullable=True),
+        ),
+        row_checks=(_focus_amount_sign(contract),),
+        ordered=(
+            ends_after_start("charge_period_end", "charge_period_start"),
+            ends_after_start("billing_period_end", "billing_period_start"),
         ),
     )
 
@@ -419,7 +590,7 @@ def storage_prefix_rules(contract: Contract) -> SourceSchema:
             Col("purpose", "VARCHAR", checks=_isin(list(contract.storage_purposes))),
             Col("owner", "VARCHAR", nullable=True),
             Col("batch_id", "VARCHAR", nullable=True, checks=BATCH_KEY),
-            Col("retention_days", "INTEGER", nullable=True, checks=NON_NEGATIVE),
+            Col("retention_days", "INTEGER", nullable=True, domain=COUNT),
         ),
     )
 
@@ -432,7 +603,7 @@ def storage_prices(contract: Contract) -> SourceSchema:
         "storage_prices",
         (
             Col("storage_class", "VARCHAR"),
-            Col("price_per_gb_month", "DECIMAL(18,6)", checks=PRICE_PER_GB_MONTH),
+            Col("price_per_gb_month", "DECIMAL(18,6)", checks=PRICE_PER_GB_MONTH, domain=AMOUNT),
         ),
         unique=("storage_class",),
     )
@@ -457,6 +628,15 @@ DEVICE_SAMPLE_ACTIVITY_COLUMNS = (
     "DCGM_FI_PROF_SM_ACTIVE",
     "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
 )
+# The device samples' numeric domains, in the order their rules are checked; power may be blank.
+DEVICE_SAMPLE_DOMAINS: dict[str, Domain] = {
+    "gpu": GPU_INDEX,
+    **dict.fromkeys(DEVICE_SAMPLE_ACTIVITY_COLUMNS, FRACTION),
+    "DCGM_FI_PROF_NVLINK_TX_BYTES": BYTES_PER_SECOND,
+    "DCGM_FI_PROF_NVLINK_RX_BYTES": BYTES_PER_SECOND,
+    "DCGM_FI_DEV_POWER_USAGE": WATTS,
+}
+DEVICE_SAMPLE_OPTIONAL = ("job_id", "DCGM_FI_DEV_POWER_USAGE")
 
 # S3 Inventory rows (I6) are validated inside DuckDB too (cost_pipeline/ingest/s3_inventory.py), by AWS field
 # name; extra inventory fields are not kept. version_id and etag may be null, size_bytes is never negative and

@@ -12,7 +12,8 @@ from typing import Any
 
 import duckdb
 
-from cost_pipeline.contract import Contract
+from cost_pipeline.contract import Contract, load_contract
+from cost_pipeline.contract.schemas import Domain, NotBefore
 from cost_pipeline.ingest import (
     batches,
     billing,
@@ -25,7 +26,7 @@ from cost_pipeline.ingest import (
     timesheets,
     training,
 )
-from cost_pipeline.ingest.lib.source import Source
+from cost_pipeline.ingest.lib.source import RowLoader, Source
 from cost_pipeline.ingest.lib.warehouse import BOOKKEEPING_TABLES, IngestReport
 from cost_pipeline.markdown import table
 
@@ -92,3 +93,33 @@ def render_inputs() -> str:
         for source in SOURCES.values()
     )
     return "\n".join(table(headings, rows)) + "\n"
+
+
+def _checked_values(source: Source, contract: Contract) -> tuple[dict[str, tuple[str, Domain]], list[tuple[str, str]]]:
+    """A source's numeric domains (column -> warehouse type, domain) and its cross-field rules (rule, expectation)."""
+    loader = source.loader
+    if isinstance(loader, RowLoader):
+        schema = loader.schema(contract)
+        domains = {c.name: (c.sql_type, c.domain) for c in schema.columns if c.domain is not None}
+        ordered: list[NotBefore] = list(schema.ordered)
+        rows = [(r.rule, r.expects) for r in ordered]
+        rows += [(str(c.name), str(c.description)) for c in schema.row_checks if c.description]
+        return domains, rows
+    types = dict(getattr(loader, "columns", ()))
+    return {name: (types.get(name, ""), d) for name, d in getattr(loader, "domains", {}).items()}, []
+
+
+def render_domains() -> str:
+    """The markdown tables of every numeric column's domain and every cross-field rule, from the declarations."""
+    contract = load_contract()
+    domain_rows, rule_rows = [], []
+    for source in SOURCES.values():
+        domains, rules = _checked_values(source, contract)
+        for column, (sql_type, domain) in domains.items():
+            domain_rows.append(
+                [f"`raw.{source.name}`", f"`{column}`", sql_type, domain.describe(), f"`{column}.{domain.rule}`"]
+            )
+        rule_rows += [[f"`raw.{source.name}`", f"`{rule}`", expects] for rule, expects in rules]
+    lines = ["#### Numeric domains", "", *table(["raw table", "column", "type", "domain", "rule"], domain_rows)]
+    lines += ["", "#### Cross-field rules", "", *table(["raw table", "rule", "the row should have"], rule_rows)]
+    return "\n".join(lines) + "\n"

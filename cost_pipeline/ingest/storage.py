@@ -49,6 +49,7 @@ from cost_pipeline.contract.schemas import STORAGE_INVENTORY_COLUMNS
 from cost_pipeline.ingest.lib import in_database
 from cost_pipeline.ingest.lib.records import FileRejected, Rejection
 from cost_pipeline.ingest.lib.source import RowLoader, Source, csv_all_columns, csv_required
+from cost_pipeline.ingest.lib.timestamps import utc_timestamp_sql
 from cost_pipeline.ingest.lib.warehouse import IngestReport, file_pattern, lock_down, quote
 
 # Inventory field (normalised: lower case, letters only) -> raw column.
@@ -302,11 +303,7 @@ def class_flag(path: Path) -> str | None:
 
 # Text with a time of day and then a zone (Z or an offset) is read as a moment and converted to UTC; text without
 # one is taken as UTC already (as ``lib.timestamps.utc_naive`` does).
-_LAST_MODIFIED = (
-    "case when regexp_matches(last_modified_at, '\\d[T ]\\d.*([zZ]|[+-]\\d{2}(:?\\d{2})?)$') "
-    "then timezone('UTC', try_cast(last_modified_at as timestamptz)) "
-    "else try_cast(last_modified_at as timestamp) end"
-)
+_LAST_MODIFIED = utc_timestamp_sql("last_modified_at")
 # (rule, condition that breaks it, message); evaluated in order, the first broken rule is recorded.
 _RULES: list[in_database.Rule] = [
     ("bucket.present", "bucket is null", "bucket is empty"),

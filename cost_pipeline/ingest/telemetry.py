@@ -26,10 +26,11 @@ from pathlib import Path
 
 import duckdb
 
-from cost_pipeline.contract.schemas import DEVICE_SAMPLE_ACTIVITY_COLUMNS, DEVICE_SAMPLE_COLUMNS
+from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS, DEVICE_SAMPLE_DOMAINS, DEVICE_SAMPLE_OPTIONAL
 from cost_pipeline.ingest.lib.in_database import (
     InDatabaseSource,
     Rule,
+    domain_rules,
     first_line,
     load_in_database,
     stage_csv,
@@ -38,36 +39,17 @@ from cost_pipeline.ingest.lib.in_database import (
 from cost_pipeline.ingest.lib.metric_series import job_from_labels, line_rules, pivot, presence_rules
 from cost_pipeline.ingest.lib.records import FileRejected, Rejection
 from cost_pipeline.ingest.lib.source import Source
+from cost_pipeline.ingest.lib.timestamps import landing_time_sql
 from cost_pipeline.ingest.lib.warehouse import IngestReport, file_pattern, quote
 
-# (rule, condition that breaks it, message); evaluated in order, the first broken rule is recorded.
+# (rule, condition that breaks it, message); evaluated in order, the first broken rule is recorded. The numeric
+# columns' rules come from their domains (schemas.DEVICE_SAMPLE_DOMAINS), declared once for both ingest paths.
 _RULES: list[Rule] = [
     ("timestamp.parseable", 'try_cast("timestamp" as timestamp) is null', "timestamp is missing or not a timestamp"),
     ("hostname.present", "nullif(trim(hostname), '') is null", "hostname is empty"),
-    ("gpu.index", "coalesce(try_cast(gpu as integer) < 0, true)", "gpu is not a non-negative integer"),
-    *[
-        (
-            f"{c}.unit_range",
-            f"coalesce(not (try_cast({quote(c)} as double) between 0 and 1), true)",
-            f"{c} is not an activity between 0 and 1",
-        )
-        for c in DEVICE_SAMPLE_ACTIVITY_COLUMNS
-    ],
-    *[
-        (
-            f"{c}.non_negative",
-            f"coalesce(try_cast({quote(c)} as double) < 0, true)",
-            f"{c} is not a non-negative number",
-        )
-        for c in ("DCGM_FI_PROF_NVLINK_TX_BYTES", "DCGM_FI_PROF_NVLINK_RX_BYTES")
-    ],
-    (
-        "DCGM_FI_DEV_POWER_USAGE.non_negative",
-        "DCGM_FI_DEV_POWER_USAGE is not null and coalesce(try_cast(DCGM_FI_DEV_POWER_USAGE as double) < 0, true)",
-        "DCGM_FI_DEV_POWER_USAGE is not a non-negative number",
-    ),
+    *domain_rules(DEVICE_SAMPLE_DOMAINS, DEVICE_SAMPLE_OPTIONAL),
 ]
-_REQUIRED = [name for name, _ in DEVICE_SAMPLE_COLUMNS if name not in ("job_id", "DCGM_FI_DEV_POWER_USAGE")]
+_REQUIRED = [name for name, _ in DEVICE_SAMPLE_COLUMNS if name not in DEVICE_SAMPLE_OPTIONAL]
 
 
 def _typed_select() -> str:
@@ -89,13 +71,18 @@ def _require(present: Iterable[str]) -> None:
         raise FileRejected("file_format", f"header lacks required column(s): {', '.join(missing)}")
 
 
+def _sample_column(name: str, present: dict[str, str]) -> str:
+    if name not in present:
+        return f"cast(null as varchar) as {quote(name)}"
+    if name == "timestamp":  # naive UTC: an offset honoured, a number refused (the contract names no unit)
+        return f"{landing_time_sql(quote(name), present[name])} as {quote(name)}"
+    return quote(name)
+
+
 def _sample_columns(present: dict[str, str]) -> str:
     """The sample columns, by the names DuckDB gave them; an absent optional column is null."""
     _require(present)
-    return ", ".join(
-        quote(name) if name in present else f"cast(null as varchar) as {quote(name)}"
-        for name, _ in DEVICE_SAMPLE_COLUMNS
-    )
+    return ", ".join(_sample_column(name, present) for name, _ in DEVICE_SAMPLE_COLUMNS)
 
 
 def _stage(con: duckdb.DuckDBPyConnection, path: Path, blank_lines: list[int]) -> list[Rejection]:
@@ -112,7 +99,7 @@ DEVICE_SAMPLES = Source(
     "telemetry",
     ("*.csv", "*.parquet"),
     "Per-GPU DCGM samples",
-    InDatabaseSource(DEVICE_SAMPLE_COLUMNS, _typed_select(), _RULES, _stage),
+    InDatabaseSource(DEVICE_SAMPLE_COLUMNS, _typed_select(), _RULES, _stage, domains=DEVICE_SAMPLE_DOMAINS),
 )
 
 # --- dcgm-exporter scrapes: the Prometheus text exposition format -------------------------------------------------
@@ -205,6 +192,7 @@ DCGM_SCRAPES = Source(
         _typed_select(),
         [*_EXPOSITION_RULES, *presence_rules(), *_RULES],
         _stage_exposition,
+        domains=DEVICE_SAMPLE_DOMAINS,
         # Two scrapes may hold the same bytes (an idle node, no timestamps): the time in the name tells them apart.
         identity=lambda path: file_name_time(path) or "",
         parquet=False,
@@ -279,6 +267,7 @@ PROMETHEUS_RANGES = Source(
         _typed_select(),
         [*_RANGE_RULES, *presence_rules(), *_RULES],
         _stage_range_query,
+        domains=DEVICE_SAMPLE_DOMAINS,
         parquet=False,
     ),
 )

@@ -68,6 +68,8 @@ def _values_text(values: object) -> str:
 
 def check_text(check: pa.Check) -> str:
     """What a value passing ``check`` is, in words, with an example where there is one."""
+    if check.description:  # a check the contract declares with its own words (a domain, a cross-field rule)
+        return str(check.description)
     stats = check.statistics or {}
     name = check.name
     if name == "str_matches":

@@ -23,7 +23,7 @@ import gzip
 import hashlib
 import re
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 import duckdb
 
 from cost_pipeline.contract import Contract
+from cost_pipeline.contract.schemas import Domain
 from cost_pipeline.ingest.lib.parquet import parquet_rows
 from cost_pipeline.ingest.lib.records import (
     FileRejected,
@@ -76,6 +77,8 @@ class InDatabaseSource:
     # A file's flag: what was assumed for it that the file did not say (None: nothing), logged and reported.
     flag: Callable[[Path], str | None] | None = None
     parquet: bool = True  # whether its stage reads Parquet files (the metric-series formats are text and JSON)
+    # The numeric columns' domains the rules were built from (``domain_rules``), for the docs.
+    domains: Mapping[str, Domain] = dataclasses.field(default_factory=dict)
     kind: ClassVar[str] = "in DuckDB"
 
     def reads_parquet(self) -> bool:
@@ -86,6 +89,19 @@ class InDatabaseSource:
     ) -> IngestReport:
         loader = self if self.staged_with is None else dataclasses.replace(self, stage=self.staged_with(contract))
         return load_in_database(con, landing_dir, source.files(landing_dir), source.name, loader)
+
+
+def domain_rules(domains: Mapping[str, Domain], optional: Iterable[str] = ()) -> list[Rule]:
+    """One rule per numeric column from its declared domain (finite, sign, range); an optional column may be blank."""
+    blank_allowed = set(optional)
+    return [
+        (
+            f"{column}.{domain.rule}",
+            domain.sql_breaks(quote(column), column in blank_allowed),
+            f"{column} should hold {domain.describe()}".replace("'", "''"),
+        )
+        for column, domain in domains.items()
+    ]
 
 
 def failed_rule_sql(rules: Sequence[Rule]) -> tuple[str, str]:

@@ -1,11 +1,15 @@
-"""Timestamps as exports write them (ISO dates and date-times, ``Z`` or an offset) -> naive UTC."""
+"""Timestamps as exports write them (ISO dates and date-times, ``Z`` or an offset, or a number of a declared unit
+since the epoch) -> naive UTC, in Python and in DuckDB SQL, never depending on the host's or session's time zone."""
 
 from __future__ import annotations
 
+import math
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
-from cost_pipeline.ingest.lib.records import RowRejected
+from cost_pipeline.contract.schemas import TIME_UNITS
+from cost_pipeline.ingest.lib.records import FileRejected, RowRejected
 
 
 def utc_naive(value: object) -> object:
@@ -49,3 +53,75 @@ def iso_utc_naive(value: object, column: str) -> object:
             f"{ISO_8601_EXAMPLE} (or a date alone, or an offset)",
         )
     return parsed
+
+
+def is_number(value: object) -> bool:
+    """A number where a time should be (a Parquet INT64 or DOUBLE column, a JSON number), not text or a datetime."""
+    return isinstance(value, int | float | Decimal) and not isinstance(value, bool)
+
+
+def number_time_message(column: str) -> str:
+    return (
+        f"column {column} holds a number, and the contract names no unit for it (s, ms, us or ns since "
+        f"1970-01-01 UTC): expected {ISO_8601_EXAMPLE}"
+    )
+
+
+_EPOCH = datetime(1970, 1, 1)
+
+
+def utc_time(value: object, unit: str | None = None) -> object:
+    """A time value as naive UTC: text or an aware datetime by ``utc_naive``, a number by its declared ``unit``.
+
+    A number whose unit is not declared, or that is off the calendar, is returned as text for validation to refuse.
+    """
+    if not is_number(value):
+        return utc_naive(value)
+    try:
+        if unit is None or not math.isfinite(value):
+            raise ValueError(unit)
+        micros = Decimal(str(value)) * TIME_UNITS[unit]
+        return _EPOCH + timedelta(microseconds=int(micros))
+    except (ValueError, OverflowError, ArithmeticError):
+        return str(value)
+
+
+# Text ending in a zone (Z or an offset, after a time of day) is a moment: converted to UTC. Other text is UTC.
+_ZONED_TEXT = r"\d[T ]\d.*([zZ]|[+-]\d{2}(:?\d{2})?)$"
+
+
+def utc_timestamp_sql(text: str) -> str:
+    """SQL turning timestamp text into a naive UTC timestamp (null if it is none), whatever the session's zone.
+
+    DuckDB's cast of text to ``timestamp`` drops an offset; its cast to ``timestamptz`` reads a naive time in
+    the session's zone. So zoned text goes through ``timestamptz`` and back to UTC, other text straight to
+    ``timestamp``.
+    """
+    return (
+        f"case when regexp_matches({text}, '{_ZONED_TEXT}') "
+        f"then timezone('UTC', try_cast({text} as timestamptz)) else try_cast({text} as timestamp) end"
+    )
+
+
+_NUMERIC_TYPES = (
+    *("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "FLOAT", "DOUBLE", "DECIMAL"),
+    *("UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"),
+)
+
+
+def landing_time_sql(column: str, landing_type: str, unit: str | None = None) -> str:
+    """SQL for one landing time column (quoted ``column`` of DuckDB type ``landing_type``) as naive UTC.
+
+    A number is refused (``FileRejected``, rule ``<name>.time_unit``) unless ``unit`` names what it counts.
+    """
+    kind = landing_type.upper()
+    if kind.startswith(("VARCHAR", "TEXT")):
+        return utc_timestamp_sql(column)
+    if kind.startswith("TIMESTAMP WITH TIME ZONE"):
+        return f"timezone('UTC', {column})"
+    if kind.startswith(_NUMERIC_TYPES):
+        name = column.strip('"')
+        if unit is None:
+            raise FileRejected(f"{name}.time_unit", number_time_message(name))
+        return f"make_timestamp(cast(round({column} * {TIME_UNITS[unit]}) as bigint))"
+    return f"try_cast({column} as timestamp)"

@@ -8,7 +8,13 @@ These rules come before and after the contract's own checks, for every source al
 
 - a cell holding a list or an object (JSON) where the column wants one value is rejected (``<column>.scalar``),
   rather than stored as its Python text, and so is timestamp text too long to be one
-  (``<column>.timestamp_length``);
+  (``<column>.timestamp_length``), a number in a time column whose unit the contract does not name
+  (``<column>.time_unit``: it would read as a 1970 date) and NaN or an infinity in a numeric column (its domain's
+  rule: pandera would take NaN for a blank);
+- every time value is made naive UTC first (``timestamps.utc_time``): an offset or ``Z`` is honoured, a naive
+  time is UTC whatever the host's zone, a number is converted by its declared unit;
+- each numeric column's domain (``schemas.Domain``: finite, its sign, a range that fits the warehouse type) and
+  the schema's cross-field rules (``schemas.NotBefore``: end >= start, salvage <= price) run as pandera checks;
 - a row that passes pandera must also fit the warehouse column it is written to (``<column>.warehouse_type``):
   pandera's Int64 takes 2**31 for an INTEGER column, and the contract's date and money patterns take
   2026-02-30 and non-ASCII digits (``\\d``), all of which DuckDB refuses at insert time, and with them the
@@ -18,13 +24,16 @@ These rules come before and after the contract's own checks, for every source al
 
 from __future__ import annotations
 
+from functools import partial
+
 import duckdb
 import pandas as pd
 import pandera.pandas as pa
 
-from cost_pipeline.contract.schemas import SourceSchema
+from cost_pipeline.contract.schemas import Col, SourceSchema, as_number
 from cost_pipeline.ingest.lib.expectations import column_message, row_message, warehouse_text
 from cost_pipeline.ingest.lib.records import ParsedFile, Rejection
+from cost_pipeline.ingest.lib.timestamps import is_number, number_time_message, utc_time
 from cost_pipeline.ingest.lib.warehouse import quote
 
 _TRUE = {"true", "t", "yes", "1"}
@@ -50,9 +59,9 @@ def _checks(schema: SourceSchema) -> dict[tuple[str | None, str], pa.Check]:
     """Each contract check by (column, the name pandera's failure cases give it); row checks under column None."""
     found: dict[tuple[str | None, str], pa.Check] = {}
     for column in schema.columns:
-        for check in column.checks:
+        for check in column.all_checks:
             found[(column.name, str(check.error or check.name))] = check
-    for check in schema.row_checks:
+    for check in schema.all_row_checks:
         found[(None, str(check.error or check.name))] = check
     return found
 
@@ -67,22 +76,32 @@ def _rule(column: object, check: object) -> str:
 MAX_TIMESTAMP_TEXT = 64
 
 
+def _refusal(column: Col, value: object) -> tuple[str, str] | None:
+    """The rule and message a raw value breaks before pandera sees it, if any."""
+    if isinstance(value, list | dict | tuple | set):
+        return f"{column.name}.scalar", f"column {column.name} holds a list or an object, not one value"
+    if column.sql_type == "TIMESTAMP":
+        if isinstance(value, str) and len(value) > MAX_TIMESTAMP_TEXT:
+            return f"{column.name}.timestamp_length", f"column {column.name} is too long to be a timestamp"
+        if column.unit is None and is_number(value):
+            return f"{column.name}.time_unit", number_time_message(column.name)
+    # NaN and infinities before pandera, which takes NaN in a nullable column for a blank.
+    number = as_number(value) if column.domain is not None else None
+    if number is not None and not number.is_finite():
+        return f"{column.name}.{column.domain.rule}", f"column {column.name} should hold {column.domain.describe()}"
+    return None
+
+
 def _precheck(rows: list[dict[str, object]], schema: SourceSchema) -> dict[int, Rejection]:
-    """Rows with a list or an object (parsed JSON) in a column that holds one value, or over-long timestamp text."""
+    """Rows with a list or an object (parsed JSON) in a column that holds one value, over-long timestamp text, a
+    number in a time column whose unit the contract does not name, or NaN or an infinity in a numeric column."""
     rejected: dict[int, Rejection] = {}
     for row in rows:
         line = int(row["source_line"])
         for column in schema.columns:
-            value = row.get(column.name)
-            if isinstance(value, list | dict | tuple | set):
-                rejected[line] = Rejection(
-                    line, f"{column.name}.scalar", f"column {column.name} holds a list or an object, not one value"
-                )
-                break
-            if column.sql_type == "TIMESTAMP" and isinstance(value, str) and len(value) > MAX_TIMESTAMP_TEXT:
-                rejected[line] = Rejection(
-                    line, f"{column.name}.timestamp_length", f"column {column.name} is too long to be a timestamp"
-                )
+            refused = _refusal(column, row.get(column.name))
+            if refused is not None:
+                rejected[line] = Rejection(line, *refused)
                 break
     return rejected
 
@@ -163,14 +182,22 @@ def validate_rows(
     rows = [row for row in parsed.rows if int(row["source_line"]) not in rejected]
     data = {}
     for column in schema.columns:
-        prepare = _boolean if column.sql_type == "BOOLEAN" else _as_text if column.pandas_dtype is str else None
+        prepare = (
+            _boolean
+            if column.sql_type == "BOOLEAN"
+            else _as_text
+            if column.pandas_dtype is str
+            else partial(utc_time, unit=column.unit)
+            if column.sql_type == "TIMESTAMP"
+            else None
+        )
         values = [row.get(column.name) for row in rows]
         data[column.name] = values if prepare is None else [prepare(v) for v in values]
     # Object columns: a JSON integer beyond 64 bits would otherwise break the frame's own construction.
     frame = pd.DataFrame(data, columns=columns, index=[int(row["source_line"]) for row in rows], dtype=object)
     model = _model(schema)
     named_rules = {c.name: c.rule for c in schema.columns if c.rule}
-    row_rules = {str(check.name) for check in schema.row_checks}
+    row_rules = {str(check.name) for check in schema.all_row_checks}
     checks = _checks(schema)
     sql_types = {c.name: c.sql_type for c in schema.columns}
     current = frame

@@ -1,0 +1,245 @@
+"""Every value checked for sense at ingest: each numeric column's domain (finite, sign, a range that fits the
+warehouse), cross-field rules (end >= start, salvage <= price, allocated <= requested) and time zones, on both
+ingest paths (pandas + pandera, and in DuckDB for device samples). A row breaking a rule is quarantined with file,
+line, rule and a message saying what was expected, never the value; rows in = staged + quarantined holds.
+
+Loads run under a non-UTC host zone (Asia/Kolkata, +05:30) so a time that depends on the host's zone shows."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from cost_pipeline.contract import load_contract
+from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS, Col, SourceSchema
+from cost_pipeline.ingest.lib.records import ParsedFile
+from cost_pipeline.ingest.lib.validate import validate_rows
+from cost_pipeline.ingest.lib.warehouse import connect
+from cost_pipeline.ingest.registry import load_named
+from tests.helpers import query
+
+SAMPLE_HEADER = ",".join(name for name, _ in DEVICE_SAMPLE_COLUMNS)
+
+
+@pytest.fixture(autouse=True)
+def kolkata(monkeypatch):
+    """The host's zone is +05:30 for every test here; restored afterwards."""
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def load(tmp_path: Path, source: str) -> tuple[Path, list[tuple]]:
+    """Load one source from ``tmp_path/landing`` into a fresh warehouse; its quarantine (file, line, rule, message)."""
+    warehouse = tmp_path / "w.duckdb"
+    con = connect(warehouse, readable_dir=tmp_path / "landing")
+    try:
+        assert con.execute("select current_setting('TimeZone')").fetchall() == [("Asia/Kolkata",)]
+        report = load_named(con, tmp_path / "landing", source, load_contract())
+    finally:
+        con.close()
+    assert report.conserved
+    rows_in, staged, quarantined = query(
+        warehouse,
+        "select sum(rows_in), sum(rows_staged), sum(rows_quarantined) from raw.ingested_files where source = ?",
+        [source],
+    )[0]
+    assert rows_in == staged + quarantined
+    return warehouse, query(
+        warehouse,
+        "select source_file, line, rule, message from raw.quarantine where source = ? order by 1, 2",
+        [source],
+    )
+
+
+def rules(quarantined: list[tuple]) -> list[tuple[int, str]]:
+    return [(line, rule) for _, line, rule, _ in quarantined]
+
+
+def test_a_salvage_value_above_the_purchase_price_is_quarantined(tmp_path):
+    write(
+        tmp_path / "landing" / "ledger" / "purchases.csv",
+        "purchase_id,purchased_on,asset_class,description,quantity,unit_price,currency,gpus_per_unit,"
+        "depreciation_years,salvage_value\n"
+        "P-1,2026-01-05,gpu_server,ok,2,250000.00,USD,8,4,25000.00\n"
+        "P-2,2026-01-05,gpu_server,salvage above price,2,250000.00,USD,8,4,260000.00\n",
+    )
+    warehouse, quarantined = load(tmp_path, "ledger_purchases")
+    assert query(warehouse, "select purchase_id from raw.ledger_purchases") == [("P-1",)]
+    assert rules(quarantined) == [(3, "salvage_value.at_most_unit_price")]
+    assert "no higher than the unit price" in quarantined[0][3] and "260000" not in quarantined[0][3]
+
+
+def test_nan_in_an_nvlink_column_is_quarantined_in_the_database(tmp_path):
+    def sample(minute: int, tx: str) -> str:
+        return f"2026-11-01T00:0{minute}:00,gpu-a,0,1,0.02,0.02,0.01,{tx},1e9,300"
+
+    write(
+        tmp_path / "landing" / "telemetry" / "a.csv",
+        "\n".join([SAMPLE_HEADER, sample(0, "1e9"), sample(1, "NaN"), sample(2, "inf"), sample(3, "1e300")]) + "\n",
+    )
+    warehouse, quarantined = load(tmp_path, "device_samples")
+    assert query(warehouse, "select source_line from raw.device_samples") == [(2,)]
+    assert rules(quarantined) == [(line, "DCGM_FI_PROF_NVLINK_TX_BYTES.non_negative") for line in (3, 4, 5)]
+    assert all("a finite non-negative rate such as 1000000000" in message for *_, message in quarantined)
+
+
+def test_a_negative_cost_rate_in_timesheets_is_quarantined(tmp_path):
+    write(
+        tmp_path / "landing" / "timesheets" / "harvest.csv",
+        "Date,Project Code,Task,Hours,First Name,Last Name,Cost Rate,Currency\n"
+        "2026-11-02,B-7,Training runs,3,Alice,Chen,100.00,USD\n"
+        "2026-11-03,B-7,Training runs,3,Alice,Chen,-100.00,USD\n",
+    )
+    warehouse, quarantined = load(tmp_path, "timesheets")
+    assert query(warehouse, "select count(*) from raw.timesheets") == [(1,)]
+    assert rules(quarantined) == [(3, "cost_rate.non_negative")]
+    message = quarantined[0][3]
+    assert "a finite non-negative amount such as 12.34" in message and "100" not in message
+
+
+def test_a_step_ending_before_it_starts_is_quarantined(tmp_path):
+    steps = [
+        {"batch_id": "B-1", "job_id": "1", "step": 1, "started_at": "2026-11-01T00:00:00Z",
+         "ended_at": "2026-11-01T00:01:00Z", "committed": True},
+        {"batch_id": "B-1", "job_id": "1", "step": 2, "started_at": "2026-11-01T00:02:00Z",
+         "ended_at": "2026-11-01T00:01:30Z", "committed": True},
+    ]  # fmt: skip
+    write(tmp_path / "landing" / "steps" / "s.jsonl", "\n".join(json.dumps(s) for s in steps) + "\n")
+    warehouse, quarantined = load(tmp_path, "training_steps")
+    assert query(warehouse, "select step from raw.training_steps") == [(1,)]
+    assert rules(quarantined) == [(2, "ended_at.not_before_started_at")]
+    assert "ended_at at or after started_at" in quarantined[0][3]
+
+
+FOCUS_HEADER = (
+    "ChargePeriodStart,ChargePeriodEnd,ChargeCategory,ChargeClass,BilledCost,EffectiveCost,ConsumedQuantity\n"
+)
+
+
+def test_a_focus_credit_may_be_negative_and_a_negative_usage_charge_is_quarantined(tmp_path):
+    write(
+        tmp_path / "landing" / "billing" / "focus.csv",
+        FOCUS_HEADER + "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,Usage,,10.00,10.00,4\n"
+        "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,Credit,,-2.50,-2.50,\n"
+        "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,Usage,Correction,-1.00,-1.00,\n"
+        "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,Usage,,-0.10,-0.10,-1\n"  # a usage reversal (Azure)
+        "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,Usage,,-5.00,-5.00,4\n"  # a negative usage charge
+        "2026-11-02T00:00:00Z,2026-11-01T00:00:00Z,Usage,,1.00,1.00,1\n",  # a charge period ending before it starts
+    )
+    warehouse, quarantined = load(tmp_path, "billing_focus")
+    assert query(warehouse, "select source_line from raw.billing_focus order by 1") == [(2,), (3,), (4,), (5,)]
+    assert rules(quarantined) == [(6, "focus_amount.sign"), (7, "charge_period_end.not_before_charge_period_start")]
+    assert "unless its ChargeCategory is Adjustment or Credit, its ChargeClass is Correction" in quarantined[0][3]
+
+
+def test_a_device_sample_time_with_an_offset_is_converted_to_utc_whatever_the_host_zone(tmp_path):
+    write(
+        tmp_path / "landing" / "telemetry" / "a.csv",
+        "\n".join(
+            [
+                SAMPLE_HEADER,
+                "2026-11-01T05:00:00+05:00,gpu-a,0,1,0.9,0.8,0.5,1e8,1e8,300",
+                "2026-11-01T00:01:00Z,gpu-a,0,1,0.9,0.8,0.5,1e8,1e8,300",
+                "2026-11-01 00:02:00,gpu-a,0,1,0.9,0.8,0.5,1e8,1e8,300",
+            ]
+        )
+        + "\n",
+    )
+    warehouse, quarantined = load(tmp_path, "device_samples")
+    assert quarantined == []
+    assert [str(t) for (t,) in query(warehouse, 'select "timestamp" from raw.device_samples order by 1')] == [
+        "2026-11-01 00:00:00",
+        "2026-11-01 00:01:00",
+        "2026-11-01 00:02:00",
+    ]
+
+
+def test_an_offset_is_honoured_on_the_pandas_path_too_whatever_the_host_zone(tmp_path):
+    write(
+        tmp_path / "landing" / "registry" / "rounds.csv",
+        "batch_id,round,started_at,ended_at,evidence\n"
+        "B-1,1,2026-11-01T05:30:00+05:30,2026-11-01T01:00:00Z,\n"
+        "B-1,2,2026-11-01 02:00:00,2026-11-01T03:00:00,\n",
+    )
+    warehouse, quarantined = load(tmp_path, "batch_rounds")
+    assert quarantined == []
+    assert [tuple(map(str, r)) for r in query(warehouse, "select started_at, ended_at from raw.batch_rounds")] == [
+        ("2026-11-01 00:00:00", "2026-11-01 01:00:00"),
+        ("2026-11-01 02:00:00", "2026-11-01 03:00:00"),
+    ]
+
+
+def _parquet(path: Path, sql: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect()
+    try:
+        con.execute(f"copy ({sql}) to '{path}' (format parquet)")
+    finally:
+        con.close()
+
+
+def test_an_integer_time_column_in_parquet_is_refused_not_read_as_1970(tmp_path):
+    requests = tmp_path / "landing" / "requests" / "r.parquet"
+    _parquet(
+        requests,
+        "select 'r-1' as request_id, 1764547200 as requested_at, 'm' as model, 10 as input_tokens, "
+        "5 as output_tokens, false as cache_hit, 'completed' as status, 1 as attempt, false as human_handoff",
+    )
+    warehouse, quarantined = load(tmp_path, "serving_requests")
+    assert query(warehouse, "select count(*) from raw.serving_requests") == [(0,)]
+    assert rules(quarantined) == [(1, "requested_at.time_unit")]
+    assert "names no unit" in quarantined[0][3]
+    samples = tmp_path / "landing" / "telemetry" / "s.parquet"
+    _parquet(
+        samples,
+        "select 1764547200 as timestamp, 'gpu-a' as hostname, 0 as gpu, '1' as job_id, "
+        + ", ".join(f"0.5 as {name}" for name, _ in DEVICE_SAMPLE_COLUMNS[4:]),
+    )
+    warehouse, quarantined = load(tmp_path, "device_samples")
+    assert rules(quarantined) == [(0, "timestamp.time_unit")]
+
+
+def test_a_time_column_whose_unit_the_contract_names_is_converted():
+    schema = SourceSchema("timed", (Col("at", "TIMESTAMP", unit="ms"), Col("n", "BIGINT")))
+    parsed = ParsedFile(Path("t.jsonl"), "0" * 64, rows_in=1, rows=[{"at": 1764547200000, "n": 1, "source_line": 1}])
+    valid = validate_rows(parsed, schema)
+    assert parsed.rejections == [] and str(valid.loc[0, "at"]) == "2025-12-01 00:00:00"
+
+
+def test_an_overflowing_value_is_quarantined_before_dbt_can_overflow(tmp_path):
+    requests = [
+        {"request_id": "r-1", "requested_at": "2026-11-01T00:00:00Z", "model": "m", "input_tokens": 10,
+         "output_tokens": 5, "cache_hit": False, "status": "completed", "attempt": 1, "human_handoff": False},
+        {"request_id": "r-2", "requested_at": "2026-11-01T00:00:00Z", "model": "m", "input_tokens": 10,
+         "output_tokens": 9_000_000_000_000_000_000, "cache_hit": False, "status": "completed", "attempt": 1,
+         "human_handoff": False},
+    ]  # fmt: skip
+    write(tmp_path / "landing" / "requests" / "r.jsonl", "\n".join(json.dumps(r) for r in requests) + "\n")
+    warehouse, quarantined = load(tmp_path, "serving_requests")
+    assert query(warehouse, "select request_id from raw.serving_requests") == [("r-1",)]
+    assert rules(quarantined) == [(2, "output_tokens.non_negative")]
+    assert "from 0 to 1,000,000,000,000" in quarantined[0][3] and "9000000" not in quarantined[0][3]
+
+
+def test_nan_in_a_nullable_number_is_not_taken_for_a_blank(tmp_path):
+    write(
+        tmp_path / "landing" / "tasks" / "outcomes.csv",
+        "task_id,task_category,succeeded,judged_by,human_minutes,human_cost_per_hour\n"
+        "t-1,x,true,a,,\nt-2,x,true,a,NaN,\nt-3,x,true,a,-Infinity,\n",
+    )
+    warehouse, quarantined = load(tmp_path, "task_outcomes")
+    assert query(warehouse, "select task_id from raw.task_outcomes") == [("t-1",)]
+    assert rules(quarantined) == [(3, "human_minutes.non_negative"), (4, "human_minutes.non_negative")]
