@@ -15,6 +15,7 @@ from cost_pipeline.demo import write_demo_landing
 from cost_pipeline.run_config import RunConfigError, check_run_config, read_run_config
 from cost_pipeline.run_lock import WarehouseBusy, warehouse_run_lock
 from cost_pipeline.source_summary import print_source_summary
+from cost_pipeline.warehouse_file import UNUSABLE_EXIT, WarehouseUnusable, check_warehouse
 
 BATCH_COLUMNS = (
     ("batch_id", "batch", 13),
@@ -208,6 +209,28 @@ def _docs(check: bool) -> int:
     return 0
 
 
+def _retract(warehouse: Path, source_file: str, reason: str | None, by: str | None) -> int:
+    """Record a file's retraction (``cost_pipeline.retract``); one line on stdout, or one on stderr and its code."""
+    from cost_pipeline.retract import RetractError, retract
+
+    try:
+        with warehouse_run_lock(warehouse):
+            check_warehouse(warehouse, must_exist=True)
+            retracted = retract(warehouse, source_file, reason, by)
+    except WarehouseBusy as busy:
+        print(f"cost-pipeline: {busy}", file=sys.stderr)
+        return 3
+    except WarehouseUnusable as unusable:
+        print(f"cost-pipeline: {unusable}", file=sys.stderr)
+        return UNUSABLE_EXIT
+    except RetractError as refused:
+        print(f"cost-pipeline: {refused}", file=sys.stderr)
+        return refused.exit_code
+    sources = ", ".join(f"{r.source}: {r.rows:,} rows" for r in retracted)
+    print(f"retracted {retracted[0].source_file} ({sources}); its rows leave the figures on the next night")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cost-pipeline", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -226,7 +249,15 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("prepare", help="write dbt_project/target/manifest.json (dbt parse only if anything changed)")
     docs = commands.add_parser("docs", help="rewrite the generated reference blocks in docs/ (inputs, marts, contract)")
     docs.add_argument("--check", action="store_true", help="change nothing; exit 1 if a block is out of date")
+    retraction = commands.add_parser("retract", help="take a landing file's rows out of the next night's figures")
+    retraction.add_argument("file", help="the file as the ledger names it (raw.ingested_files), e.g. services/x.csv")
+    retraction.add_argument("--reason", help="why its rows leave the figures (required; kept in raw.retractions)")
+    retraction.add_argument("--warehouse", type=Path, required=True, help="DuckDB warehouse file")
+    retraction.add_argument("--by", help="who retracts it (default: the operating-system user)")
     args = parser.parse_args(argv)
+
+    if args.command == "retract":
+        return _retract(args.warehouse, args.file, args.reason, args.by)
 
     if args.command == "docs":
         return _docs(check=args.check)
@@ -251,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # Held from before the demo rewrites its landing folder until the report is printed.
         with warehouse_run_lock(warehouse):
+            check_warehouse(warehouse)
             landing = write_demo_landing(args.dir / "landing") if args.command == "demo" else args.landing
             ok = run_pipeline(landing, warehouse, run_config)
             if warehouse.exists():
@@ -259,6 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     except WarehouseBusy as busy:
         print(f"cost-pipeline: {busy}", file=sys.stderr)
         return 3
+    except WarehouseUnusable as unusable:
+        print(f"cost-pipeline: {unusable}", file=sys.stderr)
+        return UNUSABLE_EXIT
     wholly = (
         f"every row was quarantined for {', '.join(all_quarantined)} (see raw.quarantine)" if all_quarantined else ""
     )

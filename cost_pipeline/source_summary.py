@@ -1,7 +1,8 @@
 """The CLI's closing summary: per source, its files, rows in, staged and quarantined; then the files no source read.
 
 One line a source (from the file ledger, ``raw.ingested_files``), in the registry's order, then one line for the
-ignored files (``raw.ignored_files``). A source that had rows and staged none (every row quarantined) is returned,
+ignored files (``raw.ignored_files``) and, when there are any, one for the files gone from the landing folder whose
+rows raw keeps (``missing_since``). A source that had rows and staged none (every row quarantined) is returned,
 so the CLI can end non-zero naming it.
 """
 
@@ -44,6 +45,13 @@ def print_source_summary(warehouse: Path, out=None) -> list[str]:
         except duckdb.CatalogException:
             return []
         try:
+            missing = con.execute(
+                "select source_file, min(missing_since) from raw.ingested_files where missing_since is not null "
+                "group by source_file order by source_file"
+            ).fetchall()
+        except duckdb.Error:  # a warehouse written before raw kept the rows of files gone
+            missing = []
+        try:
             ignored = [
                 name
                 for (name,) in con.execute("select source_file from raw.ignored_files order by source_file").fetchall()
@@ -65,4 +73,12 @@ def print_source_summary(warehouse: Path, out=None) -> list[str]:
         print(f"  ignored: {len(ignored)} file(s) match no source (raw.ignored_files): {named}", file=out)
     else:
         print("  ignored: no file (every landing file matches a source)", file=out)
+    if missing:
+        named = ", ".join(f"{name} (since {since:%Y-%m-%d %H:%M} UTC)" for name, since in missing[:IGNORED_NAMED])
+        more = ", ..." if len(missing) > IGNORED_NAMED else ""
+        print(
+            f"  missing: {len(missing)} file(s) gone from the landing folder, their rows kept (see "
+            f"`cost-pipeline retract`): {named}{more}",
+            file=out,
+        )
     return all_quarantined

@@ -410,6 +410,7 @@ def test_hostile_names_and_values_through_the_real_ingest(tmp_path):
         ("raw", "quarantine", "BASE TABLE"),
         ("raw", "ingested_files", "BASE TABLE"),
         ("raw", "ignored_files", "BASE TABLE"),
+        ("raw", "retractions", "BASE TABLE"),
     }
     _check_files_are_recorded_by_name(warehouse, hostile)
     _check_values(warehouse, hostile)

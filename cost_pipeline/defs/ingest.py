@@ -2,7 +2,8 @@
 registry (``cost_pipeline.ingest.registry``): its description, its checks and its run config come from there.
 
 Validation results are asset checks: ``rows_conserved`` (blocking: rows in must equal rows staged plus
-rows quarantined) and ``no_quarantined_rows`` (a warning that names files, lines and rules, never values).
+rows quarantined), ``no_quarantined_rows`` (a warning that names files, lines and rules, never values) and
+``no_missing_files`` (a warning naming each file gone from the landing folder whose rows raw keeps, and since when).
 ``raw/ignored_files`` records every landing file no source reads, and its ``no_ignored_files`` check warns.
 A source with launch options (a dataclass of options in its declaration) takes them as the asset's run config,
 under the same names and defaults.
@@ -47,6 +48,12 @@ def _check_specs(table: str) -> list[dg.AssetCheckSpec]:
             asset=key,
             description="Fails when more rows are quarantined than at the previous materialisation.",
         ),
+        dg.AssetCheckSpec(
+            "no_missing_files",
+            asset=key,
+            description="Warns when a file loaded on an earlier night is gone from the landing folder (its rows "
+            "are kept), naming it and the night it was first not seen.",
+        ),
     ]
 
 
@@ -77,6 +84,11 @@ def report_result(context: dg.AssetExecutionContext, report: IngestReport) -> dg
         context.log.warning(f"duplicate: {source_file} has the same bytes as {original}; it loaded 0 rows")
     for flagged in report.flags:
         context.log.warning(f"flagged: {flagged}")
+    for source_file, since in report.missing:
+        context.log.warning(f"missing: {source_file} is gone from the landing folder since {since}; its rows are kept")
+    for source_file in report.retracted:
+        context.log.warning(f"retracted: {source_file} was retracted (raw.retractions); it loaded 0 rows")
+    missing = dg.MetadataValue.json({source_file: since for source_file, since in report.missing})
     by_rule = dict(sorted(report.by_rule.items()))
     metadata = {
         "files": report.files,
@@ -86,6 +98,7 @@ def report_result(context: dg.AssetExecutionContext, report: IngestReport) -> dg
         "duplicate_files": report.duplicate_files,
         "quarantined_by_rule": dg.MetadataValue.json(by_rule),
         "flagged_files": dg.MetadataValue.json(report.flags),
+        "missing_files": len(report.missing),
     }
     return dg.MaterializeResult(
         metadata=metadata,
@@ -116,6 +129,12 @@ def report_result(context: dg.AssetExecutionContext, report: IngestReport) -> dg
                     "rows_quarantined": report.rows_quarantined,
                     "previously_quarantined": -1 if previous is None else previous,
                 },
+            ),
+            dg.AssetCheckResult(
+                check_name="no_missing_files",
+                passed=not report.missing,
+                severity=dg.AssetCheckSeverity.WARN,
+                metadata={"missing_files": len(report.missing), "missing_since": missing},
             ),
         ],
     )

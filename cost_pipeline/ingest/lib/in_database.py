@@ -34,10 +34,13 @@ from cost_pipeline.contract import Contract
 from cost_pipeline.contract.schemas import Domain
 from cost_pipeline.ingest.lib.parquet import parquet_rows
 from cost_pipeline.ingest.lib.records import (
+    UNREAD_SHA256,
     FileRejected,
     Rejection,
     count_records,
     file_sha256,
+    refusal,
+    unopenable,
     whole_file,
 )
 from cost_pipeline.ingest.lib.warehouse import (
@@ -46,9 +49,9 @@ from cost_pipeline.ingest.lib.warehouse import (
     begin_source,
     file_pattern,
     quote,
-    raw_table_ddl,
     record_duplicate,
     record_file,
+    retracted_files,
 )
 
 if TYPE_CHECKING:
@@ -280,6 +283,10 @@ def load_in_database(
     seen = FirstSeen()
     for path in paths:
         source_file = path.relative_to(landing_dir).as_posix()
+        reason = refusal(path, landing_dir)
+        if reason is not None:  # never handed to DuckDB: quarantined whole with its reason
+            files.append((source_file, UNREAD_SHA256, [unopenable(reason)]))
+            continue
         sha, blank_lines = scan_file(path)
         identity = sha if source.identity is None else f"{sha} {source.identity(path)}"
         original = seen.original_of(source_file, identity)
@@ -331,9 +338,15 @@ def _write_checked(
 ) -> None:
     """``checked_rows`` and each file's whole-file and structural rejections -> raw table, quarantine, ledger."""
     columns = ", ".join(quote(n) for n, _ in source.columns)
-    begin_source(con, name)
+    begin_source(con, name, source.columns, {f: sha for f, sha, _ in files}, report)
     try:
-        con.execute(raw_table_ddl(name, source.columns))
+        retracted = retracted_files(con, name)
+        report.retracted.extend(f for f, sha, _ in files if (f, sha) in retracted)
+        files = [entry for entry in files if (entry[0], entry[1]) not in retracted]
+        if retracted:
+            con.executemany(
+                "delete from checked_rows where source_file = ? and file_sha256 = ?", [list(r) for r in retracted]
+            )
         con.execute(
             f"insert into raw.{quote(name)} select {columns}, source_file, line, file_sha256 "
             "from checked_rows where failed_rule is null order by source_file, line"

@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import re
+import stat
 import sys
 import zlib
 from collections.abc import Callable, Iterable
@@ -71,15 +72,62 @@ class RowRejected(ValueError):
 
 
 def landing_files(landing_dir: Path, folder: str, patterns: Iterable[str], exclude: Iterable[str] = ()) -> list[Path]:
-    """The files of one source in sorted order: those under ``folder`` matching a pattern, less excluded names."""
+    """The entries of one source in sorted order: those under ``folder`` matching a pattern, less excluded names.
+
+    Every entry a pattern matches is listed, a directory, a FIFO or a link too: a source passes each through
+    ``refusal`` before anything reads it, so one that cannot be opened is quarantined whole, never skipped unsaid.
+    """
     excluded = tuple(exclude)
     found = {
         p
         for pattern in patterns
         for p in (landing_dir / folder).glob(pattern)
-        if p.is_file() and not any(fnmatch(p.name, x) for x in excluded)
+        if not any(fnmatch(p.name, x) for x in excluded)
     }
     return sorted(found)
+
+
+UNOPENABLE = "file_unopenable"
+UNREAD_SHA256 = "unread"  # the ledger's file_sha256 of a file that could not be opened
+
+
+def refusal(path: Path, landing_dir: Path) -> str | None:
+    """Why ``path`` cannot be read as a landing file ("is a directory ..."; None: it can), before any source opens it.
+
+    The one gate every source (read in Python or by DuckDB) passes a file through: a link that points outside the
+    landing folder, a directory, FIFO, socket or device where a file should be, a file that cannot be opened for
+    reading. A FIFO is never opened (that would wait for a writer).
+    """
+    try:
+        resolved = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return "is a link that points nowhere (or in a loop)"
+    if not resolved.is_relative_to(landing_dir.resolve()):
+        return "is a link that points outside the landing folder"
+    try:
+        mode = resolved.stat().st_mode
+    except OSError as error:
+        return f"cannot be read ({error.strerror or 'no access'})"
+    if stat.S_ISDIR(mode):
+        return "is a directory where a file should be"
+    if not stat.S_ISREG(mode):
+        return "is not a regular file (a FIFO, socket or device)"
+    try:
+        with resolved.open("rb"):
+            pass
+    except OSError as error:
+        return f"cannot be opened ({error.strerror or 'no access'})"
+    return None
+
+
+def unopenable(reason: str) -> Rejection:
+    """The line-0 rejection of a file that could not be opened: nothing in it was read."""
+    return whole_file(UNOPENABLE, f"file {reason}", 1)
+
+
+def refused_file(path: Path, reason: str) -> ParsedFile:
+    """A file that could not be opened (``refusal``), quarantined whole as one record; its bytes are never read."""
+    return ParsedFile(path=path, sha256=UNREAD_SHA256, rows_in=1, rejections=[unopenable(reason)])
 
 
 def file_sha256(path: Path) -> str:

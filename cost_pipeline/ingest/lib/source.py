@@ -22,7 +22,15 @@ import duckdb
 from cost_pipeline.contract import Contract
 from cost_pipeline.contract.schemas import SourceSchema
 from cost_pipeline.ingest.lib.parquet import parse_parquet
-from cost_pipeline.ingest.lib.records import ParsedFile, csv_line_parser, jsonl_line_parser, landing_files, parse_file
+from cost_pipeline.ingest.lib.records import (
+    ParsedFile,
+    csv_line_parser,
+    jsonl_line_parser,
+    landing_files,
+    parse_file,
+    refusal,
+    refused_file,
+)
 from cost_pipeline.ingest.lib.validate import validate_rows
 from cost_pipeline.ingest.lib.warehouse import IngestReport, write_validated_source
 
@@ -66,7 +74,10 @@ class RowLoader:
         parser = self.parser(schema, options)
         results: list[tuple[ParsedFile, object]] = []
         for path in source.files(landing_dir):
-            if path.suffix == ".parquet" and self.parquet_row is not None:
+            reason = refusal(path, landing_dir)
+            if reason is not None:
+                parsed = refused_file(path, reason)
+            elif path.suffix == ".parquet" and self.parquet_row is not None:
                 parsed = parse_parquet(path, self.parquet_row(options))
             else:
                 parsed = parse_file(path, parser)

@@ -21,13 +21,14 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 import pandas as pd
 
 from cost_pipeline.contract.schemas import SourceSchema
-from cost_pipeline.ingest.lib.records import ParsedFile, Rejection, file_sha256
+from cost_pipeline.ingest.lib.records import UNREAD_SHA256, ParsedFile, Rejection, file_sha256, refusal
 
 RAW = "raw"
 # The bookkeeping tables every source writes to, with their descriptions (the dbt source's).
@@ -36,7 +37,9 @@ BOOKKEEPING_TABLES = {
     "ignored_files": "Every landing file that no source reads (it matches no source's pattern), so none is "
     "skipped without a word.",
     "ingested_files": "One row per landing file and source, rows in = rows staged + rows quarantined; a file "
-    "refused whole counts every record it held as quarantined (refused_whole).",
+    "refused whole counts every record it held as quarantined (refused_whole); a file gone from the landing folder "
+    "keeps its row and its rows in raw (missing_since).",
+    "retractions": "Every file whose rows were taken out of raw by `cost-pipeline retract`: who, when and why.",
 }
 
 _QUARANTINE_DDL = """
@@ -59,7 +62,18 @@ create table if not exists raw.ingested_files (
     rows_staged bigint not null,
     rows_quarantined bigint not null,
     duplicate_of varchar,
-    refused_whole boolean not null default false
+    refused_whole boolean not null default false,
+    missing_since timestamp
+)"""
+_RETRACTIONS_DDL = """
+create table if not exists raw.retractions (
+    source varchar not null,
+    source_file varchar not null,
+    file_sha256 varchar not null,
+    rows_retracted bigint not null,
+    reason varchar not null,
+    retracted_by varchar not null,
+    retracted_at timestamp not null
 )"""
 _IGNORED_DDL = """
 create table if not exists raw.ignored_files (
@@ -72,6 +86,7 @@ create table if not exists raw.ignored_files (
 _FILES_MIGRATE = (
     "alter table raw.ingested_files add column if not exists duplicate_of varchar",
     "alter table raw.ingested_files add column if not exists refused_whole boolean default false",
+    "alter table raw.ingested_files add column if not exists missing_since timestamp",
 )
 
 
@@ -88,6 +103,9 @@ class IngestReport:
     by_rule: Counter[str] = field(default_factory=Counter)
     examples: list[str] = field(default_factory=list)
     duplicates: list[tuple[str, str]] = field(default_factory=list)  # (file, the earlier file it repeats)
+    # Files gone from the landing folder whose rows raw keeps: (file, the night it was first not seen, ISO UTC).
+    missing: list[tuple[str, str]] = field(default_factory=list)
+    retracted: list[str] = field(default_factory=list)  # present files whose bytes were retracted: not loaded
     # Files loaded with something assumed that the file did not say ("<file>: <what>"): loaded, but flagged.
     flags: list[str] = field(default_factory=list)
 
@@ -157,6 +175,7 @@ def connect(path: str | Path, readable_dir: str | Path | None = None) -> duckdb.
         con.execute(_QUARANTINE_DDL)
         con.execute(_FILES_DDL)
         con.execute(_IGNORED_DDL)
+        con.execute(_RETRACTIONS_DDL)
         for migrate in _FILES_MIGRATE:
             con.execute(migrate)
         if readable_dir is not None:
@@ -179,11 +198,78 @@ def raw_table_ddl(table: str, columns: Sequence[tuple[str, str]]) -> str:
     )
 
 
-def begin_source(con: duckdb.DuckDBPyConnection, source: str) -> None:
-    """Start the transaction that replaces one source's quarantine and ledger rows."""
+def retracted_files(con: duckdb.DuckDBPyConnection, source: str) -> set[tuple[str, str]]:
+    """(file, sha256) of every retracted delivery of ``source``: their rows are never loaded or kept again."""
+    return {
+        (f, sha)
+        for f, sha in con.execute(
+            "select source_file, file_sha256 from raw.retractions where source = ?", [source]
+        ).fetchall()
+    }
+
+
+def begin_source(
+    con: duckdb.DuckDBPyConnection,
+    source: str,
+    columns: Sequence[tuple[str, str]],
+    present: dict[str, str],
+    report: IngestReport,
+) -> None:
+    """Start the transaction that replaces one source's raw table, quarantine and ledger rows from ``present``
+    (file -> sha256 of the files found tonight), keeping what earlier nights loaded from files now gone.
+
+    Raw is append-only by file: a file in the ledger that is not in the landing folder any more keeps its ledger
+    row (``missing_since``: the night it was first not seen), its quarantined lines and its raw rows, unless its
+    bytes are there under another name (moved) or it was retracted (``cost-pipeline retract``). A file found
+    again under its name is read anew: other bytes are a redelivery and replace the file's rows.
+    The raw table is created anew (its columns follow the contract) with the kept rows in it.
+    """
     con.execute("begin transaction")
-    con.execute("delete from raw.quarantine where source = ?", [source])
-    con.execute("delete from raw.ingested_files where source = ?", [source])
+    retracted = retracted_files(con, source)
+    kept = [
+        (f, sha)
+        for f, sha in con.execute(
+            "select source_file, file_sha256 from raw.ingested_files where source = ? order by source_file", [source]
+        ).fetchall()
+        if f not in present and sha not in present.values() and (f, sha) not in retracted and sha != UNREAD_SHA256
+    ]
+    names = [f for f, _ in kept]
+    con.execute("delete from raw.quarantine where source = ? and not list_contains(?, source_file)", [source, names])
+    con.execute(
+        "delete from raw.ingested_files where source = ? and not list_contains(?, source_file)", [source, names]
+    )
+    con.execute(
+        "update raw.ingested_files set missing_since = coalesce(missing_since, ?) "
+        "where source = ? and list_contains(?, source_file)",
+        [datetime.now(UTC).replace(tzinfo=None), source, names],
+    )
+    report.missing.extend(
+        (f, since.isoformat(sep=" ", timespec="seconds"))
+        for f, since in con.execute(
+            "select source_file, missing_since from raw.ingested_files where source = ? and missing_since is not null "
+            "order by source_file",
+            [source],
+        ).fetchall()
+    )
+    existing = {
+        name
+        for (name,) in con.execute(
+            "select column_name from information_schema.columns where table_schema = ? and table_name = ?",
+            [RAW, source],
+        ).fetchall()
+    }
+    carried = [n for n, _ in columns if n in existing] + ["source_file", "source_line", "file_sha256"]
+    if kept and existing:
+        listed = ", ".join(quote(n) for n in carried)
+        con.execute(
+            f"create or replace temp table kept_rows as select {listed} from {RAW}.{quote(source)} "
+            "where list_contains(?, source_file)",
+            [names],
+        )
+    con.execute(raw_table_ddl(source, columns))
+    if kept and existing:
+        con.execute(f"insert into {RAW}.{quote(source)} ({listed}) select {listed} from kept_rows")
+        con.execute("drop table kept_rows")
 
 
 def record_file(
@@ -241,7 +327,9 @@ def record_ignored(con: duckdb.DuckDBPyConnection, landing_dir: Path, paths: Seq
     for path in paths:
         relative = path.relative_to(landing_dir)
         folder = relative.parts[0] if len(relative.parts) > 1 else ""
-        rows.append([relative.as_posix(), folder, file_sha256(path), path.stat().st_size])
+        readable = refusal(path, landing_dir) is None  # a link out of the landing folder is named, never read
+        size = path.stat().st_size if readable else 0
+        rows.append([relative.as_posix(), folder, file_sha256(path) if readable else UNREAD_SHA256, size])
     con.execute("begin transaction")
     try:
         con.execute("delete from raw.ignored_files")
@@ -255,13 +343,17 @@ def record_ignored(con: duckdb.DuckDBPyConnection, landing_dir: Path, paths: Seq
 
 
 class FirstSeen:
-    """Which file of one source first had each sha256, in the order files are offered (sorted paths)."""
+    """Which file of one source first had each sha256, in the order files are offered (sorted paths).
+
+    A file that could not be opened (``UNREAD_SHA256``) repeats nothing: its bytes are unknown."""
 
     def __init__(self) -> None:
         self._by_sha: dict[str, str] = {}
 
     def original_of(self, source_file: str, sha256: str) -> str | None:
         """The earlier file with the same bytes, or None (and remember this file) when it is the first."""
+        if sha256 == UNREAD_SHA256:
+            return None
         original = self._by_sha.setdefault(sha256, source_file)
         return None if original == source_file else original
 
@@ -275,17 +367,22 @@ def write_validated_source(
     """Replace ``raw.<schema.table>`` with the valid rows of every file, quarantine the rest, in one transaction.
 
     A file repeating the bytes of an earlier file in ``parsed_files`` adds neither rows nor quarantine lines;
-    it is recorded as a duplicate of that file.
+    it is recorded as a duplicate of that file. A retracted file (these bytes under this name) is not loaded and
+    has no ledger row; rows of files gone from the landing folder are kept (``begin_source``).
     """
     report = IngestReport(schema.table)
     seen = FirstSeen()
     columns = [(c.name, c.sql_type) for c in schema.columns]
     select_list = ", ".join(f"cast({quote(n)} as {t})" for n, t in columns)
-    begin_source(con, schema.table)
+    present = {parsed.path.relative_to(landing_dir).as_posix(): parsed.sha256 for parsed, _ in parsed_files}
+    begin_source(con, schema.table, columns, present, report)
     try:
-        con.execute(raw_table_ddl(schema.table, columns))
+        retracted = retracted_files(con, schema.table)
         for parsed, valid in parsed_files:
             source_file = parsed.path.relative_to(landing_dir).as_posix()
+            if (source_file, parsed.sha256) in retracted:
+                report.retracted.append(source_file)
+                continue
             original = seen.original_of(source_file, parsed.sha256)
             if original is not None:
                 record_duplicate(con, schema.table, source_file, parsed.sha256, original, report)

@@ -1,0 +1,89 @@
+"""Raw is kept and taking data out is on the record, over whole nights: the demo's invoice file deleted, the next
+night keeps its services cost and names it missing; retracted, the night after leaves it out, and the cost history
+gets a new version of each batch it fed, named by the retraction, with every earlier version as it was.
+Night 1 is the session's demo run (copied); this module runs two more."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cost_pipeline.cli import main, run_pipeline
+from tests.helpers import query
+
+INVOICES = "services/invoices_2026-11.csv"
+SERVICES = "select batch_id, services_cost from marts.fct_batch_costs order by 1"
+VERSIONS = "select * from history.snp_batch_costs order by batch_id, snapshot_version"
+
+
+@dataclass(frozen=True)
+class Nights:
+    first: Path
+    deleted: Path  # the warehouse after the night the invoice file was gone
+    retracted: Path  # after the night that followed its retraction
+    summary: str
+    deleted_versions: list[tuple]
+
+
+@pytest.fixture(scope="module")
+def nights(demo_run, tmp_path_factory) -> Nights:
+    root = tmp_path_factory.mktemp("retraction")
+    landing, warehouse = root / "landing", root / "warehouse.duckdb"
+    shutil.copytree(demo_run.landing, landing)
+    shutil.copyfile(demo_run.warehouse, warehouse)
+    (landing / INVOICES).unlink()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["run", "--landing", str(landing), "--warehouse", str(warehouse)]) == 0
+    deleted = root / "after_deletion.duckdb"
+    shutil.copyfile(warehouse, deleted)
+    versions = query(warehouse, VERSIONS)
+    with contextlib.redirect_stdout(io.StringIO()):
+        argv = ["retract", INVOICES, "--reason", "billed to the wrong project", "--by", "finance-ops"]
+        assert main([*argv, "--warehouse", str(warehouse)]) == 0
+    assert run_pipeline(landing, warehouse)
+    return Nights(demo_run.warehouse, deleted, warehouse, out.getvalue(), versions)
+
+
+def test_a_deleted_invoice_file_keeps_its_cost_and_the_summary_names_it_missing(nights):
+    before = query(nights.first, SERVICES)
+    assert any(cost for _, cost in before)  # the demo's invoices cost something
+    assert query(nights.deleted, SERVICES) == before
+    (line,) = [line for line in nights.summary.splitlines() if line.strip().startswith("missing:")]
+    assert "1 file(s) gone from the landing folder" in line and INVOICES in line and "(since 20" in line
+    # Nothing changed in the figures: no new cost-history version.
+    assert nights.deleted_versions == query(nights.first, VERSIONS)
+
+
+def test_a_retracted_invoice_file_leaves_the_figures_and_the_new_versions_name_the_reason(nights):
+    before = dict(query(nights.first, SERVICES))
+    after = dict(query(nights.retracted, SERVICES))
+    fed = {batch for batch, cost in before.items() if cost}
+    assert fed and all(not after[batch] for batch in fed)
+    assert {b: c for b, c in after.items() if b not in fed} == {b: c for b, c in before.items() if b not in fed}
+    assert query(nights.retracted, "select count(*) from raw.service_invoices") == [(0,)]
+
+    # History is never rewritten: every earlier version is still there, as written.
+    versions = query(nights.retracted, VERSIONS)
+    assert set(nights.deleted_versions) <= set(versions)
+    new = query(
+        nights.retracted,
+        "select batch_id, snapshot_version from history.snp_batch_costs as s where snapshot_version = "
+        "(select max(snapshot_version) from history.snp_batch_costs as l where l.batch_id = s.batch_id) "
+        "and snapshot_version > 1 order by 1",
+    )
+    assert {batch for batch, _ in new} >= fed
+    named = query(
+        nights.retracted,
+        "select batch_id, snapshot_version, source_file, reason, retracted_by "
+        "from history.snp_batch_cost_retractions order by 1",
+    )
+    assert [(b, v) for b, v, *_ in named] == new
+    assert {(f, reason, who) for _, _, f, reason, who in named} == {
+        (INVOICES, "billed to the wrong project", "finance-ops")
+    }
