@@ -96,19 +96,59 @@ storage as (
 ),
 
 categories as (
-    select category, lever, on_batch_bill, category_order from (
-        values
-        ('idle', 'Release or shrink allocations that sit idle; fix input pipelines that starve the GPUs', true, 1),
-        ('comm_wait_excess', 'Bring communication wait down to the phase median: placement, topology, overlap',
-         true, 2),
-        ('avoidable_rerun', 'Check submissions, configuration and data before launch (review class avoidable_rework)',
-         true, 3),
-        ('discarded_steps', 'Validate data and reward before training on it; checkpoint before risky changes',
-         true, 4),
-        ('over_requested', 'Request only the GPUs the job uses', true, 5),
-        ('queueing_on_owned_capacity', 'Reserve owned capacity ahead or submit when the cluster is free', false, 6),
-        ('storage_past_retention_or_duplicated', 'Delete objects past retention and duplicate copies', true, 7)
-    ) as categories (category, lever, on_batch_bill, category_order)
+    select
+        'idle' as category,
+        'Release or shrink allocations that sit idle; fix input pipelines that starve the GPUs' as lever,
+        true as on_batch_bill,
+        1 as category_order
+
+    union all
+
+    select
+        'comm_wait_excess' as category,
+        'Bring communication wait down to the phase median: placement, topology, overlap' as lever,
+        true as on_batch_bill,
+        2 as category_order
+
+    union all
+
+    select
+        'avoidable_rerun' as category,
+        'Check submissions, configuration and data before launch (review class avoidable_rework)' as lever,
+        true as on_batch_bill,
+        3 as category_order
+
+    union all
+
+    select
+        'discarded_steps' as category,
+        'Validate data and reward before training on it; checkpoint before risky changes' as lever,
+        true as on_batch_bill,
+        4 as category_order
+
+    union all
+
+    select
+        'over_requested' as category,
+        'Request only the GPUs the job uses' as lever,
+        true as on_batch_bill,
+        5 as category_order
+
+    union all
+
+    select
+        'queueing_on_owned_capacity' as category,
+        'Reserve owned capacity ahead or submit when the cluster is free' as lever,
+        false as on_batch_bill,
+        6 as category_order
+
+    union all
+
+    select
+        'storage_past_retention_or_duplicated' as category,
+        'Delete objects past retention and duplicate copies' as lever,
+        true as on_batch_bill,
+        7 as category_order
 ),
 
 amounts as (
@@ -138,7 +178,7 @@ select
     batch_id,
     contract_version,
     category,
-    cast(row_number() over (partition by batch_id order by amount desc, category_order) as bigint) as savings_rank,
+    cast(row_number() over (partition by batch_id order by amount desc, category_order asc) as bigint) as savings_rank,
     cast(amount as decimal(18, 2)) as amount,
     cast(gpu_hours as decimal(18, 4)) as gpu_hours,
     on_batch_bill,
