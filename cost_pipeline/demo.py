@@ -315,9 +315,9 @@ def _elapsed(job: DemoJob) -> str:
     return f"{days}-{text}" if days else text
 
 
-def _sacct_rows() -> list[list[str]]:
+def _sacct_rows(jobs: tuple[DemoJob, ...] = JOBS) -> list[list[str]]:
     rows = []
-    for job in JOBS:
+    for job in jobs:
         tres = (
             f"billing=64,cpu=64,gres/gpu={job.gpus},mem=512G,node={len(job.hosts)}"
             if job.gpus

@@ -330,6 +330,9 @@ class Contract:
             "stop_signal_rounds": self.document["plan_review"]["stop_signal_rounds"],
         }
         values["pending_range_pct"] = self.document["pending_range_pct"]
+        # Cost-to-complete method parameters (R21) as forecast_<name>.
+        for name, value in self.document["plan_review"].get("forecast", {}).items():
+            values[f"forecast_{name}"] = value
         # Assumed labour rates as labour_assumed_rate.<role>.<low|typical|high>; whole cents, so the double the
         # table holds casts back to the exact DECIMAL(18,2) rate.
         for role, levels in self.labour_assumed_rates.items():

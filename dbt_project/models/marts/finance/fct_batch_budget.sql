@@ -2,7 +2,8 @@
 -- full cost to date (fct_batch_costs.total_cost, refreshed nightly), the variance and whether it passes the
 -- batch's boundary (either way: an underspend beyond it needs explaining too); trial rounds against the maximum;
 -- a stop signal when the last stop_signal_rounds rounds (contract) each cost more than the round before and
--- none produced new evidence; and the review's split of the actual cost into its classes. A batch with unpriced
+-- none produced new evidence, or when the cost-to-complete forecast's low end passes the boundary
+-- (fct_batch_forecast.projected_over_boundary, running batches only); and the review's split of the actual cost into its classes. A batch with unpriced
 -- compute (fct_batch_costs.is_unpriced) has a null actual cost, so a null variance and over_boundary (unknown, not
 -- false), and a null cost for each review class holding an unpriced line - never a partial sum.
 with batches as (
@@ -30,6 +31,10 @@ review as (
         {%- endfor %}
     from {{ ref('fct_cost_lines') }}
     group by batch_id
+),
+
+forecasts as (
+    select batch_id, projected_over_boundary from {{ ref('fct_batch_forecast') }}
 ),
 
 stop_rule as (
@@ -74,6 +79,7 @@ joined as (
         coalesce(round_totals.rounds_run, 0) as rounds_run,
         coalesce(round_totals.rising_without_evidence, 0) as rising_without_evidence,
         round_totals.stop_signal_rounds,
+        coalesce(forecasts.projected_over_boundary, false) as projected_over_boundary,
         case when review.batch_id is null then 0 else review.exploration_cost end as exploration_cost,
         case when review.batch_id is null then 0 else review.unforeseeable_failure_cost end
             as unforeseeable_failure_cost,
@@ -84,6 +90,7 @@ joined as (
     left join compute on batches.batch_id = compute.batch_id
     left join round_totals on batches.batch_id = round_totals.batch_id
     left join review on batches.batch_id = review.batch_id
+    left join forecasts on batches.batch_id = forecasts.batch_id
 )
 
 select
@@ -104,12 +111,14 @@ select
     cast(rounds_run as bigint) as rounds_run,
     coalesce(rounds_run > max_trial_rounds, false) as rounds_over_max,
     stop_condition,
+    projected_over_boundary,
     coalesce(stop_signal_rounds is not null and rising_without_evidence >= stop_signal_rounds, false)
-        or coalesce(rounds_run > max_trial_rounds, false) as stop_signal,
+        or coalesce(rounds_run > max_trial_rounds, false) or projected_over_boundary as stop_signal,
     case
         when stop_signal_rounds is not null and rising_without_evidence >= stop_signal_rounds
             then 'cost_rising_without_new_evidence'
         when rounds_run > max_trial_rounds then 'trial_rounds_exceeded'
+        when projected_over_boundary then 'projected_over_boundary'
     end as stop_reason,
     cast(exploration_cost as decimal(18, 2)) as exploration_cost,
     cast(unforeseeable_failure_cost as decimal(18, 2)) as unforeseeable_failure_cost,
