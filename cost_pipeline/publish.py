@@ -3,8 +3,11 @@
 - ``<warehouse stem>.finance.duckdb``: every table of schema ``marts``, every column.
 - ``<warehouse stem>.engineering.duckdb``: the same tables without the confidential columns that the definitions
   contract lists (``confidential:`` in ``contract/definitions_v*.yaml``): people's cost rates and anything derived
-  per person, and contract discounts; figures of groups of fewer than three people (``small_groups:``) are null.
-  DuckDB has no GRANT, so the split is physical.
+  per person, and contract discounts; figures of groups of fewer than three people (``small_groups:``) are null,
+  and so is every figure a reader could recover one from: a total over a blanked part (``complements:``), a
+  history version that differs from a published one by fewer than three people (``over_versions:``), and the
+  hash of a file holding confidential values (``confidential_sources:``). docs/confidentiality.md states the
+  guarantee. DuckDB has no GRANT, so the split is physical.
 
 Both files also hold ``main.inputs``: the warehouse's file ledger (source, file, sha256, row counts), so a reader
 can trace a figure to the landing files it came from. Nothing in them depends on when they were published, so
@@ -30,7 +33,7 @@ from pathlib import Path
 
 import duckdb
 
-from cost_pipeline.contract import available_versions, load_contract
+from cost_pipeline.contract import Complement, OverVersions, available_versions, load_contract
 from cost_pipeline.ingest.lib.warehouse import quote
 
 FINANCE = "finance"
@@ -41,6 +44,7 @@ INPUTS = "inputs"  # main.inputs in each published file
 _INPUT_COLUMNS = ("source", "source_file", "file_sha256", "rows_in", "rows_staged", "rows_quarantined", "duplicate_of")
 # The in-memory connection already has databases of these names.
 _RESERVED_ALIASES = {"memory", "system", "temp", "main"}
+_BLANKED_VERSIONS = "temp.main.blanked_versions"  # history versions engineering sees blanked, computed per publish
 
 
 class ConfidentialListOutdated(RuntimeError):
@@ -84,22 +88,157 @@ def small_group_rules() -> dict[str, tuple[str, tuple[str, ...]]]:
     return rules
 
 
+def min_people() -> int:
+    """The smallest group whose figures engineering sees: the largest any shipped contract asks for."""
+    return max(load_contract(version).small_groups[0] for version in available_versions())
+
+
+def complements() -> tuple[Complement, ...]:
+    """Every shipped contract's totals over parts (secondary suppression within a night)."""
+    return tuple(dict.fromkeys(c for version in available_versions() for c in load_contract(version).complements))
+
+
+def over_versions() -> dict[str, OverVersions]:
+    """History table -> its suppression across versions, from every shipped contract (the newest wins)."""
+    rules: dict[str, OverVersions] = {}
+    for version in available_versions():
+        rules.update(load_contract(version).over_versions)
+    return rules
+
+
+def confidential_sources() -> tuple[str, ...]:
+    """Sources whose file hashes engineering does not get, from every shipped contract."""
+    return tuple(
+        dict.fromkeys(s for version in available_versions() for s in load_contract(version).confidential_sources)
+    )
+
+
+Blank = tuple[str, tuple[str, ...]]  # (SQL condition on the table aliased t, columns published as null on it)
+
+
+def _part_hidden(complement: Complement, confidential: dict[tuple[str, str], str], rules: dict[str, Blank]) -> str:
+    """SQL condition, on a parts row, under which engineering does not see its part."""
+    if (complement.parts_table, complement.parts_column) in confidential:
+        return "true"
+    condition, blanked = rules.get(complement.parts_table, ("false", ()))
+    return condition if complement.parts_column in blanked else "false"
+
+
+def _complement_blank(
+    source: str, complement: Complement, confidential: dict[tuple[str, str], str], rules: dict[str, Blank], least: int
+) -> Blank:
+    """A total row is blanked when one of its parts is hidden and not zero, unless the people behind the parts'
+    sum are at least ``least`` (then the sum is as publishable as the total itself)."""
+    match = " and ".join(f"p.{quote(part)} = t.{quote(total)}" for part, total in complement.by)
+    part = f"p.{quote(complement.parts_column)}"
+    condition = (
+        f"exists (select 1 from {quote(source)}.{MARTS}.{quote(complement.parts_table)} as p where {match} "
+        f"and ({_part_hidden(complement, confidential, rules)}) and coalesce({part}, 0) <> 0)"
+    )
+    if complement.people:
+        condition += f" and coalesce(t.{quote(complement.people)}, 0) < {least}"
+    return condition, complement.columns
+
+
+def _blanked_versions(
+    con: duckdb.DuckDBPyConnection, source: str, table: str, rule: OverVersions, primary: str, least: int
+) -> list[tuple[object, int, bool]]:
+    """(key, version, is latest) of every version whose figure engineering sees blanked.
+
+    Walked oldest first, per key: a version blanked by the primary rule is not published; any other is published
+    only when its figure equals that of every version published before it, or its people count differs from theirs
+    by at least ``least`` (two published figures then differ by the work of ``least`` people or more). A version's
+    fate depends only on the versions before it, so history already published is never unblanked or reblanked."""
+    rows = con.execute(
+        f"select {quote(rule.key)}, {quote(rule.version)}, {quote(rule.people)}, {quote(rule.figure)}, "
+        f"coalesce(({primary}), false) from {quote(source)}.{MARTS}.{quote(table)} order by 1, 2"
+    ).fetchall()
+    blanked, published, latest = [], {}, {}
+    for key, version, people, figure, primary_blanked in rows:
+        latest[key] = version
+        shown = published.setdefault(key, [])
+        if primary_blanked or not all(
+            figure == seen or abs((people or 0) - (seen_people or 0)) >= least for seen_people, seen in shown
+        ):
+            blanked.append((key, version))
+        else:
+            shown.append((people, figure))
+    return [(key, version, version == latest[key]) for key, version in blanked]
+
+
+def engineering_blanks(con: duckdb.DuckDBPyConnection, source: str) -> dict[str, list[Blank]]:
+    """marts table -> what engineering sees blanked on it: primary small groups, totals over blanked parts and
+    history versions (and the latest-row tables) that differ from a published version by too few people.
+
+    Creates the in-memory table of blanked history versions the conditions refer to."""
+    confidential = confidential_columns()
+    rules = small_group_rules()
+    least = min_people()
+    blanks: dict[str, list[Blank]] = {table: [rule] for table, rule in rules.items()}
+    for complement in complements():
+        blanks.setdefault(complement.total_table, []).append(
+            _complement_blank(source, complement, confidential, rules, least)
+        )
+    con.execute(
+        f"create or replace temporary table {_BLANKED_VERSIONS} "
+        "(history varchar, key varchar, version bigint, latest boolean)"
+    )
+    for table, rule in over_versions().items():
+        primary, _ = rules.get(table, ("false", ()))
+        versions = _blanked_versions(con, source, table, rule, primary, least)
+        con.executemany(
+            f"insert into {_BLANKED_VERSIONS} values (?, ?, ?, ?)",
+            [(table, str(key), version, latest) for key, version, latest in versions],
+        )
+        key = f"b.history = '{table}' and b.key = cast(t.{quote(rule.key)} as varchar)"
+        blanks.setdefault(table, []).append(
+            (
+                f"exists (select 1 from {_BLANKED_VERSIONS} as b where {key} and b.version = t.{quote(rule.version)})",
+                rule.columns,
+            )
+        )
+        for latest_table in rule.latest_in:
+            columns = tuple(dict.fromkeys(c for _, cols in blanks.get(latest_table, []) for c in cols))
+            blanks.setdefault(latest_table, []).append(
+                (f"exists (select 1 from {_BLANKED_VERSIONS} as b where {key} and b.latest)", columns)
+            )
+    return blanks
+
+
+def _changes_expression(table: str, blanks: dict[str, list[Blank]]) -> dict[str, str]:
+    """column -> expression: a history's list of changed columns without the columns blanked in the version or the
+    one before it (that a blanked figure changed is itself a difference over it)."""
+    rule = over_versions().get(table)
+    if rule is None or rule.changes is None:
+        return {}
+    hidden = ", ".join(f"'{c}'" for c in dict.fromkeys(c for _, cols in blanks.get(table, []) for c in cols))
+    key = f"b.history = '{table}' and b.key = cast(t.{quote(rule.key)} as varchar)"
+    name, version = quote(rule.changes), f"t.{quote(rule.version)}"
+    return {
+        rule.changes: (
+            f"case when exists (select 1 from {_BLANKED_VERSIONS} as b where {key} and b.version in ({version}, "
+            f"{version} - 1)) then array_to_string([c for c in string_split(t.{name}, ', ') if c not in ({hidden})], "
+            f"', ') else t.{name} end"
+        )
+    }
+
+
 def _engineering_select(
-    table: str,
-    columns: list[str],
-    confidential: dict[tuple[str, str], str],
-    rules: dict[str, tuple[str, tuple[str, ...]]],
+    table: str, columns: list[str], confidential: dict[tuple[str, str], str], blanks: dict[str, list[Blank]]
 ) -> list[str]:
-    """Select expressions of one engineering table: confidential columns left out, small groups blanked."""
-    condition, blanked = rules.get(table.lower(), ("false", ()))
+    """Select expressions of one engineering table (aliased t): confidential columns left out, blanks applied."""
+    rules = blanks.get(table.lower(), [])
+    overrides = _changes_expression(table.lower(), blanks)
     expressions = []
     for column in columns:
         if (table.lower(), column.lower()) in confidential:
             continue
         name = quote(column)
-        expressions.append(
-            f"case when ({condition}) then null else {name} end as {name}" if column.lower() in blanked else name
-        )
+        value = overrides.get(column.lower(), f"t.{name}")
+        conditions = [f"({condition})" for condition, blanked in rules if column.lower() in blanked]
+        if conditions:
+            value = f"case when {' or '.join(conditions)} then null else {value} end"
+        expressions.append(f"{value} as {name}")
     return expressions
 
 
@@ -125,9 +264,8 @@ def publish(warehouse: Path) -> Publication:
         if not columns:
             raise RuntimeError(f"the warehouse {warehouse} has no {MARTS} tables: nothing to publish")
         confidential = confidential_columns()
-        rules = small_group_rules()
         present = {(t.lower(), c.lower()) for t, cols in columns.items() for c in cols}
-        listed = set(confidential) | {(t, c) for t, (_, blanked) in rules.items() for c in blanked}
+        listed = _listed_columns()
         missing = sorted(f"{t}.{c}" for t, c in listed if (t, c) not in present)
         if missing:
             raise ConfidentialListOutdated(
@@ -135,16 +273,27 @@ def publish(warehouse: Path) -> Publication:
                 f"{MARTS} schema does not have; update the contract's confidential and small_groups lists before "
                 "publishing"
             )
+        blanks = engineering_blanks(con, source)
         omitted = tuple(
             f"{t}.{c}" for t, cols in columns.items() for c in cols if (t.lower(), c.lower()) in confidential
         )
         plans = {
             FINANCE: {t: [quote(c) for c in cols] for t, cols in columns.items()},
-            ENGINEERING: {t: _engineering_select(t, cols, confidential, rules) for t, cols in columns.items()},
+            ENGINEERING: {t: _engineering_select(t, cols, confidential, blanks) for t, cols in columns.items()},
+        }
+        withheld = ", ".join(f"'{s}'" for s in confidential_sources()) or "null"
+        ledgers = {
+            FINANCE: [quote(c) for c in _INPUT_COLUMNS],
+            ENGINEERING: [
+                f"case when source in ({withheld}) then null else file_sha256 end as file_sha256"
+                if c == "file_sha256"
+                else quote(c)
+                for c in _INPUT_COLUMNS
+            ],
         }
         inputs = 0
         for audience, plan in plans.items():
-            inputs = _write(con, source, temporaries[audience], plan, targets[audience])
+            inputs = _write(con, source, temporaries[audience], plan, ledgers[audience], targets[audience])
         con.execute(f"detach {quote(source)}")
     except BaseException:
         con.close()
@@ -156,6 +305,22 @@ def publish(warehouse: Path) -> Publication:
         os.replace(temporaries[audience], targets[audience])
     _fsync_directory(warehouse.parent)
     return Publication(files=targets, tables={a: len(p) for a, p in plans.items()}, omitted=omitted, input_files=inputs)
+
+
+def _listed_columns() -> set[tuple[str, str]]:
+    """(table, column) of every marts column the contract's confidentiality sections name."""
+    listed = set(confidential_columns())
+    listed |= {(t, c) for t, (_, blanked) in small_group_rules().items() for c in blanked}
+    for complement in complements():
+        listed.add((complement.parts_table, complement.parts_column))
+        listed |= {(complement.parts_table, part) for part, _ in complement.by}
+        listed |= {(complement.total_table, c) for _, c in complement.by}
+        listed |= {(complement.total_table, c) for c in complement.columns + (complement.people or "",) if c}
+    for table, rule in over_versions().items():
+        named = (rule.key, rule.version, rule.figure, rule.people, *rule.columns, rule.changes)
+        listed |= {(table, c) for c in named if c}
+        listed |= {(latest, rule.key) for latest in rule.latest_in}
+    return listed
 
 
 def _source_alias(warehouse: Path) -> str:
@@ -204,7 +369,12 @@ def _marts_columns(con: duckdb.DuckDBPyConnection, source: str) -> dict[str, lis
 
 
 def _write(
-    con: duckdb.DuckDBPyConnection, source: str, temporary: Path, plan: dict[str, list[str]], target: Path
+    con: duckdb.DuckDBPyConnection,
+    source: str,
+    temporary: Path,
+    plan: dict[str, list[str]],
+    ledger: list[str],
+    target: Path,
 ) -> int:
     """Write one published file under ``temporary`` and flush it to disk; returns the number of input files."""
     alias = "published" if source != "published" else "published_file"
@@ -215,11 +385,10 @@ def _write(
         for table, expressions in plan.items():
             con.execute(
                 f"create table {alias}.{MARTS}.{quote(table)} as "
-                f"select {', '.join(expressions)} from {quote(source)}.{MARTS}.{quote(table)} order by all"
+                f"select {', '.join(expressions)} from {quote(source)}.{MARTS}.{quote(table)} as t order by all"
             )
-        ledger = ", ".join(quote(c) for c in _INPUT_COLUMNS)
         con.execute(
-            f"create table {alias}.main.{INPUTS} as select {ledger} from {quote(source)}.raw.ingested_files "
+            f"create table {alias}.main.{INPUTS} as select {', '.join(ledger)} from {quote(source)}.raw.ingested_files "
             "order by source, source_file"
         )
         (inputs,) = con.execute(f"select count(*) from {alias}.main.{INPUTS}").fetchone()

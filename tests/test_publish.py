@@ -107,20 +107,30 @@ def test_the_nightly_run_publishes_a_finance_and_an_engineering_file(demo_run):
         "list_cost",
         "contract_discount",
     ]  # a contract discount, and what reveals it
-    with_omissions = {"fct_task_costs", "fct_resource_book"}
+    assert [c for c in marts["fct_batch_cost_history"] if c not in published["fct_batch_cost_history"]] == [
+        "inputs_hash",
+        "content_hash",
+    ]  # hashes over the blanked labour cost and over the timesheets
+    with_omissions = {"fct_task_costs", "fct_resource_book", "fct_batch_cost_history"}
     assert {t: c for t, c in published.items() if t not in with_omissions} == {
         t: c for t, c in marts.items() if t not in with_omissions
     }
 
     # The inputs ledger lets a reader trace a figure to its landing files; no table says when it was published.
+    # Engineering does not get the hash of a file that holds rates or discounts (contract confidential_sources).
     ledger = demo_run.query("select source, source_file, file_sha256 from raw.ingested_files order by all")
-    for path in (finance, engineering):
+    withheld = {"timesheets", "task_outcomes", "billing_focus"}
+    assert withheld == set(load_contract("v1").confidential_sources) and withheld <= {s for s, _, _ in ledger}
+    for path, expected in (
+        (finance, ledger),
+        (engineering, sorted((s, f, None if s in withheld else h) for s, f, h in ledger)),
+    ):
         assert list(tables(path, "main")) == ["inputs"]
         con = duckdb.connect(str(path), read_only=True)
         try:
             assert (
                 con.execute("select source, source_file, file_sha256 from main.inputs order by all").fetchall()
-                == ledger
+                == expected
             )
         finally:
             con.close()
@@ -133,6 +143,8 @@ def test_the_confidential_columns_are_listed_once_in_the_contract():
         ("fct_task_costs", "task_cost"),
         ("fct_resource_book", "list_cost"),
         ("fct_resource_book", "contract_discount"),
+        ("fct_batch_cost_history", "content_hash"),
+        ("fct_batch_cost_history", "inputs_hash"),
     }
     assert load_contract("v1").confidential_columns.keys() == listed
     assert publishing.confidential_columns().keys() >= listed

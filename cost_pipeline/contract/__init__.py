@@ -34,6 +34,31 @@ _DESCRIBED_ENUMERATIONS = {
 
 
 @dataclass(frozen=True)
+class Complement:
+    """A total over parts (R20): where a part is blanked, its total must not give it back by subtraction."""
+
+    parts_table: str
+    parts_column: str
+    total_table: str
+    by: tuple[tuple[str, str], ...]  # (part column, total column) pairs that match a part to its total row
+    people: str | None  # the total's column counting the people behind its parts; None: unknown
+    columns: tuple[str, ...]  # the total's columns that add the parts up
+
+
+@dataclass(frozen=True)
+class OverVersions:
+    """Suppression across the versions of a history (R20): see small_groups.over_versions in the contract."""
+
+    key: str
+    version: str
+    figure: str
+    people: str
+    columns: tuple[str, ...]
+    changes: str | None
+    latest_in: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Contract:
     version: str
     document: dict[str, Any]
@@ -209,6 +234,49 @@ class Contract:
             condition = str(rule["when"]).format(min_people=min_people)
             tables[str(table).lower()] = (condition, tuple(str(c).lower() for c in rule["columns"]))
         return min_people, tables
+
+    @property
+    def confidential_sources(self) -> tuple[str, ...]:
+        """Sources whose landing files hold confidential values: their file hashes are for finance only (R20)."""
+        return tuple(str(source) for source in self.document.get("confidential_sources") or ())
+
+    @property
+    def complements(self) -> tuple[Complement, ...]:
+        """Totals over parts that engineering could subtract a blanked part from (secondary suppression, R20)."""
+        section = self.document.get("small_groups") or {}
+        complements = []
+        for rule in section.get("complements") or ():
+            table, dot, column = str(rule["parts"]).partition(".")
+            if not (dot and table and column):
+                raise ValueError(f"contract {self.version}: complement parts {rule['parts']!r} is not <table>.<column>")
+            complements.append(
+                Complement(
+                    parts_table=table.lower(),
+                    parts_column=column.lower(),
+                    total_table=str(rule["total"]).lower(),
+                    by=tuple((str(p).lower(), str(t).lower()) for p, t in rule["by"].items()),
+                    people=str(rule["people"]).lower() if rule.get("people") else None,
+                    columns=tuple(str(c).lower() for c in rule["columns"]),
+                )
+            )
+        return tuple(complements)
+
+    @property
+    def over_versions(self) -> dict[str, OverVersions]:
+        """History table -> how its figures are suppressed across versions (R20)."""
+        section = self.document.get("small_groups") or {}
+        return {
+            str(table).lower(): OverVersions(
+                key=str(rule["key"]).lower(),
+                version=str(rule["version"]).lower(),
+                figure=str(rule["figure"]).lower(),
+                people=str(rule["people"]).lower(),
+                columns=tuple(str(c).lower() for c in rule["columns"]),
+                changes=str(rule["changes"]).lower() if rule.get("changes") else None,
+                latest_in=tuple(str(t).lower() for t in rule.get("latest_in") or ()),
+            )
+            for table, rule in (section.get("over_versions") or {}).items()
+        }
 
     def enumeration_rows(self) -> list[dict[str, Any]]:
         """Every enumeration as rows.

@@ -1,0 +1,253 @@
+"""Confidentiality against a determined reader (R20): the engineering file is attacked as a reader would attack it
+(recompute a hash over guessed values, difference two nights or two history versions, subtract parts from a
+total, compare a blanked figure with a published one) and no attack recovers a planted rate, while the finance
+file still holds it.
+
+One night is the demo (night 1). Night 2 delivers a late timesheet in two variants that differ only in two
+people's rates: Gus Novak, a fifth person on B-7 (4 -> 5 people: the change is one person's), and Hana Sato,
+alone on B-10 (a group of one). The engineering files of the two variants must be identical."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from decimal import Decimal
+from itertools import combinations
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from cost_pipeline.cli import run_pipeline
+from cost_pipeline.fingerprint import table_fingerprints
+from cost_pipeline.publish import ENGINEERING, FINANCE, published_path
+from tests.test_publish import all_text
+
+LATE_FILE = Path("timesheets") / "harvest_time_report_2026-11-late.csv"
+GUS_HOURS, HANA_HOURS = Decimal("5"), Decimal("2")
+# Variant a and b: (Gus's rate on B-7, Hana's rate on B-10). Hana's rate a keeps B-10 inside its budget boundary
+# (108.00 + 1.50 against 100.00 ± 10 %), rate b takes it over: a comparison over her blanked cost would tell them.
+RATES = {"a": (Decimal("211.13"), Decimal("0.75")), "b": (Decimal("157.91"), Decimal("98.76"))}
+# The snapshot's content hash, as a reader of dbt_project/macros/insert_only_snapshot.sql would recompute it.
+TRACED = ["contract_version", "config_version", "data_version"]
+FIGURES = [
+    "jobs",
+    "requested_gpu_hours",
+    "occupied_gpu_hours",
+    "effective_compute_gpu_hours",
+    "comm_wait_gpu_hours",
+    "idle_gpu_hours",
+    "unobserved_gpu_hours",
+    "failed_gpu_hours",
+    "rerun_gpu_hours",
+    "steps_run",
+    "steps_counted",
+    "steps_discarded",
+    "step_seconds_median",
+    "step_seconds_max",
+    "step_max_number",
+    "compute_cost",
+    "rerun_compute_cost",
+    "cost_per_counted_step",
+    "cost_per_effective_gpu_hour",
+    "total_cost",
+    "total_cost_low",
+    "total_cost_high",
+    "storage_cost",
+    "labour_cost",
+    "services_cost",
+    "cloud_compute_cost",
+    "pending_cost",
+    "labour_people",
+]
+APPENDED = {"is_unpriced": "false", "unpriced_gpu_hours": "0"}
+
+
+def late_timesheet(variant: str) -> str:
+    gus, hana = RATES[variant]
+    return (
+        "Date,Project Code,Task,Hours,First Name,Last Name,Roles,Cost Rate\n"
+        f"2026-11-10,B-7,Training runs,{GUS_HOURS},Gus,Novak,ML Engineer,{gus}\n"
+        f"2026-11-10,B-10,Business evaluation,{HANA_HOURS},Hana,Sato,Product,{hana}\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def nights(demo_run, tmp_path_factory) -> dict[str, Path]:
+    """Warehouse per night: "1" is the demo; "a" and "b" the demo's next night with the late timesheet."""
+    assert demo_run.succeeded
+    found = {"1": demo_run.warehouse}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("DAGSTER_HOME", raising=False)
+        for variant in RATES:
+            root = tmp_path_factory.mktemp(f"night-{variant}")
+            landing = root / "landing"
+            shutil.copytree(demo_run.landing, landing)
+            (landing / LATE_FILE).write_text(late_timesheet(variant), encoding="utf-8")
+            warehouse = root / "warehouse.duckdb"
+            shutil.copyfile(demo_run.warehouse, warehouse)
+            patch.setenv("COST_LANDING_DIR", str(landing))
+            patch.setenv("COST_WAREHOUSE", str(warehouse))
+            assert run_pipeline(landing, warehouse)
+            found[variant] = warehouse
+    return found
+
+
+def rows(path: Path, sql: str, params: list | None = None) -> list[tuple]:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return con.execute(sql, params or []).fetchall()
+    finally:
+        con.close()
+
+
+def file_of(warehouse: Path, audience: str) -> Path:
+    return published_path(warehouse, audience)
+
+
+def test_the_finance_file_holds_the_planted_rates(nights):
+    gus, hana = RATES["a"]
+    finance = file_of(nights["a"], FINANCE)
+    history = dict(
+        rows(finance, "select snapshot_version, labour_cost from marts.fct_batch_cost_history where batch_id = 'B-7'")
+    )
+    assert history[2] - history[1] == GUS_HOURS * gus
+    assert rows(finance, "select labour_cost, labour_people from marts.fct_batch_costs where batch_id = 'B-10'") == [
+        (HANA_HOURS * hana, 1)
+    ]
+
+
+def content_hash_sql(labour: str) -> str:
+    """The snapshot hash of a history row with labour_cost (and the totals that add it) replaced by a guess."""
+    parts = []
+    for column in TRACED + FIGURES:
+        value = column
+        if column == "labour_cost":
+            value = labour
+        elif column.startswith("total_cost"):
+            value = f"({column} - labour_cost + {labour})"
+        parts.append(f"coalesce(cast({value} as varchar), '-') || '|'")
+    for column, unchanged in APPENDED.items():
+        parts.append(
+            f"case when {column} = {unchanged} then '' else coalesce(cast({column} as varchar), '-') || '|' end"
+        )
+    return f"md5({' || '.join(parts)})"
+
+
+def hash_guesses(finance: Path, batch_id: str, version: int, candidates: list[Decimal]) -> dict[Decimal, str]:
+    """What a reader who knew every other figure would compute for each guessed labour cost."""
+    return {
+        guess: rows(
+            finance,
+            f"select {content_hash_sql(f'cast({guess} as decimal(18, 2))')} from marts.fct_batch_cost_history "
+            "where batch_id = ? and snapshot_version = ?",
+            [batch_id, version],
+        )[0][0]
+        for guess in candidates
+    }
+
+
+@pytest.mark.parametrize(("batch_id", "hours"), [("B-10", HANA_HOURS), ("B-7", GUS_HOURS)])
+def test_a_hash_recomputed_over_guessed_rates_matches_nothing_in_the_engineering_file(nights, batch_id, hours):
+    """Version 2 of B-10 (one person) and of B-7 (one person more than version 1): a reader who knew every other
+    figure hashes the labour cost of each guessed rate, the planted one among them."""
+    finance, engineering = file_of(nights["a"], FINANCE), file_of(nights["a"], ENGINEERING)
+    ((labour, stored),) = rows(
+        finance,
+        "select labour_cost, content_hash from marts.fct_batch_cost_history "
+        "where batch_id = ? and snapshot_version = 2",
+        [batch_id],
+    )
+    guesses = hash_guesses(
+        finance, batch_id, 2, [labour + hours * step for step in (Decimal("-0.01"), 0, Decimal("0.01"))]
+    )
+    assert guesses[labour] == stored  # the attack works on the finance file ...
+    text = all_text(engineering)
+    assert [guess for guess, digest in guesses.items() if digest in text] == []  # ... and finds nothing here
+
+
+def test_a_file_hash_recomputed_over_guessed_rates_matches_nothing_in_the_engineering_file(nights):
+    """The timesheet's sha256 is a hash over the rates in it: engineering's inputs ledger does not have it."""
+    guesses = {variant: hashlib.sha256(late_timesheet(variant).encode()).hexdigest() for variant in RATES}
+    finance_text = all_text(file_of(nights["a"], FINANCE))
+    assert guesses["a"] in finance_text
+    assert [v for v, digest in guesses.items() if digest in all_text(file_of(nights["a"], ENGINEERING))] == []
+
+
+def labour_figures(path: Path, batch_id: str) -> list[Decimal]:
+    """Every published figure of the batch that moves with its labour cost, in one file."""
+    found = []
+    for sql in (
+        "select labour_cost, total_cost, total_cost_low, total_cost_high from marts.fct_batch_cost_history "
+        "where batch_id = ?",
+        "select labour_cost, total_cost, total_cost_low, total_cost_high, measured_cost, assumed_cost "
+        "from marts.fct_batch_costs where batch_id = ?",
+        "select actual_cost, variance, planned_work_cost, avoidable_rework_cost from marts.fct_batch_budget "
+        "where batch_id = ?",
+    ):
+        found.extend(v for row in rows(path, sql, [batch_id]) for v in row if v is not None)
+    return found
+
+
+@pytest.mark.parametrize("audience", [FINANCE, ENGINEERING])
+def test_differencing_two_nights_or_two_versions_does_not_give_a_persons_cost(nights, audience):
+    """Night 1 and night 2 side by side, and history version 1 against 2: any two published B-7 figures differ by
+    Gus's cost (5 h x his rate) only in the finance file."""
+    gus_cost = GUS_HOURS * RATES["a"][0]
+    figures = labour_figures(file_of(nights["1"], audience), "B-7") + labour_figures(
+        file_of(nights["a"], audience), "B-7"
+    )
+    recovered = {abs(x - y) for x, y in combinations(figures, 2)} & {gus_cost}
+    assert recovered == ({gus_cost} if audience == FINANCE else set())
+
+
+@pytest.mark.parametrize("audience", [FINANCE, ENGINEERING])
+def test_subtracting_the_parts_from_a_total_does_not_give_a_blanked_cost(nights, audience):
+    """A model's task cost minus its requests' costs is its hand-offs' people cost; a batch's total minus its
+    compute, storage and services is its labour (B-10's one person)."""
+    path = file_of(nights["a"], audience)
+    hand_offs = rows(
+        path,
+        "select e.task_cost - sum(c.request_cost) from marts.fct_model_task_economics as e "
+        "join marts.fct_task_costs as c on c.routed_model = e.model group by e.model, e.task_cost "
+        "having e.task_cost - sum(c.request_cost) <> 0",
+    )
+    hana = HANA_HOURS * RATES["a"][1]
+    batch = rows(
+        path,
+        "select total_cost - compute_cost - storage_cost - services_cost from marts.fct_batch_costs "
+        "where batch_id = 'B-10'",
+    )
+    phases = rows(
+        path,
+        "select b.actual_cost - sum(case when l.cost_type <> 'labour' then l.amount else 0 end) "
+        "from marts.fct_batch_budget as b join marts.fct_cost_lines as l on l.batch_id = b.batch_id "
+        "where b.batch_id = 'B-10' group by b.actual_cost",
+    )
+    people_costs = {v for (v,) in hand_offs if v is not None}
+    if audience == FINANCE:
+        (human,) = rows(path, "select sum(human_cost) from marts.fct_task_costs")[0]
+        assert people_costs == {human} and batch == [(hana,)] and phases == [(hana,)]
+    else:
+        assert people_costs == set() and batch == [(None,)] and phases == [(None,)]
+
+
+def test_a_comparison_over_a_blanked_cost_does_not_tell_two_rates_apart(nights):
+    """B-10's budget check (over_boundary) compares its actual cost, Hana's cost included, with its budget."""
+    sql = "select over_boundary from marts.fct_batch_budget where batch_id = 'B-10'"
+    assert rows(file_of(nights["a"], FINANCE), sql) != rows(file_of(nights["b"], FINANCE), sql)
+    assert rows(file_of(nights["a"], ENGINEERING), sql) == rows(file_of(nights["b"], ENGINEERING), sql) == [(None,)]
+
+
+def test_the_engineering_file_is_the_same_whichever_rates_were_planted(nights):
+    """Every table of the engineering file is the same for either pair of rates: no hash,
+    total, difference or ordering in it depends on them. The finance files differ."""
+    fingerprints = {
+        variant: {
+            audience: {s: table_fingerprints(file_of(nights[variant], audience), s) for s in ("marts", "main")}
+            for audience in (FINANCE, ENGINEERING)
+        }
+        for variant in RATES
+    }
+    assert fingerprints["a"][FINANCE] != fingerprints["b"][FINANCE]
+    assert fingerprints["a"][ENGINEERING] == fingerprints["b"][ENGINEERING]
