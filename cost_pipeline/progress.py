@@ -23,6 +23,7 @@ LOGGER = "cli_progress"
 NAME_WIDTH = 48
 # Where a dbt error names its node: "Database Error in model fct_x (models/marts/fct_x.sql)".
 _DBT_NODE = re.compile(r"\b(?:Error|Failure) in (model|test|snapshot|unit_test|seed) (\S+) \(([^)]+)\)")
+_MODULE_PATH = re.compile(r"^(?:\w+\.)+(?=\w+: )")
 # Counts an asset's metadata may hold, in the order they are shown (ingest, contract tables, ledger, publish).
 _COUNTS = (("rows_staged", "rows"), ("rows", "rows"), ("ignored_files", "ignored files"), ("finance_tables", "tables"))
 
@@ -151,5 +152,8 @@ def root_cause(step_key: str | None, error: Any) -> str:
         kind, name, path = node.groups()
         after = [line.strip() for line in text[node.end() :].splitlines() if line.strip()]
         return f"dbt {kind} {name} ({path})" + (f": {after[0]}" if after else "")
-    first = next((line.strip() for line in text.splitlines() if line.strip()), "failed")
+    lines = [line.strip() for line in text.splitlines() if line.strip()] or ["failed"]
+    first = _MODULE_PATH.sub("", lines[0])  # dagster._core.errors.DagsterError: ... -> DagsterError: ...
+    if first.endswith(":") and len(lines) > 1:  # "1 blocking asset check failed:" names the check on the next line
+        first += " " + lines[1]
     return f"{where}: {first}"

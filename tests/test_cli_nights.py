@@ -64,7 +64,7 @@ def test_a_quiet_night_prints_one_line_per_asset_then_the_tables(nights):
     progress = {line.split()[0]: line.split()[1:] for line in lines if re.match(r"^[a-z]+/\S+ ", line)}
     assert progress["raw/scheduler_jobs"][1:4] == ["rows", "(+1", "quarantined)"]
     assert progress["marts/fct_batch_costs"][:2] == ["4", "rows"] and progress["marts/fct_batch_costs"][-1] == "s"
-    assert progress["staging/stg_scheduler__jobs"][0] == "view"
+    assert progress["staging/stg_scheduler__sacct_jobs"][0] == "view"
     assert progress["published/marts"][1] == "tables"
     assert not [line for line in lines if " of 500 " in line or " - dagster - " in line]
     assert "Full cost per batch (marts.fct_batch_costs):" in first.out
@@ -140,3 +140,23 @@ def test_version_and_help_are_plain_text(capsys):
         assert "`" not in text and "**" not in text, text  # no Markdown or reStructuredText markup
     assert "5 the landing folder holds no files" in " ".join(texts[""].split())
     assert "--allow-empty" in texts["run"] and "-v, --verbose" in texts["run"] and "-v, --verbose" in texts["demo"]
+
+
+def test_a_dbt_failure_names_the_model_and_its_file():
+    """dagster-dbt's error carries dbt's own error lines; the root cause is the node, its file and dbt's reason."""
+    from dagster._utils.error import SerializableErrorInfo
+
+    from cost_pipeline.progress import root_cause
+
+    dbt = SerializableErrorInfo(
+        "dagster_dbt.errors.DagsterDbtCliRuntimeError: The dbt CLI process with command\n\n`dbt build`\n\nfailed "
+        "with exit code `1`.\n\nErrors parsed from dbt logs:\n\n  Database Error in model fct_batch_costs "
+        "(models/marts/finance/fct_batch_costs.sql)\n  Conversion Error: Could not convert string 'x' to INT32\n",
+        [],
+        "DagsterDbtCliRuntimeError",
+    )
+    step = SerializableErrorInfo('Error occurred while executing op "cost_models":', [], "Error", cause=dbt)
+    assert root_cause("cost_models", step) == (
+        "dbt model fct_batch_costs (models/marts/finance/fct_batch_costs.sql): "
+        "Conversion Error: Could not convert string 'x' to INT32"
+    )
