@@ -196,9 +196,10 @@ def _unpriced(con: duckdb.DuckDBPyConnection, out) -> None:
         print(f"\nUnpriced months (no owned capacity in service; compute cost null, not 0.00): {listed}", file=out)
 
 
-def report(warehouse: Path, out=sys.stdout) -> None:
+def report(warehouse: Path, out: TextIO | None = None) -> None:
     """Print the quarantine (file, line, rule), the unpriced months, the per-batch compute and full bills, plan vs
-    actual and the service book."""
+    actual and the service book (to stdout unless ``out``)."""
+    out = sys.stdout if out is None else out
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         quarantined = con.execute(

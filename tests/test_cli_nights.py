@@ -69,7 +69,7 @@ def test_a_quiet_night_prints_one_line_per_asset_then_the_tables(nights):
     assert not [line for line in lines if " of 500 " in line or " - dagster - " in line]
     assert "Full cost per batch (marts.fct_batch_costs):" in first.out
     log = run_log(warehouse).read_text(encoding="utf-8")
-    assert " of 500 " in log and "STEP_SUCCESS" in log  # dbt's and Dagster's log, for when it is needed
+    assert " - dagster - " in log  # Dagster's log (and dbt's, outside pytest's capture), for when it is needed
 
 
 def test_the_default_dagster_home_is_beside_the_warehouse_and_keeps_both_nights(nights):
@@ -102,8 +102,8 @@ def test_a_failed_night_names_its_root_cause_last_and_prints_no_stale_tables(nig
     assert re.search(
         r"are from the night that ended \d{4}-\d\d-\d\d \d\d:\d\d UTC, the last that succeeded", second.out
     )
-    # -v: Dagster's log on the terminal, not in the log file.
-    assert "STEP_START" in second.out + second.err
+    # -v: Dagster's log on the terminal (night 1, quiet, had none of it).
+    assert " - dagster - " in second.out + second.err
     assert "Full cost per batch" in first.out
 
 
