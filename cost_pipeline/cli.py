@@ -1,21 +1,29 @@
-"""``cost-pipeline``: run the nightly job on the demo scenario or on real exports, from a terminal; keep the generated
-docs current."""
+"""cost-pipeline: run the nightly job on the demo scenario or on real exports, from a terminal; keep the generated
+docs current. Exit codes: 0 done, 1 the run failed, 2 wrong arguments or config, 3 the warehouse is busy, 4 every
+row of a source was quarantined, 5 the landing folder holds no files (--allow-empty runs anyway)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
+from importlib.metadata import version
 from pathlib import Path
+from typing import TextIO
 
 import duckdb
 
+from cost_pipeline.dagster_home import dagster_home, last_good_night, warehouse_instance
 from cost_pipeline.demo import write_demo_landing
+from cost_pipeline.progress import LOGGER, NightProgress
 from cost_pipeline.run_config import RunConfigError, check_run_config, read_run_config
 from cost_pipeline.run_lock import WarehouseBusy, warehouse_run_lock
 from cost_pipeline.source_summary import print_source_summary
 from cost_pipeline.warehouse_file import UNUSABLE_EXIT, WarehouseUnusable, check_warehouse
+
+EMPTY_LANDING_EXIT = 7  # docs/operations.md lists every exit code
 
 BATCH_COLUMNS = (
     ("batch_id", "batch", 13),
@@ -107,22 +115,57 @@ def checked_run_config(path: Path | None, landing: Path, warehouse: Path) -> dic
 
 
 def run_pipeline(
-    landing: Path, warehouse: Path, run_config: dict | None = None, asset_keys: Sequence[Sequence[str]] | None = None
+    landing: Path,
+    warehouse: Path,
+    run_config: dict | None = None,
+    asset_keys: Sequence[Sequence[str]] | None = None,
+    progress: NightProgress | None = None,
 ) -> bool:
     """Materialise every asset (the nightly job) in this process, or only ``asset_keys`` of it, with ``run_config``
-    (the YAML of ``dagster job execute -c``); returns whether the run succeeded."""
+    (the YAML of ``dagster job execute -c``), in the warehouse's persistent Dagster instance (``dagster_home``);
+    ``progress`` receives every event. Returns whether the run succeeded."""
     _point_at(landing, warehouse)
-    with warehouse_run_lock(warehouse):
+    with warehouse_run_lock(warehouse), warehouse_instance(warehouse) as instance:
         job = nightly_job()
         import dagster as dg
 
-        instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
+        run_config = dict(run_config or {})
+        if progress is not None:
+            job = job.with_logger_defs({**job.loggers, LOGGER: progress.logger_def()})
+            loggers = dict(run_config.get("loggers") or {})
+            loggers.setdefault("console", {})  # naming one logger would otherwise drop Dagster's own
+            run_config["loggers"] = {**loggers, LOGGER: {}}
         # A failed step or blocking check ends the run unsuccessfully; the CLI reports it and exits 1.
         selection = None if asset_keys is None else [dg.AssetKey(list(key)) for key in asset_keys]
         result = job.execute_in_process(
             run_config=run_config or None, instance=instance, raise_on_error=False, asset_selection=selection
         )
         return result.success
+
+
+def landing_is_empty(landing: Path) -> bool:
+    """No file (hidden ones aside) anywhere under the landing folder."""
+    return not any(p.is_file() and not p.name.startswith(".") for p in landing.rglob("*"))
+
+
+def run_log(warehouse: Path) -> Path:
+    """Where a quiet run writes Dagster's and dbt's log: in the warehouse's Dagster home, replaced each run."""
+    return dagster_home(warehouse) / "cost-pipeline.log"
+
+
+def night(
+    landing: Path, warehouse: Path, run_config: dict, verbose: bool, out: TextIO | None = None
+) -> tuple[bool, NightProgress]:
+    """Run the nightly job, printing one line per asset on ``out`` (stdout); Dagster's and dbt's log go to
+    ``run_log`` unless ``verbose``."""
+    progress = NightProgress(warehouse=warehouse, out=out if out is not None else sys.stdout)
+    if verbose:
+        return run_pipeline(landing, warehouse, run_config, progress=progress), progress
+    log_path = run_log(warehouse)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w", encoding="utf-8") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+        ok = run_pipeline(landing, warehouse, run_config, progress=progress)
+    return ok, progress
 
 
 def _format(value: object, width: int) -> str:
@@ -156,9 +199,10 @@ def _unpriced(con: duckdb.DuckDBPyConnection, out) -> None:
         print(f"\nUnpriced months (no owned capacity in service; compute cost null, not 0.00): {listed}", file=out)
 
 
-def report(warehouse: Path, out=sys.stdout) -> None:
+def report(warehouse: Path, out: TextIO | None = None) -> None:
     """Print the quarantine (file, line, rule), the unpriced months, the per-batch compute and full bills, plan vs
-    actual and the service book."""
+    actual and the service book (to stdout unless ``out``)."""
+    out = sys.stdout if out is None else out
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         quarantined = con.execute(
@@ -231,20 +275,43 @@ def _retract(warehouse: Path, source_file: str, reason: str | None, by: str | No
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def _failed(warehouse: Path, progress: NightProgress, wholly: str, log: Path | None) -> None:
+    """After a failed night: which night the warehouse's tables are from (they are not printed), then the root
+    cause as the last line."""
+    when = last_good_night(warehouse)
+    stale = (
+        f"from the night that ended {when:%Y-%m-%d %H:%M} UTC, the last that succeeded"
+        if when
+        else "from no night that succeeded"
+    )
+    print(f"\nNo tables printed: tonight's marts were not all rebuilt; those in {warehouse} are {stale}.")
+    if log is not None:
+        print(f"Dagster's and dbt's log: {log}")
+    cause = progress.failures[0] if progress.failures else "see the messages above"
+    print(f"cost-pipeline: the run failed: {cause}" + (f"; {wholly}" if wholly else ""), file=sys.stderr)
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cost-pipeline", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version('cost_pipeline')}")
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="write the built-in scenario, run the nightly job on it, print the bill")
     demo.add_argument("--dir", type=Path, default=Path("demo"), help="where to write landing/ and warehouse.duckdb")
     run = commands.add_parser("run", help="run the nightly job on a landing folder of real exports")
     run.add_argument("--landing", type=Path, required=True, help="landing folder, one sub-folder per source")
     run.add_argument("--warehouse", type=Path, required=True, help="DuckDB warehouse file (created if missing)")
+    run.add_argument(
+        "--allow-empty", action="store_true", help="run even if the landing folder holds no files (else exit 7)"
+    )
     for command in (demo, run):
         command.add_argument(
             "--config",
             type=Path,
             metavar="FILE",
-            help="run-config YAML as `dagster job execute -c` takes it (a source's options)",
+            help="run-config YAML as 'dagster job execute -c' takes it (a source's options)",
+        )
+        command.add_argument(
+            "-v", "--verbose", action="store_true", help="show Dagster's and dbt's log instead of one line per asset"
         )
     commands.add_parser("prepare", help="write dbt_project/target/manifest.json (dbt parse only if anything changed)")
     docs = commands.add_parser("docs", help="rewrite the generated reference blocks in docs/ (inputs, marts, contract)")
@@ -254,7 +321,11 @@ def main(argv: list[str] | None = None) -> int:
     retraction.add_argument("--reason", help="why its rows leave the figures (required; kept in raw.retractions)")
     retraction.add_argument("--warehouse", type=Path, required=True, help="DuckDB warehouse file")
     retraction.add_argument("--by", help="who retracts it (default: the operating-system user)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
 
     if args.command == "retract":
         return _retract(args.warehouse, args.file, args.reason, args.by)
@@ -271,6 +342,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run" and not args.landing.is_dir():
         print(f"cost-pipeline: landing folder {args.landing} does not exist", file=sys.stderr)
         return 2
+    if args.command == "run" and not args.allow_empty and landing_is_empty(args.landing):
+        print(
+            f"cost-pipeline: landing folder {args.landing} holds no files: nothing to load; the warehouse is left "
+            "as it is (--allow-empty runs anyway)",
+            file=sys.stderr,
+        )
+        return EMPTY_LANDING_EXIT
     try:
         run_config = checked_run_config(
             args.config, args.dir / "landing" if args.command == "demo" else args.landing, warehouse
@@ -284,9 +362,10 @@ def main(argv: list[str] | None = None) -> int:
         with warehouse_run_lock(warehouse):
             check_warehouse(warehouse)
             landing = write_demo_landing(args.dir / "landing") if args.command == "demo" else args.landing
-            ok = run_pipeline(landing, warehouse, run_config)
-            if warehouse.exists():
+            ok, progress = night(landing, warehouse, run_config, verbose=args.verbose)
+            if ok and warehouse.exists():
                 report(warehouse)
+            if warehouse.exists():
                 all_quarantined = print_source_summary(warehouse)
     except WarehouseBusy as busy:
         print(f"cost-pipeline: {busy}", file=sys.stderr)
@@ -298,9 +377,7 @@ def main(argv: list[str] | None = None) -> int:
         f"every row was quarantined for {', '.join(all_quarantined)} (see raw.quarantine)" if all_quarantined else ""
     )
     if not ok:
-        print(
-            "cost-pipeline: the run failed; see the messages above" + (f"; {wholly}" if wholly else ""), file=sys.stderr
-        )
+        _failed(warehouse, progress, wholly, log=None if args.verbose else run_log(warehouse))
         return 1
     if wholly:
         print(f"cost-pipeline: {wholly}", file=sys.stderr)

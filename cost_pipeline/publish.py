@@ -10,8 +10,14 @@
   guarantee. DuckDB has no GRANT, so the split is physical.
 
 Both files also hold ``main.inputs``: the warehouse's file ledger (source, file, sha256, row counts), so a reader
-can trace a figure to the landing files it came from. Nothing in them depends on when they were published, so
-publishing the same warehouse twice gives identical tables.
+can trace a figure to the landing files it came from, and ``main.published``: one row, ``as_of``, the night they
+were published. The marts tables do not depend on when they were published, so publishing the same warehouse twice
+gives identical marts. The files use DuckDB's v1.1.0 storage format (``STORAGE_VERSION``), so DuckDB 1.1 and later
+clients (BI drivers) open them; each column keeps its dbt description as its column comment.
+
+Beside each file, a folder of Parquet files, one per mart (``<warehouse stem>.<audience>/<mart>.parquet``), with the
+same columns as that audience's file plus ``as_of``; their key-value metadata holds ``as_of`` and each column's
+description (``description.<column>``).
 
 Readers never open the warehouse, so they never block the nightly writer (DuckDB: one writer per file, and a reader
 in another process blocks it). Each file is written under a temporary name in the same folder, flushed to disk and
@@ -29,6 +35,7 @@ import os
 import stat
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -41,6 +48,10 @@ ENGINEERING = "engineering"
 AUDIENCES = (FINANCE, ENGINEERING)
 MARTS = "marts"
 INPUTS = "inputs"  # main.inputs in each published file
+PUBLISHED = "published"  # main.published: as_of, the night the file was published
+AS_OF = "as_of"
+# DuckDB 1.1 and later open files of this storage version; the default of duckdb 2.x is unreadable for 1.x clients.
+STORAGE_VERSION = "v1.1.0"
 _INPUT_COLUMNS = ("source", "source_file", "file_sha256", "rows_in", "rows_staged", "rows_quarantined", "duplicate_of")
 # The in-memory connection already has databases of these names.
 _RESERVED_ALIASES = {"memory", "system", "temp", "main"}
@@ -59,6 +70,8 @@ class Publication:
     tables: dict[str, int]  # audience -> marts tables in its file
     omitted: tuple[str, ...]  # "table.column" left out of the engineering file
     input_files: int
+    parquet: dict[str, Path]  # audience -> folder of one Parquet file per mart
+    as_of: datetime
 
 
 def published_path(warehouse: Path, audience: str) -> Path:
@@ -242,20 +255,29 @@ def _engineering_select(
     return expressions
 
 
-def publish_marts(warehouse: Path) -> dict[str, Path]:
+def parquet_folder(warehouse: Path, audience: str) -> Path:
+    """``<folder>/<warehouse stem>.<audience>/``: one Parquet file per mart."""
+    return published_path(warehouse, audience).with_suffix("")
+
+
+def publish_marts(warehouse: Path, as_of: datetime | None = None) -> dict[str, Path]:
     """Publish the warehouse's marts into the finance and engineering files; returns audience -> file."""
-    return publish(warehouse).files
+    return publish(warehouse, as_of).files
 
 
-def publish(warehouse: Path) -> Publication:
-    """``publish_marts`` with what was written: tables per file and the columns engineering does not get."""
+def publish(warehouse: Path, as_of: datetime | None = None) -> Publication:
+    """``publish_marts`` with what was written: tables per file and the columns engineering does not get.
+    ``as_of`` (default: now, to the second, UTC) is the night the files say they are as of."""
     warehouse = Path(warehouse).resolve()
     if not warehouse.is_file():
         raise FileNotFoundError(f"no warehouse at {warehouse}")
+    as_of = as_of if as_of is not None else datetime.now(UTC).replace(microsecond=0)
     targets = {audience: published_path(warehouse, audience) for audience in AUDIENCES}
     for path in targets.values():
         _remove_abandoned_temporaries(path)
     temporaries = {audience: _temporary_path(path) for audience, path in targets.items()}
+    folders = {audience: parquet_folder(warehouse, audience) for audience in AUDIENCES}
+    parquets: dict[str, dict[Path, Path]] = {audience: {} for audience in AUDIENCES}  # target -> temporary
     con = duckdb.connect()  # in memory: the warehouse is attached read-only, nothing else is opened
     try:
         source = _source_alias(warehouse)
@@ -293,18 +315,36 @@ def publish(warehouse: Path) -> Publication:
         }
         inputs = 0
         for audience, plan in plans.items():
-            inputs = _write(con, source, temporaries[audience], plan, ledgers[audience], targets[audience])
+            inputs = _write(
+                con,
+                source,
+                temporaries[audience],
+                plan,
+                ledgers[audience],
+                targets[audience],
+                as_of,
+                folders[audience],
+                parquets[audience],
+            )
         con.execute(f"detach {quote(source)}")
     except BaseException:
         con.close()
-        for temporary in temporaries.values():
+        for temporary in [*temporaries.values(), *(t for files in parquets.values() for t in files.values())]:
             _remove(temporary)
         raise
     con.close()
-    for audience in AUDIENCES:  # both files are complete on disk before either is swapped in
+    for audience in AUDIENCES:  # every file is complete on disk before any is swapped in
         os.replace(temporaries[audience], targets[audience])
-    _fsync_directory(warehouse.parent)
-    return Publication(files=targets, tables={a: len(p) for a, p in plans.items()}, omitted=omitted, input_files=inputs)
+        _swap_parquet(folders[audience], parquets[audience])
+    _fsync(warehouse.parent)
+    return Publication(
+        files=targets,
+        tables={a: len(p) for a, p in plans.items()},
+        omitted=omitted,
+        input_files=inputs,
+        parquet=folders,
+        as_of=as_of,
+    )
 
 
 def _listed_columns() -> set[tuple[str, str]]:
@@ -375,10 +415,14 @@ def _write(
     plan: dict[str, list[str]],
     ledger: list[str],
     target: Path,
+    as_of: datetime,
+    folder: Path,
+    parquet: dict[Path, Path],
 ) -> int:
-    """Write one published file under ``temporary`` and flush it to disk; returns the number of input files."""
+    """Write one published file under ``temporary`` and flush it to disk, and its Parquet files under temporary
+    names (recorded in ``parquet``: target -> temporary); returns the number of input files."""
     alias = "published" if source != "published" else "published_file"
-    con.execute(f"attach ? as {alias}", [str(temporary)])
+    con.execute(f"attach ? as {alias} (storage_version '{STORAGE_VERSION}')", [str(temporary)])
     _copy_permissions(target, temporary)
     try:
         con.execute(f"create schema {alias}.{MARTS}")
@@ -392,15 +436,87 @@ def _write(
             "order by source, source_file"
         )
         (inputs,) = con.execute(f"select count(*) from {alias}.main.{INPUTS}").fetchone()
+        con.execute(f"create table {alias}.main.{PUBLISHED} as select cast(? as timestamptz) as {AS_OF}", [as_of])
+        _copy_comments(con, source, alias)
         con.execute(f"checkpoint {alias}")
+        _write_parquet(con, alias, list(plan), as_of, folder, parquet)
     finally:
         con.execute(f"detach {alias}")
-    descriptor = os.open(temporary, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
+    _fsync(temporary)
     return int(inputs)
+
+
+def _literal(text: str) -> str:
+    """A SQL string literal (COMMENT ON and COPY options take no parameters)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _copy_comments(con: duckdb.DuckDBPyConnection, source: str, alias: str) -> None:
+    """The warehouse's table and column comments (dbt's descriptions, persist_docs) onto the published marts."""
+    published = {
+        (t, c)
+        for t, c in con.execute(
+            "select table_name, column_name from duckdb_columns() where database_name = ? and schema_name = ?",
+            [alias, MARTS],
+        ).fetchall()
+    }
+    for table, comment in con.execute(
+        "select table_name, comment from duckdb_tables() where database_name = ? and schema_name = ? "
+        "and coalesce(comment, '') <> ''",
+        [source, MARTS],
+    ).fetchall():
+        if any(t == table for t, _ in published):
+            con.execute(f"comment on table {alias}.{MARTS}.{quote(table)} is {_literal(comment)}")
+    for table, column, comment in con.execute(
+        "select table_name, column_name, comment from duckdb_columns() where database_name = ? and schema_name = ? "
+        "and coalesce(comment, '') <> ''",
+        [source, MARTS],
+    ).fetchall():
+        if (table, column) in published:  # engineering lacks the confidential columns
+            con.execute(f"comment on column {alias}.{MARTS}.{quote(table)}.{quote(column)} is {_literal(comment)}")
+
+
+def _write_parquet(
+    con: duckdb.DuckDBPyConnection,
+    alias: str,
+    tables: list[str],
+    as_of: datetime,
+    folder: Path,
+    written: dict[Path, Path],
+) -> None:
+    """One Parquet file per published mart, under a temporary name in ``folder``: the table's columns plus
+    ``as_of``; key-value metadata ``as_of`` and ``description.<column>`` (the column's comment)."""
+    folder.mkdir(exist_ok=True)
+    stamp = _literal(as_of.isoformat())
+    for table in tables:
+        target = folder / f"{table}.parquet"
+        _remove_abandoned_temporaries(target)
+        temporary = _temporary_path(target)
+        written[target] = temporary
+        described = con.execute(
+            "select column_name, comment from duckdb_columns() where database_name = ? and schema_name = ? "
+            "and table_name = ? and coalesce(comment, '') <> '' order by column_index",
+            [alias, MARTS, table],
+        ).fetchall()
+        metadata = ", ".join(
+            [f"{_literal(AS_OF)}: {stamp}", *(f"{_literal('description.' + c)}: {_literal(d)}" for c, d in described)]
+        )
+        con.execute(
+            f"copy (select *, cast({stamp} as timestamptz) as {AS_OF} from {alias}.{MARTS}.{quote(table)}) "
+            f"to {_literal(str(temporary))} (format parquet, kv_metadata {{{metadata}}})"
+        )
+        _copy_permissions(target, temporary)
+        _fsync(temporary)
+
+
+def _swap_parquet(folder: Path, written: dict[Path, Path]) -> None:
+    """Rename each new Parquet file over the old one; a mart that is gone loses its file."""
+    for target, temporary in written.items():
+        os.replace(temporary, target)
+    for stale in folder.glob("*.parquet"):
+        if stale not in written:
+            _remove(stale)
+    _fsync(folder)
 
 
 def _copy_permissions(target: Path, temporary: Path) -> None:
@@ -414,8 +530,9 @@ def _copy_permissions(target: Path, temporary: Path) -> None:
         os.chown(temporary, -1, old.st_gid)
 
 
-def _fsync_directory(folder: Path) -> None:
-    descriptor = os.open(folder, os.O_RDONLY)
+def _fsync(path: Path) -> None:
+    """Flush a file, or a folder's entries (after a rename), to disk."""
+    descriptor = os.open(path, os.O_RDONLY)
     try:
         os.fsync(descriptor)
     finally:

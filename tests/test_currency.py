@@ -3,9 +3,12 @@ its file, line and rule, never summed with the rest (there are no exchange rates
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from cost_pipeline.contract import load_contract
+import yaml
+
+from cost_pipeline.contract import available_versions, load_contract
 from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.ingest.registry import load_source, sources
 from cost_pipeline.ingest.timesheets import currency_code
@@ -70,3 +73,39 @@ def test_a_timesheet_entry_in_another_currency_is_quarantined(tmp_path):
     assert _load(tmp_path, "timesheets/harvest.csv", text, "timesheets") == [
         ("timesheets/harvest.csv", 3, "currency.reporting_currency")
     ]
+
+
+# ------------------------------------------------------------------------ the money marts say their currency
+MARTS_DIR = Path(__file__).parents[1] / "dbt_project" / "models" / "marts"
+
+
+def _mart_columns() -> dict[str, dict[str, str]]:
+    """mart -> column -> data type, from the marts' yml."""
+    marts = {}
+    for path in MARTS_DIR.rglob("_*__models.yml"):
+        for model in yaml.safe_load(path.read_text(encoding="utf-8"))["models"]:
+            marts[model["name"]] = {c["name"]: str(c.get("data_type", "")) for c in model.get("columns", [])}
+    return marts
+
+
+def _is_money(column: str, data_type: str) -> bool:
+    return data_type.startswith("decimal") and re.search(r"cost|amount|price|variance(?!_pct)", column) is not None
+
+
+def test_the_currency_dbt_writes_is_the_contracts():
+    project = yaml.safe_load((MARTS_DIR.parents[1] / "dbt_project.yml").read_text(encoding="utf-8"))
+    assert {load_contract(v).reporting_currency for v in available_versions()} == {
+        project["vars"]["reporting_currency"]
+    }
+
+
+def test_every_money_mart_has_a_currency_column_and_no_other_mart_does(demo_run):
+    marts = _mart_columns()
+    money = {name for name, columns in marts.items() if any(_is_money(c, t) for c, t in columns.items())}
+    assert {"fct_batch_costs", "fct_cost_lines", "fct_service_month", "fct_storage_governance"} <= money
+    assert {name for name, columns in marts.items() if "currency" in columns} == money
+    assert not {"dim_batches", "fct_step_discards"} & money
+    for name in sorted(money):
+        assert marts[name]["currency"] == "varchar"
+        assert demo_run.query(f"select distinct currency from marts.{name}") in ([("USD",)], []), name
+    assert demo_run.query("select count(*) from marts.fct_batch_costs where currency = 'USD'") == [(4,)]

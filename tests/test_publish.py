@@ -17,6 +17,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pytest
+import yaml
 
 from cost_pipeline import publish as publishing
 from cost_pipeline.cli import run_pipeline
@@ -76,6 +77,15 @@ def all_text(path: Path) -> str:
         con.close()
 
 
+def published_as_of(path: Path):
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        ((as_of,),) = con.execute("select as_of from main.published").fetchall()
+    finally:
+        con.close()
+    return as_of
+
+
 def copy_warehouse(demo_run, folder: Path) -> Path:
     """The demo warehouse and its published files, copied so this test can re-run or re-publish freely."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -116,8 +126,8 @@ def test_the_nightly_run_publishes_a_finance_and_an_engineering_file(demo_run):
         t: c for t, c in marts.items() if t not in with_omissions
     }
 
-    # The inputs ledger lets a reader trace a figure to its landing files; no table says when it was published.
-    # Engineering does not get the hash of a file that holds rates or discounts (contract confidential_sources).
+    # The inputs ledger lets a reader trace a figure to its landing files; only main.published says when it was
+    # published. Engineering does not get the hash of a file that holds rates or discounts (confidential_sources).
     ledger = demo_run.query("select source, source_file, file_sha256 from raw.ingested_files order by all")
     withheld = {"timesheets", "task_outcomes", "billing_focus"}
     assert withheld == set(load_contract("v1").confidential_sources) and withheld <= {s for s, _, _ in ledger}
@@ -125,7 +135,7 @@ def test_the_nightly_run_publishes_a_finance_and_an_engineering_file(demo_run):
         (finance, ledger),
         (engineering, sorted((s, f, None if s in withheld else h) for s, f, h in ledger)),
     ):
-        assert list(tables(path, "main")) == ["inputs"]
+        assert tables(path, "main") == {"inputs": list(publishing._INPUT_COLUMNS), "published": ["as_of"]}
         con = duckdb.connect(str(path), read_only=True)
         try:
             assert (
@@ -151,19 +161,23 @@ def test_the_confidential_columns_are_listed_once_in_the_contract():
 
 
 def test_republishing_gives_identical_tables(demo_run, tmp_path):
+    """Only as_of depends on when the files were published: republished as of the same night, nothing differs."""
     warehouse = copy_warehouse(demo_run, tmp_path)
     before = {
         a: {s: table_fingerprints(published_path(warehouse, a), s) for s in ("marts", "main")}
         for a in (FINANCE, ENGINEERING)
     }
-    files = publish_marts(warehouse)
+    files = publish_marts(warehouse, as_of=published_as_of(published_path(warehouse, FINANCE)))
     assert files == {FINANCE: published_path(warehouse, FINANCE), ENGINEERING: published_path(warehouse, ENGINEERING)}
     after = {a: {s: table_fingerprints(files[a], s) for s in ("marts", "main")} for a in (FINANCE, ENGINEERING)}
     assert after == before
     assert before[FINANCE]["marts"] != before[ENGINEERING]["marts"]
+    folders = [publishing.parquet_folder(warehouse, a).name for a in (FINANCE, ENGINEERING)]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [warehouse.name, files[FINANCE].name, files[ENGINEERING].name]
+        [warehouse.name, files[FINANCE].name, files[ENGINEERING].name, *folders]
     )  # no temporary file left behind
+    for folder in folders:
+        assert not [p for p in (tmp_path / folder).iterdir() if p.suffix != ".parquet"]
 
 
 def test_a_publish_killed_mid_write_leaves_nothing_behind_after_the_next(demo_run, tmp_path):
@@ -359,6 +373,12 @@ def test_a_canary_rate_appears_nowhere_outside_the_finance_file(demo_run, tmp_pa
     engineering = published_path(warehouse, ENGINEERING)
     assert len(tables(engineering, "marts")) >= 13
     assert leaks(all_text(engineering)) == []
+    # ... nor in engineering's Parquet files ...
+    import pyarrow.parquet as pq
+
+    parquet = sorted(publishing.parquet_folder(warehouse, ENGINEERING).iterdir())
+    assert len(parquet) >= 13
+    assert {p.name: leaks(str(pq.read_table(p).to_pylist())) for p in parquet} == {p.name: [] for p in parquet}
     # ... nor in the terminal output ...
     assert "RUN_SUCCESS" in captured.out + captured.err
     assert leaks(captured.out) == [] and leaks(captured.err) == []
@@ -390,3 +410,140 @@ def test_a_canary_rate_appears_nowhere_outside_the_finance_file(demo_run, tmp_pa
     assert {p.name: leaks(p.read_bytes().decode("utf-8", "replace")) for p in dbt_files} == {
         p.name: [] for p in dbt_files
     }
+
+
+# ------------------------------------------------------------------------------ files BI tools open (issue 11)
+def mart_descriptions() -> dict[tuple[str, str], str]:
+    """(mart, column) -> the column's description in the dbt yml, whitespace folded as dbt persists it."""
+    descriptions = {}
+    for path in (Path(__file__).parents[1] / "dbt_project" / "models" / "marts").rglob("_*__models.yml"):
+        for model in yaml.safe_load(path.read_text(encoding="utf-8"))["models"]:
+            for column in model.get("columns", []):
+                descriptions[(model["name"], column["name"])] = " ".join(str(column["description"]).split())
+    return descriptions
+
+
+def comments(path: Path) -> dict[tuple[str, str], str]:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        rows = con.execute(
+            "select table_name, column_name, comment from duckdb_columns() where schema_name = 'marts'"
+        ).fetchall()
+    finally:
+        con.close()
+    return {(t, c): " ".join((comment or "").split()) for t, c, comment in rows}
+
+
+def test_column_descriptions_reach_the_published_files_as_column_comments(demo_run):
+    described = mart_descriptions()
+    finance = comments(published_path(demo_run.warehouse, FINANCE))
+    engineering = comments(published_path(demo_run.warehouse, ENGINEERING))
+    assert len(finance) > 300
+    assert finance == {key: described[key] for key in finance}  # every published column, its yml description
+    assert engineering == {key: described[key] for key in engineering}
+    assert ("fct_task_costs", "human_cost") in finance and ("fct_task_costs", "human_cost") not in engineering
+
+
+def test_each_mart_is_also_a_parquet_file_that_pyarrow_opens(demo_run):
+    import pyarrow.parquet as pq
+
+    described = mart_descriptions()
+    for audience in (FINANCE, ENGINEERING):
+        database = published_path(demo_run.warehouse, audience)
+        folder = publishing.parquet_folder(demo_run.warehouse, audience)
+        assert folder == demo_run.warehouse.with_name(f"warehouse.{audience}")
+        marts = tables(database, "marts")
+        assert sorted(p.name for p in folder.iterdir()) == sorted(f"{t}.parquet" for t in marts)
+        as_of = published_as_of(database)
+        for table, columns in marts.items():
+            parquet = pq.read_table(folder / f"{table}.parquet")
+            assert parquet.column_names == [*columns, "as_of"]
+            (count,) = (
+                duckdb.connect(str(database), read_only=True)
+                .execute(f"select count(*) from marts.{quote(table)}")
+                .fetchone()
+            )
+            assert parquet.num_rows == count
+            assert set(parquet.column("as_of").to_pylist()) <= {as_of}
+            metadata = {k.decode(): v.decode() for k, v in parquet.schema.metadata.items()}
+            assert metadata["as_of"] == as_of.isoformat()
+            for column in columns:
+                assert " ".join(metadata[f"description.{column}"].split()) == described[(table, column)]
+    engineering = pq.read_table(publishing.parquet_folder(demo_run.warehouse, ENGINEERING) / "fct_task_costs.parquet")
+    assert "human_cost" not in engineering.column_names and "task_cost" not in engineering.column_names
+    finance = pq.read_table(publishing.parquet_folder(demo_run.warehouse, FINANCE) / "fct_task_costs.parquet")
+    assert "human_cost" in finance.column_names
+
+
+def storage_version_number(path: Path) -> int:
+    """The storage version number in a DuckDB file's header (the 8 bytes after the magic "DUCK" at byte 8)."""
+    header = path.read_bytes()[:20]
+    assert header[8:12] == b"DUCK"
+    return int.from_bytes(header[12:20], "little")
+
+
+def test_the_published_files_use_a_storage_format_duckdb_1_1_reads(demo_run, tmp_path):
+    """DuckDB 1.1 reads storage version 64 (that of 0.10 to 1.1); duckdb 2.x writes 999 unless told otherwise,
+    which a 1.x BI driver refuses ("database file with version number 999")."""
+    for audience in (FINANCE, ENGINEERING):
+        assert storage_version_number(published_path(demo_run.warehouse, audience)) == 64
+    default = tmp_path / "default.duckdb"
+    duckdb.connect(str(default)).close()
+    assert storage_version_number(default) > 64  # the number is what the option changed
+
+
+def _duckdb_1x(target: Path) -> Path | None:
+    """Install a DuckDB 1.x client into ``target`` from the machine's local package folder, offline; None if
+    there is none (then only the header test above runs)."""
+    local = Path("/opt/pypi/files")
+    if not any(local.glob("duckdb-1.*.whl")):
+        return None
+    install = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-index",
+            "--find-links",
+            str(local),
+            "--target",
+            str(target),
+            "duckdb>=1.1,<2",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    return target if install.returncode == 0 else None
+
+
+def test_a_duckdb_1x_client_opens_the_published_files(demo_run, tmp_path):
+    client = _duckdb_1x(tmp_path / "duckdb1")
+    if client is None:
+        pytest.skip("no DuckDB 1.x wheel in a local package folder; the storage header test covers the format")
+    script = textwrap.dedent("""
+        import json, sys
+        import duckdb
+        found = {"version": duckdb.__version__}
+        for path in sys.argv[1:]:
+            con = duckdb.connect(path, read_only=True)
+            found[path] = con.execute(
+                "select count(*), count(comment) from duckdb_columns() where schema_name = 'marts'"
+            ).fetchone()
+            con.close()
+        print(json.dumps(found))
+    """)
+    files = [str(published_path(demo_run.warehouse, a)) for a in (FINANCE, ENGINEERING)]
+    done = subprocess.run(
+        [sys.executable, "-c", script, *files],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(client)},
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["version"].startswith("1.")
+    for path in files:
+        columns, described = found[path]
+        assert columns > 300 and described == columns

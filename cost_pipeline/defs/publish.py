@@ -26,7 +26,8 @@ mart_keys = sorted((key for key in cost_models.keys if key.path[0] == MARTS), ke
     kinds={"duckdb"},
     deps=mart_keys,
     description="The marts copied into <warehouse>.finance.duckdb (every column) and <warehouse>.engineering.duckdb "
-    "(without the contract's confidential columns), each swapped in atomically for BI readers.",
+    "(without the contract's confidential columns), and as one Parquet file per mart into <warehouse>.finance/ and "
+    "<warehouse>.engineering/, each swapped in atomically for BI readers (DuckDB 1.1+ storage, column comments).",
 )
 def published_marts(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     try:
@@ -48,6 +49,9 @@ def published_marts(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
             "engineering_tables": publication.tables[ENGINEERING],
             "engineering_omitted_columns": dg.MetadataValue.json(omitted),
             "input_files": publication.input_files,
+            "finance_parquet": dg.MetadataValue.path(str(publication.parquet[FINANCE])),
+            "engineering_parquet": dg.MetadataValue.path(str(publication.parquet[ENGINEERING])),
+            "as_of": publication.as_of.isoformat(),
         }
     )
 

@@ -49,7 +49,8 @@ select
     cast(totals.task_cost_cents / 100.0 as decimal(18, 2)) as task_cost,
     case when totals.tasks_succeeded > 0
         then cast(round(totals.task_cost_cents / 100.0 / totals.tasks_succeeded, 6) as decimal(18, 6))
-    end as cost_per_successful_task
+    end as cost_per_successful_task,
+    {{ reporting_currency() }} as currency
 from totals
 left join calls on totals.routed_model = calls.model
 {% endmacro %}

@@ -125,5 +125,6 @@ select
     cast(avoidable_rework_cost as decimal(18, 2)) as avoidable_rework_cost,
     cast(planned_work_cost as decimal(18, 2)) as planned_work_cost,
     cast(labour_people as bigint) as labour_people,
-    is_unpriced
+    is_unpriced,
+    {{ reporting_currency() }} as currency
 from joined

@@ -70,6 +70,7 @@ batches as (
 select
     batch_totals.batch_id,
     batches.contract_version,
-    {{ compute_bill_figures('batch_totals') }}
+    {{ compute_bill_figures('batch_totals') }},
+    {{ reporting_currency() }} as currency
 from batch_totals
 left join batches on batch_totals.batch_id = batches.batch_id

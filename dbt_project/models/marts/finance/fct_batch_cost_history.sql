@@ -62,7 +62,8 @@ select
     snapshots.{{ column }},
     {%- endfor %}
     case when snapshots.snapshot_version = 1 then 'first snapshot' else change_lists.changed_columns end
-        as changed_columns
+        as changed_columns,
+    {{ reporting_currency() }} as currency
 from snapshots
 left join change_lists
     on snapshots.batch_id = change_lists.batch_id and snapshots.snapshot_version = change_lists.snapshot_version

@@ -73,7 +73,8 @@ select
     cast(coalesce(people.labour_people, 0) as bigint) as labour_people,
     coalesce(totals.has_correction, false) as has_correction,
     coalesce(totals.is_unpriced, false) as is_unpriced,
-    cast(coalesce(totals.unpriced_gpu_hours, 0) as decimal(18, 4)) as unpriced_gpu_hours
+    cast(coalesce(totals.unpriced_gpu_hours, 0) as decimal(18, 4)) as unpriced_gpu_hours,
+    {{ reporting_currency() }} as currency
 from batches
 left join totals on batches.batch_id = totals.batch_id
 left join people on batches.batch_id = people.batch_id

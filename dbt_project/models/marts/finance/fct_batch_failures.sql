@@ -18,6 +18,7 @@ select
     case when max(case when has_unpriced_month then 1 else 0 end) = 0
         then cast(sum(compute_cost) as decimal(18, 2)) end as failed_compute_cost,
     max(case when has_unpriced_month then 1 else 0 end) = 1 as is_unpriced,
-    cast(sum(unpriced_gpu_seconds) / 3600.0 as decimal(18, 4)) as unpriced_gpu_hours
+    cast(sum(unpriced_gpu_seconds) / 3600.0 as decimal(18, 4)) as unpriced_gpu_hours,
+    {{ reporting_currency() }} as currency
 from jobs
 group by batch_id, termination_category

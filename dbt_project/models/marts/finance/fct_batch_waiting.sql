@@ -42,6 +42,7 @@ select
     {%- if figure != 'queued' %}
     cast(by_phase.{{ figure }}_cost as decimal(18, 2)) as {{ figure }}_cost{% if not loop.last %},{% endif %}
     {%- endif %}
-    {%- endfor %}
+    {%- endfor %},
+    {{ reporting_currency() }} as currency
 from by_phase
 left join batches on by_phase.batch_id = batches.batch_id

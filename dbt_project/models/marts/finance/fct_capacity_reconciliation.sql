@@ -62,5 +62,6 @@ select
     cast(allocated_training_cost + allocated_serving_cost + idle_capacity_cost as decimal(18, 2))
         as allocated_plus_idle_cost,
     cast(capacity_cost - allocated_training_cost - allocated_serving_cost - idle_capacity_cost as decimal(18, 2))
-        as unreconciled_cost
+        as unreconciled_cost,
+    {{ reporting_currency() }} as currency
 from joined

@@ -65,5 +65,6 @@ select
     item,
     evidence_level,
     amount,
-    lines
+    lines,
+    {{ reporting_currency() }} as currency
 from grouped

@@ -63,6 +63,7 @@ select
     grouped.people,
     grouped.source_rows,
     grouped.has_correction,
-    grouped.is_unpriced
+    grouped.is_unpriced,
+    {{ reporting_currency() }} as currency
 from grouped
 left join batches on grouped.batch_id = batches.batch_id

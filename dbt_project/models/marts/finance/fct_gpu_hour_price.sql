@@ -64,5 +64,6 @@ select
             as decimal(18, 6))
     end as price_per_effective_gpu_hour,
     cast(compute_cost as decimal(18, 2)) as compute_cost,
-    is_unpriced
+    is_unpriced,
+    {{ reporting_currency() }} as currency
 from joined

@@ -12,6 +12,7 @@ select
     phases.batch_id,
     phases.phase,
     batches.contract_version,
-    {{ compute_bill_figures('phases') }}
+    {{ compute_bill_figures('phases') }},
+    {{ reporting_currency() }} as currency
 from phases
 left join batches on phases.batch_id = batches.batch_id

@@ -81,6 +81,7 @@ select
     cast(lines.list_cost as decimal(18, 2)) as list_cost,
     cast(lines.list_cost - coalesce(lines.resource_cost, 0) as decimal(18, 2)) as contract_discount,
     lines.is_unpriced,
-    lines.has_correction
+    lines.has_correction,
+    {{ reporting_currency() }} as currency
 from lines
 left join batches on lines.batch_id = batches.batch_id

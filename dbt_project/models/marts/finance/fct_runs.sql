@@ -39,5 +39,6 @@ select
     cast(unobserved_gpu_seconds / 3600.0 as decimal(18, 4)) as unobserved_gpu_hours,
     samples,
     compute_cost,
-    has_unpriced_month
+    has_unpriced_month,
+    {{ reporting_currency() }} as currency
 from jobs

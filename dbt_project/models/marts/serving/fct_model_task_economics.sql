@@ -15,5 +15,6 @@ select
     success_rate,
     cost_per_call,
     task_cost,
-    cost_per_successful_task
+    cost_per_successful_task,
+    {{ reporting_currency() }} as currency
 from economics

@@ -14,6 +14,7 @@ select
     case when sum(case when is_completed then 1 else 0 end) > 0
         then cast(round(sum(request_cost_cents) / 100.0 / sum(case when is_completed then 1 else 0 end), 6)
             as decimal(18, 6))
-    end as cost_per_request
+    end as cost_per_request,
+    {{ reporting_currency() }} as currency
 from {{ ref('int_requests_costed') }}
 group by month_start, model, input_bucket, output_bucket, cache_hit, latency_tier

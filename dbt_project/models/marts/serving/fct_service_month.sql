@@ -30,6 +30,7 @@ select
     case when requests.requests_completed > 0
         then cast(round(costs.serving_cost_cents / 100.0 / requests.requests_completed, 6) as decimal(18, 6))
     end as cost_per_request,
-    cast(coalesce(requests.allocated_cents, 0) / 100.0 as decimal(18, 2)) as allocated_to_requests
+    cast(coalesce(requests.allocated_cents, 0) / 100.0 as decimal(18, 2)) as allocated_to_requests,
+    {{ reporting_currency() }} as currency
 from costs
 left join requests on costs.month_start = requests.month_start and costs.model = requests.model

@@ -13,5 +13,6 @@ select
     cast((request_cost_cents + human_cost_cents) / 100.0 as decimal(18, 2)) as task_cost,
     succeeded,
     has_outcome,
-    judged_by
+    judged_by,
+    {{ reporting_currency() }} as currency
 from {{ ref('int_tasks_costed') }}

@@ -9,6 +9,7 @@ select
     cast(count(*) as bigint) as requests_total,
     cast(sum(input_tokens) as bigint) as input_tokens,
     cast(sum(output_tokens) as bigint) as output_tokens,
-    cast(sum(request_cost_cents) / 100.0 as decimal(18, 2)) as serving_cost
+    cast(sum(request_cost_cents) / 100.0 as decimal(18, 2)) as serving_cost,
+    {{ reporting_currency() }} as currency
 from {{ ref('int_requests_costed') }}
 group by month_start, tenant, business_line, model

@@ -49,5 +49,6 @@ select
     duplicate_of,
     price_per_gb_month,
     is_unpriced,
-    cast(round(storage_cost, 2) as decimal(18, 2)) as monthly_cost
+    cast(round(storage_cost, 2) as decimal(18, 2)) as monthly_cost,
+    {{ reporting_currency() }} as currency
 from findings

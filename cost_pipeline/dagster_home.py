@@ -1,0 +1,47 @@
+"""Where the Dagster instance of a warehouse lives: one run history for CLI runs, schedule ticks and UI runs.
+
+``DAGSTER_HOME`` when it is set; otherwise ``<warehouse folder>/<warehouse stem>.dagster/`` beside the warehouse
+(``demo/warehouse.dagster/`` for the demo). Point ``dagster dev`` at the same folder (docs/operations.md) and the UI
+shows the CLI's runs, and checks that compare with the previous materialisation (``quarantine_not_growing``) see
+the previous night whoever launched it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import dagster as dg
+
+# The last asset of a night that succeeded: it is materialised only after every mart was rebuilt.
+LAST_ASSET = dg.AssetKey(["published", "marts"])
+
+
+def dagster_home(warehouse: Path) -> Path:
+    """``DAGSTER_HOME`` if set, else the folder beside ``warehouse``."""
+    configured = os.environ.get("DAGSTER_HOME")
+    if configured:
+        return Path(configured)
+    warehouse = Path(warehouse).resolve()
+    return warehouse.with_name(f"{warehouse.stem}.dagster")
+
+
+@contextlib.contextmanager
+def warehouse_instance(warehouse: Path) -> Iterator[dg.DagsterInstance]:
+    """The persistent Dagster instance of ``warehouse`` (its folder is created on first use)."""
+    home = dagster_home(warehouse)
+    home.mkdir(parents=True, exist_ok=True)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        yield instance
+
+
+def last_good_night(warehouse: Path) -> datetime | None:
+    """When the marts of ``warehouse`` were last published, i.e. the end of its last night that succeeded."""
+    if not dagster_home(warehouse).is_dir():
+        return None
+    with warehouse_instance(warehouse) as instance:
+        event = instance.get_latest_materialization_event(LAST_ASSET)
+    return datetime.fromtimestamp(event.timestamp, UTC) if event is not None else None

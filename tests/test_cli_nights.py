@@ -1,0 +1,162 @@
+"""The command line as an operator meets it, over two nights on one warehouse with the default Dagster home:
+quiet output (one line per asset), the previous night remembered (quarantine_not_growing compares with it), a
+failed night that names its root cause last and prints no stale tables; and the cheap refusals (empty landing
+folder, --version, --help)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from cost_pipeline.cli import main, run_log
+from cost_pipeline.dagster_home import dagster_home
+from cost_pipeline.demo import write_demo_landing
+from cost_pipeline.ingest.lib.warehouse import IngestReport
+
+
+@dataclass(frozen=True)
+class Night:
+    code: int
+    out: str
+    err: str
+
+
+def _night(argv: list[str]) -> Night:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return Night(code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture(scope="module")
+def nights(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Night, Night]:
+    """Night 1: the demo landing, quiet. Night 2 (-v): two unreadable training-step lines arrive, and the batch
+    registry's blocking check fails, so nothing downstream of it runs (no dbt: a short night)."""
+    root = tmp_path_factory.mktemp("nights")
+    landing = write_demo_landing(root / "landing")
+    warehouse = root / "warehouse.duckdb"
+    argv = ["run", "--landing", str(landing), "--warehouse", str(warehouse)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("DAGSTER_HOME", raising=False)
+        first = _night(argv)
+        (landing / "steps" / "late.jsonl").write_text("not json\n[1]\n", encoding="utf-8")
+        real = IngestReport.conserved
+        patch.setattr(
+            IngestReport,
+            "conserved",
+            property(lambda report: False if report.source == "batch_registry" else real.fget(report)),
+        )
+        second = _night([*argv, "-v"])
+    return warehouse, first, second
+
+
+def test_a_quiet_night_prints_one_line_per_asset_then_the_tables(nights):
+    warehouse, first, _ = nights
+    assert first.code == 0, first.err
+    lines = first.out.splitlines()
+    assert len(lines) < 250  # Dagster's and dbt's log (about 2,000 lines) went to the log file
+    progress = {line.split()[0]: line.split()[1:] for line in lines if re.match(r"^[a-z]+/\S+ ", line)}
+    assert progress["raw/scheduler_jobs"][1:4] == ["rows", "(+1", "quarantined)"]
+    assert progress["marts/fct_batch_costs"][:2] == ["4", "rows"] and progress["marts/fct_batch_costs"][-1] == "s"
+    assert progress["staging/stg_scheduler__sacct_jobs"][0] == "view"
+    assert progress["published/marts"][1] == "tables"
+    assert not [line for line in lines if " of 500 " in line or " - dagster - " in line]
+    assert "Full cost per batch (marts.fct_batch_costs):" in first.out
+    log = run_log(warehouse).read_text(encoding="utf-8")
+    assert " - dagster - " in log  # Dagster's log (and dbt's, outside pytest's capture), for when it is needed
+
+
+def test_the_default_dagster_home_is_beside_the_warehouse_and_keeps_both_nights(nights):
+    warehouse, _, _ = nights
+    home = dagster_home(warehouse)
+    assert home == warehouse.with_name("warehouse.dagster")
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        runs = instance.get_runs()
+    assert [run.status for run in runs] == [dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.SUCCESS]
+
+
+def test_the_quarantine_check_sees_the_previous_cli_night(nights):
+    """Night 1 quarantined no training step; night 2 quarantined two: the check compares with night 1."""
+    _, first, second = nights
+    assert "check quarantine_not_growing" not in first.out
+    assert (
+        "check quarantine_not_growing on raw/training_steps failed "
+        "(rows_quarantined 2, previously_quarantined 0)" in second.out
+    )
+
+
+def test_a_failed_night_names_its_root_cause_last_and_prints_no_stale_tables(nights):
+    _, first, second = nights
+    assert second.code == 1
+    last = second.err.strip().splitlines()[-1]
+    assert last.startswith("cost-pipeline: the run failed: raw/batch_registry: "), last
+    assert "rows_conserved" in last
+    # The marts are night 1's: they are not printed, and the operator is told which night they are from.
+    assert "Full cost per batch" not in second.out and "Compute bill per batch" not in second.out
+    assert re.search(
+        r"are from the night that ended \d{4}-\d\d-\d\d \d\d:\d\d UTC, the last that succeeded", second.out
+    )
+    # -v: Dagster's log on the terminal (night 1, quiet, had none of it).
+    assert " - dagster - " in second.out + second.err
+    assert "Full cost per batch" in first.out
+
+
+def test_an_empty_landing_folder_is_refused_unless_allowed(tmp_path, capsys):
+    landing, warehouse = tmp_path / "landing", tmp_path / "w.duckdb"
+    (landing / "scheduler").mkdir(parents=True)
+    (landing / "scheduler" / ".keep").write_text("", encoding="utf-8")
+    assert main(["run", "--landing", str(landing), "--warehouse", str(warehouse)]) == 7
+    error = capsys.readouterr().err.strip()
+    assert error == (
+        f"cost-pipeline: landing folder {landing} holds no files: nothing to load; the warehouse is left as it is "
+        "(--allow-empty runs anyway)"
+    )
+    assert not warehouse.exists() and not dagster_home(warehouse).exists()
+    # --allow-empty goes past the refusal: here to the next check, a config file that does not exist.
+    missing = tmp_path / "missing.yaml"
+    argv = ["run", "--landing", str(landing), "--warehouse", str(warehouse), "--allow-empty", "--config", str(missing)]
+    assert main(argv) == 2
+    assert "missing.yaml" in capsys.readouterr().err
+
+
+def test_version_and_help_are_plain_text(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert re.fullmatch(r"cost-pipeline \d+\.\d+\.\d+\n", capsys.readouterr().out)
+    texts = {}
+    for command in ("", "run", "demo", "docs"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"] if command else ["--help"])
+        texts[command] = capsys.readouterr().out
+    for text in texts.values():
+        assert text.startswith("usage: cost-pipeline")
+        assert "`" not in text and "**" not in text, text  # no Markdown or reStructuredText markup
+    assert "5 the landing folder holds no files" in " ".join(texts[""].split())
+    assert "--allow-empty" in texts["run"] and "-v, --verbose" in texts["run"] and "-v, --verbose" in texts["demo"]
+
+
+def test_a_dbt_failure_names_the_model_and_its_file():
+    """dagster-dbt's error carries dbt's own error lines; the root cause is the node, its file and dbt's reason."""
+    from dagster._utils.error import SerializableErrorInfo
+
+    from cost_pipeline.progress import root_cause
+
+    dbt = SerializableErrorInfo(
+        "dagster_dbt.errors.DagsterDbtCliRuntimeError: The dbt CLI process with command\n\n`dbt build`\n\nfailed "
+        "with exit code `1`.\n\nErrors parsed from dbt logs:\n\n  Database Error in model fct_batch_costs "
+        "(models/marts/finance/fct_batch_costs.sql)\n  Conversion Error: Could not convert string 'x' to INT32\n",
+        [],
+        "DagsterDbtCliRuntimeError",
+    )
+    step = SerializableErrorInfo('Error occurred while executing op "cost_models":', [], "Error", cause=dbt)
+    assert root_cause("cost_models", step) == (
+        "dbt model fct_batch_costs (models/marts/finance/fct_batch_costs.sql): "
+        "Conversion Error: Could not convert string 'x' to INT32"
+    )
