@@ -214,6 +214,7 @@ def parse_sacct_record(fields: dict[str, str]) -> dict[str, object]:
     restarts = parse_count(fields.get("Restarts", ""), "Restarts")
     node_list = fields.get("NodeList", "").strip()
     return {
+        "cluster": fields.get("Cluster", "").strip() or None,
         "job_id": allocation_id if record_type == "allocation" else fields["JobID"].strip(),
         "job_id_raw": fields.get("JobIDRaw", "").strip() or None,
         "allocation_id": allocation_id,
@@ -398,6 +399,7 @@ def _job_fields(job: dict) -> dict[str, str]:
         "AllocTRES": _tres_text(tres.get("allocated")),
         "Comment": _text(comment.get("job")),
         "AdminComment": _text(comment.get("administrator")),
+        "Cluster": _text(job.get("cluster")),
     }
 
 

@@ -7,7 +7,7 @@
 {{ config(materialized='view') }}
 
 with jobs as (
-    select job_id, start_at, end_at, contract_version
+    select job_key, start_at, end_at, contract_version
     from {{ ref('int_jobs_attributed') }}
     where start_at is not null and end_at is not null
 ),
@@ -45,7 +45,7 @@ tier_precedence as (
 
 samples as (
     select
-        job_aliases.job_id,
+        job_aliases.job_key,
         samples.hostname,
         samples.gpu_index,
         samples.sampled_at,
@@ -55,7 +55,9 @@ samples as (
         samples.source_file,
         samples.source_line
     from {{ ref('stg_telemetry__device_samples') }} as samples
-    inner join job_aliases on samples.job_id = job_aliases.alias_job_id
+    inner join job_aliases
+        on samples.job_id = job_aliases.alias_job_id
+        and {{ held_by_alias('job_aliases', 'samples.sampled_at') }}
 ),
 
 sequenced as (
@@ -74,11 +76,11 @@ sequenced as (
         -- The file and line break a tie between two copies of one instant, so the same copy (the newest file's) is
         -- last, and kept, in every run.
         lead(samples.sampled_at) over (
-            partition by samples.job_id, samples.hostname, samples.gpu_index
+            partition by samples.job_key, samples.hostname, samples.gpu_index
             order by samples.sampled_at, samples.source_file, samples.source_line
         ) as next_sampled_at
     from samples
-    inner join jobs on samples.job_id = jobs.job_id
+    inner join jobs on samples.job_key = jobs.job_key
     inner join parameters on jobs.contract_version = parameters.contract_version
     inner join tier_precedence on jobs.contract_version = tier_precedence.contract_version
     where samples.sampled_at >= jobs.start_at and samples.sampled_at < jobs.end_at
@@ -86,7 +88,7 @@ sequenced as (
 
 classified as (
     select
-        job_id,
+        job_key,
         hostname,
         gpu_index,
         sampled_at,
@@ -112,7 +114,7 @@ classified as (
 )
 
 select
-    classified.job_id,
+    classified.job_key,
     classified.hostname,
     classified.gpu_index,
     classified.sampled_at,
