@@ -260,6 +260,8 @@ def test_sacct_json_loads_into_the_same_raw_columns_as_the_parsable_output(tmp_p
                gpus_requested, gpus_allocated, node_count, node_list, batch_id, phase, restarts, source_line
         from raw.scheduler_jobs order by source_line""",
     )
+    # The job's cluster, part of its job key (a JobID is reused across clusters), on the job and its steps.
+    assert query(warehouse, "select distinct cluster from raw.scheduler_jobs") == [("gpu-cluster",)]
     start, end = datetime(2026, 11, 3, 0, 5), datetime(2026, 11, 3, 2, 5)
     assert rows == [
         (

@@ -84,6 +84,9 @@ HARVEST_DATES = {
     "iso": ("2026-11-27", "2026-04-01"),
     "mdy": ("11/27/2026", "4/1/2026"),
     "dmy": ("27/11/2026", "01/04/2026"),
+    "dmy_dots": ("27.11.2026", "01.04.2026"),
+    "ymd_dots": ("2026.11.27", "2026.4.1"),
+    "ymd_slashes": ("2026/11/27", "2026/04/01"),
 }
 
 
@@ -103,7 +106,7 @@ def _harvest_dates(tmp_path: Path, written: str) -> Path:
     )
 
 
-@pytest.mark.parametrize("date_format", ["iso", "mdy", "dmy"])
+@pytest.mark.parametrize("date_format", list(HARVEST_DATES))
 def test_harvest_dates_are_read_in_the_account_date_format_the_source_is_given(tmp_path, date_format):
     parsed, valid = parse_timesheet(_harvest_dates(tmp_path, date_format), date_format=date_format)
     assert parsed.rejections == []
@@ -127,8 +130,28 @@ def test_without_the_date_format_only_iso_dates_load_and_others_are_never_guesse
     assert list(valid["entry_date"]) == ["2026-01-04"]  # what the setting says, not a guess
 
 
+def test_a_dotted_day_first_date_loads_when_configured_and_is_quarantined_without_it(tmp_path):
+    # 30.11.2026, as a Harvest account set to %d.%m.%Y writes it: configured by either name, it loads as 30 November.
+    for setting in ("dmy_dots", "%d.%m.%Y"):
+        parsed, valid = parse_timesheet(_harvest_dates(tmp_path, "dmy_dots"), date_format=setting)
+        assert parsed.rejections == [] and list(valid["entry_date"]) == ["2026-11-27", "2026-04-01"]
+    # Without the setting only ISO dates load: both lines are quarantined, in words, without the value itself.
+    parsed, valid = parse_timesheet(_harvest_dates(tmp_path, "dmy_dots"))
+    assert valid.empty and [(r.line, r.rule) for r in parsed.rejections] == [
+        (2, "entry_date.date_format"),
+        (3, "entry_date.date_format"),
+    ]
+    assert all("a date written as 2026-11-30" in r.message and "dmy_dots" in r.message for r in parsed.rejections)
+    assert all("27.11" not in r.message and "01.04" not in r.message for r in parsed.rejections)
+    # A slashed setting does not take dots, and a dotted one does not take slashes: never guessed.
+    parsed, valid = parse_timesheet(_harvest_dates(tmp_path, "dmy_dots"), date_format="dmy")
+    assert valid.empty and len(parsed.rejections) == 2
+    parsed, valid = parse_timesheet(_harvest_dates(tmp_path, "dmy"), date_format="dmy_dots")
+    assert valid.empty and len(parsed.rejections) == 2
+
+
 def test_a_wrong_date_format_is_refused():
-    with pytest.raises(ValueError, match="iso, mdy, dmy"):
+    with pytest.raises(ValueError, match="iso, mdy, dmy, dmy_dots"):
         HarvestOptions("ymd")
 
 

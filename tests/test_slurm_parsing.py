@@ -183,3 +183,42 @@ def test_headerless_sacct_with_a_configured_field_list_and_delimiter():
 def test_parsable_with_trailing_delimiter():
     parsed = _parse([HEADER + "|", _line() + "|"])
     assert len(parsed.rows) == 1 and not parsed.rejections
+
+
+def test_quarantine_messages_say_what_was_expected_with_an_example_never_the_value():
+    parsed = _parse(
+        [
+            HEADER,
+            _line(JobID="1238", Start="yesterday"),
+            "1239|too|few",
+            _line(JobID="1240", Start="2026-11-03T05:00:00", End="2026-11-03T04:00:00"),
+            _line(JobID="job-one"),
+            _line(JobID="1241", Timelimit="soon"),
+            _line(JobID="1242", State=""),
+        ]
+    )
+    messages = {r.rule: r.message for r in parsed.rejections}
+    assert messages == {
+        "start_timestamp": "Start should be a date-time as sacct writes it, such as 2026-11-30T14:05:00 (UTC, or with "
+        "an offset such as 2026-11-30T15:05:00+01:00), or Unknown/None when not known",
+        "sacct_field_count": f"the line should have {len(slurm.SACCT_FIELDS)} fields separated by |, as the header "
+        "names; it has 3",
+        "end_not_before_start": "End should be at or after Start (a job that started 2026-11-30T10:00:00 ends then "
+        "or later)",
+        "job_id_format": "JobID should be a Slurm job id such as 1234, 5908801_3 (an array task) or 1234.batch "
+        "(a step)",
+        "timelimit_duration": "Timelimit should be a Slurm duration such as 1-04:33:44 (days-hours:minutes:seconds), "
+        "04:00:00 or 30 (minutes), or UNLIMITED",
+        "state_present": "State should be a Slurm job state such as COMPLETED or CANCELLED by 1234, not empty",
+    }
+    for message in messages.values():
+        # No value of the rows (yesterday, job-one, soon, too, few) and no regular expression in the words.
+        assert not {"yesterday", "job-one", "soon", "too", "few"} & set(message.replace(",", " ").split())
+        assert not any(token in message for token in ("\\d", "^", "$", "[A-Z", "(?"))
+
+
+def test_sacct_json_time_message_gives_an_example():
+    with pytest.raises(slurm.FieldError) as error:
+        slurm._epoch_text(10**20)
+    assert error.value.rule == "time_epoch"
+    assert str(error.value) == "a time should be a Unix time in seconds such as 1764460800, as sacct --json writes it"

@@ -23,8 +23,9 @@ import pytest
 
 from cost_pipeline.defs.ingest import source_assets
 from cost_pipeline.defs.resources import LandingZone, Warehouse
+from cost_pipeline.ingest.lib.records import FileRejected
 from cost_pipeline.ingest.lib.warehouse import IngestReport, connect
-from cost_pipeline.ingest.storage import load_storage_inventory
+from cost_pipeline.ingest.storage import date_from_name, load_storage_inventory
 from tests.helpers import query
 
 ASSETS = {a.key.path[-1]: a for a in source_assets}
@@ -573,3 +574,17 @@ def test_demo_storage_sources_conserved(demo_run):
         "from raw.ingested_files where source like 'storage%' group by source order by source"
     )
     assert rows == [("storage_inventory", 13, 13, 0), ("storage_prefix_rules", 10, 10, 0), ("storage_prices", 3, 3, 0)]
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("inventory.csv", "its name should then hold the inventory date, such as inventory_2026-11-30.csv"),
+        ("inventory_2026-13-45.csv", "the date in the file name should be a calendar date such as 2026-11-30"),
+    ],
+)
+def test_an_undated_inventory_is_refused_in_words_with_an_example(name, expected):
+    with pytest.raises(FileRejected) as error:
+        date_from_name(Path(name))
+    assert error.value.rule == "inventory_date" and expected in str(error.value)
+    assert "13-45" not in str(error.value)

@@ -1,7 +1,10 @@
 """S3 Inventory in the layout AWS delivers and ``aws s3 sync`` copies, and an inventory without StorageClass (I6).
 
-No real inventory of someone else's bucket is published, so the files here are built from AWS's documentation of
-the inventory location and manifest (docs.aws.amazon.com/AmazonS3/latest/userguide/storage-inventory-location.html):
+No real inventory of someone else's bucket is published with its data files, so the files here are built from
+AWS's documentation of the inventory location and manifest. (Searched again for issue 14: public repositories hold
+only manifest.json excerpts quoted in READMEs - AWS's own example, a nix-cache inventory manifest whose Parquet data
+files are 58-176 MB objects in S3, never in a repository - and no manifest with the data file it lists.) The
+layout (docs.aws.amazon.com/AmazonS3/latest/userguide/storage-inventory-location.html):
 
     destination-prefix/source-bucket/config-ID/YYYY-MM-DDTHH-MMZ/manifest.json
     destination-prefix/source-bucket/config-ID/YYYY-MM-DDTHH-MMZ/manifest.checksum

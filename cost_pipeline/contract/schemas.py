@@ -342,6 +342,7 @@ def scheduler_jobs(contract: Contract) -> SourceSchema:
     return SourceSchema(
         "scheduler_jobs",
         (
+            Col("cluster", "VARCHAR", nullable=True),
             Col("job_id", "VARCHAR"),
             Col("job_id_raw", "VARCHAR", nullable=True),
             Col("allocation_id", "VARCHAR"),

@@ -77,7 +77,9 @@ def parse_count(text: str, field: str) -> int | None:
     value = text.strip()
     if not (value.isascii() and value.isdigit()):
         return None
-    return _number(value, f"{field.lower()}_count", f"{field} has too many digits to be a count")
+    return _number(
+        value, f"{field.lower()}_count", f"{field} should be a whole number such as 3, not one of more than 18 digits"
+    )
 
 
 def parse_timestamp(text: str, field: str) -> datetime | None:
@@ -92,7 +94,11 @@ def parse_timestamp(text: str, field: str) -> datetime | None:
         parsed = datetime.fromisoformat(value)
         return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo is not None else parsed
     except (ValueError, OverflowError):  # OverflowError: an offset that moves year 1 or 9999 off the calendar
-        raise FieldError(f"{field.lower()}_timestamp", f"{field} is not an ISO timestamp") from None
+        raise FieldError(
+            f"{field.lower()}_timestamp",
+            f"{field} should be a date-time as sacct writes it, such as 2026-11-30T14:05:00 (UTC, or with an offset "
+            "such as 2026-11-30T15:05:00+01:00), or Unknown/None when not known",
+        ) from None
 
 
 def parse_duration(text: str, field: str) -> int | None:
@@ -104,7 +110,11 @@ def parse_duration(text: str, field: str) -> int | None:
     if value.lower() in _NO_LIMIT:
         return None
     match = _DURATION.match(value)
-    rule, message = f"{field.lower()}_duration", f"{field} is not a Slurm duration"
+    rule = f"{field.lower()}_duration"
+    message = (
+        f"{field} should be a Slurm duration such as 1-04:33:44 (days-hours:minutes:seconds), 04:00:00 or 30 "
+        "(minutes), or UNLIMITED"
+    )
     if not match:
         raise FieldError(rule, message)
     parts = [_number(p, rule, message) for p in match.group("rest").split(":")]
@@ -125,7 +135,10 @@ def parse_duration(text: str, field: str) -> int | None:
 def parse_tres_gpus(text: str) -> int:
     """GPUs in a TRES string. Untyped ``gres/gpu=N`` wins; else the sum of typed ``gres/gpu:model=N``; else 0."""
     value = text.strip()
-    rule, message = "tres_gpus", "TRES has a GPU count with too many digits"
+    rule, message = (
+        "tres_gpus",
+        "a TRES GPU count should be a whole number such as gres/gpu=8, not one of more than 18 digits",
+    )
     untyped = _GPU_TRES.search(value)
     if untyped:
         return _number(untyped.group(1), rule, message)
@@ -136,7 +149,9 @@ def parse_state(text: str) -> tuple[str, str | None]:
     """``CANCELLED by 10304007`` -> (``CANCELLED``, ``10304007``); ``COMPLETED`` -> (``COMPLETED``, None)."""
     words = text.strip().split()
     if not words:
-        raise FieldError("state_present", "State is empty")
+        raise FieldError(
+            "state_present", "State should be a Slurm job state such as COMPLETED or CANCELLED by 1234, not empty"
+        )
     state = words[0].upper().rstrip("+")
     cancelled_by = words[2] if len(words) >= 3 and words[1].lower() == "by" else None
     return state, cancelled_by
@@ -150,7 +165,10 @@ def parse_job_id(text: str) -> tuple[str, str, str | None]:
     """
     match = _JOB_ID.match(text.strip())
     if not match:
-        raise FieldError("job_id_format", "JobID is not a Slurm job id")
+        raise FieldError(
+            "job_id_format",
+            "JobID should be a Slurm job id such as 1234, 5908801_3 (an array task) or 1234.batch (a step)",
+        )
     step = match.group("step")
     return ("step" if step else "allocation"), match.group("base"), step
 
@@ -203,17 +221,23 @@ def parse_sacct_record(fields: dict[str, str]) -> dict[str, object]:
     """One sacct row -> the staging shape; raises ``FieldError`` on the first rule it breaks."""
     missing = [f for f in REQUIRED_FIELDS if f not in fields]
     if missing:
-        raise FieldError("required_fields", f"missing field(s): {', '.join(missing)}")
+        raise FieldError(
+            "required_fields", f"the row lacks {', '.join(missing)}; every row needs {', '.join(REQUIRED_FIELDS)}"
+        )
     record_type, allocation_id, step = parse_job_id(fields["JobID"])
     state, cancelled_by = parse_state(fields["State"])
     labels = parse_labels(fields.get("Comment", ""), fields.get("WCKey", ""))
     start = parse_timestamp(fields["Start"], "Start")
     end = parse_timestamp(fields["End"], "End")
     if start is not None and end is not None and end < start:
-        raise FieldError("end_not_before_start", "End is before Start")
+        raise FieldError(
+            "end_not_before_start",
+            "End should be at or after Start (a job that started 2026-11-30T10:00:00 ends then or later)",
+        )
     restarts = parse_count(fields.get("Restarts", ""), "Restarts")
     node_list = fields.get("NodeList", "").strip()
     return {
+        "cluster": fields.get("Cluster", "").strip() or None,
         "job_id": allocation_id if record_type == "allocation" else fields["JobID"].strip(),
         "job_id_raw": fields.get("JobIDRaw", "").strip() or None,
         "allocation_id": allocation_id,
@@ -283,11 +307,19 @@ def sacct_line_parser(options: SacctOptions) -> LineParser:
                     "dump needs sacct_fields in the run config)",
                     header_lines=0,
                 )
+        header_fields = lines[0].rstrip("\r\n").split(delimiter) if lines else []
+        expected = len(fields) if fields else len(header_fields) - (1 if header_fields[-1:] == [""] else 0)
         for line, values, raw in split_sacct_lines(lines, delimiter, fields):
             parsed.rows_in += 1
             if values is None:
                 parsed.rejections.append(
-                    Rejection(line, "sacct_field_count", "field count differs from the header", raw)
+                    Rejection(
+                        line,
+                        "sacct_field_count",
+                        f"the line should have {expected} fields separated by {delimiter}, as the "
+                        f"{'sacct_fields option' if fields else 'header'} names; it has {len(raw.split(delimiter))}",
+                        raw,
+                    )
                 )
                 continue
             try:
@@ -322,7 +354,9 @@ def _epoch_text(value: object) -> str:
     try:
         return datetime.fromtimestamp(number, UTC).replace(tzinfo=None).isoformat()
     except (OverflowError, OSError, ValueError):
-        raise FieldError("time_epoch", "a time is not a Unix time Slurm could have written") from None
+        raise FieldError(
+            "time_epoch", "a time should be a Unix time in seconds such as 1764460800, as sacct --json writes it"
+        ) from None
 
 
 def _seconds_text(value: object) -> str:
@@ -398,6 +432,7 @@ def _job_fields(job: dict) -> dict[str, str]:
         "AllocTRES": _tres_text(tres.get("allocated")),
         "Comment": _text(comment.get("job")),
         "AdminComment": _text(comment.get("administrator")),
+        "Cluster": _text(job.get("cluster")),
     }
 
 
@@ -453,7 +488,9 @@ def sacct_json_parser(lines: list[str], parsed: ParsedFile) -> None:
     for number, fields in sacct_json_records("\n".join(lines)):
         parsed.rows_in += 1
         if fields is None:
-            parsed.rejections.append(Rejection(number, "sacct_json_job", "a job or step is not a JSON object"))
+            parsed.rejections.append(
+                Rejection(number, "sacct_json_job", 'a job or step should be a JSON object such as {"job_id": 1234, …}')
+            )
             continue
         try:
             row = parse_sacct_record(fields)
@@ -502,7 +539,13 @@ def job_event_line_parser() -> LineParser:
         for row in parsed.rows:
             labels = row.pop("labels") or {}
             if not isinstance(labels, dict):
-                parsed.rejections.append(Rejection(row["source_line"], "labels.object", "labels is not an object"))
+                parsed.rejections.append(
+                    Rejection(
+                        row["source_line"],
+                        "labels.object",
+                        'labels should be a JSON object such as {"batch": "B-7", "phase": "training"}',
+                    )
+                )
                 continue
             for key, column in _LABEL_COLUMNS.items():
                 value = labels.get(key)

@@ -84,11 +84,15 @@ class Manifest:
 def read_manifest(document: object) -> Manifest:
     """A parsed manifest.json -> ``Manifest``; ``FileRejected`` (rule ``inventory_manifest``) when it is unusable."""
     if not isinstance(document, dict):
-        raise FileRejected("inventory_manifest", "manifest.json is not a JSON object")
+        raise FileRejected(
+            "inventory_manifest", 'manifest.json should be a JSON object such as {"fileFormat": "CSV", "fileSchema": …}'
+        )
     file_format = str(document.get("fileFormat") or "CSV")
     schema = document.get("fileSchema")
     if not isinstance(schema, str) or not schema.strip():
-        raise FileRejected("inventory_manifest", "manifest.json has no fileSchema")
+        raise FileRejected(
+            "inventory_manifest", 'manifest.json should name the columns in fileSchema, such as "Bucket, Key, Size, …"'
+        )
     columns: tuple[str, ...] = ()
     if file_format.upper() == "CSV":
         columns = tuple(c.strip() for c in schema.split(","))
@@ -100,7 +104,9 @@ def read_manifest(document: object) -> Manifest:
         inventory_at = datetime.fromtimestamp(int(str(created)) / 1000, UTC).replace(tzinfo=None)
     except (TypeError, ValueError, OverflowError, OSError):
         raise FileRejected(
-            "inventory_manifest", "manifest creationTimestamp is not milliseconds since the epoch"
+            "inventory_manifest",
+            "manifest creationTimestamp should be milliseconds since the epoch as AWS writes it, "
+            'such as "1764460800000"',
         ) from None
     return Manifest(columns, inventory_at, file_format)
 
@@ -147,11 +153,17 @@ def date_from_name(path: Path) -> datetime:
     """The inventory date written in the file name; ``FileRejected`` (rule ``inventory_date``) without one."""
     match = _DATE_IN_NAME.search(path.name)
     if match is None:
-        raise FileRejected("inventory_date", "no manifest lists the file and its name holds no ISO date")
+        raise FileRejected(
+            "inventory_date",
+            "no manifest lists the file, and its name should then hold the inventory date, "
+            "such as inventory_2026-11-30.csv",
+        )
     try:
         return datetime(*(int(part) for part in match.groups() if part is not None))
     except ValueError:
-        raise FileRejected("inventory_date", "the date in the file name is not a calendar date") from None
+        raise FileRejected(
+            "inventory_date", "the date in the file name should be a calendar date such as 2026-11-30"
+        ) from None
 
 
 def _header_fields(line: str) -> list[str] | None:

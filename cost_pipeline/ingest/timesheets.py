@@ -7,9 +7,10 @@ be blank: the entry is then costed at the contract's assumed rate for its role. 
 code and must be the contract's reporting currency (rule ``currency.reporting_currency``).
 
 Harvest writes ``Date`` in the account's date format, a setting of the Harvest account: ``2026-11-30``,
-``11/30/2026`` or ``30/11/2026``. The source's ``date_format`` option says which (``iso``, the default, ``mdy`` or
-``dmy``); an ISO date always loads, and a date in any other form is quarantined (rule ``entry_date.date_format``),
-never guessed: ``01/04/2026`` is 4 January in one account and 1 April in another.
+``11/30/2026``, ``30/11/2026``, ``30.11.2026``, ``2026.11.30`` or ``2026/11/30``. The source's ``date_format``
+option says which (``iso``, the default, ``mdy``, ``dmy``, ``dmy_dots``, ``ymd_dots``, ``ymd_slashes``, or Harvest's
+own name such as ``%d.%m.%Y``); an ISO date always loads, and a date in any other form is quarantined (rule
+``entry_date.date_format``), never guessed: ``01/04/2026`` is 4 January in one account and 1 April in another.
 """
 
 from __future__ import annotations
@@ -46,22 +47,47 @@ def currency_code(value: object) -> object:
     return value
 
 
-# Harvest's account date formats: the order of day, month and year in a slashed date.
-DATE_FORMATS = {"iso": "2026-11-30", "mdy": "11/30/2026", "dmy": "30/11/2026"}
+# Harvest's account date formats (the account's "Date format" setting): an example, the separator and the order of
+# day, month and year. Harvest's own names for them (its API's date_format, ``%d.%m.%Y``) are accepted too.
+DATE_FORMATS = {
+    "iso": ("2026-11-30", "-", "ymd"),
+    "mdy": ("11/30/2026", "/", "mdy"),
+    "dmy": ("30/11/2026", "/", "dmy"),
+    "dmy_dots": ("30.11.2026", ".", "dmy"),
+    "ymd_dots": ("2026.11.30", ".", "ymd"),
+    "ymd_slashes": ("2026/11/30", "/", "ymd"),
+}
+HARVEST_SETTINGS = {
+    "%Y-%m-%d": "iso",
+    "%m/%d/%Y": "mdy",
+    "%d/%m/%Y": "dmy",
+    "%d.%m.%Y": "dmy_dots",
+    "%Y.%m.%d": "ymd_dots",
+    "%Y/%m/%d": "ymd_slashes",
+}
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
-_SLASHED = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4})", re.ASCII)
+
+
+def _date_pattern(separator: str, order: str) -> re.Pattern[str]:
+    parts = {"y": r"(?P<y>\d{4})", "m": r"(?P<m>\d{1,2})", "d": r"(?P<d>\d{1,2})"}
+    return re.compile(re.escape(separator).join(parts[letter] for letter in order), re.ASCII)
+
+
+_PATTERNS = {name: _date_pattern(separator, order) for name, (_example, separator, order) in DATE_FORMATS.items()}
 
 
 @dataclass(frozen=True)
 class HarvestOptions:
-    """The Harvest account's date format: iso (2026-11-30, the default), mdy (11/30/2026) or dmy (30/11/2026)."""
+    """The Harvest account's date format: iso (2026-11-30, the default), mdy (11/30/2026), dmy (30/11/2026),
+    dmy_dots (30.11.2026), ymd_dots (2026.11.30) or ymd_slashes (2026/11/30); or Harvest's name (%d.%m.%Y)."""
 
     date_format: str = "iso"
 
     def __post_init__(self) -> None:
-        if self.date_format not in DATE_FORMATS:
+        if self.date_format not in DATE_FORMATS and self.date_format not in HARVEST_SETTINGS:
             raise ValueError(
-                f"timesheets date_format must be one of {', '.join(DATE_FORMATS)}, not {self.date_format!r}"
+                f"timesheets date_format must be one of {', '.join(DATE_FORMATS)} (or Harvest's own name, such "
+                f"as %d.%m.%Y), not {self.date_format!r}"
             )
 
 
@@ -69,20 +95,18 @@ def entry_date(value: object, date_format: str) -> object:
     """Harvest's ``Date`` as an ISO date, read in the account's date format; ``RowRejected`` in any other form."""
     if value is None:
         return value
+    name = HARVEST_SETTINGS.get(date_format, date_format)
     text = str(value).strip()
     if _ISO_DATE.fullmatch(text):
         return text
-    slashed = _SLASHED.fullmatch(text) if date_format != "iso" else None
-    if slashed is None:
+    match = _PATTERNS[name].fullmatch(text) if name != "iso" else None
+    if match is None:
         raise RowRejected(
             "entry_date.date_format",
-            f"column Date is not a date written as {DATE_FORMATS[date_format]} (the source's date_format "
-            f"is {date_format}; Harvest accounts that write 11/30/2026 or 30/11/2026 set it to mdy or "
-            "dmy)",
+            f"column Date is not a date written as {DATE_FORMATS[name][0]} (the source's date_format is {name}; "
+            "a Harvest account that writes 11/30/2026, 30/11/2026 or 30.11.2026 sets it to mdy, dmy or dmy_dots)",
         )
-    first, second, year = slashed.groups()
-    month, day = (first, second) if date_format == "mdy" else (second, first)
-    return f"{year}-{int(month):02d}-{int(day):02d}"
+    return f"{match['y']}-{int(match['m']):02d}-{int(match['d']):02d}"
 
 
 def harvest_row(row: dict[str, object], date_format: str = "iso") -> dict[str, object]:

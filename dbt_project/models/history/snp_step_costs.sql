@@ -10,16 +10,12 @@ with steps as (
 
 jobs as (
     select
-        job_id,
+        job_key,
         contract_version,
         compute_cost,
         {{ seconds_between('start_at', 'end_at') }} as span_seconds
     from {{ ref('int_jobs_costed') }}
     where start_at is not null and end_at is not null
-),
-
-job_aliases as (
-    select * from {{ ref('int_job_aliases_resolved') }}
 ),
 
 current_steps as (
@@ -40,8 +36,7 @@ current_steps as (
                 as decimal(18, 4))
         end as step_cost
     from steps
-    left join job_aliases on steps.job_id = job_aliases.alias_job_id
-    left join jobs on job_aliases.job_id = jobs.job_id
+    left join jobs on steps.job_key = jobs.job_key
 ),
 
 {{ insert_only_snapshot('current_steps', ['batch_id', 'job_id', 'step_number', 'started_at'],

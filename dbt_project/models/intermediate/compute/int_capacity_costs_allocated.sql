@@ -16,7 +16,7 @@ usage as (
     select
         month_start,
         'training_job' as part_kind,
-        job_id as part_id,
+        job_key as part_id,
         batch_id,
         phase,
         cast(null as {{ dbt.type_string() }}) as model,

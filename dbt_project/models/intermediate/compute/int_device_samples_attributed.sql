@@ -1,6 +1,7 @@
--- Every device sample with the job it is attributed to, and how (R5). A sample whose job label names a job (by its
--- JobID or raw id) belongs to that job when the job's run interval [start, end) holds the sample time: a JobID
--- reused after a controller reset or on another cluster names another job at another time. A sample without a job
+-- Every device sample with the job (job_key) it is attributed to, and how (R5). A sample whose job label names a
+-- JobID or raw id belongs to the job that held that id at the sample time (held_by_alias: a JobID reused after a
+-- controller reset or on another cluster names another job at another time), when that job's run interval
+-- [start, end) holds the sample time. A sample without a job
 -- label belongs to the Slurm allocation whose node list held its host at that time, when exactly one did (an
 -- exclusive node). Every other sample is GPU time no job claims, with the reason: fct_unattributed_gpu_hours
 -- shows it. Hosts match by short name (node-01 and node-01.cluster.example are one host).
@@ -12,7 +13,7 @@ with samples as (
 ),
 
 jobs as (
-    select job_id, start_at, end_at
+    select job_key, start_at, end_at
     from {{ ref('int_jobs_attributed') }}
     where start_at is not null and end_at is not null
 ),
@@ -22,34 +23,37 @@ job_aliases as (
 ),
 
 allocations as (
-    select job_id, node_list
+    select job_key, node_list
     from {{ ref('stg_scheduler__sacct_jobs') }}
     where record_type = 'allocation' and node_list is not null
 ),
 
 allocation_hosts as (
-    {{ expand_hostlist('allocations', ['job_id'], 'node_list') }}
+    {{ expand_hostlist('allocations', ['job_key'], 'node_list') }}
 ),
 
 -- The jobs that held each host, with their run intervals (a job named twice by its node list counts once).
 host_jobs as (
     select distinct
         lower(split_part(allocation_hosts.hostname, '.', 1)) as host,
-        jobs.job_id,
+        jobs.job_key,
         jobs.start_at,
         jobs.end_at
     from allocation_hosts
-    inner join jobs on allocation_hosts.job_id = jobs.job_id
+    inner join jobs on allocation_hosts.job_key = jobs.job_key
 ),
 
 labelled as (
     select
         samples.*,
-        jobs.job_id as attributed_job_id
+        jobs.job_key as attributed_job_key
     from samples
-    inner join job_aliases on samples.job_id = job_aliases.alias_job_id
+    inner join job_aliases
+        on
+            samples.job_id = job_aliases.alias_job_id
+            and {{ held_by_alias('job_aliases', 'samples.sampled_at') }}
     inner join jobs
-        on job_aliases.job_id = jobs.job_id
+        on job_aliases.job_key = jobs.job_key
         and samples.sampled_at >= jobs.start_at
         and samples.sampled_at < jobs.end_at
 ),
@@ -58,8 +62,8 @@ unlabelled_matches as (
     select
         samples.source_file,
         samples.source_line,
-        count(host_jobs.job_id) as jobs_on_host,
-        max(host_jobs.job_id) as only_job_id
+        count(host_jobs.job_key) as jobs_on_host,
+        max(host_jobs.job_key) as only_job_key
     from samples
     left join host_jobs
         on lower(split_part(samples.hostname, '.', 1)) = host_jobs.host
@@ -78,7 +82,7 @@ union all
 
 select
     samples.*,
-    case when unlabelled_matches.jobs_on_host = 1 then unlabelled_matches.only_job_id end as attributed_job_id,
+    case when unlabelled_matches.jobs_on_host = 1 then unlabelled_matches.only_job_key end as attributed_job_key,
     case
         when unlabelled_matches.jobs_on_host = 1 then 'host_and_time'
         when unlabelled_matches.jobs_on_host = 0 then 'no_job_on_host'
@@ -94,7 +98,7 @@ union all
 -- A job label that names no job running at the sample time.
 select
     samples.*,
-    cast(null as {{ dbt.type_string() }}) as attributed_job_id,
+    cast(null as {{ dbt.type_string() }}) as attributed_job_key,
     'label_names_no_running_job' as attribution
 from samples
 where

@@ -8,7 +8,7 @@
 {{ config(materialized='view') }}
 
 with jobs as (
-    select job_id, start_at, end_at, contract_version
+    select job_key, start_at, end_at, contract_version
     from {{ ref('int_jobs_attributed') }}
     where start_at is not null and end_at is not null
 ),
@@ -17,7 +17,7 @@ with jobs as (
 
 samples as (
     select
-        samples.attributed_job_id as job_id,
+        samples.attributed_job_key as job_key,
         samples.hostname,
         samples.gpu_index,
         samples.sampled_at,
@@ -27,7 +27,7 @@ samples as (
         samples.source_file,
         samples.source_line
     from {{ ref('int_device_samples_attributed') }} as samples
-    where samples.attributed_job_id is not null
+    where samples.attributed_job_key is not null
 ),
 
 sequenced as (
@@ -46,11 +46,11 @@ sequenced as (
         -- The file and line break a tie between two copies of one instant, so the same copy (the newest file's) is
         -- last, and kept, in every run.
         lead(samples.sampled_at) over (
-            partition by samples.job_id, samples.hostname, samples.gpu_index
+            partition by samples.job_key, samples.hostname, samples.gpu_index
             order by samples.sampled_at, samples.source_file, samples.source_line
         ) as next_sampled_at
     from samples
-    inner join jobs on samples.job_id = jobs.job_id
+    inner join jobs on samples.job_key = jobs.job_key
     inner join parameters on jobs.contract_version = parameters.contract_version
     inner join tier_precedence on jobs.contract_version = tier_precedence.contract_version
     where samples.sampled_at >= jobs.start_at and samples.sampled_at < jobs.end_at
@@ -58,7 +58,7 @@ sequenced as (
 
 classified as (
     select
-        job_id,
+        job_key,
         hostname,
         gpu_index,
         sampled_at,
@@ -77,7 +77,7 @@ classified as (
 )
 
 select
-    classified.job_id,
+    classified.job_key,
     classified.hostname,
     classified.gpu_index,
     classified.sampled_at,

@@ -1,10 +1,39 @@
 -- Every id a record may name a scheduler job by -> the job. Device samples and step records carry the Slurm JobID
--- or, for array tasks, the raw id (job_id_raw); both resolve to the JobID here, once for all their readers.
+-- or, for array tasks, the raw id (job_id_raw); both resolve to the job here, once for all their readers.
+-- A JobID reused (after a controller reset, or on another cluster) names several jobs: each holds the id from its
+-- own start until the next of them starts (the first from the beginning of time, the last for ever), so a record
+-- belongs to the job with that id whose run contains the record's time (held_by_alias), and every record to
+-- exactly one job. Jobs that never started hold an id only when no job with it started.
 with jobs as (
-    select job_id, job_id_raw from {{ ref('int_jobs_attributed') }}
+    select job_key, job_id, job_id_raw, start_at from {{ ref('int_jobs_unioned') }}
+),
+
+aliases as (
+    select job_id as alias_job_id, job_key, job_id, start_at from jobs
+    union
+    select job_id_raw as alias_job_id, job_key, job_id, start_at from jobs
+    where job_id_raw is not null and job_id_raw <> job_id
+),
+
+ordered as (
+    select
+        aliases.*,
+        row_number() over (
+            partition by alias_job_id
+            order by case when start_at is null then 1 else 0 end, start_at, job_key
+        ) as alias_rank,
+        lead(start_at) over (
+            partition by alias_job_id
+            order by case when start_at is null then 1 else 0 end, start_at, job_key
+        ) as next_start_at
+    from aliases
 )
 
-select job_id as alias_job_id, job_id from jobs
-union
-select job_id_raw as alias_job_id, job_id from jobs
-where job_id_raw is not null and job_id_raw <> job_id
+select
+    alias_job_id,
+    job_key,
+    job_id,
+    case when alias_rank > 1 then start_at end as held_from,
+    next_start_at as held_until
+from ordered
+where alias_rank = 1 or start_at is not null

@@ -7,7 +7,7 @@ with job_months as (
 ),
 
 allocation as (
-    select month_start, part_id as job_id, allocated_cents
+    select month_start, part_id as job_key, allocated_cents
     from {{ ref('int_capacity_costs_allocated') }}
     where part_kind = 'training_job'
 ),
@@ -18,17 +18,18 @@ prices as (
 
 cloud_charges as (
     select
-        job_id,
+        job_key,
         month_start,
         cast(round(sum(effective_cost), 2) as decimal(18, 2)) as compute_cost,
         cast(round(sum(list_cost), 2) as decimal(18, 2)) as list_cost
     from {{ ref('int_focus_charges_attributed') }}
-    where job_id is not null
-    group by job_id, month_start
+    where job_key is not null
+    group by job_key, month_start
 ),
 
 owned as (
     select
+        job_months.job_key,
         job_months.job_id,
         job_months.batch_id,
         job_months.phase,
@@ -38,10 +39,10 @@ owned as (
         prices.price_per_available_gpu_hour,
         cast(allocation.allocated_cents / 100.0 as decimal(18, 2)) as compute_cost,
         cast(null as decimal(18, 2)) as list_cost,
-        allocation.job_id is null as is_unpriced
+        allocation.job_key is null as is_unpriced
     from job_months
     left join allocation
-        on job_months.job_id = allocation.job_id
+        on job_months.job_key = allocation.job_key
         and job_months.month_start = allocation.month_start
     left join prices on job_months.month_start = prices.month_start
     where not job_months.is_cloud_billed
@@ -49,14 +50,15 @@ owned as (
 
 -- A cloud job's occupied time is placed in the months it ran; its bill in the months charged.
 cloud_keys as (
-    select job_id, month_start from job_months where is_cloud_billed
+    select job_key, month_start from job_months where is_cloud_billed
     union
-    select job_id, month_start from cloud_charges
+    select job_key, month_start from cloud_charges
 ),
 
 cloud as (
     select
-        cloud_keys.job_id,
+        cloud_keys.job_key,
+        jobs.job_id,
         jobs.batch_id,
         jobs.phase,
         cloud_keys.month_start,
@@ -67,12 +69,12 @@ cloud as (
         cloud_charges.list_cost,
         false as is_unpriced
     from cloud_keys
-    inner join {{ ref('int_jobs_attributed') }} as jobs on cloud_keys.job_id = jobs.job_id
+    inner join {{ ref('int_jobs_attributed') }} as jobs on cloud_keys.job_key = jobs.job_key
     left join job_months
-        on cloud_keys.job_id = job_months.job_id
+        on cloud_keys.job_key = job_months.job_key
         and cloud_keys.month_start = job_months.month_start
     left join cloud_charges
-        on cloud_keys.job_id = cloud_charges.job_id
+        on cloud_keys.job_key = cloud_charges.job_key
         and cloud_keys.month_start = cloud_charges.month_start
 )
 

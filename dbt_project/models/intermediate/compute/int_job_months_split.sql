@@ -3,6 +3,7 @@
 -- line names by ResourceId: its cost comes from the bill, not from owned capacity.
 with jobs as (
     select
+        job_key,
         job_id,
         batch_id,
         phase,
@@ -15,7 +16,7 @@ with jobs as (
 ),
 
 cloud_jobs as (
-    select distinct job_id from {{ ref('int_focus_charges_attributed') }} where job_id is not null
+    select distinct job_key from {{ ref('int_focus_charges_attributed') }} where job_key is not null
 ),
 
 months as (
@@ -30,6 +31,7 @@ month_bounds as (
 
 job_overlaps as (
     select
+        jobs.job_key,
         jobs.job_id,
         jobs.batch_id,
         jobs.phase,
@@ -46,6 +48,7 @@ job_overlaps as (
 )
 
 select
+    job_overlaps.job_key,
     job_overlaps.job_id,
     job_overlaps.batch_id,
     job_overlaps.phase,
@@ -53,7 +56,7 @@ select
     cast(case when job_overlaps.span_seconds = job_overlaps.overlap_seconds then job_overlaps.occupied_gpu_seconds
         else round(job_overlaps.occupied_gpu_seconds * 1.0 * job_overlaps.overlap_seconds / job_overlaps.span_seconds, 0)
     end as bigint) as occupied_gpu_seconds,
-    cloud_jobs.job_id is not null as is_cloud_billed
+    cloud_jobs.job_key is not null as is_cloud_billed
 from job_overlaps
-left join cloud_jobs on job_overlaps.job_id = cloud_jobs.job_id
+left join cloud_jobs on job_overlaps.job_key = cloud_jobs.job_key
 where job_overlaps.overlap_seconds > 0

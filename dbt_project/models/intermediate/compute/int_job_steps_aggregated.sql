@@ -9,10 +9,12 @@ job_aliases as (
 )
 
 select
-    job_aliases.job_id,
+    job_aliases.job_key,
     count(*) as steps_run,
     min(steps.started_at) as first_step_at,
     max(steps.ended_at) as last_step_end_at
 from steps
-inner join job_aliases on steps.job_id = job_aliases.alias_job_id
-group by job_aliases.job_id
+inner join job_aliases
+    on steps.job_id = job_aliases.alias_job_id
+    and {{ held_by_alias('job_aliases', 'steps.started_at') }}
+group by job_aliases.job_key

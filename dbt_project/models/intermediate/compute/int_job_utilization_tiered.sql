@@ -5,11 +5,11 @@ with classified as (
 ),
 
 step_spans as (
-    select job_id, last_step_end_at from {{ ref('int_job_steps_aggregated') }}
+    select job_key, last_step_end_at from {{ ref('int_job_steps_aggregated') }}
 )
 
 select
-    classified.job_id,
+    classified.job_key,
     count(*) as samples,
     sum(case when classified.tier = 'effective_compute' then classified.represented_seconds else 0 end)
         as effective_compute_gpu_seconds,
@@ -20,5 +20,5 @@ select
     sum(case when classified.tier = 'idle' and classified.sampled_at >= step_spans.last_step_end_at
         then classified.represented_seconds else 0 end) as idle_after_last_step_gpu_seconds
 from classified
-left join step_spans on classified.job_id = step_spans.job_id
-group by classified.job_id
+left join step_spans on classified.job_key = step_spans.job_key
+group by classified.job_key

@@ -15,7 +15,7 @@ steps as (
 
 -- Idle device time after the last step (the GPUs held but hung after a fault), from the utilization tiers.
 utilization as (
-    select job_id, idle_after_last_step_gpu_seconds from {{ ref('int_job_utilization_tiered') }}
+    select job_key, idle_after_last_step_gpu_seconds from {{ ref('int_job_utilization_tiered') }}
 ),
 
 joined as (
@@ -27,15 +27,16 @@ joined as (
         utilization.idle_after_last_step_gpu_seconds,
         parent.end_at as restarted_job_end_at
     from jobs
-    left join steps on jobs.job_id = steps.job_id
-    left join utilization on jobs.job_id = utilization.job_id
+    left join steps on jobs.job_key = steps.job_key
+    left join utilization on jobs.job_key = utilization.job_key
     left join jobs as parent
         on jobs.lineage_type = 'restart_of'
-        and parent.job_id = jobs.lineage_job_id
+        and parent.job_key = jobs.lineage_job_key
 ),
 
 intervals as (
     select
+        job_key,
         job_id,
         batch_id,
         phase,

@@ -46,11 +46,21 @@ with_categories as (
                                  code='reasons.category') }}
 ),
 
-job_ids as (
-    select job_id from jobs
+-- A lineage label names a JobID: the parent is the job with that id that int_job_aliases_resolved gives the
+-- child's start (or submit) time to, so a reused JobID points at the run before, not at a later namesake.
+parents as (
+    select
+        with_categories.job_key,
+        aliases.job_key as parent_job_key
+    from with_categories
+    inner join {{ ref('int_job_aliases_resolved') }} as aliases
+        on aliases.alias_job_id = coalesce(with_categories.restart_of, with_categories.continues)
+        and {{ held_by_alias('aliases', 'coalesce(with_categories.start_at, with_categories.submit_at)') }}
 )
 
 select
+    with_categories.job_key,
+    with_categories.cluster,
     with_categories.job_id,
     with_categories.job_id_raw,
     with_categories.scheduler,
@@ -77,9 +87,10 @@ select
         when with_categories.continues is not null then 'continues'
     end as lineage_type,
     coalesce(with_categories.restart_of, with_categories.continues) as lineage_job_id,
+    parents.parent_job_key as lineage_job_key,
     case
         when coalesce(with_categories.restart_of, with_categories.continues) is null then null
-        else parent.job_id is not null
+        else parents.parent_job_key is not null
     end as lineage_job_found,
     with_categories.restarts,
     with_categories.submit_at,
@@ -92,5 +103,4 @@ select
     with_categories.gpus_requested * with_categories.time_limit_seconds as requested_gpu_seconds,
     with_categories.gpus_allocated * with_categories.occupied_seconds as occupied_gpu_seconds
 from with_categories
-left join job_ids as parent
-    on parent.job_id = coalesce(with_categories.restart_of, with_categories.continues)
+left join parents on with_categories.job_key = parents.job_key

@@ -12,12 +12,12 @@ utilization as (
 
 costs as (
     select
-        job_id,
+        job_key,
         cast(sum(compute_cost) as decimal(18, 2)) as compute_cost,
         max(case when is_unpriced then 1 else 0 end) as has_unpriced_month,
         sum(case when is_unpriced then occupied_gpu_seconds else 0 end) as unpriced_gpu_seconds
     from {{ ref('int_job_months_costed') }}
-    group by job_id
+    group by job_key
 ),
 
 joined as (
@@ -33,8 +33,8 @@ joined as (
         coalesce(costs.has_unpriced_month, 0) = 1 as has_unpriced_month,
         coalesce(costs.unpriced_gpu_seconds, 0) as unpriced_gpu_seconds
     from jobs
-    left join utilization on jobs.job_id = utilization.job_id
-    left join costs on jobs.job_id = costs.job_id
+    left join utilization on jobs.job_key = utilization.job_key
+    left join costs on jobs.job_key = costs.job_key
 )
 
 select

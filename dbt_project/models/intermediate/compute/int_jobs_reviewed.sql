@@ -2,7 +2,7 @@
 -- contract version: the first rule that matches of termination category, run reason and phase; a failure_retry
 -- run is avoidable rework when the run it restarts is; no match is planned_work.
 with jobs as (
-    select job_id, contract_version, termination_category, run_reason, phase, lineage_type, lineage_job_id
+    select job_key, job_id, contract_version, termination_category, run_reason, phase, lineage_type, lineage_job_key
     from {{ ref('int_jobs_attributed') }}
 ),
 
@@ -27,6 +27,7 @@ base as (
 )
 
 select
+    base.job_key,
     base.job_id,
     coalesce(
         base.termination_class,
@@ -39,4 +40,4 @@ select
 from base
 left join base as restarted
     on base.lineage_type = 'restart_of'
-    and base.lineage_job_id = restarted.job_id
+    and base.lineage_job_key = restarted.job_key

@@ -1,5 +1,6 @@
 -- One row per scheduler allocation, whichever scheduler ran it: Slurm allocations (step rows left out,
--- they live inside their allocation) and Kubernetes-style jobs folded from their event stream.
+-- they live inside their allocation) and Kubernetes-style jobs folded from their event stream. job_key (cluster,
+-- JobID, submit time) tells apart two jobs that share a JobID; every model after this one joins jobs on it.
 with sacct as (
     select * from {{ ref('stg_scheduler__sacct_jobs') }}
     where record_type = 'allocation'
@@ -55,6 +56,8 @@ event_attributes as (
 
 kubernetes as (
     select
+        {{ job_key('cast(null as ' ~ dbt.type_string() ~ ')', 'event_jobs.job_id', 'event_jobs.submit_at') }} as job_key,
+        cast(null as {{ dbt.type_string() }}) as cluster,
         event_jobs.job_id,
         cast(null as {{ dbt.type_string() }}) as job_id_raw,
         'kubernetes' as scheduler,
@@ -85,6 +88,8 @@ kubernetes as (
 
 slurm as (
     select
+        job_key,
+        cluster,
         job_id,
         job_id_raw,
         'slurm' as scheduler,

@@ -9,7 +9,7 @@ batches as (
 ),
 
 jobs as (
-    select job_id, phase from {{ ref('int_jobs_attributed') }}
+    select job_key, phase from {{ ref('int_jobs_attributed') }}
 ),
 
 job_aliases as (
@@ -19,6 +19,7 @@ job_aliases as (
 select
     coalesce(batches.batch_id, 'unattributed') as batch_id,
     coalesce(jobs.phase, 'unlabelled') as phase,
+    job_aliases.job_key,
     steps.job_id,
     steps.step_number,
     steps.started_at,
@@ -33,5 +34,7 @@ select
     steps.data_version
 from steps
 left join batches on steps.batch_id = batches.batch_id
-left join job_aliases on steps.job_id = job_aliases.alias_job_id
-left join jobs on job_aliases.job_id = jobs.job_id
+left join job_aliases
+    on steps.job_id = job_aliases.alias_job_id
+    and {{ held_by_alias('job_aliases', 'steps.started_at') }}
+left join jobs on job_aliases.job_key = jobs.job_key

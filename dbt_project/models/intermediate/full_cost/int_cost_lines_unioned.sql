@@ -11,9 +11,9 @@
 -- is a row too, with its GPU-hours, a null amount (and range, and rerun_amount for a rerun) and is_unpriced true,
 -- so that every total built on it is null and flagged rather than the sum of the priced part.
 with jobs as (
-    select costed.job_id, costed.is_rerun, reviewed.review_class
+    select costed.job_key, costed.is_rerun, reviewed.review_class
     from {{ ref('int_jobs_costed') }} as costed
-    inner join {{ ref('int_jobs_reviewed') }} as reviewed on costed.job_id = reviewed.job_id
+    inner join {{ ref('int_jobs_reviewed') }} as reviewed on costed.job_key = reviewed.job_key
 ),
 
 owned_compute as (
@@ -37,7 +37,7 @@ owned_compute as (
         false as is_correction,
         costs.is_unpriced
     from {{ ref('int_job_months_costed') }} as costs
-    inner join jobs on costs.job_id = jobs.job_id
+    inner join jobs on costs.job_key = jobs.job_key
     where costs.cost_source = 'owned_capacity'
 ),
 
@@ -62,7 +62,7 @@ cloud as (
         charges.is_correction,
         false as is_unpriced
     from {{ ref('int_focus_charges_attributed') }} as charges
-    left join jobs on charges.job_id = jobs.job_id
+    left join jobs on charges.job_key = jobs.job_key
 ),
 
 storage as (

@@ -1,6 +1,7 @@
 -- FOCUS charge lines resolved to a batch (R9, R12): the batch key from Tags when it names a registered batch,
 -- otherwise the scheduler job whose id the line's ResourceId names (the whole id, or its last '/' segment);
--- everything else stays visible as 'unattributed' with the reason. Amounts are kept as exported.
+-- everything else stays visible as 'unattributed' with the reason. Amounts are kept as exported. A JobID that names
+-- several jobs (reused) names the one that held it when the charge period began (int_job_aliases_resolved).
 with charges as (
     select * from {{ ref('stg_billing__focus_charges') }}
 ),
@@ -10,19 +11,26 @@ batches as (
 ),
 
 jobs as (
-    select job_id, batch_id, phase from {{ ref('int_jobs_attributed') }}
+    select jobs.job_key, jobs.job_id, jobs.batch_id, jobs.phase, aliases.held_from, aliases.held_until
+    from {{ ref('int_jobs_attributed') }} as jobs
+    inner join {{ ref('int_job_aliases_resolved') }} as aliases
+        on jobs.job_key = aliases.job_key
+        and jobs.job_id = aliases.alias_job_id
 ),
 
 job_matches as (
     select
         charges.source_file,
         charges.source_line,
-        count(distinct jobs.job_id) as matched_jobs,
-        min(jobs.job_id) as job_id
+        count(distinct jobs.job_key) as matched_jobs,
+        min(jobs.job_key) as job_key
     from charges
     inner join jobs
-        on charges.resource_id = jobs.job_id
-        or charges.resource_id like {{ dbt.concat(["'%/'", "jobs.job_id"]) }}
+        on (
+            charges.resource_id = jobs.job_id
+            or charges.resource_id like {{ dbt.concat(["'%/'", "jobs.job_id"]) }}
+        )
+        and {{ held_by_alias('jobs', 'charges.charge_period_start') }}
     group by charges.source_file, charges.source_line
 ),
 
@@ -31,6 +39,7 @@ resolved as (
         charges.*,
         tagged.batch_id as tagged_batch_id,
         coalesce(job_matches.matched_jobs, 0) as matched_jobs,
+        case when job_matches.matched_jobs = 1 then jobs.job_key end as job_key,
         case when job_matches.matched_jobs = 1 then jobs.job_id end as job_id,
         case when job_matches.matched_jobs = 1 then jobs.phase end as job_phase,
         case when job_matches.matched_jobs = 1 and jobs.batch_id <> 'unattributed' then jobs.batch_id end
@@ -40,7 +49,7 @@ resolved as (
     left join job_matches
         on charges.source_file = job_matches.source_file
         and charges.source_line = job_matches.source_line
-    left join jobs on job_matches.job_id = jobs.job_id
+    left join jobs on job_matches.job_key = jobs.job_key
 )
 
 select
@@ -83,6 +92,7 @@ select
         when job_id is not null then 'job_not_in_a_registered_batch'
         else 'no_batch_tag_or_job_match'
     end as unattributed_reason,
+    job_key,
     job_id,
     job_phase as phase
 from resolved

@@ -9,42 +9,41 @@
 -- d assumes idle and wait are spread evenly over discarded and kept steps (no sample-to-step join).
 with jobs as (
     select
-        job_id, batch_id, phase, occupied_gpu_seconds, compute_cost, gpus_allocated, samples,
+        job_key, job_id, batch_id, phase, occupied_gpu_seconds, compute_cost, gpus_allocated, samples,
         idle_gpu_seconds, comm_wait_gpu_seconds, start_at, end_at
     from {{ ref('int_jobs_costed') }}
     where occupied_gpu_seconds > 0 and compute_cost is not null
 ),
 
 reviewed as (
-    select job_id, review_class from {{ ref('int_jobs_reviewed') }}
+    select job_key, review_class from {{ ref('int_jobs_reviewed') }}
 ),
 
 gpus as (
     select
-        job_id,
+        job_key,
         hostname,
         gpu_index,
         max(case when tier <> 'idle' then 1 else 0 end) as was_active,
         sum(represented_seconds) as represented_seconds
     from {{ ref('int_device_samples_tiered') }}
-    group by job_id, hostname, gpu_index
+    group by job_key, hostname, gpu_index
 ),
 
 unused_gpus as (
     select
-        job_id,
+        job_key,
         sum(case when was_active = 0 then 1 else 0 end) as unused_gpus,
         sum(case when was_active = 0 then represented_seconds else 0 end) as unused_gpu_seconds
     from gpus
-    group by job_id
+    group by job_key
 ),
 
 discarded as (
-    select aliases.job_id, sum(steps.step_seconds) as discarded_seconds
-    from {{ ref('int_training_steps_attributed') }} as steps
-    inner join {{ ref('int_job_aliases_resolved') }} as aliases on steps.job_id = aliases.alias_job_id
-    where steps.discarded_reason is not null
-    group by aliases.job_id
+    select job_key, sum(step_seconds) as discarded_seconds
+    from {{ ref('int_training_steps_attributed') }}
+    where discarded_reason is not null and job_key is not null
+    group by job_key
 ),
 
 comm_shares as (
@@ -64,6 +63,7 @@ phase_medians as (
 
 measured as (
     select
+        comm_shares.job_key,
         comm_shares.job_id,
         comm_shares.batch_id,
         comm_shares.phase,
@@ -79,9 +79,9 @@ measured as (
             - coalesce(phase_medians.median_comm_wait_share, 0) * comm_shares.occupied_gpu_seconds, 0)
             as comm_wait_excess_gpu_seconds
     from comm_shares
-    left join reviewed on comm_shares.job_id = reviewed.job_id
-    left join unused_gpus on comm_shares.job_id = unused_gpus.job_id
-    left join discarded on comm_shares.job_id = discarded.job_id
+    left join reviewed on comm_shares.job_key = reviewed.job_key
+    left join unused_gpus on comm_shares.job_key = unused_gpus.job_key
+    left join discarded on comm_shares.job_key = discarded.job_key
     left join phase_medians
         on comm_shares.batch_id = phase_medians.batch_id
         and comm_shares.phase = phase_medians.phase
@@ -97,6 +97,7 @@ shared as (
 
 split as (
     select
+        job_key,
         job_id,
         batch_id,
         phase,
@@ -114,6 +115,7 @@ split as (
 )
 
 select
+    job_key,
     job_id,
     batch_id,
     phase,

@@ -31,7 +31,7 @@ compute_categories as (
 ),
 
 owned_jobs as (
-    select distinct job_id, month_start from {{ ref('int_job_months_costed') }}
+    select distinct job_key, month_start from {{ ref('int_job_months_costed') }}
     where cost_source = 'owned_capacity'
 ),
 
@@ -42,7 +42,7 @@ queued as (
         prices.price_per_available_gpu_hour
     from {{ ref('int_job_waiting_measured') }} as waiting
     inner join owned_jobs
-        on waiting.job_id = owned_jobs.job_id
+        on waiting.job_key = owned_jobs.job_key
         and {{ dbt.date_trunc('month', 'waiting.start_at') }} = owned_jobs.month_start
     left join {{ ref('int_gpu_hour_prices_derived') }} as prices on owned_jobs.month_start = prices.month_start
     where waiting.queued_gpu_seconds > 0

@@ -24,7 +24,7 @@ effective as (
             then jobs.effective_compute_gpu_seconds * 1.0 * costs.occupied_gpu_seconds / jobs.occupied_gpu_seconds
             else 0 end) as effective_compute_gpu_seconds
     from {{ ref('int_job_months_costed') }} as costs
-    inner join {{ ref('int_jobs_costed') }} as jobs on costs.job_id = jobs.job_id
+    inner join {{ ref('int_jobs_costed') }} as jobs on costs.job_key = jobs.job_key
     where costs.cost_source = 'owned_capacity'
     group by costs.month_start
 ),

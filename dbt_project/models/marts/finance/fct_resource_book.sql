@@ -21,10 +21,10 @@ cloud_lines as (
 ),
 
 corrected_jobs as (
-    select job_id, month_start, max(case when is_correction then 1 else 0 end) = 1 as has_correction
+    select job_key, month_start, max(case when is_correction then 1 else 0 end) = 1 as has_correction
     from {{ ref('int_focus_charges_attributed') }}
-    where job_id is not null
-    group by job_id, month_start
+    where job_key is not null
+    group by job_key, month_start
 ),
 
 batches as (
@@ -38,6 +38,7 @@ lines as (
         job_costs.phase,
         job_costs.cost_source,
         job_costs.job_id as resource_key,
+        job_costs.job_key,
         job_costs.job_id,
         job_costs.occupied_gpu_seconds,
         job_costs.price_per_available_gpu_hour,
@@ -47,7 +48,7 @@ lines as (
         coalesce(corrected_jobs.has_correction, false) as has_correction
     from job_costs
     left join corrected_jobs
-        on job_costs.job_id = corrected_jobs.job_id
+        on job_costs.job_key = corrected_jobs.job_key
         and job_costs.month_start = corrected_jobs.month_start
     union all
     select
@@ -56,6 +57,7 @@ lines as (
         cast(null as {{ dbt.type_string() }}) as phase,
         'cloud_bill' as cost_source,
         resource_key,
+        cast(null as {{ dbt.type_string() }}) as job_key,
         cast(null as {{ dbt.type_string() }}) as job_id,
         0 as occupied_gpu_seconds,
         cast(null as double) as price_per_available_gpu_hour,
@@ -74,6 +76,7 @@ select
     lines.phase,
     lines.cost_source,
     lines.resource_key,
+    lines.job_key,
     lines.job_id,
     cast(lines.occupied_gpu_seconds / 3600.0 as decimal(18, 4)) as occupied_gpu_hours,
     cast(round(lines.price_per_available_gpu_hour, 6) as decimal(18, 6)) as price_per_available_gpu_hour,

@@ -4,6 +4,8 @@ with jobs as (
 )
 
 select
+    job_key,
+    cluster,
     job_id,
     job_id_raw,
     scheduler,

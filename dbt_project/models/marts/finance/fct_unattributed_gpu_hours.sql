@@ -5,7 +5,7 @@
 -- max_gap_factor x the nominal interval; a sample delivered twice counts once.
 with samples as (
     select * from {{ ref('int_device_samples_attributed') }}
-    where attributed_job_id is null
+    where attributed_job_key is null
 ),
 
 {{ tier_rule_ctes() }}

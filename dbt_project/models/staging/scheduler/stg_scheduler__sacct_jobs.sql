@@ -3,15 +3,17 @@ with source as (
 ),
 
 -- A job in several exports (running in one, ended in the next): its latest accounting, a finished record over a
--- running one. The submit time is part of the key: two jobs that share a JobID (another cluster, a wrapped id
--- counter) stay two rows and fail the unique test loudly instead of one silently replacing the other.
+-- running one. The cluster and the submit time are part of the key: two jobs that share a JobID (another
+-- cluster, an id counter reset) are two jobs, each with its own job_key.
 newest as (
-    {{ newest_delivery('source', ['job_id', 'submit_at'],
+    {{ newest_delivery('source', ['cluster', 'job_id', 'submit_at'],
                        prefer='case when end_at is null then 1 else 0 end, end_at desc') }}
 ),
 
 renamed as (
     select
+        {{ job_key('cluster', 'job_id', 'submit_at') }} as job_key,
+        cluster,
         job_id,
         job_id_raw,
         allocation_id,

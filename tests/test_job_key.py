@@ -1,0 +1,132 @@
+"""JobIDs are reused after a controller reset and across clusters (issue 14, I1). Two jobs with the same JobID and
+different submit times, or on different clusters, are two jobs with two job keys (cluster/JobID@submit), both
+costed, and a step record naming the reused id belongs to the job that held the id when the step ran."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import pytest
+
+from cost_pipeline.cli import run_pipeline
+from cost_pipeline.demo import write_demo_landing
+from tests.conftest import DemoRun
+
+
+def _sacct_line(header: list[str], **values: str) -> str:
+    return "|".join(values.get(field, "") for field in header)
+
+
+@pytest.fixture(scope="module")
+def reused_night(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """The demo plus job 1002 again: after a controller reset (no cluster named) and on cluster beta."""
+    root = tmp_path_factory.mktemp("job_key")
+    landing = write_demo_landing(root / "landing")
+    demo_header = (landing / "scheduler" / "sacct_2026-11.txt").read_text(encoding="utf-8").splitlines()[0]
+    header = demo_header.split("|")
+    assert "Cluster" not in header and "1002|" in (landing / "scheduler" / "sacct_2026-11.txt").read_text()
+    common = {
+        "JobName": "b7-train",
+        "Account": "post-training",
+        "Partition": "gpu",
+        "User": "trainer",
+        "State": "COMPLETED",
+        "ExitCode": "0:0",
+        "Restarts": "0",
+        "Timelimit": "04:00:00",
+        "NNodes": "1",
+        "NodeList": "gpu-a",
+        "ReqTRES": "cpu=64,gres/gpu=8,node=1",
+        "AllocTRES": "cpu=64,gres/gpu=8,node=1",
+        "Comment": "batch=B-7;phase=training;reason=planned_experiment",
+    }
+    # The controller was reset: JobID 1002 again, submitted on 20 November, 8 GPUs for 2 hours.
+    reset = _sacct_line(
+        header,
+        **common,
+        JobID="1002",
+        JobIDRaw="1002",
+        Submit="2026-11-20T09:55:00",
+        Start="2026-11-20T10:00:00",
+        End="2026-11-20T12:00:00",
+        Elapsed="02:00:00",
+    )
+    (landing / "scheduler" / "sacct_after_reset.txt").write_text(f"{demo_header}\n{reset}\n", encoding="utf-8")
+    # Cluster beta's own JobID 1002, its export naming the cluster: 8 GPUs for 1 hour on 25 November.
+    beta_header = [*header, "Cluster"]
+    beta = _sacct_line(
+        beta_header,
+        **common,
+        JobID="1002",
+        JobIDRaw="1002",
+        Submit="2026-11-25T07:55:00",
+        Start="2026-11-25T08:00:00",
+        End="2026-11-25T09:00:00",
+        Elapsed="01:00:00",
+        Cluster="beta",
+    )
+    (landing / "scheduler" / "sacct_beta.txt").write_text(f"{'|'.join(beta_header)}\n{beta}\n", encoding="utf-8")
+    # One step record naming 1002 while the reset's job ran: it is that job's step, not the November 3 job's.
+    step = {
+        "batch_id": "B-7",
+        "job_id": "1002",
+        "step": 1,
+        "started_at": "2026-11-20T10:30:00",
+        "ended_at": "2026-11-20T10:40:00",
+        "committed": True,
+        "discarded_reason": None,
+        "samples": 512,
+        "tokens": 1000000,
+        "config_version": "rl-cfg-12",
+        "data_version": "prefs-2026-10",
+    }
+    (landing / "steps" / "steps_after_reset.jsonl").write_text(json.dumps(step) + "\n", encoding="utf-8")
+    warehouse = root / "warehouse.duckdb"
+    return DemoRun(landing, warehouse, run_pipeline(landing, warehouse))
+
+
+def test_a_reused_jobid_is_two_jobs_each_costed_and_the_night_stays_green(reused_night):
+    assert reused_night.succeeded
+    runs = reused_night.query(
+        "select job_key, cluster, job_id, batch_id, phase, occupied_gpu_hours, compute_cost, has_unpriced_month "
+        "from marts.fct_runs where job_id = '1002' order by start_at"
+    )
+    # Hand-checked: November's capacity cost is 28,540.82 over 11,520 available GPU-hours; each job takes its
+    # largest-remainder share by GPU-seconds: 64 h -> 2,854,082 x 64 / 11,520 = 15,856.01 cents = 158.56;
+    # 16 h -> 3,964.00 cents = 39.64; 8 h -> 1,982.00 cents = 19.82. The demo's own 1002 keeps its cost.
+    assert runs == [
+        ("/1002@2026-11-02 23:55:00", None, "1002", "B-7", "training", Decimal("64.0000"), Decimal("158.56"), False),
+        ("/1002@2026-11-20 09:55:00", None, "1002", "B-7", "training", Decimal("16.0000"), Decimal("39.64"), False),
+        (
+            "beta/1002@2026-11-25 07:55:00",
+            "beta",
+            "1002",
+            "B-7",
+            "training",
+            Decimal("8.0000"),
+            Decimal("19.82"),
+            False,
+        ),
+    ]
+    # Each is a cost line of its own in the resource book, shown by its JobID.
+    book = reused_night.query(
+        "select job_key, resource_key, resource_cost from marts.fct_resource_book where job_id = '1002' order by 1"
+    )
+    assert [(key, resource, cost) for key, resource, cost in book] == [
+        ("/1002@2026-11-02 23:55:00", "1002", Decimal("158.56")),
+        ("/1002@2026-11-20 09:55:00", "1002", Decimal("39.64")),
+        ("beta/1002@2026-11-25 07:55:00", "1002", Decimal("19.82")),
+    ]
+
+
+def test_a_step_naming_a_reused_jobid_belongs_to_the_job_running_then(reused_night):
+    steps = dict(
+        reused_night.query(
+            "select job_key, steps_run from intermediate.int_job_steps_aggregated where job_key like '%/1002@%'"
+        )
+    )
+    demo_steps = reused_night.query("select count(*) from staging.stg_steps__training_steps where job_id = '1002'")[0][
+        0
+    ]
+    assert steps == {"/1002@2026-11-02 23:55:00": demo_steps - 1, "/1002@2026-11-20 09:55:00": 1}
