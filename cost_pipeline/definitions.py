@@ -6,10 +6,9 @@ Paths come from the environment when a run launches (``COST_LANDING_DIR``, ``COS
 from __future__ import annotations
 
 import dagster as dg
-from dagster_dbt import DbtCliResource
 
 from cost_pipeline.dbt_setup import dbt_executable, dbt_project
-from cost_pipeline.defs.dbt import cost_models
+from cost_pipeline.defs.dbt import ProjectDbtCli, cost_models
 from cost_pipeline.defs.ingest import ingest_assets
 from cost_pipeline.defs.publish import publish_assets
 from cost_pipeline.defs.resources import LandingZone, Warehouse
@@ -22,7 +21,7 @@ defs = dg.Definitions(
     resources={
         "landing": LandingZone(path=dg.EnvVar("COST_LANDING_DIR")),
         "warehouse": Warehouse(path=dg.EnvVar("COST_WAREHOUSE")),
-        "dbt": DbtCliResource(project_dir=dbt_project, dbt_executable=dbt_executable()),
+        "dbt": ProjectDbtCli(project_dir=dbt_project, dbt_executable=dbt_executable()),
     },
     # DuckDB allows one writer process per file: every step of a run executes in one process, in order.
     executor=dg.in_process_executor,

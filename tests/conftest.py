@@ -1,7 +1,16 @@
-"""Test session setup: the dbt manifest is prepared once, explicitly, before Dagster definitions are imported."""
+"""Test session setup: the dbt manifest is prepared once, explicitly, before Dagster definitions are imported.
+
+The suite runs on two workers (pytest-xdist, ``-n auto`` in pyproject.toml). The controller prepares the manifest
+before it starts them; the demo night is run once per session and read by every worker; tests are handed out one at
+a time, except those marked ``xdist_group`` (a module-scoped fixture worth sharing keeps its module on one worker).
+"""
 
 from __future__ import annotations
 
+import fcntl
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,9 +20,35 @@ import pytest
 from cost_pipeline.dbt_setup import prepare_manifest
 from tests.helpers import query
 
+# Test files whose tests run several whole nights (or sqlfluff over every model), longest first. On the workers
+# their tests are handed out before the others, so the long ones never run alone at the end while the other worker
+# is idle; the many quick tests fill the gaps. The order only moves work: a file left off this list still runs.
+LONGEST_FIRST = (
+    "test_kill_recovery.py",
+    "test_cost_history.py",
+    "test_publish.py",
+    "test_confidentiality.py",
+    "test_retraction_history.py",
+    "test_cli_nights.py",
+    "test_style.py",
+    "test_rerun_determinism.py",
+    "test_redelivery.py",
+    "test_unpriced.py",
+    "test_job_key.py",
+    "test_litellm_requests.py",
+    "test_fuzz_ingest.py",
+)
+
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    prepare_manifest()
+    if not hasattr(session.config, "workerinput"):  # a worker: the controller prepared it before starting us
+        prepare_manifest()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if hasattr(config, "workerinput"):  # every worker collects the same order, which xdist hands out in turn
+        rank = {name: number for number, name in enumerate(LONGEST_FIRST)}
+        items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
 @dataclass(frozen=True)
@@ -37,13 +72,33 @@ class DemoRun:
         return dict(zip(names, rows[0], strict=True))
 
 
-@pytest.fixture(scope="session")
-def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
-    """The whole nightly job on the built-in demo scenario, once per session."""
+@contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    with open(lock_path, "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _demo_night(root: Path) -> bool:
     from cost_pipeline.cli import run_pipeline
     from cost_pipeline.demo import write_demo_landing
 
-    root = tmp_path_factory.mktemp("demo")
-    landing = write_demo_landing(root / "landing")
-    warehouse = root / "warehouse.duckdb"
-    return DemoRun(landing, warehouse, run_pipeline(landing, warehouse))
+    return run_pipeline(write_demo_landing(root / "landing"), root / "warehouse.duckdb")
+
+
+@pytest.fixture(scope="session")
+def demo_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """The whole nightly job on the built-in demo scenario, once per session: under xdist the first worker that needs
+    it runs it, the others wait for it and read the same warehouse (tests only read it, or copy it first)."""
+    if not hasattr(request.config, "workerinput"):  # no workers (-n 0): this process alone
+        root = tmp_path_factory.mktemp("demo")
+        return DemoRun(root / "landing", root / "warehouse.duckdb", _demo_night(root))
+    shared = tmp_path_factory.getbasetemp().parent  # this session's folder, above every worker's own
+    root, outcome = shared / "demo", shared / "demo.json"
+    with _exclusive(shared / "demo.lock"):
+        if not outcome.exists():
+            outcome.write_text(json.dumps({"succeeded": _demo_night(root)}), encoding="utf-8")
+    return DemoRun(root / "landing", root / "warehouse.duckdb", json.loads(outcome.read_text("utf-8"))["succeeded"])

@@ -19,6 +19,9 @@ from cost_pipeline.dagster_home import dagster_home
 from cost_pipeline.demo import write_demo_landing
 from cost_pipeline.ingest.lib.warehouse import IngestReport
 
+# Its module-scoped nights run once: the whole module goes to one worker.
+pytestmark = pytest.mark.xdist_group("cli_nights")
+
 
 @dataclass(frozen=True)
 class Night:

@@ -23,6 +23,9 @@ from cost_pipeline.fingerprint import table_fingerprints
 from cost_pipeline.publish import ENGINEERING, FINANCE, published_path
 from tests.test_publish import all_text
 
+# Its module-scoped nights run once: the whole module goes to one worker.
+pytestmark = pytest.mark.xdist_group("confidentiality")
+
 LATE_FILE = Path("timesheets") / "harvest_time_report_2026-11-late.csv"
 GUS_HOURS, HANA_HOURS = Decimal("5"), Decimal("2")
 # Variant a and b: (Gus's rate on B-7, Hana's rate on B-10). Hana's rate a keeps B-10 inside its budget boundary

@@ -109,3 +109,16 @@ def test_only_the_newest_partial_parse_files_are_kept(project, tmp_path):
         for number in range(3, PARTIAL_PARSE_STATES + 3)
     }
     assert kept == newest
+
+
+def test_the_dbt_resource_knows_the_version_dbt_itself_reports():
+    """The nightly job's dbt resource reads dbt's version from the installed package instead of starting
+    ``dbt --version`` every night: it must be the version that dbt reports."""
+    from dagster_dbt import DbtCliResource
+
+    from cost_pipeline.dbt_setup import dbt_executable, dbt_project
+    from cost_pipeline.defs.dbt import ProjectDbtCli
+
+    ours = ProjectDbtCli(project_dir=dbt_project, dbt_executable=dbt_executable())
+    asked = DbtCliResource(project_dir=dbt_project, dbt_executable=dbt_executable())
+    assert ours._cli_version == asked._cli_version

@@ -47,6 +47,10 @@ from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.ingest.registry import load_named
 from tests.helpers import query
 
+# One worker runs this whole module: the module-scoped ``outcomes`` loads every selected source once (two processes
+# of its own), and a second worker would load them all again.
+pytestmark = pytest.mark.xdist_group("fuzz_ingest")
+
 SEED = 20261105
 FILES_PER_FORMAT = 500
 

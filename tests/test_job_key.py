@@ -13,6 +13,9 @@ from cost_pipeline.cli import run_pipeline
 from cost_pipeline.demo import write_demo_landing
 from tests.conftest import DemoRun
 
+# Its module-scoped nights run once: the whole module goes to one worker.
+pytestmark = pytest.mark.xdist_group("job_key")
+
 
 def _sacct_line(header: list[str], **values: str) -> str:
     return "|".join(values.get(field, "") for field in header)

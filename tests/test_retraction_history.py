@@ -16,6 +16,9 @@ import pytest
 from cost_pipeline.cli import main, run_pipeline
 from tests.helpers import query
 
+# Its module-scoped nights run once: the whole module goes to one worker.
+pytestmark = pytest.mark.xdist_group("retraction_history")
+
 INVOICES = "services/invoices_2026-11.csv"
 SERVICES = "select batch_id, services_cost from marts.fct_batch_costs order by 1"
 VERSIONS = "select * from history.snp_batch_costs order by batch_id, snapshot_version"
