@@ -114,7 +114,17 @@ def _killed_run(landing: Path, warehouse: Path, point: KillPoint) -> bool:
     """Run the night in its own process and kill -9 it (with its dbt child) at ``point``; fail if it ends first.
     Returns whether dbt parsed the whole project (instead of reusing the last build's parse)."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "cost_pipeline.cli", "run", "--landing", str(landing), "--warehouse", str(warehouse)],
+        [
+            sys.executable,
+            "-m",
+            "cost_pipeline.cli",
+            "run",
+            "-v",
+            "--landing",
+            str(landing),
+            "--warehouse",
+            str(warehouse),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

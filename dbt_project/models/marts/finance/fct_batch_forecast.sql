@@ -76,5 +76,6 @@ select
                 > budget_cost * (100 + variance_boundary_pct), false)
     end as projected_over_boundary,
     cast(labour_people as bigint) as labour_people,
-    is_unpriced
+    is_unpriced,
+    {{ reporting_currency() }} as currency
 from joined

@@ -182,5 +182,6 @@ select
     cast(amount as decimal(18, 2)) as amount,
     cast(gpu_hours as decimal(18, 4)) as gpu_hours,
     on_batch_bill,
-    lever
+    lever,
+    {{ reporting_currency() }} as currency
 from grid

@@ -33,6 +33,7 @@ select
     case when forecasts.projected_compute_cost_low is not null and actuals.actual_compute_cost is not null
         then forecasts.projected_compute_cost_low <= actuals.actual_compute_cost
             and actuals.actual_compute_cost <= forecasts.projected_compute_cost_high
-    end as actual_in_range
+    end as actual_in_range,
+    {{ reporting_currency() }} as currency
 from forecasts
 inner join actuals on forecasts.batch_id = actuals.batch_id
