@@ -1,6 +1,7 @@
 """cost-pipeline: run the nightly job on the demo scenario or on real exports, from a terminal; keep the generated
-docs current. Exit codes: 0 done, 1 the run failed, 2 wrong arguments or config, 3 the warehouse is busy, 4 every
-row of a source was quarantined, 5 the landing folder holds no files (--allow-empty runs anyway)."""
+docs current. Exit codes (docs/operations.md): 0 done, 1 the run failed, 2 wrong arguments or config, 3 the warehouse
+is busy, 4 every row of a source was quarantined, 5 the warehouse is unusable, 6 retract: no such file, 7 the landing
+folder holds no files (--allow-empty runs anyway), 8 a source's load failed: its figures are stale."""
 
 from __future__ import annotations
 
@@ -20,10 +21,11 @@ from cost_pipeline.demo import write_demo_landing
 from cost_pipeline.progress import LOGGER, NightProgress
 from cost_pipeline.run_config import RunConfigError, check_run_config, read_run_config
 from cost_pipeline.run_lock import WarehouseBusy, warehouse_run_lock
-from cost_pipeline.source_summary import print_source_summary
+from cost_pipeline.source_summary import SummaryFindings, print_source_summary
 from cost_pipeline.warehouse_file import UNUSABLE_EXIT, WarehouseUnusable, check_warehouse
 
 EMPTY_LANDING_EXIT = 7  # docs/operations.md lists every exit code
+STALE_EXIT = 8  # the marts were built and published, but a source's load failed: its figures are a past night's
 
 BATCH_COLUMNS = (
     ("batch_id", "batch", 13),
@@ -356,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     except RunConfigError as wrong:
         print(f"cost-pipeline: --config {wrong}", file=sys.stderr)
         return 2
-    all_quarantined: list[str] = []
+    findings = SummaryFindings()
     try:
         # Held from before the demo rewrites its landing folder until the report is printed.
         with warehouse_run_lock(warehouse):
@@ -366,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
             if ok and warehouse.exists():
                 report(warehouse)
             if warehouse.exists():
-                all_quarantined = print_source_summary(warehouse)
+                findings = print_source_summary(warehouse)
     except WarehouseBusy as busy:
         print(f"cost-pipeline: {busy}", file=sys.stderr)
         return 3
@@ -374,11 +376,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cost-pipeline: {unusable}", file=sys.stderr)
         return UNUSABLE_EXIT
     wholly = (
-        f"every row was quarantined for {', '.join(all_quarantined)} (see raw.quarantine)" if all_quarantined else ""
+        f"every row was quarantined for {', '.join(findings.all_quarantined)} (see raw.quarantine)"
+        if findings.all_quarantined
+        else ""
     )
     if not ok:
         _failed(warehouse, progress, wholly, log=None if args.verbose else run_log(warehouse))
         return 1
+    if findings.stale:
+        print(
+            f"cost-pipeline: figures from {', '.join(findings.stale)} are stale: the load failed and raw keeps the "
+            "last good night's rows (see the stale: lines, raw.source_failures)" + (f"; {wholly}" if wholly else ""),
+            file=sys.stderr,
+        )
+        return STALE_EXIT
     if wholly:
         print(f"cost-pipeline: {wholly}", file=sys.stderr)
         return 4

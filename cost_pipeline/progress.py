@@ -90,7 +90,9 @@ class NightProgress:
         count = next(((metadata[name], unit) for name, unit in _COUNTS if name in metadata), None)
         detail = f"{count[0]:,} {count[1]}" if count else ""
         quarantined = metadata.get("rows_quarantined")
-        if quarantined:
+        if metadata.get("load_failed"):
+            detail += " kept (load failed)"
+        elif quarantined:
             detail += f" (+{quarantined:,} quarantined)"
         started = self._started.get(event.step_key)
         self._line(materialization.asset_key, detail, created - started if started is not None else None)

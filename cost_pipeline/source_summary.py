@@ -2,13 +2,16 @@
 
 One line a source (from the file ledger, ``raw.ingested_files``), in the registry's order, then one line for the
 ignored files (``raw.ignored_files``) and, when there are any, one for the files gone from the landing folder whose
-rows raw keeps (``missing_since``). A source that had rows and staged none (every row quarantined) is returned,
-so the CLI can end non-zero naming it.
+rows raw keeps (``missing_since``), and one ``stale:`` line per source whose load failed tonight
+(``raw.source_failures``): raw keeps its rows of its last good night, so its figures are as of then. The sources
+that had rows and staged none (every row quarantined) and those whose figures are stale are returned, so the CLI
+can end non-zero naming them.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -28,9 +31,17 @@ def _line(cells: tuple, out) -> None:
     print("  " + " ".join(text), file=out)
 
 
-def print_source_summary(warehouse: Path, out=None) -> list[str]:
+@dataclass
+class SummaryFindings:
+    """What the summary found that the exit code reports."""
+
+    all_quarantined: list[str] = field(default_factory=list)  # sources with rows, every one quarantined
+    stale: list[str] = field(default_factory=list)  # sources whose load failed tonight: last good night's rows
+
+
+def print_source_summary(warehouse: Path, out=None) -> SummaryFindings:
     """Print the per-source summary (to stdout unless ``out``); return the sources whose every row was
-    quarantined."""
+    quarantined and those whose figures are stale."""
     out = sys.stdout if out is None else out
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
@@ -43,7 +54,7 @@ def print_source_summary(warehouse: Path, out=None) -> list[str]:
                 ).fetchall()
             }
         except duckdb.CatalogException:
-            return []
+            return SummaryFindings()
         try:
             missing = con.execute(
                 "select source_file, min(missing_since) from raw.ingested_files where missing_since is not null "
@@ -58,16 +69,22 @@ def print_source_summary(warehouse: Path, out=None) -> list[str]:
             ]
         except duckdb.CatalogException:
             ignored = []
+        try:
+            failures = con.execute(
+                "select source, error, last_good_load from raw.source_failures order by source"
+            ).fetchall()
+        except duckdb.CatalogException:  # a warehouse written before failed loads were recorded
+            failures = []
     finally:
         con.close()
     print("\nPer source (raw.ingested_files):", file=out)
     _line(tuple(h for h, _ in _HEADINGS), out)
-    all_quarantined = []
+    findings = SummaryFindings()
     for name in [*SOURCES, *sorted(set(ledger) - set(SOURCES))]:
         files, rows_in, staged, quarantined = (int(v or 0) for v in ledger.get(name, (0, 0, 0, 0)))
         _line((name, files, rows_in, staged, quarantined), out)
         if rows_in > 0 and staged == 0:
-            all_quarantined.append(name)
+            findings.all_quarantined.append(name)
     if ignored:
         named = ", ".join(ignored[:IGNORED_NAMED]) + (", ..." if len(ignored) > IGNORED_NAMED else "")
         print(f"  ignored: {len(ignored)} file(s) match no source (raw.ignored_files): {named}", file=out)
@@ -81,4 +98,8 @@ def print_source_summary(warehouse: Path, out=None) -> list[str]:
             f"`cost-pipeline retract`): {named}{more}",
             file=out,
         )
-    return all_quarantined
+    for name, error, since in failures:
+        night = f"{since:%Y-%m-%d %H:%M} UTC" if since else "no night (it never loaded)"
+        print(f"  stale: figures from {name} are as of {night}; tonight's load failed: {error}", file=out)
+        findings.stale.append(name)
+    return findings

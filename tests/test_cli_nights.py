@@ -141,7 +141,8 @@ def test_version_and_help_are_plain_text(capsys):
     for text in texts.values():
         assert text.startswith("usage: cost-pipeline")
         assert "`" not in text and "**" not in text, text  # no Markdown or reStructuredText markup
-    assert "5 the landing folder holds no files" in " ".join(texts[""].split())
+    assert "7 the landing folder holds no files" in " ".join(texts[""].split())
+    assert "8 a source's load failed" in " ".join(texts[""].split())
     assert "--allow-empty" in texts["run"] and "-v, --verbose" in texts["run"] and "-v, --verbose" in texts["demo"]
 
 

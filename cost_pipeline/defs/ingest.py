@@ -3,7 +3,9 @@ registry (``cost_pipeline.ingest.registry``): its description, its checks and it
 
 Validation results are asset checks: ``rows_conserved`` (blocking: rows in must equal rows staged plus
 rows quarantined), ``no_quarantined_rows`` (a warning that names files, lines and rules, never values) and
-``no_missing_files`` (a warning naming each file gone from the landing folder whose rows raw keeps, and since when).
+``no_missing_files`` (a warning naming each file gone from the landing folder whose rows raw keeps, and since when)
+and ``source_loaded`` (a warning: the load raised what no rule foresaw, so it was rolled back and raw keeps the
+source's rows of its last good night; the asset still materialises, so every other figure is rebuilt).
 ``raw/ignored_files`` records every landing file no source reads, and its ``no_ignored_files`` check warns.
 A source with launch options (a dataclass of options in its declaration) takes them as the asset's run config,
 under the same names and defaults.
@@ -11,6 +13,7 @@ under the same names and defaults.
 
 import dataclasses
 import typing
+from datetime import UTC, datetime
 from typing import Any
 
 import dagster as dg
@@ -19,8 +22,16 @@ import duckdb
 from cost_pipeline.contract import load_contract
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.ingest.contract_tables import TABLES, load_contract_tables
+from cost_pipeline.ingest.lib.records import one_line
 from cost_pipeline.ingest.lib.source import Source
-from cost_pipeline.ingest.lib.warehouse import BOOKKEEPING_TABLES, IngestReport, record_ignored
+from cost_pipeline.ingest.lib.warehouse import (
+    BOOKKEEPING_TABLES,
+    IngestReport,
+    clear_failure,
+    kept_report,
+    record_failure,
+    record_ignored,
+)
 from cost_pipeline.ingest.registry import SOURCES, unread_files
 
 GROUP = "ingest"
@@ -49,6 +60,12 @@ def _check_specs(table: str) -> list[dg.AssetCheckSpec]:
             description="Fails when more rows are quarantined than at the previous materialisation.",
         ),
         dg.AssetCheckSpec(
+            "source_loaded",
+            asset=key,
+            description="Warns when the source's load failed: raw keeps its rows of the last good night (named), "
+            "its figures are stale, and the error names the file.",
+        ),
+        dg.AssetCheckSpec(
             "no_missing_files",
             asset=key,
             description="Warns when a file loaded on an earlier night is gone from the landing folder (its rows "
@@ -75,8 +92,34 @@ def previously_quarantined(context: dg.AssetExecutionContext) -> int | None:
     return int(value.value) if value is not None else None
 
 
-def report_result(context: dg.AssetExecutionContext, report: IngestReport) -> dg.MaterializeResult:
-    """Turn an ingest report into metadata and check results: counts and rule names only."""
+@dataclasses.dataclass(frozen=True)
+class LoadFailure:
+    """Tonight's load of a source failed and was rolled back: the error (one line) and its last good load."""
+
+    error: str
+    last_good_load: datetime | None
+
+    def night(self) -> str:
+        return f"{self.last_good_load:%Y-%m-%d %H:%M} UTC" if self.last_good_load else "no night (it never loaded)"
+
+
+def last_load(context: dg.AssetExecutionContext) -> datetime | None:
+    """When this asset last loaded its source, naive UTC: its previous materialisation, or (when that night's load
+    failed too) the last good load it named."""
+    event = context.instance.get_latest_materialization_event(context.asset_key)
+    if event is None or event.asset_materialization is None:
+        return None
+    named = event.asset_materialization.metadata.get("last_good_load")
+    if named is not None:
+        return datetime.fromisoformat(named.value) if named.value else None
+    return datetime.fromtimestamp(event.timestamp, UTC).replace(tzinfo=None)
+
+
+def report_result(
+    context: dg.AssetExecutionContext, report: IngestReport, failure: LoadFailure | None = None
+) -> dg.MaterializeResult:
+    """Turn an ingest report into metadata and check results: counts and rule names only. After a failed load the
+    report is what raw keeps (``kept_report``) and ``source_loaded`` warns, naming the error and the night."""
     previous = previously_quarantined(context)
     for example in report.examples:
         context.log.warning(f"quarantined: {example}")
@@ -100,6 +143,14 @@ def report_result(context: dg.AssetExecutionContext, report: IngestReport) -> dg
         "flagged_files": dg.MetadataValue.json(report.flags),
         "missing_files": len(report.missing),
     }
+    loaded: dict[str, Any] = {"load_failed": failure is not None}
+    if failure is not None:
+        context.log.warning(
+            f"stale: {report.source} did not load ({failure.error}); raw keeps its rows of {failure.night()}"
+        )
+        loaded["load_error"] = failure.error
+        loaded["last_good_load"] = failure.last_good_load.isoformat(sep=" ") if failure.last_good_load else ""
+    metadata.update(loaded)
     return dg.MaterializeResult(
         metadata=metadata,
         check_results=[
@@ -129,6 +180,15 @@ def report_result(context: dg.AssetExecutionContext, report: IngestReport) -> dg
                     "rows_quarantined": report.rows_quarantined,
                     "previously_quarantined": -1 if previous is None else previous,
                 },
+            ),
+            dg.AssetCheckResult(
+                check_name="source_loaded",
+                passed=failure is None,
+                severity=dg.AssetCheckSeverity.WARN,
+                description=None
+                if failure is None
+                else f"figures from {report.source} are as of {failure.night()}: {failure.error}",
+                metadata=loaded,
             ),
             dg.AssetCheckResult(
                 check_name="no_missing_files",
@@ -213,9 +273,17 @@ def config_class(source: Source) -> type[dg.Config]:
 def _load(
     context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse, source: Source, options: Any
 ) -> dg.MaterializeResult:
+    """Load one source; a load that raises is rolled back and recorded (``raw.source_failures``), and the asset
+    materialises with what raw keeps, so the rest of the night goes on. A lost warehouse connection still fails."""
     con = connect_for_ingest(warehouse, landing)
     try:
-        report = source.load(con, landing.root, load_contract(), options)
+        try:
+            report = source.load(con, landing.root, load_contract(), options)
+        except Exception as error:
+            message = one_line(error)
+            failure = LoadFailure(message, record_failure(con, source.name, message, last_load(context)))
+            return report_result(context, kept_report(con, source.name), failure)
+        clear_failure(con, source.name)
     finally:
         con.close()
     return report_result(context, report)

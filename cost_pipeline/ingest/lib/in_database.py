@@ -39,6 +39,7 @@ from cost_pipeline.ingest.lib.records import (
     Rejection,
     count_records,
     file_sha256,
+    naming_file,
     refusal,
     unopenable,
     whole_file,
@@ -283,42 +284,43 @@ def load_in_database(
     seen = FirstSeen()
     for path in paths:
         source_file = path.relative_to(landing_dir).as_posix()
-        reason = refusal(path, landing_dir)
-        if reason is not None:  # never handed to DuckDB: quarantined whole with its reason
-            files.append((source_file, UNREAD_SHA256, [unopenable(reason)]))
-            continue
-        sha, blank_lines = scan_file(path)
-        identity = sha if source.identity is None else f"{sha} {source.identity(path)}"
-        original = seen.original_of(source_file, identity)
-        if original is not None:  # same bytes (and identity) as an earlier file: not read, a duplicate
-            duplicate_of[source_file] = original
-            files.append((source_file, sha, []))
-            continue
-        try:
-            broken = source.stage(con, path, blank_lines)
-            # One statement: a file's rows are all checked in, or (it fails) none are and the file is quarantined.
-            con.execute(
-                f"insert into checked_rows select ?, ?, line, {source.typed_select}, {failed_rule}, "
-                f"{failed_message} from landing_rows",
-                [source_file, sha],
-            )
-        except (FileRejected, duckdb.Error) as error:
-            rule, message = (
-                (error.rule, str(error).splitlines()[0])
-                if isinstance(error, FileRejected)
-                else ("file_format", "file is not readable")
-            )
-            records = (
-                (parquet_rows(path) or 1)
-                if path.suffix.lower() == ".parquet"
-                else count_records(path, error.header_lines if isinstance(error, FileRejected) else 1)
-            )
-            files.append((source_file, sha, [whole_file(rule, message, records)]))
-            continue
-        files.append((source_file, sha, broken))
-        flagged = None if source.flag is None else source.flag(path)
-        if flagged is not None:
-            report.flags.append(f"{source_file}: {flagged}")
+        with naming_file(source_file):  # an unforeseen error fails the load, naming the file
+            reason = refusal(path, landing_dir)
+            if reason is not None:  # never handed to DuckDB: quarantined whole with its reason
+                files.append((source_file, UNREAD_SHA256, [unopenable(reason)]))
+                continue
+            sha, blank_lines = scan_file(path)
+            identity = sha if source.identity is None else f"{sha} {source.identity(path)}"
+            original = seen.original_of(source_file, identity)
+            if original is not None:  # same bytes (and identity) as an earlier file: not read, a duplicate
+                duplicate_of[source_file] = original
+                files.append((source_file, sha, []))
+                continue
+            try:
+                broken = source.stage(con, path, blank_lines)
+                # One statement: a file's rows are all checked in, or (it fails) none are and the file is quarantined.
+                con.execute(
+                    f"insert into checked_rows select ?, ?, line, {source.typed_select}, {failed_rule}, "
+                    f"{failed_message} from landing_rows",
+                    [source_file, sha],
+                )
+            except (FileRejected, duckdb.Error) as error:
+                rule, message = (
+                    (error.rule, str(error).splitlines()[0])
+                    if isinstance(error, FileRejected)
+                    else ("file_format", "file is not readable")
+                )
+                records = (
+                    (parquet_rows(path) or 1)
+                    if path.suffix.lower() == ".parquet"
+                    else count_records(path, error.header_lines if isinstance(error, FileRejected) else 1)
+                )
+                files.append((source_file, sha, [whole_file(rule, message, records)]))
+                continue
+            files.append((source_file, sha, broken))
+            flagged = None if source.flag is None else source.flag(path)
+            if flagged is not None:
+                report.flags.append(f"{source_file}: {flagged}")
     for table in _TEMPORARY:
         con.execute(f"drop table if exists {table}")
     try:

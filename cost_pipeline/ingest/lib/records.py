@@ -7,6 +7,7 @@ refused whole is one line-0 rejection standing for every record the file held (`
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import hashlib
@@ -16,7 +17,7 @@ import re
 import stat
 import sys
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
@@ -69,6 +70,32 @@ class RowRejected(ValueError):
     def __init__(self, rule: str, message: str) -> None:
         super().__init__(message)
         self.rule = rule
+
+
+class FileLoadFailed(Exception):
+    """Reading one file raised what no rule foresaw: the source's load fails (raw kept as it was), naming the file."""
+
+    def __init__(self, source_file: str, error: Exception) -> None:
+        super().__init__(f"{source_file}: {one_line(error)}")
+
+
+def one_line(error: Exception) -> str:
+    """An error as one line: its type and the first line of its message (``FileLoadFailed``: as it is)."""
+    first = next((line.strip() for line in str(error).splitlines() if line.strip()), "")
+    if isinstance(error, FileLoadFailed):
+        return first
+    return f"{type(error).__name__}" + (f": {first}" if first else "")
+
+
+@contextlib.contextmanager
+def naming_file(source_file: str) -> Iterator[None]:
+    """An unforeseen error while reading ``source_file`` becomes ``FileLoadFailed`` naming it."""
+    try:
+        yield
+    except FileLoadFailed:
+        raise
+    except Exception as error:
+        raise FileLoadFailed(source_file, error) from error
 
 
 def landing_files(landing_dir: Path, folder: str, patterns: Iterable[str], exclude: Iterable[str] = ()) -> list[Path]:

@@ -27,6 +27,7 @@ from cost_pipeline.ingest.lib.records import (
     csv_line_parser,
     jsonl_line_parser,
     landing_files,
+    naming_file,
     parse_file,
     refusal,
     refused_file,
@@ -74,14 +75,15 @@ class RowLoader:
         parser = self.parser(schema, options)
         results: list[tuple[ParsedFile, object]] = []
         for path in source.files(landing_dir):
-            reason = refusal(path, landing_dir)
-            if reason is not None:
-                parsed = refused_file(path, reason)
-            elif path.suffix == ".parquet" and self.parquet_row is not None:
-                parsed = parse_parquet(path, self.parquet_row(options))
-            else:
-                parsed = parse_file(path, parser)
-            results.append((parsed, validate_rows(parsed, schema, con)))
+            with naming_file(path.relative_to(landing_dir).as_posix()):
+                reason = refusal(path, landing_dir)
+                if reason is not None:
+                    parsed = refused_file(path, reason)
+                elif path.suffix == ".parquet" and self.parquet_row is not None:
+                    parsed = parse_parquet(path, self.parquet_row(options))
+                else:
+                    parsed = parse_file(path, parser)
+                results.append((parsed, validate_rows(parsed, schema, con)))
         return write_validated_source(con, schema, landing_dir, results)
 
 

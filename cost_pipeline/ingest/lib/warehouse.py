@@ -17,6 +17,7 @@ only under that folder, cannot attach, copy out, install or load extensions, and
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -81,6 +82,14 @@ create table if not exists raw.ignored_files (
     folder varchar not null,
     file_sha256 varchar not null,
     size_bytes bigint not null
+)"""
+# One row per source whose last load failed (rolled back, its raw rows kept as they were); empty on a good night.
+_FAILURES_DDL = """
+create table if not exists raw.source_failures (
+    source varchar not null,
+    error varchar not null,
+    failed_at timestamp not null,
+    last_good_load timestamp
 )"""
 # Warehouses written before the file ledger knew duplicates and files refused whole gain the columns in place.
 _FILES_MIGRATE = (
@@ -176,6 +185,7 @@ def connect(path: str | Path, readable_dir: str | Path | None = None) -> duckdb.
         con.execute(_FILES_DDL)
         con.execute(_IGNORED_DDL)
         con.execute(_RETRACTIONS_DDL)
+        con.execute(_FAILURES_DDL)
         for migrate in _FILES_MIGRATE:
             con.execute(migrate)
         if readable_dir is not None:
@@ -206,6 +216,18 @@ def retracted_files(con: duckdb.DuckDBPyConnection, source: str) -> set[tuple[st
             "select source_file, file_sha256 from raw.retractions where source = ?", [source]
         ).fetchall()
     }
+
+
+def missing_files(con: duckdb.DuckDBPyConnection, source: str) -> list[tuple[str, str]]:
+    """(file, the night it was first not seen, ISO UTC) of every file of ``source`` gone from the landing folder."""
+    return [
+        (f, since.isoformat(sep=" ", timespec="seconds"))
+        for f, since in con.execute(
+            "select source_file, missing_since from raw.ingested_files where source = ? and missing_since is not null "
+            "order by source_file",
+            [source],
+        ).fetchall()
+    ]
 
 
 def begin_source(
@@ -243,14 +265,7 @@ def begin_source(
         "where source = ? and list_contains(?, source_file)",
         [datetime.now(UTC).replace(tzinfo=None), source, names],
     )
-    report.missing.extend(
-        (f, since.isoformat(sep=" ", timespec="seconds"))
-        for f, since in con.execute(
-            "select source_file, missing_since from raw.ingested_files where source = ? and missing_since is not null "
-            "order by source_file",
-            [source],
-        ).fetchall()
-    )
+    report.missing.extend(missing_files(con, source))
     existing = {
         name
         for (name,) in con.execute(
@@ -402,4 +417,41 @@ def write_validated_source(
     except BaseException:
         con.execute("rollback")
         raise
+    return report
+
+
+def record_failure(
+    con: duckdb.DuckDBPyConnection, source: str, error: str, last_good_load: datetime | None
+) -> datetime | None:
+    """Record that ``source``'s load failed tonight (any transaction it left open is rolled back first), keeping the
+    night of its last good load from an earlier failure; returns that night (None: it never loaded)."""
+    with contextlib.suppress(duckdb.Error):  # DuckDB refuses a rollback when no transaction is open
+        con.execute("rollback")
+    earlier = con.execute("select last_good_load from raw.source_failures where source = ?", [source]).fetchone()
+    if earlier is not None:
+        last_good_load = earlier[0]
+    con.execute("delete from raw.source_failures where source = ?", [source])
+    con.execute(
+        "insert into raw.source_failures values (?, ?, ?, ?)",
+        [source, error, datetime.now(UTC).replace(tzinfo=None), last_good_load],
+    )
+    return last_good_load
+
+
+def clear_failure(con: duckdb.DuckDBPyConnection, source: str) -> None:
+    """``source`` loaded: its figures are tonight's again."""
+    con.execute("delete from raw.source_failures where source = ?", [source])
+
+
+def kept_report(con: duckdb.DuckDBPyConnection, source: str) -> IngestReport:
+    """What raw holds of ``source`` from earlier nights (the file ledger's counts), for a night its load failed."""
+    report = IngestReport(source)
+    files, rows_in, staged, quarantined, duplicates = con.execute(
+        "select count(*), sum(rows_in), sum(rows_staged), sum(rows_quarantined), count(duplicate_of) "
+        "from raw.ingested_files where source = ?",
+        [source],
+    ).fetchone()
+    report.files, report.duplicate_files = int(files), int(duplicates)
+    report.rows_in, report.rows_staged, report.rows_quarantined = (int(v or 0) for v in (rows_in, staged, quarantined))
+    report.missing.extend(missing_files(con, source))
     return report
