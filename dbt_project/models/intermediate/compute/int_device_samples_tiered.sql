@@ -4,7 +4,8 @@
 -- the time to the same GPU's next sample, capped at max_gap_factor x the nominal interval and at the job's end.
 -- Samples are the job's as int_device_samples_attributed says (by job label, or by host and time); a sample
 -- delivered twice counts once.
--- A view, read once: int_job_utilization_tiered sums it per job (and per job after its last step).
+-- A view: int_job_utilization_tiered sums it per job (and per job after its last step), int_job_energy_measured
+-- sums its power draw x represented time per job, month and tier.
 {{ config(materialized='view') }}
 
 with jobs as (
@@ -24,6 +25,7 @@ samples as (
         samples.gr_engine_active,
         samples.tensor_active,
         samples.nvlink_tx_bytes_per_second + samples.nvlink_rx_bytes_per_second as nvlink_bytes_per_second,
+        samples.power_watts,
         samples.source_file,
         samples.source_line
     from {{ ref('int_device_samples_attributed') }} as samples
@@ -63,6 +65,7 @@ classified as (
         gpu_index,
         sampled_at,
         contract_version,
+        power_watts,
         least(
             coalesce({{ seconds_between('sampled_at', 'next_sampled_at') }}, interval_seconds),
             interval_seconds * max_gap_factor,
@@ -82,7 +85,8 @@ select
     classified.gpu_index,
     classified.sampled_at,
     classified.represented_seconds,
-    tiers.tier
+    tiers.tier,
+    classified.power_watts
 from classified
 inner join tiers
     on classified.contract_version = tiers.contract_version

@@ -1,0 +1,101 @@
+-- Each job-month's measured GPU energy (int_job_energy_measured) with the facility's figures (docs/energy.md):
+-- facility energy = GPU energy x the contract's PUE, carbon = facility energy x the grid intensity of the month,
+-- and the month's power bill (the ledger's facility item power) shared to the cent over the job-months on owned
+-- capacity by their facility energy, with largest remainders. A job-month with no power sample has null energy
+-- (unobserved); a cloud-billed job's power is in its cloud price, so it has GPU energy but no facility figures.
+with job_months as (
+    select
+        job_months.job_key,
+        job_months.batch_id,
+        job_months.phase,
+        job_months.month_start,
+        job_months.occupied_gpu_seconds,
+        job_months.is_cloud_billed,
+        jobs.contract_version
+    from {{ ref('int_job_months_split') }} as job_months
+    inner join {{ ref('int_jobs_attributed') }} as jobs on job_months.job_key = jobs.job_key
+),
+
+energy as (
+    select
+        job_key,
+        month_start,
+        sum(gpu_kwh) as gpu_kwh,
+        sum(case when tier = 'idle' then gpu_kwh else 0 end) as idle_gpu_kwh,
+        sum(power_observed_gpu_seconds) as power_observed_gpu_seconds
+    from {{ ref('int_job_energy_measured') }}
+    group by job_key, month_start
+),
+
+parameters as (
+    {{ contract_parameters({'energy_pue': 'pue'}) }}
+),
+
+-- grid_intensity_g_co2e_per_kwh.<YYYY-MM>: the month is the name's last seven characters.
+grid_intensities as (
+    select
+        contract_version,
+        cast({{ dbt.concat([dbt.right('parameter_name', '7'), "'-01'"]) }} as date) as month_start,
+        parameter_value as grid_intensity_g_co2e_per_kwh
+    from {{ ref('stg_contract__parameters') }}
+    where parameter_name like 'grid_intensity_g_co2e_per_kwh.%'
+),
+
+power_bills as (
+    select * from {{ ref('int_power_bills_monthly') }}
+),
+
+measured as (
+    select
+        job_months.*,
+        energy.gpu_kwh,
+        energy.idle_gpu_kwh,
+        coalesce(energy.power_observed_gpu_seconds, 0) as power_observed_gpu_seconds,
+        parameters.pue,
+        grid_intensities.grid_intensity_g_co2e_per_kwh,
+        case when not job_months.is_cloud_billed then energy.gpu_kwh * parameters.pue end as facility_kwh
+    from job_months
+    left join energy on job_months.job_key = energy.job_key and job_months.month_start = energy.month_start
+    left join parameters on job_months.contract_version = parameters.contract_version
+    left join grid_intensities
+        on job_months.contract_version = grid_intensities.contract_version
+        and job_months.month_start = grid_intensities.month_start
+),
+
+-- Only job-months with facility energy share the bill: a month with none leaves its bill wholly to the gap.
+parts as (
+    select
+        measured.job_key,
+        measured.month_start,
+        measured.facility_kwh,
+        power_bills.power_bill_cents
+    from measured
+    inner join power_bills on measured.month_start = power_bills.month_start
+    where measured.facility_kwh > 0
+),
+
+allocated as (
+    {{ largest_remainder_cents('parts', ['month_start'], 'power_bill_cents', 'facility_kwh', 'job_key') }}
+)
+
+select
+    measured.job_key,
+    measured.batch_id,
+    measured.phase,
+    measured.month_start,
+    measured.contract_version,
+    measured.is_cloud_billed,
+    measured.occupied_gpu_seconds,
+    measured.power_observed_gpu_seconds,
+    measured.gpu_kwh,
+    measured.idle_gpu_kwh,
+    measured.pue,
+    measured.facility_kwh,
+    measured.grid_intensity_g_co2e_per_kwh,
+    measured.facility_kwh * measured.grid_intensity_g_co2e_per_kwh / 1000.0 as carbon_kg_co2e,
+    case
+        when allocated.allocated_cents is not null then allocated.allocated_cents
+        when measured.facility_kwh = 0 then 0
+    end as energy_cost_cents
+from measured
+left join allocated on measured.job_key = allocated.job_key and measured.month_start = allocated.month_start
