@@ -1,6 +1,7 @@
 """cost-pipeline: run the nightly job on the demo scenario or on real exports, from a terminal; keep the generated
-docs current. Exit codes: 0 done, 1 the run failed, 2 wrong arguments or config, 3 the warehouse is busy, 4 every
-row of a source was quarantined, 5 the landing folder holds no files (--allow-empty runs anyway)."""
+docs current; export the general-ledger journal and close a month. Exit codes: 0 done, 1 the run failed, 2 wrong
+arguments or config, 3 the warehouse is busy, 4 every row of a source was quarantined, 5 the landing folder holds no
+files (--allow-empty runs anyway), 8 the journal cannot be printed or the month cannot be closed."""
 
 from __future__ import annotations
 
@@ -275,6 +276,45 @@ def _retract(warehouse: Path, source_file: str, reason: str | None, by: str | No
     return 0
 
 
+def _journal(warehouse: Path, month_text: str, out_path: Path | None, close: bool, by: str | None) -> int:
+    """Print (or write to ``out_path``) a month's journal, or close the month (``cost_pipeline.journal``); errors are
+    one line on stderr and their exit code."""
+    from cost_pipeline.journal import JournalError, close_month, journal_lines, parse_month, write_csv
+
+    try:
+        month = parse_month(month_text)
+        with warehouse_run_lock(warehouse):
+            check_warehouse(warehouse, must_exist=True)
+            con = duckdb.connect(str(warehouse), read_only=not close)
+            try:
+                if close:
+                    frozen = close_month(con, month, by)
+                else:
+                    lines, closed = journal_lines(con, month)
+            finally:
+                con.close()
+    except WarehouseBusy as busy:
+        print(f"cost-pipeline: {busy}", file=sys.stderr)
+        return 3
+    except WarehouseUnusable as unusable:
+        print(f"cost-pipeline: {unusable}", file=sys.stderr)
+        return UNUSABLE_EXIT
+    except JournalError as refused:
+        print(f"cost-pipeline: {refused}", file=sys.stderr)
+        return refused.exit_code
+    if close:
+        print(f"closed {month:%Y-%m}: {len(frozen)} journal lines frozen in raw.closed_journal")
+        return 0
+    if out_path is None:
+        write_csv(lines, sys.stdout)
+        return 0
+    with open(out_path, "w", encoding="utf-8", newline="") as out:
+        write_csv(lines, out)
+    state = "closed: the frozen lines" if closed else "open"
+    print(f"wrote {out_path}: {len(lines)} journal lines for {month:%Y-%m} ({state})")
+    return 0
+
+
 def _failed(warehouse: Path, progress: NightProgress, wholly: str, log: Path | None) -> None:
     """After a failed night: which night the warehouse's tables are from (they are not printed), then the root
     cause as the last line."""
@@ -321,6 +361,13 @@ def _parser() -> argparse.ArgumentParser:
     retraction.add_argument("--reason", help="why its rows leave the figures (required; kept in raw.retractions)")
     retraction.add_argument("--warehouse", type=Path, required=True, help="DuckDB warehouse file")
     retraction.add_argument("--by", help="who retracts it (default: the operating-system user)")
+    journal = commands.add_parser("journal", help="write a month's general-ledger journal as CSV (stdout or --out)")
+    close = commands.add_parser("close", help="close a month: freeze its journal; later changes post as adjustments")
+    for command in (journal, close):
+        command.add_argument("--month", required=True, help="the month, YYYY-MM")
+        command.add_argument("--warehouse", type=Path, required=True, help="DuckDB warehouse file")
+    journal.add_argument("--out", type=Path, metavar="FILE", help="write the CSV here instead of stdout")
+    close.add_argument("--by", help="who closes it (default: the operating-system user)")
     return parser
 
 
@@ -329,6 +376,10 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "retract":
         return _retract(args.warehouse, args.file, args.reason, args.by)
+
+    if args.command in ("journal", "close"):
+        close = args.command == "close"
+        return _journal(args.warehouse, args.month, None if close else args.out, close, args.by if close else None)
 
     if args.command == "docs":
         return _docs(check=args.check)
