@@ -9,7 +9,7 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.metadata import version
 from pathlib import Path
 from typing import TextIO
@@ -254,23 +254,34 @@ def _docs(check: bool) -> int:
     return 0
 
 
-def _retract(warehouse: Path, source_file: str, reason: str | None, by: str | None) -> int:
-    """Record a file's retraction (``cost_pipeline.retract``); one line on stdout, or one on stderr and its code."""
-    from cost_pipeline.retract import RetractError, retract
+def _locked(warehouse: Path, action: Callable[[], object]) -> tuple[int, object]:
+    """``action()`` on an existing, usable warehouse under its run lock: (0, its result), or (exit code, None) after
+    one line on stderr for a busy or unusable warehouse or a refusal (``RetractError``, ``JournalError``)."""
+    from cost_pipeline.journal import JournalError
+    from cost_pipeline.retract import RetractError
 
     try:
         with warehouse_run_lock(warehouse):
             check_warehouse(warehouse, must_exist=True)
-            retracted = retract(warehouse, source_file, reason, by)
+            return 0, action()
     except WarehouseBusy as busy:
         print(f"cost-pipeline: {busy}", file=sys.stderr)
-        return 3
+        return 3, None
     except WarehouseUnusable as unusable:
         print(f"cost-pipeline: {unusable}", file=sys.stderr)
-        return UNUSABLE_EXIT
-    except RetractError as refused:
+        return UNUSABLE_EXIT, None
+    except (RetractError, JournalError) as refused:
         print(f"cost-pipeline: {refused}", file=sys.stderr)
-        return refused.exit_code
+        return refused.exit_code, None
+
+
+def _retract(warehouse: Path, source_file: str, reason: str | None, by: str | None) -> int:
+    """Record a file's retraction (``cost_pipeline.retract``); one line on stdout, or one on stderr and its code."""
+    from cost_pipeline.retract import retract
+
+    code, retracted = _locked(warehouse, lambda: retract(warehouse, source_file, reason, by))
+    if code:
+        return code
     sources = ", ".join(f"{r.source}: {r.rows:,} rows" for r in retracted)
     print(f"retracted {retracted[0].source_file} ({sources}); its rows leave the figures on the next night")
     return 0
@@ -283,35 +294,30 @@ def _journal(warehouse: Path, month_text: str, out_path: Path | None, close: boo
 
     try:
         month = parse_month(month_text)
-        with warehouse_run_lock(warehouse):
-            check_warehouse(warehouse, must_exist=True)
-            con = duckdb.connect(str(warehouse), read_only=not close)
-            try:
-                if close:
-                    frozen = close_month(con, month, by)
-                else:
-                    lines, closed = journal_lines(con, month)
-            finally:
-                con.close()
-    except WarehouseBusy as busy:
-        print(f"cost-pipeline: {busy}", file=sys.stderr)
-        return 3
-    except WarehouseUnusable as unusable:
-        print(f"cost-pipeline: {unusable}", file=sys.stderr)
-        return UNUSABLE_EXIT
-    except JournalError as refused:
-        print(f"cost-pipeline: {refused}", file=sys.stderr)
-        return refused.exit_code
+    except JournalError as wrong:
+        print(f"cost-pipeline: {wrong}", file=sys.stderr)
+        return wrong.exit_code
+
+    def action():
+        con = duckdb.connect(str(warehouse), read_only=not close)
+        try:
+            return (close_month(con, month, by), True) if close else journal_lines(con, month)
+        finally:
+            con.close()
+
+    code, result = _locked(warehouse, action)
+    if code:
+        return code
+    lines, closed = result
     if close:
-        print(f"closed {month:%Y-%m}: {len(frozen)} journal lines frozen in raw.closed_journal")
-        return 0
-    if out_path is None:
+        print(f"closed {month:%Y-%m}: {len(lines)} journal lines frozen in raw.closed_journal")
+    elif out_path is None:
         write_csv(lines, sys.stdout)
-        return 0
-    with open(out_path, "w", encoding="utf-8", newline="") as out:
-        write_csv(lines, out)
-    state = "closed: the frozen lines" if closed else "open"
-    print(f"wrote {out_path}: {len(lines)} journal lines for {month:%Y-%m} ({state})")
+    else:
+        with open(out_path, "w", encoding="utf-8", newline="") as out:
+            write_csv(lines, out)
+        state = "closed: the frozen lines" if closed else "open"
+        print(f"wrote {out_path}: {len(lines)} journal lines for {month:%Y-%m} ({state})")
     return 0
 
 

@@ -131,7 +131,7 @@ def _current_lines(con: duckdb.DuckDBPyConnection, months: str, params: list) ->
 def _frozen_lines(con: duckdb.DuckDBPyConnection) -> list[JournalLine]:
     if not _table_exists(con, "raw", "closed_journal"):
         return []
-    return [JournalLine(*row) for row in con.execute(f"select {', '.join(COLUMNS)} from raw.closed_journal")]
+    return [JournalLine(*row) for row in con.execute(f"select {', '.join(COLUMNS)} from raw.closed_journal").fetchall()]
 
 
 def latest_closed(con: duckdb.DuckDBPyConnection) -> date | None:
