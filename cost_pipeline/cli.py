@@ -1,7 +1,8 @@
 """cost-pipeline: run the nightly job on the demo scenario or on real exports, from a terminal; keep the generated
-docs current. Exit codes (docs/operations.md): 0 done, 1 the run failed, 2 wrong arguments or config, 3 the warehouse
-is busy, 4 every row of a source was quarantined, 5 the warehouse is unusable, 6 retract: no such file, 7 the landing
-folder holds no files (--allow-empty runs anyway), 8 a source's load failed: its figures are stale."""
+docs current; export the general-ledger journal and close a month. Exit codes (docs/operations.md): 0 done, 1 the run
+failed, 2 wrong arguments or config, 3 the warehouse is busy, 4 every row of a source was quarantined, 5 the warehouse
+is unusable, 6 retract: no such file, 7 the landing folder holds no files (--allow-empty runs anyway), 8 a source's
+load failed: its figures are stale, 9 the journal cannot be printed or the month cannot be closed."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.metadata import version
 from pathlib import Path
 from typing import TextIO
@@ -255,25 +256,70 @@ def _docs(check: bool) -> int:
     return 0
 
 
-def _retract(warehouse: Path, source_file: str, reason: str | None, by: str | None) -> int:
-    """Record a file's retraction (``cost_pipeline.retract``); one line on stdout, or one on stderr and its code."""
-    from cost_pipeline.retract import RetractError, retract
+def _locked(warehouse: Path, action: Callable[[], object]) -> tuple[int, object]:
+    """``action()`` on an existing, usable warehouse under its run lock: (0, its result), or (exit code, None) after
+    one line on stderr for a busy or unusable warehouse or a refusal (``RetractError``, ``JournalError``)."""
+    from cost_pipeline.journal import JournalError
+    from cost_pipeline.retract import RetractError
 
     try:
         with warehouse_run_lock(warehouse):
             check_warehouse(warehouse, must_exist=True)
-            retracted = retract(warehouse, source_file, reason, by)
+            return 0, action()
     except WarehouseBusy as busy:
         print(f"cost-pipeline: {busy}", file=sys.stderr)
-        return 3
+        return 3, None
     except WarehouseUnusable as unusable:
         print(f"cost-pipeline: {unusable}", file=sys.stderr)
-        return UNUSABLE_EXIT
-    except RetractError as refused:
+        return UNUSABLE_EXIT, None
+    except (RetractError, JournalError) as refused:
         print(f"cost-pipeline: {refused}", file=sys.stderr)
-        return refused.exit_code
+        return refused.exit_code, None
+
+
+def _retract(warehouse: Path, source_file: str, reason: str | None, by: str | None) -> int:
+    """Record a file's retraction (``cost_pipeline.retract``); one line on stdout, or one on stderr and its code."""
+    from cost_pipeline.retract import retract
+
+    code, retracted = _locked(warehouse, lambda: retract(warehouse, source_file, reason, by))
+    if code:
+        return code
     sources = ", ".join(f"{r.source}: {r.rows:,} rows" for r in retracted)
     print(f"retracted {retracted[0].source_file} ({sources}); its rows leave the figures on the next night")
+    return 0
+
+
+def _journal(warehouse: Path, month_text: str, out_path: Path | None, close: bool, by: str | None) -> int:
+    """Print (or write to ``out_path``) a month's journal, or close the month (``cost_pipeline.journal``); errors are
+    one line on stderr and their exit code."""
+    from cost_pipeline.journal import JournalError, close_month, journal_lines, parse_month, write_csv
+
+    try:
+        month = parse_month(month_text)
+    except JournalError as wrong:
+        print(f"cost-pipeline: {wrong}", file=sys.stderr)
+        return wrong.exit_code
+
+    def action():
+        con = duckdb.connect(str(warehouse), read_only=not close)
+        try:
+            return (close_month(con, month, by), True) if close else journal_lines(con, month)
+        finally:
+            con.close()
+
+    code, result = _locked(warehouse, action)
+    if code:
+        return code
+    lines, closed = result
+    if close:
+        print(f"closed {month:%Y-%m}: {len(lines)} journal lines frozen in raw.closed_journal")
+    elif out_path is None:
+        write_csv(lines, sys.stdout)
+    else:
+        with open(out_path, "w", encoding="utf-8", newline="") as out:
+            write_csv(lines, out)
+        state = "closed: the frozen lines" if closed else "open"
+        print(f"wrote {out_path}: {len(lines)} journal lines for {month:%Y-%m} ({state})")
     return 0
 
 
@@ -323,6 +369,13 @@ def _parser() -> argparse.ArgumentParser:
     retraction.add_argument("--reason", help="why its rows leave the figures (required; kept in raw.retractions)")
     retraction.add_argument("--warehouse", type=Path, required=True, help="DuckDB warehouse file")
     retraction.add_argument("--by", help="who retracts it (default: the operating-system user)")
+    journal = commands.add_parser("journal", help="write a month's general-ledger journal as CSV (stdout or --out)")
+    close = commands.add_parser("close", help="close a month: freeze its journal; later changes post as adjustments")
+    for command in (journal, close):
+        command.add_argument("--month", required=True, help="the month, YYYY-MM")
+        command.add_argument("--warehouse", type=Path, required=True, help="DuckDB warehouse file")
+    journal.add_argument("--out", type=Path, metavar="FILE", help="write the CSV here instead of stdout")
+    close.add_argument("--by", help="who closes it (default: the operating-system user)")
     return parser
 
 
@@ -331,6 +384,10 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "retract":
         return _retract(args.warehouse, args.file, args.reason, args.by)
+
+    if args.command in ("journal", "close"):
+        close = args.command == "close"
+        return _journal(args.warehouse, args.month, None if close else args.out, close, args.by if close else None)
 
     if args.command == "docs":
         return _docs(check=args.check)

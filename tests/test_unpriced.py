@@ -107,6 +107,21 @@ def test_a_quarantined_capacity_purchase_leaves_compute_unpriced_not_zero(tmp_pa
     )
     assert history == [(None, True, Decimal("188.0000"))]
 
+    # The journal posts the priced cost and counts the unpriced lines on the line they would post to, never 0.00.
+    journal = query(
+        warehouse,
+        "select debit, credit, is_unpriced, unpriced_lines, unpriced_gpu_hours from marts.fct_gl_journal "
+        "where cost_centre = 'CC-410' and gl_account = '6110'",
+    )
+    priced, unpriced_lines, unpriced_hours = query(
+        warehouse,
+        "select sum(amount), count(*) filter (where is_unpriced), sum(gpu_hours) filter (where is_unpriced) "
+        "from marts.fct_cost_lines where cost_type = 'compute' and batch_id <> 'unattributed'",
+    )[0]
+    assert unpriced_lines > 0 and unpriced_hours >= Decimal("188")
+    assert journal == [(priced, Decimal("0.00"), True, unpriced_lines, unpriced_hours)]
+    assert query(warehouse, "select sum(debit) = sum(credit) from marts.fct_gl_journal") == [(True,)]
+
     out = io.StringIO()
     report(warehouse, out)
     summary = [line for line in out.getvalue().splitlines() if line.startswith("Unpriced months")]

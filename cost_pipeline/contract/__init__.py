@@ -59,6 +59,24 @@ class OverVersions:
 
 
 @dataclass(frozen=True)
+class GlAccount:
+    account: str
+    name: str
+
+
+@dataclass(frozen=True)
+class GeneralLedger:
+    """Where the journal posts (contract general_ledger): cost type -> expense and balancing account, and the cost
+    centres of teams and batches with the fallback for cost no mapping names."""
+
+    expense_accounts: dict[str, GlAccount]
+    balancing_accounts: dict[str, GlAccount]
+    team_cost_centres: dict[str, str]
+    batch_cost_centres: dict[str, str]
+    fallback_cost_centre: str
+
+
+@dataclass(frozen=True)
 class Contract:
     version: str
     document: dict[str, Any]
@@ -208,6 +226,46 @@ class Contract:
             "charge_classes": list(rule.get("charge_classes", ["Correction"])),
             "negative_consumed_quantity": bool(rule.get("negative_consumed_quantity", False)),
         }
+
+    @property
+    def general_ledger(self) -> GeneralLedger | None:
+        """The journal's accounts and cost centres (None for a version without a general_ledger section); raises
+        ``ValueError`` for a mapping the journal could not balance or reconcile."""
+        section = self.document.get("general_ledger")
+        if not section:
+            return None
+
+        def accounts(key: str) -> dict[str, GlAccount]:
+            return {str(k): GlAccount(str(v["account"]), str(v["name"])) for k, v in (section.get(key) or {}).items()}
+
+        expense, balancing = accounts("expense_accounts"), accounts("balancing_accounts")
+        problem = None
+        if not expense or set(expense) != set(balancing):
+            problem = "expense_accounts and balancing_accounts must name the same cost types"
+        elif len({a.account for a in expense.values()}) != len(expense):
+            problem = "two cost types share an expense account"
+        elif {a.account for a in expense.values()} & {a.account for a in balancing.values()}:
+            problem = "an account is both an expense and a balancing account"
+        elif any(
+            a.name != b.name
+            for a in [*expense.values(), *balancing.values()]
+            for b in [*expense.values(), *balancing.values()]
+            if a.account == b.account
+        ):
+            problem = "one account is given two names"
+        centres = section.get("cost_centres") or {}
+        fallback = centres.get("fallback")
+        if problem is None and not fallback:
+            problem = "cost_centres needs a fallback cost centre"
+        if problem:
+            raise ValueError(f"contract {self.version}: general_ledger: {problem}")
+        return GeneralLedger(
+            expense_accounts=expense,
+            balancing_accounts=balancing,
+            team_cost_centres={str(k): str(v) for k, v in (centres.get("teams") or {}).items()},
+            batch_cost_centres={str(k): str(v) for k, v in (centres.get("batches") or {}).items()},
+            fallback_cost_centre=str(fallback),
+        )
 
     @property
     def service_stages(self) -> list[str]:
@@ -380,6 +438,19 @@ class Contract:
             add("labour_task_category", task, category=category)
         for code, text in doc["service_stages"].items():
             add("service_stage", code, description=text)
+        # The journal's mapping (general_ledger): the cost type, team or batch as code, the account or cost centre
+        # as category; the fallback cost centre is one row with code 'fallback'.
+        ledger = self.general_ledger
+        if ledger is not None:
+            for cost_type, account in ledger.expense_accounts.items():
+                add("gl_expense_account", cost_type, category=account.account, description=account.name)
+            for cost_type, account in ledger.balancing_accounts.items():
+                add("gl_balancing_account", cost_type, category=account.account, description=account.name)
+            for team, centre in ledger.team_cost_centres.items():
+                add("gl_team_cost_centre", team, category=centre)
+            for batch, centre in ledger.batch_cost_centres.items():
+                add("gl_batch_cost_centre", batch, category=centre)
+            add("gl_fallback_cost_centre", "fallback", category=ledger.fallback_cost_centre)
         return rows
 
     def parameter_rows(self) -> list[dict[str, Any]]:
