@@ -121,7 +121,12 @@ def test_the_nightly_run_publishes_a_finance_and_an_engineering_file(demo_run):
         "inputs_hash",
         "content_hash",
     ]  # hashes over the blanked labour cost and over the timesheets
-    with_omissions = {"fct_task_costs", "fct_resource_book", "fct_batch_cost_history"}
+    assert [c for c in marts["fct_gl_journal"] if c not in published["fct_gl_journal"]] == [
+        "debit",
+        "credit",
+        "net_amount",
+    ]  # a cost centre's labour line is the cost of its people
+    with_omissions = {"fct_task_costs", "fct_resource_book", "fct_batch_cost_history", "fct_gl_journal"}
     assert {t: c for t, c in published.items() if t not in with_omissions} == {
         t: c for t, c in marts.items() if t not in with_omissions
     }
@@ -155,6 +160,9 @@ def test_the_confidential_columns_are_listed_once_in_the_contract():
         ("fct_resource_book", "contract_discount"),
         ("fct_batch_cost_history", "content_hash"),
         ("fct_batch_cost_history", "inputs_hash"),
+        ("fct_gl_journal", "debit"),
+        ("fct_gl_journal", "credit"),
+        ("fct_gl_journal", "net_amount"),
     }
     assert load_contract("v1").confidential_columns.keys() == listed
     assert publishing.confidential_columns().keys() >= listed
