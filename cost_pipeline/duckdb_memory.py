@@ -5,6 +5,9 @@ each claim that much. Every connection the pipeline opens on the warehouse - ing
 .connect``), publishing (``publish``) and dbt (the profile's ``settings``) - runs under an explicit
 ``memory_limit`` and spills what does not fit into ``<warehouse file name>.tmp/`` beside the warehouse (DuckDB's
 own spill folder for a database file, named after the warehouse, so a spill never lands in the working folder).
+A connection to the warehouse file has that folder by default and it is left as is: DuckDB refuses to set the
+spill folder again once it has spilled, even to the same folder, and dbt-duckdb sets its profile's settings on
+every cursor. Only publishing's in-memory connection is given it.
 
 The limit is, first found: the warehouse resource's ``memory_limit`` (Dagster run config), the environment
 variable ``COST_DUCKDB_MEMORY_LIMIT``, else ``DEFAULT_MEMORY_LIMIT``. It is in DuckDB's units (``4GiB``,
@@ -20,8 +23,6 @@ from pathlib import Path
 import duckdb
 
 MEMORY_LIMIT_VARIABLE = "COST_DUCKDB_MEMORY_LIMIT"
-# Set for dbt's process only, from the warehouse path (profiles.yml reads it); never needed by hand.
-TEMP_DIRECTORY_VARIABLE = "COST_DUCKDB_TEMP_DIRECTORY"
 DEFAULT_MEMORY_LIMIT = "4GiB"
 
 
@@ -51,9 +52,13 @@ def limit_memory(con: duckdb.DuckDBPyConnection, warehouse: Path, configured: st
             f"DuckDB memory limit {limit!r} (resource memory_limit or {MEMORY_LIMIT_VARIABLE}) is not a size such "
             f"as 4GiB or 500MB: {str(error).strip().splitlines()[0]}"
         ) from None
-    con.execute(f"set temp_directory = {_literal(str(temp_directory(warehouse)))}")
+    spill = temp_directory(warehouse)
+    (current,) = con.execute("select current_setting('temp_directory')").fetchone()
+    if not current or Path(current).resolve() != spill.resolve():
+        con.execute(f"set temp_directory = {_literal(str(spill))}")
 
 
-def dbt_environment(warehouse: Path, configured: str | None = None) -> dict[str, str]:
-    """The variables dbt's profile reads for the same limit and spill folder (see dbt_project/profiles.yml)."""
-    return {MEMORY_LIMIT_VARIABLE: memory_limit(configured), TEMP_DIRECTORY_VARIABLE: str(temp_directory(warehouse))}
+def dbt_environment(configured: str | None = None) -> dict[str, str]:
+    """What dbt's profile reads for the same limit (dbt_project/profiles.yml); dbt's connection to the warehouse
+    file spills into ``temp_directory`` by DuckDB's default."""
+    return {MEMORY_LIMIT_VARIABLE: memory_limit(configured)}

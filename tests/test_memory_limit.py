@@ -80,7 +80,7 @@ def test_publishing_runs_under_the_limit(tmp_path: Path) -> None:
 
 def test_dbt_runs_under_the_limit_and_spills_beside_the_warehouse(tmp_path: Path) -> None:
     warehouse = tmp_path / "night.duckdb"
-    env = {**os.environ, "COST_WAREHOUSE": str(warehouse), **dbt_environment(warehouse, "300MiB")}
+    env = {**os.environ, "COST_WAREHOUSE": str(warehouse), **dbt_environment("300MiB")}
     shown = subprocess.run(
         [dbt_executable(), "show", "--quiet", "--output", "json", "--inline", SETTINGS]
         + ["--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR)]

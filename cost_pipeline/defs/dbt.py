@@ -44,8 +44,8 @@ class CostDbtTranslator(DagsterDbtTranslator):
 def cost_models(context: dg.AssetExecutionContext, dbt: DbtCliResource, warehouse: Warehouse):
     # dbt runs in its own process from the project folder: hand it the warehouse as an absolute path.
     os.environ["COST_WAREHOUSE"] = str(warehouse.file)
-    # and the run's DuckDB memory limit and spill folder, which the profile's settings read.
-    os.environ.update(dbt_environment(warehouse.file, warehouse.memory_limit))
+    # and the run's DuckDB memory limit, which the profile's settings read.
+    os.environ.update(dbt_environment(warehouse.memory_limit))
     # A target folder of its own per build, named as dagster-dbt names them, seeded with the partial-parse file of
     # the last build on this warehouse so dbt does not re-parse the whole project (see dbt_setup).
     target = dbt_project.project_dir / "target" / f"{context.op_def.name}-{context.run_id[:7]}-{uuid.uuid4().hex[:7]}"
