@@ -13,7 +13,8 @@ the manifest is missing. What the manifest depends on:
 - the values of the environment variables the project's files read with ``env_var()``, except the warehouse
   path ``COST_WAREHOUSE``. Of that path only the file's stem reaches the manifest: dbt-duckdb names the database
   after it (``warehouse.duckdb`` -> ``"warehouse"."marts"."fct_batch_costs"``). Two warehouses of the same file name
-  in different folders share one manifest.
+  in different folders share one manifest. The DuckDB memory limit (``duckdb_memory``) is read by the profile
+  only and never reaches the manifest.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from pathlib import Path
 
 from dagster_dbt import DbtProject
 
+from cost_pipeline.duckdb_memory import MEMORY_LIMIT_VARIABLE
+
 DBT_PROJECT_DIR = Path(__file__).resolve().parents[1] / "dbt_project"
 
 dbt_project = DbtProject(project_dir=DBT_PROJECT_DIR, profiles_dir=DBT_PROJECT_DIR)
@@ -40,6 +43,8 @@ dbt_project = DbtProject(project_dir=DBT_PROJECT_DIR, profiles_dir=DBT_PROJECT_D
 # Folders dbt writes into or installs into, not part of the project's source.
 NOT_PROJECT_SOURCE = frozenset({"target", "logs", "dbt_packages", "__pycache__"})
 WAREHOUSE_VARIABLE = "COST_WAREHOUSE"
+# Read by profiles.yml's settings only: it changes how DuckDB runs, not what dbt parses.
+PROFILE_ONLY_VARIABLES = frozenset({MEMORY_LIMIT_VARIABLE})
 PARTIAL_PARSE_FILE = "partial_parse.msgpack"
 _ENV_VAR_CALL = re.compile(r"""env_var\(\s*['"]([A-Za-z_][A-Za-z0-9_]*)['"]""")
 
@@ -86,7 +91,7 @@ def manifest_fingerprint(project_dir: Path = DBT_PROJECT_DIR) -> str:
         variables.update(_ENV_VAR_CALL.findall(content.decode("utf-8", errors="replace")))
     for package in ("dbt-core", "dbt-duckdb"):
         digest.update(f"{package}=={version(package)}\0".encode())
-    for name in sorted(variables):
+    for name in sorted(variables - PROFILE_ONLY_VARIABLES):
         value = os.environ.get(name)
         if name == WAREHOUSE_VARIABLE:
             value = Path(value or _default_warehouse(project_dir)).stem

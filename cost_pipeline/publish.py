@@ -41,6 +41,7 @@ from pathlib import Path
 import duckdb
 
 from cost_pipeline.contract import Complement, OverVersions, available_versions, load_contract
+from cost_pipeline.duckdb_memory import limit_memory
 from cost_pipeline.ingest.lib.warehouse import quote
 
 FINANCE = "finance"
@@ -265,9 +266,10 @@ def publish_marts(warehouse: Path, as_of: datetime | None = None) -> dict[str, P
     return publish(warehouse, as_of).files
 
 
-def publish(warehouse: Path, as_of: datetime | None = None) -> Publication:
+def publish(warehouse: Path, as_of: datetime | None = None, memory_limit: str | None = None) -> Publication:
     """``publish_marts`` with what was written: tables per file and the columns engineering does not get.
-    ``as_of`` (default: now, to the second, UTC) is the night the files say they are as of."""
+    ``as_of`` (default: now, to the second, UTC) is the night the files say they are as of. DuckDB runs under
+    ``memory_limit`` (``cost_pipeline.duckdb_memory``), spilling beside the warehouse."""
     warehouse = Path(warehouse).resolve()
     if not warehouse.is_file():
         raise FileNotFoundError(f"no warehouse at {warehouse}")
@@ -280,6 +282,7 @@ def publish(warehouse: Path, as_of: datetime | None = None) -> Publication:
     parquets: dict[str, dict[Path, Path]] = {audience: {} for audience in AUDIENCES}  # target -> temporary
     con = duckdb.connect()  # in memory: the warehouse is attached read-only, nothing else is opened
     try:
+        limit_memory(con, warehouse, memory_limit)
         source = _source_alias(warehouse)
         con.execute(f"attach ? as {quote(source)} (read_only)", [str(warehouse)])
         columns = _marts_columns(con, source)

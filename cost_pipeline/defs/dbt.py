@@ -19,6 +19,7 @@ from packaging.version import Version
 
 from cost_pipeline.dbt_setup import dbt_project, keep_partial_parse, prepare_manifest, seed_partial_parse
 from cost_pipeline.defs.resources import Warehouse
+from cost_pipeline.duckdb_memory import dbt_environment
 
 # Under `dagster dev` the manifest is rebuilt at load so model edits show at once. dagster-dbt's own preparer
 # looks for dbt on PATH, which an unactivated venv lacks; prepare_manifest uses the dbt beside this Python.
@@ -67,6 +68,8 @@ class CostDbtTranslator(DagsterDbtTranslator):
 def cost_models(context: dg.AssetExecutionContext, dbt: DbtCliResource, warehouse: Warehouse):
     # dbt runs in its own process from the project folder: hand it the warehouse as an absolute path.
     os.environ["COST_WAREHOUSE"] = str(warehouse.file)
+    # and the run's DuckDB memory limit, which the profile's settings read.
+    os.environ.update(dbt_environment(warehouse.memory_limit))
     # A target folder of its own per build, named as dagster-dbt names them, seeded with the partial-parse file of
     # the last build on this warehouse so dbt does not re-parse the whole project (see dbt_setup).
     target = dbt_project.project_dir / "target" / f"{context.op_def.name}-{context.run_id[:7]}-{uuid.uuid4().hex[:7]}"

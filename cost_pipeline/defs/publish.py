@@ -31,7 +31,7 @@ mart_keys = sorted((key for key in cost_models.keys if key.path[0] == MARTS), ke
 )
 def published_marts(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     try:
-        publication = publish(warehouse.file)
+        publication = publish(warehouse.file, memory_limit=warehouse.memory_limit)
     except duckdb.IOException as error:
         if "lock" not in str(error).lower():
             raise

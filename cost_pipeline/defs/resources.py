@@ -30,6 +30,10 @@ class Warehouse(dg.ConfigurableResource):
     """
 
     path: str
+    # DuckDB memory limit of every warehouse connection of the run - ingest, dbt and publishing alike - such as
+    # 4GiB or 500MB; unset: COST_DUCKDB_MEMORY_LIMIT, else 4GiB (cost_pipeline.duckdb_memory). Run config:
+    # resources: {warehouse: {config: {memory_limit: 2GiB}}}.
+    memory_limit: str | None = None
 
     @contextlib.contextmanager
     def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator["Warehouse"]:
@@ -47,4 +51,4 @@ class Warehouse(dg.ConfigurableResource):
         (``cost_pipeline.ingest.lib.warehouse.lock_down``) and cannot read outside the landing folder, copy out,
         attach, install or load extensions, or change a setting.
         """
-        return connect(self.file, readable_dir=readable)
+        return connect(self.file, readable_dir=readable, memory_limit=self.memory_limit)

@@ -11,6 +11,7 @@ A file refused whole (not text, a wrong header, an unreadable Parquet file) has 
 one line-0 row in the quarantine, and its ledger row counts every record it held as in and quarantined (its lines
 less the header; a Parquet file's rows when its footer says), so the ledger shows how much was not loaded.
 
+Every connection runs under the DuckDB memory limit and spills beside the warehouse (``duckdb_memory``).
 An ingest connection can be locked down (``connect(path, readable_dir=...)``): DuckDB may then open files
 only under that folder, cannot attach, copy out, install or load extensions, and cannot change a setting.
 """
@@ -29,6 +30,7 @@ import duckdb
 import pandas as pd
 
 from cost_pipeline.contract.schemas import SourceSchema
+from cost_pipeline.duckdb_memory import limit_memory
 from cost_pipeline.ingest.lib.records import UNREAD_SHA256, ParsedFile, Rejection, file_sha256, refusal
 
 RAW = "raw"
@@ -171,15 +173,19 @@ def file_pattern(path: str | Path) -> str:
     return _GLOB_CHARACTER.sub(r"[\1]", str(path))
 
 
-def connect(path: str | Path, readable_dir: str | Path | None = None) -> duckdb.DuckDBPyConnection:
+def connect(
+    path: str | Path, readable_dir: str | Path | None = None, memory_limit: str | None = None
+) -> duckdb.DuckDBPyConnection:
     """Open the warehouse and make sure the quarantine and the file ledger exist.
 
-    With ``readable_dir`` (the landing folder, for ingest) the connection is locked down to it
-    (``lock_down``); without it the connection is unrestricted, as before.
+    The connection runs under the DuckDB memory limit (``memory_limit``, else ``COST_DUCKDB_MEMORY_LIMIT``, else
+    4 GiB) and spills beside the warehouse (``cost_pipeline.duckdb_memory``). With ``readable_dir`` (the landing
+    folder, for ingest) it is then locked down to that folder (``lock_down``); without it it is unrestricted.
     """
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(str(path))
     try:
+        limit_memory(con, Path(path), memory_limit)
         con.execute(f"create schema if not exists {RAW}")
         con.execute(_QUARANTINE_DDL)
         con.execute(_FILES_DDL)

@@ -1,0 +1,245 @@
+"""Benchmark: the telemetry part of a night (ingest + dbt) under the DuckDB memory limit, against bare DuckDB SQL.
+
+Run on demand (not part of the test suite); it needs a few GB of disk per 10 M samples:
+
+    .venv/bin/python bench/bench_memory.py --samples 2000000 --memory-limit 4GiB
+
+It writes the demo's landing folder with its device samples replaced by ``--samples`` generated ones (the demo's
+jobs, hosts and tier pattern at the contract's 60 s interval, more GPUs per host), as Parquet; runs one whole night
+on it (setup, not timed); then times, each in a process of its own, measured back to back on the same files:
+
+- the pipeline: the Dagster assets of the telemetry path, ``raw/device_samples`` and the dbt models from
+  ``stg_telemetry__device_samples`` to ``int_job_utilization_tiered`` with their tests, as ``dagster asset
+  materialize`` runs them (start-up included), under ``COST_DUCKDB_MEMORY_LIMIT``;
+- the baseline: one hand-written DuckDB query over the same Parquet files, under the same limit, that attributes
+  each sample by its job label, windows, caps and tiers it, and sums per job. Its per-job figures are checked
+  against ``int_job_utilization_tiered`` (equal, or the benchmark fails).
+
+It prints wall time, CPU time and peak RSS (the largest process: ``getrusage`` of self and children) of each and
+the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from datetime import timedelta
+from pathlib import Path
+
+import duckdb
+
+from cost_pipeline.demo import JOBS, write_demo_landing
+from cost_pipeline.duckdb_memory import MEMORY_LIMIT_VARIABLE
+
+TELEMETRY_ASSETS = ",".join(
+    [
+        "raw/device_samples",
+        "staging/stg_telemetry__device_samples",
+        "intermediate/int_device_samples_attributed",
+        "intermediate/int_device_samples_tiered",
+        "intermediate/int_job_utilization_tiered",
+    ]
+)
+SAMPLE_SECONDS = 60  # the contract's sample_interval_seconds
+BIN = Path(sys.executable).parent
+
+
+def write_samples(telemetry: Path, samples: int) -> int:
+    """Replace the demo's telemetry files with about ``samples`` device samples as Parquet; returns how many."""
+    for old in telemetry.iterdir():
+        old.unlink()
+    jobs = [
+        (job.job_id_raw or job.job_id, job.start, job.end, host, job.gpus // len(job.hosts))
+        for job in JOBS
+        if job.start is not None and job.end is not None and job.gpus
+        for host in job.hosts
+    ]
+    gpu_minutes = sum(int((end - start) / timedelta(minutes=1)) * gpus for _, start, end, _, gpus in jobs)
+    replicas = max(1, -(-samples // gpu_minutes))  # each GPU of the demo becomes this many
+    con = duckdb.connect()
+    con.execute("create table jobs (label varchar, start_at timestamp, end_at timestamp, host varchar, gpus int)")
+    con.executemany("insert into jobs values (?, ?, ?, ?, ?)", jobs)
+    # The demo's pattern by minute of the job: idle while setting up, every 10th minute waiting on NVLink.
+    con.execute(
+        f"""
+        copy (
+            select start_at + to_seconds({SAMPLE_SECONDS} * m) as "timestamp", host as hostname,
+                   cast(g as integer) as gpu, label as job_id,
+                   case when m < 10 then 0.02 when m % 10 = 9 then 0.30 else 0.85 end as DCGM_FI_PROF_GR_ENGINE_ACTIVE,
+                   case when m < 10 then 0.01 when m % 10 = 9 then 0.20 else 0.80 end as DCGM_FI_PROF_SM_ACTIVE,
+                   case when m < 10 then 0.0 when m % 10 = 9 then 0.01 else 0.60 end
+                       as DCGM_FI_PROF_PIPE_TENSOR_ACTIVE,
+                   case when m < 10 then 1.0e6 when m % 10 = 9 then 1.0e9 else 1.5e8 end
+                       as DCGM_FI_PROF_NVLINK_TX_BYTES,
+                   case when m < 10 then 1.0e6 when m % 10 = 9 then 1.0e9 else 1.5e8 end
+                       as DCGM_FI_PROF_NVLINK_RX_BYTES,
+                   case when m < 10 then 120.0 else 650.0 end as DCGM_FI_DEV_POWER_USAGE
+            from jobs,
+                 range(cast(date_diff('minute', start_at, end_at) as bigint)) as minutes(m),
+                 range(cast(gpus * {replicas} as bigint)) as gpus(g)
+            order by "timestamp", hostname, gpu
+            limit {int(samples)}
+        ) to '{telemetry / "generated.parquet"}' (format parquet)
+        """
+    )
+    written = con.execute(f"select count(*) from '{telemetry / 'generated.parquet'}'").fetchone()[0]
+    con.close()
+    return written
+
+
+BASELINE_SQL = """
+create table tiered as
+with samples as (
+    select * from read_parquet($files)
+),
+aliases as (
+    select alias_job_id, job_key, held_from, held_until from wh.intermediate.int_job_aliases_resolved
+),
+jobs as (
+    select job_key, start_at, end_at from wh.intermediate.int_jobs_attributed
+    where start_at is not null and end_at is not null
+),
+attributed as (
+    select aliases.job_key, samples.hostname, samples.gpu, samples."timestamp" as sampled_at, jobs.end_at,
+           samples.DCGM_FI_PROF_GR_ENGINE_ACTIVE as gr, samples.DCGM_FI_PROF_PIPE_TENSOR_ACTIVE as tensor,
+           samples.DCGM_FI_PROF_NVLINK_TX_BYTES + samples.DCGM_FI_PROF_NVLINK_RX_BYTES as nvlink,
+           lead(samples."timestamp") over (
+               partition by aliases.job_key, samples.hostname, samples.gpu order by samples."timestamp"
+           ) as next_at
+    from samples
+    join aliases on samples.job_id = aliases.alias_job_id
+        and (aliases.held_from is null or samples."timestamp" >= aliases.held_from)
+        and (aliases.held_until is null or samples."timestamp" < aliases.held_until)
+    join jobs on jobs.job_key = aliases.job_key
+        and samples."timestamp" >= jobs.start_at and samples."timestamp" < jobs.end_at
+),
+classified as (
+    select job_key,
+           least(coalesce(date_diff('second', sampled_at, next_at), $interval), $interval * $gap,
+                 date_diff('second', sampled_at, end_at)) as seconds,
+           case when nvlink >= $comm_nvlink and tensor < $comm_tensor then 'comm_wait'
+                when gr >= $effective_gr then 'effective_compute' else 'idle' end as tier
+    from attributed
+    where next_at is null or next_at > sampled_at
+)
+select job_key, count(*) as samples,
+       sum(case when tier = 'effective_compute' then seconds else 0 end) as effective_compute_gpu_seconds,
+       sum(case when tier = 'comm_wait' then seconds else 0 end) as comm_wait_gpu_seconds,
+       sum(case when tier = 'idle' then seconds else 0 end) as idle_gpu_seconds
+from classified
+group by job_key
+"""
+PARAMETERS = {
+    "interval": "sample_interval_seconds",
+    "gap": "max_gap_factor",
+    "comm_nvlink": "comm_wait_min_nvlink_bytes_per_second",
+    "comm_tensor": "comm_wait_max_tensor_active",
+    "effective_gr": "effective_min_gr_engine_active",
+}
+FIGURES = "job_key, samples, effective_compute_gpu_seconds, comm_wait_gpu_seconds, idle_gpu_seconds"
+
+
+def baseline(warehouse: Path, files: str, memory_limit: str, out: Path) -> None:
+    """The bare query (v1's tier rule, the demo's contract version), into ``out``; the warehouse is read-only."""
+    con = duckdb.connect(str(out))
+    con.execute(f"set memory_limit = '{memory_limit}'")
+    con.execute(f"attach '{warehouse}' as wh (read_only)")
+    values = dict(
+        con.execute(
+            "select parameter_name, parameter_value from wh.staging.stg_contract__parameters "
+            "where contract_version = 'v1'"
+        ).fetchall()
+    )
+    params = {key: float(values[name]) for key, name in PARAMETERS.items()}
+    # Only the jobs and their ids come from the warehouse; the samples are read from the landing files.
+    con.execute(BASELINE_SQL, {**params, "files": files})
+    con.close()
+
+
+def measured(command: list[str], env: dict[str, str]) -> dict[str, float]:
+    """Run ``command`` in a process of its own: wall and CPU seconds, peak RSS in MB (the largest process)."""
+    probe = (
+        "import json, resource, subprocess, sys, time\n"
+        "started = time.perf_counter()\n"
+        "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)\n"
+        "wall = time.perf_counter() - started\n"
+        "me, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))\n"
+        "print(json.dumps({'wall': wall, 'cpu': kids.ru_utime + kids.ru_stime,"
+        " 'rss_mb': max(me.ru_maxrss, kids.ru_maxrss) / 1024}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, *command], env=env, check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def check_equal(warehouse: Path, out: Path) -> int:
+    """Jobs whose figures differ between int_job_utilization_tiered and the baseline (must be 0); raises if any."""
+    con = duckdb.connect(str(out), read_only=True)
+    con.execute(f"attach '{warehouse}' as wh (read_only)")
+    differ = con.execute(
+        f"select count(*) from ((select {FIGURES} from wh.intermediate.int_job_utilization_tiered "
+        f"except all select {FIGURES} from tiered) union all (select {FIGURES} from tiered "
+        f"except all select {FIGURES} from wh.intermediate.int_job_utilization_tiered))"
+    ).fetchone()[0]
+    jobs = con.execute("select count(*) from tiered").fetchone()[0]
+    con.close()
+    if differ:
+        raise SystemExit(f"the baseline's per-job figures differ from int_job_utilization_tiered in {differ} rows")
+    return jobs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--samples", type=int, default=2_000_000)
+    parser.add_argument("--memory-limit", default="4GiB")
+    parser.add_argument("--dir", type=Path, help="work folder (default: a temporary one, removed afterwards)")
+    parser.add_argument("--baseline", nargs=3, metavar=("WAREHOUSE", "FILES", "OUT"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.baseline:
+        warehouse, files, out = args.baseline
+        baseline(Path(warehouse), files, args.memory_limit, Path(out))
+        return
+    work = args.dir or Path(tempfile.mkdtemp(prefix="bench-memory-"))
+    try:
+        landing = write_demo_landing(work / "landing")
+        warehouse = work / "warehouse.duckdb"
+        samples = write_samples(landing / "telemetry", args.samples)
+        files = str(landing / "telemetry" / "*.parquet")
+        env = {**os.environ, MEMORY_LIMIT_VARIABLE: args.memory_limit}
+        env |= {"COST_LANDING_DIR": str(landing), "COST_WAREHOUSE": str(warehouse), "DAGSTER_HOME": str(work)}
+        subprocess.run(
+            [str(BIN / "cost-pipeline"), "run", "--landing", str(landing), "--warehouse", str(warehouse)],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        pipeline = measured(
+            [str(BIN / "dagster"), "asset", "materialize", "-m", "cost_pipeline.definitions"]
+            + ["--select", TELEMETRY_ASSETS],
+            env,
+        )
+        out = work / "baseline.duckdb"
+        bare = measured(
+            [sys.executable, __file__, "--memory-limit", args.memory_limit]
+            + ["--baseline", str(warehouse), files, str(out)],
+            env,
+        )
+        jobs = check_equal(warehouse, out)
+    finally:
+        if args.dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"{samples:,} device samples, {jobs} jobs, memory_limit {args.memory_limit}; per-job figures equal")
+    print("| run | wall s | CPU s | peak RSS MB |")
+    print("|---|---|---|---|")
+    for name, figures in (("pipeline (ingest + dbt, telemetry)", pipeline), ("bare DuckDB SQL", bare)):
+        print(f"| {name} | {figures['wall']:.1f} | {figures['cpu']:.1f} | {figures['rss_mb']:.0f} |")
+    ratios = (pipeline[k] / bare[k] for k in ("wall", "cpu", "rss_mb"))
+    print("| ratio | {:.1f}x | {:.1f}x | {:.1f}x |".format(*ratios))
+
+
+if __name__ == "__main__":
+    main()
