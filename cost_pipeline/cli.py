@@ -136,7 +136,8 @@ def run_pipeline(
         if progress is not None:
             job = job.with_logger_defs({**job.loggers, LOGGER: progress.logger_def()})
             loggers = dict(run_config.get("loggers") or {})
-            loggers.setdefault("console", {})  # naming one logger would otherwise drop Dagster's own
+            # Naming one logger would otherwise drop Dagster's own; at DEBUG, as Dagster logs when none is named.
+            loggers.setdefault("console", {"config": {"log_level": "DEBUG"}})
             run_config["loggers"] = {**loggers, LOGGER: {}}
         # A failed step or blocking check ends the run unsuccessfully; the CLI reports it and exits 1.
         selection = None if asset_keys is None else [dg.AssetKey(list(key)) for key in asset_keys]

@@ -200,10 +200,11 @@ def engineering_blanks(con: duckdb.DuckDBPyConnection, source: str) -> dict[str,
     for table, rule in over_versions().items():
         primary, _ = rules.get(table, ("false", ()))
         versions = _blanked_versions(con, source, table, rule, primary, least)
-        con.executemany(
-            f"insert into {_BLANKED_VERSIONS} values (?, ?, ?, ?)",
-            [(table, str(key), version, latest) for key, version, latest in versions],
-        )
+        if versions:  # DuckDB's executemany refuses an empty list
+            con.executemany(
+                f"insert into {_BLANKED_VERSIONS} values (?, ?, ?, ?)",
+                [(table, str(key), version, latest) for key, version, latest in versions],
+            )
         key = f"b.history = '{table}' and b.key = cast(t.{quote(rule.key)} as varchar)"
         blanks.setdefault(table, []).append(
             (

@@ -35,7 +35,7 @@ import traceback
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import unquote_plus
 
@@ -891,11 +891,17 @@ def _key_on_line(fmt: Format, lines: list[str], line: int) -> str | None:
         return ""
     if fmt.source == "storage_inventory":  # staged decoded, as AWS encodes CSV keys
         return unquote_plus(value)
-    if fmt.key == "timestamp":  # staged as TIMESTAMP: compare the instant, written any ISO way
+    if fmt.key == "timestamp":  # staged as a UTC TIMESTAMP: compare the instant, written any ISO way
         try:
-            return datetime.fromisoformat(value).strftime("%Y-%m-%dT%H:%M:%S")
+            instant = datetime.fromisoformat(value)
         except ValueError:
             return None
+        if instant.tzinfo is not None:  # an offset is honoured: staged in UTC
+            try:
+                instant = instant.astimezone(timezone.utc).replace(tzinfo=None)
+            except OverflowError:  # before year 1 in UTC: quarantined, never staged
+                return None
+        return instant.strftime("%Y-%m-%dT%H:%M:%S")
     return value
 
 
@@ -946,7 +952,7 @@ def test_values_pandera_passes_but_the_warehouse_type_refuses_are_quarantined(tm
         "ledger_purchases",
     )
     assert _quarantined(warehouse) == [
-        (3, "quantity.warehouse_type"),
+        (3, "quantity.non_negative"),  # the contract's domain (at most 10^9) refuses it before the warehouse type
         (4, "purchased_on.warehouse_type"),
         (5, "unit_price.warehouse_type"),
     ]
@@ -1010,7 +1016,7 @@ def test_sacct_fields_that_used_to_raise(tmp_path):
         "scheduler_jobs",
     )
     assert _quarantined(warehouse) == [
-        (4, "gpus_requested.warehouse_type"),
+        (4, "gpus_requested.non_negative"),  # the contract's domain (at most 10^6 GPUs) refuses it first
         (5, "tres_gpus"),
         (6, "elapsed_duration"),
         (7, "start_timestamp"),
