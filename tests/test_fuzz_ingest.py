@@ -35,7 +35,7 @@ import traceback
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import unquote_plus
 
@@ -898,7 +898,7 @@ def _key_on_line(fmt: Format, lines: list[str], line: int) -> str | None:
             return None
         if instant.tzinfo is not None:  # an offset is honoured: staged in UTC
             try:
-                instant = instant.astimezone(timezone.utc).replace(tzinfo=None)
+                instant = instant.astimezone(UTC).replace(tzinfo=None)
             except OverflowError:  # before year 1 in UTC: quarantined, never staged
                 return None
         return instant.strftime("%Y-%m-%dT%H:%M:%S")
