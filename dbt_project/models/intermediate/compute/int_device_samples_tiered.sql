@@ -4,9 +4,9 @@
 -- the time to the same GPU's next sample, capped at max_gap_factor x the nominal interval and at the job's end.
 -- Samples are the job's as int_device_samples_attributed says (by job label, or by host and time); a sample
 -- delivered twice counts once.
--- A view: int_job_utilization_tiered sums it per job (and per job after its last step), int_job_energy_measured
--- sums its power draw x represented time per job, month and tier.
-{{ config(materialized='view') }}
+-- A table, computed once a night: three models read it (int_job_utilization_tiered sums it per job and per job
+-- after its last step, int_job_energy_measured its power draw x represented time per job, month and tier,
+-- int_job_savings_split per GPU), and as a view each would compute the window over every device sample again.
 
 with jobs as (
     select job_key, start_at, end_at, contract_version
