@@ -1,8 +1,12 @@
 -- A bucket-month both billed in a FOCUS export (a Storage line whose ResourceId names the bucket: the bucket name or
 -- its ARN, arn:aws:s3:::<bucket>) and priced from an S3 inventory is counted twice in the batch costs: once as the
 -- billed line, once as the inventory's per-object estimate. Nothing decides yet which one stands; this lists the
--- overlap so that it is seen (a warning; the rows are kept in the audit schema for finance).
-{{ config(severity='warn', store_failures=true, schema='audit') }}
+-- overlap so that it is seen (a warning; the rows are kept in the audit schema for finance). In Dagster it is a
+-- warn-severity asset check on the inventory's costed objects (meta.dagster.ref: a test reading two models needs one).
+{{ config(
+    severity='warn', store_failures=true, schema='audit',
+    meta={'dagster': {'ref': {'name': 'int_storage_objects_costed'}}}
+) }}
 
 with billed as (
     select month_start, resource_id, batch_id, billed_cost, effective_cost, source_file, source_line
