@@ -156,3 +156,23 @@ def test_savings_add_up_against_the_bill(run) -> None:
         " from marts.fct_batch_savings where on_batch_bill group by batch_id"
     ):
         assert compute_sum <= bill[batch][0] and storage_sum <= bill[batch][1], batch
+
+
+def test_what_if_at_the_best_observed_utilization(run) -> None:
+    """fct_batch_what_if: B-8 is the best (145.2 effective of 172 observed GPU-hours); B-7 (152.7 effective of 187
+    observed, 1 unobserved, 465.77) would have occupied 1 + 152.7 / (145.2 / 172) GPU-hours of its 188 at its own
+    price; B-10 has no device sample, so no utilization and no what-if figure."""
+    rows = {
+        r[0]: r[1:]
+        for r in run.query(
+            "select batch_id, effective_utilization, best_batch_id, compute_cost, compute_cost_at_best_utilization, "
+            "saving_at_best_utilization, currency from marts.fct_batch_what_if"
+        )
+    }
+    assert set(rows) == {"B-7", "B-8", "B-10"}  # registered batches only, not 'unattributed'
+    best = Fraction(1452, 1720)
+    b7_at_best = cents(Fraction(D("465.77")) * (1 + Fraction(1527, 10) / best) / 188)
+    assert b7_at_best == D("450.62")
+    assert rows["B-7"] == (D("0.8166"), "B-8", D("465.77"), b7_at_best, D("465.77") - b7_at_best, "USD")
+    assert rows["B-8"] == (D("0.8442"), "B-8", D("426.13"), D("426.13"), D("0.00"), "USD")
+    assert rows["B-10"] == (None, "B-8", D("96.00"), None, None, "USD")
