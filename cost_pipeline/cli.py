@@ -1,8 +1,9 @@
 """cost-pipeline: run the nightly job on the demo scenario or on real exports, from a terminal; keep the generated
-docs current; export the general-ledger journal and close a month. Exit codes (docs/operations.md): 0 done, 1 the run
-failed, 2 wrong arguments or config, 3 the warehouse is busy, 4 every row of a source was quarantined, 5 the warehouse
-is unusable, 6 retract: no such file, 7 the landing folder holds no files (--allow-empty runs anyway), 8 a source's
-load failed: its figures are stale, 9 the journal cannot be printed or the month cannot be closed."""
+docs current; export the general-ledger journal and close a month; write a batch's or a team's HTML statement.
+Exit codes (docs/operations.md): 0 done, 1 the run failed, 2 wrong arguments or config (an unknown batch or team),
+3 the warehouse is busy, 4 every row of a source was quarantined, 5 the warehouse is unusable, 6 retract: no such
+file, 7 the landing folder holds no files (--allow-empty runs anyway), 8 a source's load failed: its figures are
+stale, 9 the journal cannot be printed or the month cannot be closed."""
 
 from __future__ import annotations
 
@@ -259,9 +260,11 @@ def _docs(check: bool) -> int:
 
 def _locked(warehouse: Path, action: Callable[[], object]) -> tuple[int, object]:
     """``action()`` on an existing, usable warehouse under its run lock: (0, its result), or (exit code, None) after
-    one line on stderr for a busy or unusable warehouse or a refusal (``RetractError``, ``JournalError``)."""
+    one line on stderr for a busy or unusable warehouse or a refusal (``RetractError``, ``JournalError``,
+    ``StatementError``)."""
     from cost_pipeline.journal import JournalError
     from cost_pipeline.retract import RetractError
+    from cost_pipeline.statement import StatementError
 
     try:
         with warehouse_run_lock(warehouse):
@@ -273,7 +276,7 @@ def _locked(warehouse: Path, action: Callable[[], object]) -> tuple[int, object]
     except WarehouseUnusable as unusable:
         print(f"cost-pipeline: {unusable}", file=sys.stderr)
         return UNUSABLE_EXIT, None
-    except (RetractError, JournalError) as refused:
+    except (RetractError, JournalError, StatementError) as refused:
         print(f"cost-pipeline: {refused}", file=sys.stderr)
         return refused.exit_code, None
 
@@ -321,6 +324,41 @@ def _journal(warehouse: Path, month_text: str, out_path: Path | None, close: boo
             write_csv(lines, out)
         state = "closed: the frozen lines" if closed else "open"
         print(f"wrote {out_path}: {len(lines)} journal lines for {month:%Y-%m} ({state})")
+    return 0
+
+
+def _statement(
+    warehouse: Path, batch: str | None, team: str | None, month_text: str | None, out_path: Path | None
+) -> int:
+    """Write a batch's statement or a team's monthly chargeback as HTML (``cost_pipeline.statement``) to stdout or
+    ``out_path``; errors are one line on stderr and their exit code (2 for an unknown batch, team or month)."""
+    from cost_pipeline.journal import JournalError, parse_month
+    from cost_pipeline.statement import batch_statement, team_statement
+
+    if team is not None and month_text is None:
+        print("cost-pipeline: report --team needs --month YYYY-MM: a chargeback is a month's", file=sys.stderr)
+        return 2
+    try:
+        month = None if month_text is None else parse_month(month_text)
+    except JournalError as wrong:
+        print(f"cost-pipeline: {wrong}", file=sys.stderr)
+        return wrong.exit_code
+
+    def action() -> str:
+        con = duckdb.connect(str(warehouse), read_only=True)
+        try:
+            return batch_statement(con, batch, month) if team is None else team_statement(con, team, month)
+        finally:
+            con.close()
+
+    code, document = _locked(warehouse, action)
+    if code:
+        return code
+    if out_path is None:
+        sys.stdout.write(document)
+    else:
+        out_path.write_text(document, encoding="utf-8")
+        print(f"wrote {out_path}: the statement of {'batch ' + batch if team is None else 'team ' + team}")
     return 0
 
 
@@ -377,6 +415,15 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument("--warehouse", type=Path, required=True, help="DuckDB warehouse file")
     journal.add_argument("--out", type=Path, metavar="FILE", help="write the CSV here instead of stdout")
     close.add_argument("--by", help="who closes it (default: the operating-system user)")
+    statement = commands.add_parser(
+        "report", help="write a batch's statement, or a team's monthly chargeback, as one HTML file (stdout or --out)"
+    )
+    whose = statement.add_mutually_exclusive_group(required=True)
+    whose.add_argument("--batch", help="the batch (dim_batches.batch_id)")
+    whose.add_argument("--team", help="the team (dim_batches.team); needs --month")
+    statement.add_argument("--month", help="the month, YYYY-MM: the batch's bill of that month, or the chargeback's")
+    statement.add_argument("--warehouse", type=Path, required=True, help="DuckDB warehouse file")
+    statement.add_argument("--out", type=Path, metavar="FILE", help="write the HTML here instead of stdout")
     return parser
 
 
@@ -389,6 +436,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("journal", "close"):
         close = args.command == "close"
         return _journal(args.warehouse, args.month, None if close else args.out, close, args.by if close else None)
+
+    if args.command == "report":
+        return _statement(args.warehouse, args.batch, args.team, args.month, args.out)
 
     if args.command == "docs":
         return _docs(check=args.check)
