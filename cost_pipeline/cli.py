@@ -260,11 +260,9 @@ def _docs(check: bool) -> int:
 
 def _locked(warehouse: Path, action: Callable[[], object]) -> tuple[int, object]:
     """``action()`` on an existing, usable warehouse under its run lock: (0, its result), or (exit code, None) after
-    one line on stderr for a busy or unusable warehouse or a refusal (``RetractError``, ``JournalError``,
-    ``StatementError``)."""
-    from cost_pipeline.journal import JournalError
-    from cost_pipeline.retract import RetractError
-    from cost_pipeline.statement import StatementError
+    one line on stderr for a busy or unusable warehouse or a refusal (a ``CommandError``: retract, journal, close,
+    report)."""
+    from cost_pipeline.command_error import CommandError
 
     try:
         with warehouse_run_lock(warehouse):
@@ -276,7 +274,7 @@ def _locked(warehouse: Path, action: Callable[[], object]) -> tuple[int, object]
     except WarehouseUnusable as unusable:
         print(f"cost-pipeline: {unusable}", file=sys.stderr)
         return UNUSABLE_EXIT, None
-    except (RetractError, JournalError, StatementError) as refused:
+    except CommandError as refused:
         print(f"cost-pipeline: {refused}", file=sys.stderr)
         return refused.exit_code, None
 

@@ -25,6 +25,8 @@ from typing import TextIO
 
 import duckdb
 
+from cost_pipeline.command_error import CommandError
+
 JOURNAL_EXIT = 9  # docs/operations.md: the journal cannot be printed or the month cannot be closed
 _MONTH = re.compile(r"^(\d{4})-(\d{2})$")
 
@@ -53,12 +55,10 @@ create table if not exists raw.closed_journal (
 )"""
 
 
-class JournalError(ValueError):
+class JournalError(CommandError):
     """A journal that cannot be printed or a month that cannot be closed; the message is one line."""
 
-    def __init__(self, message: str, exit_code: int = JOURNAL_EXIT) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
+    default_exit_code = JOURNAL_EXIT
 
 
 @dataclass(frozen=True)

@@ -16,17 +16,14 @@ from pathlib import Path
 
 import duckdb
 
+from cost_pipeline.command_error import CommandError
 from cost_pipeline.ingest.lib.warehouse import connect
 
 UNKNOWN_FILE_EXIT = 6
 
 
-class RetractError(ValueError):
+class RetractError(CommandError):
     """A retraction that cannot be made; the message is one line, ``exit_code`` the CLI's."""
-
-    def __init__(self, message: str, exit_code: int) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 @dataclass(frozen=True)

@@ -17,18 +17,17 @@ from decimal import Decimal
 
 import duckdb
 
+from cost_pipeline.command_error import CommandError
 from cost_pipeline.contract import load_contract
 
 ARGUMENT_EXIT = 2  # docs/operations.md: an unknown batch or team is a wrong argument
 BAR_AREA = 300  # SVG width, in px, of the longest bar of a chart
 
 
-class StatementError(ValueError):
+class StatementError(CommandError):
     """A statement that cannot be written; the message is one line."""
 
-    def __init__(self, message: str, exit_code: int = ARGUMENT_EXIT) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
+    default_exit_code = ARGUMENT_EXIT
 
 
 @dataclass(frozen=True)
