@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 from against_baseline import compare
 
-from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS
+from cost_pipeline.contract.schemas import DEVICE_SAMPLE_BASE_COLUMNS
 from cost_pipeline.ingest.telemetry import load_device_samples
 
 
@@ -37,7 +37,7 @@ def write_samples(folder: Path, rows: int) -> Path:
 
 
 def main() -> None:
-    columns = "{" + ", ".join(f"'{n}': '{t}'" for n, t in DEVICE_SAMPLE_COLUMNS) + "}"
+    columns = "{" + ", ".join(f"'{n}': '{t}'" for n, t in DEVICE_SAMPLE_BASE_COLUMNS) + "}"
     compare(
         "telemetry",
         write_samples,

@@ -24,7 +24,7 @@ from urllib.parse import quote_plus
 import duckdb
 import pandas as pd
 
-from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS
+from cost_pipeline.contract.schemas import DEVICE_SAMPLE_BASE_COLUMNS
 from cost_pipeline.ingest.lib.warehouse import file_pattern
 from cost_pipeline.ingest.scheduler import SACCT_FIELDS
 
@@ -840,13 +840,13 @@ def write_demo_landing(landing: Path) -> Path:
     lines.append("|".join(bad))
     sacct.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
-    header = [name for name, _ in DEVICE_SAMPLE_COLUMNS]
+    header = [name for name, _ in DEVICE_SAMPLE_BASE_COLUMNS]  # no energy counter: energy is power x time
     b7 = [row for job in JOBS if not job.job_id.startswith(("2", "3")) for row in _sample_rows(job)]
     rest = [row for job in JOBS if job.job_id.startswith(("2", "3")) for row in _sample_rows(job)]
     _write_csv(landing / "telemetry" / "dcgm_b7.csv", header, b7)
     staging_csv = landing / "telemetry" / "dcgm_rest.csv.tmp"
     _write_csv(staging_csv, header, rest)
-    columns = "{" + ", ".join(f"'{name}': '{sql_type}'" for name, sql_type in DEVICE_SAMPLE_COLUMNS) + "}"
+    columns = "{" + ", ".join(f"'{name}': '{sql_type}'" for name, sql_type in DEVICE_SAMPLE_BASE_COLUMNS) + "}"
     con = duckdb.connect()
     relation = con.sql(
         f"select * from read_csv(?, header = true, columns = {columns})", params=[file_pattern(staging_csv)]

@@ -38,6 +38,8 @@ def test_energy_is_power_times_represented_time_by_hand(run) -> None:
     assert row["power_observed_gpu_hours"] == D(8)
     assert row["unobserved_gpu_hours"] == 0
     assert row["energy_evidence"] == "measured"
+    # The demo's samples carry no energy counter (DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION): power x time measured it.
+    assert row["energy_method"] == "power" and row["counter_observed_gpu_hours"] == 0
     assert row["currency"] == "USD"
 
 
@@ -49,7 +51,7 @@ def test_a_gpu_without_samples_is_unobserved_not_assumed(run) -> None:
     # B-10 (a cloud job) has no device samples at all: its energy is null, never a nameplate wattage x its GPU-hours.
     row = batch_phase(run, "B-10", "validation")
     assert row["power_observed_gpu_hours"] == 0 and row["unobserved_gpu_hours"] == D(32)
-    assert row["energy_evidence"] == "unobserved"
+    assert row["energy_evidence"] == "unobserved" and row["energy_method"] == "unobserved"
     assert row["gpu_kwh"] is None and row["facility_kwh"] is None
     assert row["carbon_kg_co2e"] is None and row["energy_cost"] is None
 

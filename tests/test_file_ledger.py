@@ -10,7 +10,7 @@ import dagster as dg
 import duckdb
 
 from cost_pipeline.contract import load_contract
-from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS
+from cost_pipeline.contract.schemas import DEVICE_SAMPLE_BASE_COLUMNS
 from cost_pipeline.defs.ingest import ASSETS_BY_TABLE as ASSETS
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.ingest.lib.warehouse import connect
@@ -24,7 +24,7 @@ REGISTRY = (
     "B-2,p,g,t,d1,m1,c1,cfg1,v1\n"
     "B-3,p,g,t,d1,m1,c1,cfg1,v9\n"
 )  # unknown contract version: quarantined once, not twice
-SAMPLE_HEADER = ",".join(name for name, _ in DEVICE_SAMPLE_COLUMNS)
+SAMPLE_HEADER = ",".join(name for name, _ in DEVICE_SAMPLE_BASE_COLUMNS)
 LEDGER = (
     "select source_file, rows_in, rows_staged, rows_quarantined, duplicate_of from raw.ingested_files "
     "where source = ? order by source_file"

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cost_pipeline.contract import load_contract
-from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS
+from cost_pipeline.contract.schemas import DEVICE_SAMPLE_BASE_COLUMNS
 from cost_pipeline.demo import write_demo_landing
 from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.ingest.registry import load_source, sources
@@ -86,7 +86,7 @@ NAMES = [
     f" '; copy (select 1) to '{PWNED}.csv'; --",
     " -- comment",
 ]
-SAMPLE_HEADER = [name for name, _ in DEVICE_SAMPLE_COLUMNS]
+SAMPLE_HEADER = [name for name, _ in DEVICE_SAMPLE_BASE_COLUMNS]
 REGISTRY_HEADER = [
     "batch_id",
     "project",

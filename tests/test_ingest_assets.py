@@ -11,14 +11,14 @@ import duckdb
 import pytest
 
 from cost_pipeline.contract import Contract, load_contract
-from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS, training_steps
+from cost_pipeline.contract.schemas import DEVICE_SAMPLE_BASE_COLUMNS, training_steps
 from cost_pipeline.defs.ingest import ASSETS_BY_TABLE as ASSETS
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.ingest.lib.records import ParsedFile
 from cost_pipeline.ingest.lib.validate import validate_rows
 from tests.helpers import query
 
-SAMPLE_HEADER = ",".join(name for name, _ in DEVICE_SAMPLE_COLUMNS)
+SAMPLE_HEADER = ",".join(name for name, _ in DEVICE_SAMPLE_BASE_COLUMNS)
 
 
 def materialize(

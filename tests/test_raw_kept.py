@@ -12,7 +12,7 @@ import dagster as dg
 import pytest
 
 from cost_pipeline.cli import main
-from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS
+from cost_pipeline.contract.schemas import DEVICE_SAMPLE_BASE_COLUMNS
 from cost_pipeline.defs.ingest import ASSETS_BY_TABLE as ASSETS
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from tests.helpers import query
@@ -23,7 +23,7 @@ REGISTRY = (
     "B-2,p,g,t,d1,m1,c1,cfg1,v1\n"
 )
 SAMPLES = (
-    ",".join(name for name, _ in DEVICE_SAMPLE_COLUMNS)
+    ",".join(name for name, _ in DEVICE_SAMPLE_BASE_COLUMNS)
     + "\n"
     + "".join(f"2026-11-01T00:0{m}:00,gpu-a,0,1,0.9,0.8,0.5,1e8,1e8,300\n" for m in range(3))
 )

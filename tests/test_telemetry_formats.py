@@ -12,13 +12,16 @@ import json
 import shutil
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from cost_pipeline.contract import load_contract
 from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.ingest.registry import load_named
+from cost_pipeline.ingest.telemetry import DCGM_SCRAPES
 
 DATA = Path(__file__).parent / "data"
+COUNTER = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"  # mJ since the driver loaded; optional, as the power draw
 METRICS = {
     "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.93,
     "DCGM_FI_PROF_SM_ACTIVE": 0.81,
@@ -63,11 +66,11 @@ def _scrape_line(metric: str, gpu: int, value: object, labels: str, milliseconds
     )
 
 
-def _scrape(gpus: dict[int, str], milliseconds: int | None = None) -> str:
+def _scrape(gpus: dict[int, str], milliseconds: int | None = None, metrics: dict[str, object] = METRICS) -> str:
     lines = []
-    for metric in METRICS:
+    for metric in metrics:
         lines += [f"# HELP {metric} documented help text.", f"# TYPE {metric} gauge"]
-        lines += [_scrape_line(metric, gpu, METRICS[metric], labels, milliseconds) for gpu, labels in gpus.items()]
+        lines += [_scrape_line(metric, gpu, metrics[metric], labels, milliseconds) for gpu, labels in gpus.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -194,3 +197,69 @@ def test_a_bad_range_query_value_names_its_record(tmp_path):
     (_telemetry(tmp_path) / "q.json").write_text(_range_query(series), encoding="utf-8")
     _, quarantined, _ = _load(tmp_path / "landing", "device_samples_prometheus")
     assert ("telemetry/q.json", 3, "range_query.value") in quarantined
+
+
+def test_real_scrape_with_the_energy_counter_loads_unedited(tmp_path):
+    """A Tesla T4's scrape served in Datadog's dcgm check environment, with the counter, byte for byte.
+
+    It holds no profiling fields, so its one sample of a contract metric (power draw and energy counter of
+    424773df46e0's GPU 0, from line 12) lacks the activity the tiers need: quarantined under that rule and not the
+    counter's, which is a non-negative count of millijoules. The second host's fields are none the contract reads.
+    """
+    name = "datadog_serve_metrics_2026-11-30T10-00-00Z.prom"
+    shutil.copyfile(DATA / "dcgm" / "datadog_serve_metrics.prom", _telemetry(tmp_path) / name)
+    rows, quarantined, ledger = _load(tmp_path / "landing", "device_samples_dcgm")
+    assert rows == []
+    assert quarantined == [(f"telemetry/{name}", 12, "DCGM_FI_PROF_GR_ENGINE_ACTIVE.present")]
+    assert ledger == {f"telemetry/{name}": (1, 0, 1)}
+    # Read as the scrape reader reads it, before the rules: that sample carries the counter's reading.
+    con = duckdb.connect()
+    try:
+        DCGM_SCRAPES.loader.stage(con, _telemetry(tmp_path) / name, [])
+        staged = con.execute(
+            f"select line, hostname, gpu, {DCGM_SCRAPES.loader.typed_select} from landing_rows"
+        ).fetchall()
+    finally:
+        con.close()
+    assert [row[:3] + row[-2:] for row in staged] == [(12, "424773df46e0", "0", 8.969, 128996013)]
+
+
+def test_the_energy_counter_loads_from_each_format_and_may_be_absent(tmp_path):
+    """The counter as a scrape line, a range-query series and a wide column: a whole number of millijoules."""
+    reading = 128996013  # the T4's reading in datadog_serve_metrics.prom
+    with_counter = {**METRICS, COUNTER: reading}
+    folder = _telemetry(tmp_path)
+    (folder / "node-01_2026-11-30T10-00-05Z.prom").write_text(
+        _scrape({0: ',hpc_job="7"', 1: ',hpc_job="7"'}, metrics=with_counter), encoding="utf-8"
+    )
+    series = [
+        {"metric": {"__name__": metric, "gpu": "0", "Hostname": "node-02"}, "values": [[1796032800, str(value)]]}
+        for metric, value in with_counter.items()
+    ]
+    (folder / "node-02.json").write_text(_range_query(series), encoding="utf-8")
+    header = ",".join(["timestamp", "hostname", "gpu", "job_id", *METRICS, COUNTER])
+    values = ",".join(str(v) for v in METRICS.values())
+    (folder / "wide.csv").write_text(
+        f"{header}\n2026-11-30T10:00:00,node-03,0,7,{values},{reading}\n"
+        f"2026-11-30T10:01:00,node-03,0,7,{values},\n"  # not reported: null, as the power draw may be
+        f"2026-11-30T10:02:00,node-03,0,7,{values},-5\n",
+        encoding="utf-8",
+    )
+    (folder / "no_counter.csv").write_text(
+        ",".join(["timestamp", "hostname", "gpu", "job_id", *METRICS])
+        + f"\n2026-11-30T10:00:00,node-04,0,7,{values}\n",
+        encoding="utf-8",
+    )
+    counters = {}
+    for source in ("device_samples_dcgm", "device_samples_prometheus", "device_samples"):
+        rows, quarantined, _ = _load(tmp_path / "landing", source)
+        counters[source] = [(r["hostname"], r["gpu"], r[COUNTER]) for r in rows]
+        if source == "device_samples":
+            assert quarantined == [("telemetry/wide.csv", 4, f"{COUNTER}.non_negative")]
+        else:
+            assert quarantined == []
+    assert counters == {
+        "device_samples_dcgm": [("node-01", 0, reading), ("node-01", 1, reading)],
+        "device_samples_prometheus": [("node-02", 0, reading)],
+        "device_samples": [("node-04", 0, None), ("node-03", 0, reading), ("node-03", 0, None)],
+    }

@@ -15,14 +15,14 @@ import duckdb
 import pytest
 
 from cost_pipeline.contract import load_contract
-from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS, Col, SourceSchema
+from cost_pipeline.contract.schemas import DEVICE_SAMPLE_BASE_COLUMNS, Col, SourceSchema
 from cost_pipeline.ingest.lib.records import ParsedFile
 from cost_pipeline.ingest.lib.validate import validate_rows
 from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.ingest.registry import load_named
 from tests.helpers import query
 
-SAMPLE_HEADER = ",".join(name for name, _ in DEVICE_SAMPLE_COLUMNS)
+SAMPLE_HEADER = ",".join(name for name, _ in DEVICE_SAMPLE_BASE_COLUMNS)
 
 
 @pytest.fixture(autouse=True)
@@ -206,7 +206,7 @@ def test_an_integer_time_column_in_parquet_is_refused_not_read_as_1970(tmp_path)
     _parquet(
         samples,
         "select 1764547200 as timestamp, 'gpu-a' as hostname, 0 as gpu, '1' as job_id, "
-        + ", ".join(f"0.5 as {name}" for name, _ in DEVICE_SAMPLE_COLUMNS[4:]),
+        + ", ".join(f"0.5 as {name}" for name, _ in DEVICE_SAMPLE_BASE_COLUMNS[4:]),
     )
     warehouse, quarantined = load(tmp_path, "device_samples")
     assert rules(quarantined) == [(0, "timestamp.time_unit")]

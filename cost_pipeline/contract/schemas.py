@@ -98,6 +98,8 @@ BYTES_PER_SECOND = Domain(
     "non_negative", "a finite non-negative rate such as 1000000000 bytes a second", Decimal(0), Decimal(10**15)
 )
 WATTS = Domain("non_negative", "a finite non-negative power such as 300 watts", Decimal(0), Decimal(10**6))
+# A GPU's energy counter since its driver loaded: 10**16 mJ is a 1 kW GPU for 300 years.
+MILLIJOULES = Domain("non_negative", "a non-negative energy such as 128996013 millijoules", Decimal(0), Decimal(10**16))
 GPU_INDEX = Domain("index", "a non-negative GPU index such as 0", Decimal(0), Decimal(10**6))
 TIME_UNITS = {"s": 1_000_000, "ms": 1_000, "us": 1, "ns": Decimal("0.001")}
 
@@ -611,8 +613,10 @@ def storage_prices(contract: Contract) -> SourceSchema:
 
 
 # Device samples are validated inside DuckDB (cost_pipeline/ingest/telemetry.py); their column types live here
-# so the contract entry and the raw table still share one definition.
-DEVICE_SAMPLE_COLUMNS: tuple[tuple[str, str], ...] = (
+# so the contract entry and the raw table still share one definition. DEVICE_SAMPLE_BASE_COLUMNS are the wide
+# format's columns before the GPU energy counter; a file without the counter loads with it null.
+DEVICE_SAMPLE_ENERGY_COUNTER = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
+DEVICE_SAMPLE_BASE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("timestamp", "TIMESTAMP"),
     ("hostname", "VARCHAR"),
     ("gpu", "INTEGER"),
@@ -624,20 +628,23 @@ DEVICE_SAMPLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("DCGM_FI_PROF_NVLINK_RX_BYTES", "DOUBLE"),
     ("DCGM_FI_DEV_POWER_USAGE", "DOUBLE"),
 )
+DEVICE_SAMPLE_COLUMNS = (*DEVICE_SAMPLE_BASE_COLUMNS, (DEVICE_SAMPLE_ENERGY_COUNTER, "BIGINT"))
 DEVICE_SAMPLE_ACTIVITY_COLUMNS = (
     "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
     "DCGM_FI_PROF_SM_ACTIVE",
     "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
 )
-# The device samples' numeric domains, in the order their rules are checked; power may be blank.
+# The device samples' numeric domains, in the order their rules are checked; power and the energy counter (mJ
+# since the driver loaded) may be blank.
 DEVICE_SAMPLE_DOMAINS: dict[str, Domain] = {
     "gpu": GPU_INDEX,
     **dict.fromkeys(DEVICE_SAMPLE_ACTIVITY_COLUMNS, FRACTION),
     "DCGM_FI_PROF_NVLINK_TX_BYTES": BYTES_PER_SECOND,
     "DCGM_FI_PROF_NVLINK_RX_BYTES": BYTES_PER_SECOND,
     "DCGM_FI_DEV_POWER_USAGE": WATTS,
+    DEVICE_SAMPLE_ENERGY_COUNTER: MILLIJOULES,
 }
-DEVICE_SAMPLE_OPTIONAL = ("job_id", "DCGM_FI_DEV_POWER_USAGE")
+DEVICE_SAMPLE_OPTIONAL = ("job_id", "DCGM_FI_DEV_POWER_USAGE", DEVICE_SAMPLE_ENERGY_COUNTER)
 
 # S3 Inventory rows (I6) are validated inside DuckDB too (cost_pipeline/ingest/s3_inventory.py), by AWS field
 # name; extra inventory fields are not kept. version_id and etag may be null, size_bytes is never negative and

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import duckdb
 
-from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS
+from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS, DEVICE_SAMPLE_OPTIONAL
 from cost_pipeline.ingest.lib.in_database import Rule
 from cost_pipeline.ingest.lib.warehouse import quote
 
@@ -69,7 +69,7 @@ def pivot(con: duckdb.DuckDBPyConnection, repeated_rule: str) -> None:
 
 
 def presence_rules() -> list[Rule]:
-    """A pivoted sample must carry every metric the contract requires (power draw may be missing)."""
+    """A pivoted sample must carry every metric the contract requires (power draw and energy counter may be missing)."""
     return [
         (
             f"{m}.present",
@@ -77,5 +77,5 @@ def presence_rules() -> list[Rule]:
             f"no {m} value for this GPU and instant (is the field among the counters the exporter collects?)",
         )
         for m in METRICS
-        if m != "DCGM_FI_DEV_POWER_USAGE"
+        if m not in DEVICE_SAMPLE_OPTIONAL
     ]

@@ -4,9 +4,14 @@
 -- the time to the same GPU's next sample, capped at max_gap_factor x the nominal interval and at the job's end.
 -- Samples are the job's as int_device_samples_attributed says (by job label, or by host and time); a sample
 -- delivered twice counts once.
+-- Where the GPU reports its energy counter (DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, mJ since the driver loaded) at
+-- this sample and the next, the energy of the time the sample stands for is the counter's rise to the next sample
+-- (docs/energy.md): a fall is a driver reload, after which the next reading is the energy since the reload; a gap
+-- capped as above keeps the share of the rise its represented seconds are of the gap.
 -- A table, computed once a night: three models read it (int_job_utilization_tiered sums it per job and per job
--- after its last step, int_job_energy_measured its power draw x represented time per job, month and tier,
--- int_job_savings_split per GPU), and as a view each would compute the window over every device sample again.
+-- after its last step, int_job_energy_measured its energy per job, month and tier, the counter's else power draw x
+-- represented time, int_job_savings_split per GPU), and as a view each would compute the window over every device
+-- sample again.
 
 with jobs as (
     select job_key, start_at, end_at, contract_version
@@ -26,6 +31,7 @@ samples as (
         samples.tensor_active,
         samples.nvlink_tx_bytes_per_second + samples.nvlink_rx_bytes_per_second as nvlink_bytes_per_second,
         samples.power_watts,
+        samples.energy_counter_mj,
         samples.source_file,
         samples.source_line
     from {{ ref('int_device_samples_attributed') }} as samples
@@ -50,7 +56,11 @@ sequenced as (
         lead(samples.sampled_at) over (
             partition by samples.job_key, samples.hostname, samples.gpu_index
             order by samples.sampled_at, samples.source_file, samples.source_line
-        ) as next_sampled_at
+        ) as next_sampled_at,
+        lead(samples.energy_counter_mj) over (
+            partition by samples.job_key, samples.hostname, samples.gpu_index
+            order by samples.sampled_at, samples.source_file, samples.source_line
+        ) as next_energy_counter_mj
     from samples
     inner join jobs on samples.job_key = jobs.job_key
     inner join parameters on jobs.contract_version = parameters.contract_version
@@ -66,6 +76,12 @@ classified as (
         sampled_at,
         contract_version,
         power_watts,
+        {{ seconds_between('sampled_at', 'next_sampled_at') }} as seconds_to_next,
+        -- The counter's rise to the next sample; after a driver reload (the counter fell) the next reading itself.
+        case
+            when next_energy_counter_mj >= energy_counter_mj then next_energy_counter_mj - energy_counter_mj
+            when next_energy_counter_mj < energy_counter_mj then next_energy_counter_mj
+        end as counter_rise_mj,
         least(
             coalesce({{ seconds_between('sampled_at', 'next_sampled_at') }}, interval_seconds),
             interval_seconds * max_gap_factor,
@@ -86,7 +102,14 @@ select
     classified.sampled_at,
     classified.represented_seconds,
     tiers.tier,
-    classified.power_watts
+    classified.power_watts,
+    -- A capped gap keeps the share of the counter's rise that its represented seconds are of the gap.
+    case
+        when classified.represented_seconds < classified.seconds_to_next
+            then cast(classified.counter_rise_mj as {{ dbt.type_float() }})
+            * classified.represented_seconds / classified.seconds_to_next
+        else classified.counter_rise_mj
+    end as counter_energy_mj
 from classified
 inner join tiers
     on classified.contract_version = tiers.contract_version

@@ -1,7 +1,7 @@
 -- Each job-month's measured GPU energy (int_job_energy_measured) with the facility's figures (docs/energy.md):
 -- facility energy = GPU energy x the contract's PUE, carbon = facility energy x the grid intensity of the month,
 -- and the month's power bill (the ledger's facility item power) shared to the cent over the job-months on owned
--- capacity by their facility energy, with largest remainders. A job-month with no power sample has null energy
+-- capacity by their facility energy, with largest remainders. A job-month with no measured sample has null energy
 -- (unobserved); a cloud-billed job's power is in its cloud price, so it has GPU energy but no facility figures.
 with job_months as (
     select
@@ -22,7 +22,8 @@ energy as (
         month_start,
         sum(gpu_kwh) as gpu_kwh,
         sum(case when tier = 'idle' then gpu_kwh else 0 end) as idle_gpu_kwh,
-        sum(power_observed_gpu_seconds) as power_observed_gpu_seconds
+        sum(case when energy_method = 'power' then observed_gpu_seconds else 0 end) as power_observed_gpu_seconds,
+        sum(case when energy_method = 'counter' then observed_gpu_seconds else 0 end) as counter_observed_gpu_seconds
     from {{ ref('int_job_energy_measured') }}
     group by job_key, month_start
 ),
@@ -51,6 +52,7 @@ measured as (
         energy.gpu_kwh,
         energy.idle_gpu_kwh,
         coalesce(energy.power_observed_gpu_seconds, 0) as power_observed_gpu_seconds,
+        coalesce(energy.counter_observed_gpu_seconds, 0) as counter_observed_gpu_seconds,
         parameters.pue,
         grid_intensities.grid_intensity_g_co2e_per_kwh,
         case when not job_months.is_cloud_billed then energy.gpu_kwh * parameters.pue end as facility_kwh
@@ -87,6 +89,7 @@ select
     measured.is_cloud_billed,
     measured.occupied_gpu_seconds,
     measured.power_observed_gpu_seconds,
+    measured.counter_observed_gpu_seconds,
     measured.gpu_kwh,
     measured.idle_gpu_kwh,
     measured.pue,

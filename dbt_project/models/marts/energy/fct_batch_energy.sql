@@ -1,7 +1,8 @@
 -- Energy and carbon per batch and phase (docs/energy.md): the sums of int_job_energy_months_costed. A figure over
 -- job-months that are partly unknown is null, never a partial sum passed off as the whole: carbon when a month has
 -- no grid intensity, energy cost when a month with facility energy has no power bill. GPU energy sums what was
--- measured; unobserved_gpu_hours says how much occupied time no power sample stands for.
+-- measured (by the GPUs' energy counters, else power x time: energy_method says which); unobserved_gpu_hours says
+-- how much occupied time neither stands for.
 with job_months as (
     select * from {{ ref('int_job_energy_months_costed') }}
 ),
@@ -24,6 +25,8 @@ phases as (
         end as energy_cost_cents,
         sum(occupied_gpu_seconds) as occupied_gpu_seconds,
         sum(power_observed_gpu_seconds) as power_observed_gpu_seconds,
+        sum(counter_observed_gpu_seconds) as counter_observed_gpu_seconds,
+        sum(power_observed_gpu_seconds + counter_observed_gpu_seconds) as observed_gpu_seconds,
         sum(case when is_cloud_billed then gpu_kwh end) as cloud_gpu_kwh
     from job_months
     group by batch_id, phase
@@ -40,16 +43,18 @@ select
     cast(phases.carbon_kg_co2e as decimal(18, 4)) as carbon_kg_co2e,
     cast(phases.energy_cost_cents / 100.0 as decimal(18, 2)) as energy_cost,
     cast(phases.power_observed_gpu_seconds / 3600.0 as decimal(18, 4)) as power_observed_gpu_hours,
+    cast(phases.counter_observed_gpu_seconds / 3600.0 as decimal(18, 4)) as counter_observed_gpu_hours,
     cast(
-        case when phases.occupied_gpu_seconds > phases.power_observed_gpu_seconds
-            then (phases.occupied_gpu_seconds - phases.power_observed_gpu_seconds) / 3600.0 else 0 end
+        case when phases.occupied_gpu_seconds > phases.observed_gpu_seconds
+            then (phases.occupied_gpu_seconds - phases.observed_gpu_seconds) / 3600.0 else 0 end
         as decimal(18, 4)
     ) as unobserved_gpu_hours,
     case
         when phases.gpu_kwh is null then 'unobserved'
-        when phases.occupied_gpu_seconds > phases.power_observed_gpu_seconds then 'partly_observed'
+        when phases.occupied_gpu_seconds > phases.observed_gpu_seconds then 'partly_observed'
         else 'measured'
     end as energy_evidence,
+    {{ energy_method('phases.counter_observed_gpu_seconds', 'phases.power_observed_gpu_seconds') }} as energy_method,
     {{ reporting_currency() }} as currency
 from phases
 left join batches on phases.batch_id = batches.batch_id

@@ -19,7 +19,9 @@ batches as (
         sum(gpu_kwh) as gpu_kwh,
         sum(idle_gpu_kwh) as idle_gpu_kwh,
         sum(facility_kwh) as facility_kwh,
-        sum(energy_cost_cents) as energy_cost_cents
+        sum(energy_cost_cents) as energy_cost_cents,
+        sum(counter_observed_gpu_seconds) as counter_observed_gpu_seconds,
+        sum(power_observed_gpu_seconds) as power_observed_gpu_seconds
     from job_months
     group by month_start, batch_id
 ),
@@ -38,7 +40,9 @@ parts as (
         batches.gpu_kwh,
         batches.idle_gpu_kwh,
         batches.facility_kwh,
-        batches.energy_cost_cents
+        batches.energy_cost_cents,
+        {{ energy_method('batches.counter_observed_gpu_seconds', 'batches.power_observed_gpu_seconds') }}
+            as energy_method
     from batches
     union all
     select
@@ -48,7 +52,8 @@ parts as (
         cast(null as {{ dbt.type_float() }}) as gpu_kwh,
         cast(null as {{ dbt.type_float() }}) as idle_gpu_kwh,
         cast(null as {{ dbt.type_float() }}) as facility_kwh,
-        power_bills.power_bill_cents - coalesce(sum(batches.energy_cost_cents), 0) as energy_cost_cents
+        power_bills.power_bill_cents - coalesce(sum(batches.energy_cost_cents), 0) as energy_cost_cents,
+        cast(null as {{ dbt.type_string() }}) as energy_method
     from months
     left join power_bills on months.month_start = power_bills.month_start
     left join batches on months.month_start = batches.month_start
@@ -64,6 +69,7 @@ select
     cast(parts.facility_kwh as decimal(18, 4)) as facility_kwh,
     cast(power_bills.power_bill_cents / 100.0 as decimal(18, 2)) as power_bill,
     cast(parts.energy_cost_cents / 100.0 as decimal(18, 2)) as energy_cost,
+    parts.energy_method,
     {{ reporting_currency() }} as currency
 from parts
 left join power_bills on parts.month_start = power_bills.month_start

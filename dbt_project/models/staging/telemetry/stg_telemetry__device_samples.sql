@@ -21,6 +21,7 @@ renamed as (
         {{ adapter.quote("DCGM_FI_PROF_NVLINK_TX_BYTES") }} as nvlink_tx_bytes_per_second,
         {{ adapter.quote("DCGM_FI_PROF_NVLINK_RX_BYTES") }} as nvlink_rx_bytes_per_second,
         {{ adapter.quote("DCGM_FI_DEV_POWER_USAGE") }} as power_watts,
+        {{ adapter.quote("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION") }} as energy_counter_mj,
         source_file,
         source_line
     from source
