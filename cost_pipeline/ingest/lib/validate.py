@@ -30,6 +30,7 @@ import duckdb
 import pandas as pd
 import pandera.pandas as pa
 
+from cost_pipeline import duckdb_session
 from cost_pipeline.contract.schemas import NOT_FINITE, Col, SourceSchema, as_number
 from cost_pipeline.ingest.lib.expectations import column_message, row_message, warehouse_text
 from cost_pipeline.ingest.lib.records import ParsedFile, Rejection
@@ -136,7 +137,7 @@ def _misfits(valid: pd.DataFrame, schema: SourceSchema, con: duckdb.DuckDBPyConn
     if valid.empty or not checked:
         return {}
     own = con is None
-    con = duckdb.connect(config={"enable_external_access": False}) if own else con
+    con = duckdb_session.connect(config={"enable_external_access": False}) if own else con
     failed = (
         "case "
         + " ".join(
