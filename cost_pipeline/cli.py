@@ -18,6 +18,7 @@ from typing import TextIO
 
 import duckdb
 
+from cost_pipeline import duckdb_session
 from cost_pipeline.dagster_home import dagster_home, last_good_night, warehouse_instance
 from cost_pipeline.demo import write_demo_landing
 from cost_pipeline.progress import LOGGER, NightProgress
@@ -208,7 +209,7 @@ def report(warehouse: Path, out: TextIO | None = None) -> None:
     """Print the quarantine (file, line, rule), the unpriced months, the per-batch compute and full bills, plan vs
     actual and the service book (to stdout unless ``out``)."""
     out = sys.stdout if out is None else out
-    con = duckdb.connect(str(warehouse), read_only=True)
+    con = duckdb_session.connect(str(warehouse), read_only=True)
     try:
         quarantined = con.execute(
             "select source, source_file, line, rule, message from raw.quarantine order by source, source_file, line"
@@ -303,7 +304,7 @@ def _journal(warehouse: Path, month_text: str, out_path: Path | None, close: boo
         return wrong.exit_code
 
     def action():
-        con = duckdb.connect(str(warehouse), read_only=not close)
+        con = duckdb_session.connect(str(warehouse), read_only=not close)
         try:
             return (close_month(con, month, by), True) if close else journal_lines(con, month)
         finally:

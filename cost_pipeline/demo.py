@@ -21,9 +21,9 @@ from decimal import Decimal
 from pathlib import Path
 from urllib.parse import quote_plus
 
-import duckdb
 import pandas as pd
 
+from cost_pipeline import duckdb_session
 from cost_pipeline.contract.schemas import DEVICE_SAMPLE_BASE_COLUMNS
 from cost_pipeline.ingest.lib.warehouse import file_pattern
 from cost_pipeline.ingest.scheduler import SACCT_FIELDS
@@ -770,7 +770,7 @@ def _write_storage(landing: Path) -> None:
             "is_latest": [True] * len(STORAGE_ARCHIVE),
         }
     )
-    con = duckdb.connect()
+    con = duckdb_session.connect()
     con.from_df(archive).write_parquet(str(folder / "ml-archive_inventory_2026-11-30.parquet"))
     con.close()
 
@@ -847,7 +847,7 @@ def write_demo_landing(landing: Path) -> Path:
     staging_csv = landing / "telemetry" / "dcgm_rest.csv.tmp"
     _write_csv(staging_csv, header, rest)
     columns = "{" + ", ".join(f"'{name}': '{sql_type}'" for name, sql_type in DEVICE_SAMPLE_BASE_COLUMNS) + "}"
-    con = duckdb.connect()
+    con = duckdb_session.connect()
     relation = con.sql(
         f"select * from read_csv(?, header = true, columns = {columns})", params=[file_pattern(staging_csv)]
     )

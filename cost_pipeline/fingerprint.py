@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
-
+from cost_pipeline import duckdb_session
 from cost_pipeline.ingest.lib.warehouse import quote
 
 
 def table_fingerprints(warehouse: str | Path, schema: str = "marts") -> dict[str, str]:
     """sha256 of every table in ``schema``: its column names and types, then its rows in sorted order."""
-    con = duckdb.connect(str(warehouse), read_only=True)
+    con = duckdb_session.connect(str(warehouse), read_only=True)
     try:
         tables = [
             t

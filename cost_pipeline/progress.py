@@ -17,6 +17,7 @@ from typing import Any, TextIO
 import dagster as dg
 import duckdb
 
+from cost_pipeline import duckdb_session
 from cost_pipeline.ingest.lib.warehouse import quote
 
 LOGGER = "cli_progress"
@@ -127,7 +128,7 @@ class NightProgress:
 def _table_rows(warehouse: Path, keys: list[dg.AssetKey]) -> dict[dg.AssetKey, int]:
     """Rows of each [schema, table] key that is a table in the warehouse (views are not run to count them)."""
     try:
-        con = duckdb.connect(str(warehouse), read_only=True)
+        con = duckdb_session.connect(str(warehouse), read_only=True)
     except duckdb.Error:
         return {}
     try:

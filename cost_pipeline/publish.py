@@ -40,6 +40,7 @@ from pathlib import Path
 
 import duckdb
 
+from cost_pipeline import duckdb_session
 from cost_pipeline.contract import Complement, OverVersions, available_versions, load_contract
 from cost_pipeline.duckdb_memory import limit_memory
 from cost_pipeline.ingest.lib.warehouse import quote
@@ -281,7 +282,7 @@ def publish(warehouse: Path, as_of: datetime | None = None, memory_limit: str | 
     temporaries = {audience: _temporary_path(path) for audience, path in targets.items()}
     folders = {audience: parquet_folder(warehouse, audience) for audience in AUDIENCES}
     parquets: dict[str, dict[Path, Path]] = {audience: {} for audience in AUDIENCES}  # target -> temporary
-    con = duckdb.connect()  # in memory: the warehouse is attached read-only, nothing else is opened
+    con = duckdb_session.connect()  # in memory: the warehouse is attached read-only, nothing else is opened
     try:
         limit_memory(con, warehouse, memory_limit)
         source = _source_alias(warehouse)

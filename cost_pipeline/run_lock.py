@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from cost_pipeline.warehouse_file import WarehouseUnusable
+
 _held: dict[tuple[Path, int], int] = {}  # (lock file, thread id) -> nesting depth
 _held_guard = threading.Lock()
 
@@ -52,7 +54,8 @@ def _holder(fd: int) -> str | None:
 
 @contextmanager
 def warehouse_run_lock(warehouse_path: str | Path) -> Iterator[Path]:
-    """Hold the run lock of ``warehouse_path`` for the ``with`` block; raise ``WarehouseBusy`` if another run has it.
+    """Hold the run lock of ``warehouse_path`` for the ``with`` block; raise ``WarehouseBusy`` if another run has it,
+    ``WarehouseUnusable`` (one line, exit code 5 in the CLI) if the lock file cannot be created.
 
     Yields the lock file's path. The warehouse file itself is never opened or created here.
     """
@@ -73,8 +76,14 @@ def warehouse_run_lock(warehouse_path: str | Path) -> Iterator[Path]:
                 _held[key] -= 1
         return
 
-    lock_file.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        lock_file.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as error:  # an unwritable folder, or a file where a folder of the path should be
+        raise WarehouseUnusable(
+            f"warehouse {warehouse} cannot be used: its run lock {lock_file} cannot be created: "
+            f"{error.strerror or error}"
+        ) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

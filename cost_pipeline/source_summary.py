@@ -16,6 +16,7 @@ from pathlib import Path
 
 import duckdb
 
+from cost_pipeline import duckdb_session
 from cost_pipeline.ingest.registry import SOURCES
 
 IGNORED_NAMED = 5  # ignored files named on the summary line; raw.ignored_files holds them all
@@ -43,7 +44,7 @@ def print_source_summary(warehouse: Path, out=None) -> SummaryFindings:
     """Print the per-source summary (to stdout unless ``out``); return the sources whose every row was
     quarantined and those whose figures are stale."""
     out = sys.stdout if out is None else out
-    con = duckdb.connect(str(warehouse), read_only=True)
+    con = duckdb_session.connect(str(warehouse), read_only=True)
     try:
         try:
             ledger = {

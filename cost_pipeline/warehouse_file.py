@@ -11,6 +11,8 @@ from pathlib import Path
 
 import duckdb
 
+from cost_pipeline import duckdb_session
+
 UNUSABLE_EXIT = 5
 
 
@@ -29,7 +31,7 @@ def check_warehouse(path: Path, must_exist: bool = False) -> None:
         raise WarehouseUnusable(f"warehouse {path} does not exist")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        con = duckdb.connect(str(path))
+        con = duckdb_session.connect(str(path))
         try:
             con.execute("select count(*) from duckdb_tables()").fetchone()
         finally:

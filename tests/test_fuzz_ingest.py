@@ -952,7 +952,7 @@ def test_values_pandera_passes_but_the_warehouse_type_refuses_are_quarantined(tm
         "ledger_purchases",
     )
     assert _quarantined(warehouse) == [
-        (3, "quantity.non_negative"),  # the contract's domain (at most 10^9) refuses it before the warehouse type
+        (3, "quantity.too_large"),  # the contract's domain (at most 10^9) refuses it before the warehouse type
         (4, "purchased_on.warehouse_type"),
         (5, "unit_price.warehouse_type"),
     ]
@@ -1016,7 +1016,7 @@ def test_sacct_fields_that_used_to_raise(tmp_path):
         "scheduler_jobs",
     )
     assert _quarantined(warehouse) == [
-        (4, "gpus_requested.non_negative"),  # the contract's domain (at most 10^6 GPUs) refuses it first
+        (4, "gpus_requested.too_large"),  # the contract's domain (at most 10^6 GPUs) refuses it first
         (5, "tres_gpus"),
         (6, "elapsed_duration"),
         (7, "start_timestamp"),

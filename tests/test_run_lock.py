@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import signal
 import subprocess
 import sys
@@ -153,6 +154,48 @@ def test_the_cli_refuses_a_second_run_and_writes_nothing(tmp_path, capsys):
         holder.wait(timeout=30)
     assert code == 3
     assert "is busy: another run" in capsys.readouterr().err
+    assert not warehouse.exists()
+
+
+def _unwritable_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "read_only"
+    folder.mkdir()
+    folder.chmod(0o555)
+    return folder / "warehouse.duckdb"
+
+
+def _under_a_file(tmp_path: Path) -> Path:
+    (tmp_path / "a_file").write_text("not a folder", encoding="utf-8")
+    return tmp_path / "a_file" / "warehouse.duckdb"
+
+
+@pytest.mark.parametrize(
+    "place",
+    [
+        # As root chmod does not stop a write: a regular file where the folder should be stops root too.
+        pytest.param(
+            _unwritable_folder,
+            marks=pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a 0555 folder"),
+        ),
+        _under_a_file,
+    ],
+)
+def test_a_run_lock_that_cannot_be_created_is_one_line_and_exit_code_5(tmp_path, capsys, place):
+    from cost_pipeline.cli import main
+
+    landing = tmp_path / "landing"
+    (landing / "registry").mkdir(parents=True)
+    (landing / "registry" / "batches.csv").write_text(REGISTRY, encoding="utf-8")
+    warehouse = place(tmp_path)
+    try:
+        code = main(["run", "--landing", str(landing), "--warehouse", str(warehouse)])
+    finally:
+        if warehouse.parent.is_dir():
+            warehouse.parent.chmod(0o755)  # so that pytest can remove tmp_path
+    err = capsys.readouterr().err
+    assert code == 5
+    assert err.splitlines() == [err.strip()] and "Traceback" not in err
+    assert f"its run lock {lock_file_for(warehouse)} cannot be created" in err
     assert not warehouse.exists()
 
 

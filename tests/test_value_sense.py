@@ -12,10 +12,18 @@ import time
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 import pytest
 
 from cost_pipeline.contract import load_contract
-from cost_pipeline.contract.schemas import DEVICE_SAMPLE_BASE_COLUMNS, Col, SourceSchema
+from cost_pipeline.contract.schemas import (
+    DEVICE_SAMPLE_BASE_COLUMNS,
+    FRACTION,
+    GPU_COUNT,
+    QUANTITY,
+    Col,
+    SourceSchema,
+)
 from cost_pipeline.ingest.lib.records import ParsedFile
 from cost_pipeline.ingest.lib.validate import validate_rows
 from cost_pipeline.ingest.lib.warehouse import connect
@@ -46,7 +54,8 @@ def load(tmp_path: Path, source: str) -> tuple[Path, list[tuple]]:
     warehouse = tmp_path / "w.duckdb"
     con = connect(warehouse, readable_dir=tmp_path / "landing")
     try:
-        assert con.execute("select current_setting('TimeZone')").fetchall() == [("Asia/Kolkata",)]
+        # The host is at +05:30; the session is UTC all the same (cost_pipeline/duckdb_session.py).
+        assert con.execute("select current_setting('TimeZone')").fetchall() == [("UTC",)]
         report = load_named(con, tmp_path / "landing", source, load_contract())
     finally:
         con.close()
@@ -88,11 +97,21 @@ def test_nan_in_an_nvlink_column_is_quarantined_in_the_database(tmp_path):
 
     write(
         tmp_path / "landing" / "telemetry" / "a.csv",
-        "\n".join([SAMPLE_HEADER, sample(0, "1e9"), sample(1, "NaN"), sample(2, "inf"), sample(3, "1e300")]) + "\n",
+        "\n".join(
+            [SAMPLE_HEADER, sample(0, "1e9"), sample(1, "NaN"), sample(2, "inf"), sample(3, "1e300"), sample(4, "-1")]
+        )
+        + "\n",
     )
     warehouse, quarantined = load(tmp_path, "device_samples")
     assert query(warehouse, "select source_line from raw.device_samples") == [(2,)]
-    assert rules(quarantined) == [(line, "DCGM_FI_PROF_NVLINK_TX_BYTES.non_negative") for line in (3, 4, 5)]
+    # Each rule names what broke: NaN and infinity are not finite, 1e300 too large, -1 negative.
+    column = "DCGM_FI_PROF_NVLINK_TX_BYTES"
+    assert rules(quarantined) == [
+        (3, f"{column}.not_finite"),
+        (4, f"{column}.not_finite"),
+        (5, f"{column}.too_large"),
+        (6, f"{column}.non_negative"),
+    ]
     assert all("a finite non-negative rate such as 1000000000" in message for *_, message in quarantined)
 
 
@@ -230,7 +249,7 @@ def test_an_overflowing_value_is_quarantined_before_dbt_can_overflow(tmp_path):
     write(tmp_path / "landing" / "requests" / "r.jsonl", "\n".join(json.dumps(r) for r in requests) + "\n")
     warehouse, quarantined = load(tmp_path, "serving_requests")
     assert query(warehouse, "select request_id from raw.serving_requests") == [("r-1",)]
-    assert rules(quarantined) == [(2, "output_tokens.non_negative")]
+    assert rules(quarantined) == [(2, "output_tokens.too_large")]  # positive: too large, not negative
     assert "from 0 to 1,000,000,000,000" in quarantined[0][3] and "9000000" not in quarantined[0][3]
 
 
@@ -242,4 +261,40 @@ def test_nan_in_a_nullable_number_is_not_taken_for_a_blank(tmp_path):
     )
     warehouse, quarantined = load(tmp_path, "task_outcomes")
     assert query(warehouse, "select task_id from raw.task_outcomes") == [("t-1",)]
-    assert rules(quarantined) == [(3, "human_minutes.non_negative"), (4, "human_minutes.non_negative")]
+    assert rules(quarantined) == [(3, "human_minutes.not_finite"), (4, "human_minutes.not_finite")]
+
+
+@pytest.mark.parametrize(
+    ("domain", "value", "rule"),
+    [
+        (GPU_COUNT, "8", None),
+        (GPU_COUNT, "-1", "non_negative"),
+        (GPU_COUNT, "2147483648", "too_large"),
+        (GPU_COUNT, "NaN", "not_finite"),
+        (GPU_COUNT, "-Infinity", "not_finite"),
+        (FRACTION, "1.5", "unit_range"),
+        (FRACTION, "-0.5", "unit_range"),
+        (QUANTITY, "-1e16", "out_of_range"),
+        (QUANTITY, "-1", None),
+    ],
+)
+def test_both_ingest_paths_name_the_same_rule_for_what_broke(domain, value, rule):
+    """The pandas path (``Domain.broken``, behind its pandera checks) and the in-database path (``sql_breaks``)."""
+    assert domain.broken(value) == rule
+    assert domain.admits(value) is (rule is None)
+    failed = [
+        name
+        for name, check in zip(domain.rules(), domain.checks(), strict=True)
+        if not check(pd.Series([value])).check_passed
+    ]
+    assert failed == ([] if rule is None else [rule])
+    con = duckdb.connect()
+    try:
+        found = [
+            name
+            for name, condition in domain.sql_breaks("v", nullable=True)
+            if con.execute(f"select {condition} from (select ? as v)", [value]).fetchone()[0]
+        ]
+    finally:
+        con.close()
+    assert found[:1] == ([] if rule is None else [rule])

@@ -11,6 +11,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
+from functools import partial
 
 import pandas as pd
 import pandera.pandas as pa
@@ -38,36 +39,73 @@ def as_number(value: object) -> Decimal | None:
     return None
 
 
+NOT_FINITE = "not_finite"  # NaN, Infinity or -Infinity
+TOO_LARGE = "too_large"  # above the domain's high bound
+
+
 @dataclass(frozen=True)
 class Domain:
     """What a numeric column may hold: a finite number (no NaN, no infinity) from ``low`` to ``high``.
 
     ``high`` keeps every value far inside its warehouse type, so sums and products in dbt cannot overflow. A row
-    outside the domain is quarantined under ``<column>.<rule>``, with ``what`` and the range as its message; the
-    pandas path (``Col.domain``) and the in-database path (``sql_breaks``) check the same declaration.
+    outside the domain is quarantined under ``<column>.<rule>``, the rule naming what broke: ``not_finite`` for NaN
+    or an infinity, ``below`` for a value under ``low`` (``non_negative`` for a negative count or amount) and
+    ``above`` for one over ``high`` (``too_large``), with ``what`` and the range as its message. The pandas path
+    (``Col.domain``) and the in-database path (``sql_breaks``) check the same declaration.
     """
 
-    rule: str  # the quarantine rule's suffix
+    below: str  # the rule's suffix for a value under low
     what: str  # what the value is, with an example: "a finite non-negative amount such as 12.34"
     low: Decimal
     high: Decimal
+    above: str = TOO_LARGE  # the rule's suffix for a value over high
+
+    def broken(self, value: object) -> str | None:
+        """The rule suffix a number outside the domain breaks; None for a number inside it, or anything else."""
+        number = as_number(value)
+        if number is None:
+            return None
+        if not number.is_finite():
+            return NOT_FINITE
+        if number < self.low:
+            return self.below
+        return self.above if number > self.high else None
 
     def admits(self, value: object) -> bool:
         """False for a number outside the domain (NaN and infinities too); True for anything else."""
-        number = as_number(value)
-        return number is None or (number.is_finite() and self.low <= number <= self.high)
+        return self.broken(value) is None
+
+    def rules(self) -> tuple[str, ...]:
+        """Every rule suffix the domain records, each once: not finite, below, above."""
+        return tuple(dict.fromkeys((NOT_FINITE, self.below, self.above)))
 
     def describe(self) -> str:
         return f"{self.what}, from {_plain(self.low)} to {_plain(self.high)}"
 
-    def check(self) -> pa.Check:
-        return pa.Check(self.admits, element_wise=True, name=self.rule, description=self.describe())
+    def checks(self) -> tuple[pa.Check, ...]:
+        """One pandera check per rule, named by it; a value breaks at most one."""
+        return tuple(
+            pa.Check(partial(self._keeps, rule), element_wise=True, name=rule, description=self.describe())
+            for rule in self.rules()
+        )
 
-    def sql_breaks(self, expression: str, nullable: bool) -> str:
-        """A SQL condition true when ``expression`` (text or a number) breaks the domain (or, required, is blank)."""
+    def _keeps(self, rule: str, value: object) -> bool:
+        return self.broken(value) != rule
+
+    def sql_breaks(self, expression: str, nullable: bool) -> list[tuple[str, str]]:
+        """Each rule suffix with a SQL condition true when ``expression`` (text or a number) breaks it, in the order
+        ``broken`` tries them. Text that is no number (or, required, a blank) breaks the ``below`` rule."""
         value = f"try_cast({expression} as double)"
-        broken = f"coalesce(isnan({value}) or isinf({value}) or {value} < {self.low} or {value} > {self.high}, true)"
-        return f"({expression} is not null and {broken})" if nullable else broken
+        conditions = {
+            NOT_FINITE: f"(isnan({value}) or isinf({value}))",
+            self.below: f"coalesce({value} < {self.low}, true)",
+        }
+        above = f"{value} > {self.high}"
+        conditions[self.above] = f"({conditions[self.above]} or {above})" if self.above in conditions else above
+        return [
+            (rule, f"({expression} is not null and {condition})" if nullable else condition)
+            for rule, condition in conditions.items()
+        ]
 
 
 def _plain(number: Decimal) -> str:
@@ -75,15 +113,18 @@ def _plain(number: Decimal) -> str:
 
 
 # The domains, declared once. Each high bound is far below its warehouse type's limit (BIGINT 9.2e18, DECIMAL(18,2)
-# 1e16) so that a product of two of them (GPUs x seconds, tokens x weight) still fits.
+# 1e16) so that a product of two of them (GPUs x seconds, tokens x weight) still fits. A domain that may be negative
+# names either bound out_of_range; an activity outside 0..1 is out of its unit_range on either side.
+OUT_OF_RANGE = "out_of_range"
 AMOUNT = Domain("non_negative", "a finite non-negative amount such as 12.34", Decimal(0), Decimal("999999999999.99"))
 FOCUS_AMOUNT_RANGE = Domain(
-    "finite",
+    OUT_OF_RANGE,
     "a finite amount such as 12.34 (negative only as the contract allows)",
     Decimal(-(10**15)),
     Decimal(10**15),
+    OUT_OF_RANGE,
 )
-QUANTITY = Domain("finite", "a finite quantity such as 1.5", Decimal(-(10**15)), Decimal(10**15))
+QUANTITY = Domain(OUT_OF_RANGE, "a finite quantity such as 1.5", Decimal(-(10**15)), Decimal(10**15), OUT_OF_RANGE)
 HOURS_DOMAIN = Domain("non_negative", "a finite non-negative number of hours such as 7.5", Decimal(0), Decimal(10**9))
 GPU_COUNT = Domain("non_negative", "a non-negative number of GPUs such as 8", Decimal(0), Decimal(10**6))
 COUNT = Domain("non_negative", "a non-negative whole number such as 42", Decimal(0), Decimal(10**9))
@@ -93,7 +134,7 @@ MILLISECONDS = Domain("non_negative", "a non-negative number of milliseconds suc
 MINUTES = Domain("non_negative", "a finite non-negative number of minutes such as 12.5", Decimal(0), Decimal(10**9))
 TOKENS = Domain("non_negative", "a non-negative number of tokens such as 512", Decimal(0), Decimal(10**12))
 BYTES = Domain("non_negative", "a non-negative number of bytes such as 1048576", Decimal(0), Decimal(10**17))
-FRACTION = Domain("unit_range", "a finite activity such as 0.93", Decimal(0), Decimal(1))
+FRACTION = Domain("unit_range", "a finite activity such as 0.93", Decimal(0), Decimal(1), "unit_range")
 BYTES_PER_SECOND = Domain(
     "non_negative", "a finite non-negative rate such as 1000000000 bytes a second", Decimal(0), Decimal(10**15)
 )
@@ -156,7 +197,7 @@ class Col:
     @property
     def all_checks(self) -> tuple[pa.Check, ...]:
         """The contract's checks of the column, its domain's last."""
-        return self.checks if self.domain is None else (*self.checks, self.domain.check())
+        return self.checks if self.domain is None else (*self.checks, *self.domain.checks())
 
     @property
     def pandas_dtype(self) -> str | type:

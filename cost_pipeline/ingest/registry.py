@@ -117,9 +117,15 @@ def render_domains() -> str:
         domains, rules = _checked_values(source, contract)
         for column, (sql_type, domain) in domains.items():
             domain_rows.append(
-                [f"`raw.{source.name}`", f"`{column}`", sql_type, domain.describe(), f"`{column}.{domain.rule}`"]
+                [
+                    f"`raw.{source.name}`",
+                    f"`{column}`",
+                    sql_type,
+                    domain.describe(),
+                    ", ".join(f"`{column}.{rule}`" for rule in domain.rules()),
+                ]
             )
         rule_rows += [[f"`raw.{source.name}`", f"`{rule}`", expects] for rule, expects in rules]
-    lines = ["#### Numeric domains", "", *table(["raw table", "column", "type", "domain", "rule"], domain_rows)]
+    lines = ["#### Numeric domains", "", *table(["raw table", "column", "type", "domain", "rules"], domain_rows)]
     lines += ["", "#### Cross-field rules", "", *table(["raw table", "rule", "the row should have"], rule_rows)]
     return "\n".join(lines) + "\n"

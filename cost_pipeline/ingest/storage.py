@@ -44,6 +44,7 @@ from pathlib import Path, PurePosixPath
 
 import duckdb
 
+from cost_pipeline import duckdb_session
 from cost_pipeline.contract import Contract, load_contract, schemas
 from cost_pipeline.contract.schemas import STORAGE_INVENTORY_COLUMNS
 from cost_pipeline.ingest.lib import in_database
@@ -288,7 +289,7 @@ def _staged_with(contract: Contract) -> in_database.Stage:
 def _fields_of(path: Path) -> set[str] | None:
     """The inventory fields a data file holds (normalised), from its manifest, header line or Parquet schema."""
     if path.suffix.lower() == ".parquet":
-        con = duckdb.connect()
+        con = duckdb_session.connect()
         lock_down(con, path.parent)
         try:
             return {

@@ -96,15 +96,13 @@ class InDatabaseSource:
 
 
 def domain_rules(domains: Mapping[str, Domain], optional: Iterable[str] = ()) -> list[Rule]:
-    """One rule per numeric column from its declared domain (finite, sign, range); an optional column may be blank."""
+    """The rules of each numeric column from its declared domain (not finite, below, above: each named for what
+    broke); an optional column may be blank."""
     blank_allowed = set(optional)
     return [
-        (
-            f"{column}.{domain.rule}",
-            domain.sql_breaks(quote(column), column in blank_allowed),
-            f"{column} should hold {domain.describe()}".replace("'", "''"),
-        )
+        (f"{column}.{rule}", condition, f"{column} should hold {domain.describe()}".replace("'", "''"))
         for column, domain in domains.items()
+        for rule, condition in domain.sql_breaks(quote(column), column in blank_allowed)
     ]
 
 

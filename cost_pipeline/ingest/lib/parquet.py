@@ -7,13 +7,14 @@ from pathlib import Path
 
 import duckdb
 
+from cost_pipeline import duckdb_session
 from cost_pipeline.ingest.lib.records import ParsedFile, Rejection, RowRejected, file_sha256, whole_file
 from cost_pipeline.ingest.lib.warehouse import file_pattern, lock_down
 
 
 def parquet_rows(path: Path) -> int | None:
     """The rows a Parquet file's footer says it holds, when the footer can be read (its data may not)."""
-    con = duckdb.connect()
+    con = duckdb_session.connect()
     lock_down(con, path.parent)
     try:
         (rows,) = con.execute("select sum(num_rows) from parquet_file_metadata(?)", [file_pattern(path)]).fetchone()
@@ -27,7 +28,7 @@ def parquet_rows(path: Path) -> int | None:
 def parse_parquet(path: Path, map_row: Callable[[dict[str, object]], dict[str, object]]) -> ParsedFile:
     """A Parquet file as rows numbered from 1; an unreadable file becomes a single line-0 rejection."""
     parsed = ParsedFile(path=path, sha256=file_sha256(path))
-    con = duckdb.connect()
+    con = duckdb_session.connect()
     lock_down(con, path.parent)
     try:
         cursor = con.execute(

@@ -30,7 +30,8 @@ import duckdb
 import pandas as pd
 import pandera.pandas as pa
 
-from cost_pipeline.contract.schemas import Col, SourceSchema, as_number
+from cost_pipeline import duckdb_session
+from cost_pipeline.contract.schemas import NOT_FINITE, Col, SourceSchema, as_number
 from cost_pipeline.ingest.lib.expectations import column_message, row_message, warehouse_text
 from cost_pipeline.ingest.lib.records import ParsedFile, Rejection
 from cost_pipeline.ingest.lib.timestamps import is_number, number_time_message, utc_time
@@ -88,7 +89,7 @@ def _refusal(column: Col, value: object) -> tuple[str, str] | None:
     # NaN and infinities before pandera, which takes NaN in a nullable column for a blank.
     number = as_number(value) if column.domain is not None else None
     if number is not None and not number.is_finite():
-        return f"{column.name}.{column.domain.rule}", f"column {column.name} should hold {column.domain.describe()}"
+        return f"{column.name}.{NOT_FINITE}", f"column {column.name} should hold {column.domain.describe()}"
     return None
 
 
@@ -136,7 +137,7 @@ def _misfits(valid: pd.DataFrame, schema: SourceSchema, con: duckdb.DuckDBPyConn
     if valid.empty or not checked:
         return {}
     own = con is None
-    con = duckdb.connect(config={"enable_external_access": False}) if own else con
+    con = duckdb_session.connect(config={"enable_external_access": False}) if own else con
     failed = (
         "case "
         + " ".join(

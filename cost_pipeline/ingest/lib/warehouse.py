@@ -29,6 +29,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from cost_pipeline import duckdb_session
 from cost_pipeline.contract.schemas import SourceSchema
 from cost_pipeline.duckdb_memory import limit_memory
 from cost_pipeline.ingest.lib.records import UNREAD_SHA256, ParsedFile, Rejection, file_sha256, refusal
@@ -183,7 +184,7 @@ def connect(
     folder, for ingest) it is then locked down to that folder (``lock_down``); without it it is unrestricted.
     """
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(str(path))
+    con = duckdb_session.connect(str(path))
     try:
         limit_memory(con, Path(path), memory_limit)
         con.execute(f"create schema if not exists {RAW}")

@@ -9,7 +9,9 @@ renamed as (
         cast({{ dbt.concat(["substring(month, 1, 7)", "'-01'"]) }} as date) as cost_month,
         item,
         amount,
-        currency
+        currency,
+        source_file,
+        source_line
     from newest
 )
 

@@ -18,7 +18,9 @@ renamed as (
         currency,
         gpus_per_unit,
         depreciation_years,
-        salvage_value
+        salvage_value,
+        source_file,
+        source_line
     from newest
 )
 

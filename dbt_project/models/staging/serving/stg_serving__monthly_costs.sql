@@ -8,7 +8,9 @@ renamed as (
     select
         cast({{ dbt.concat(["substring(month, 1, 7)", "'-01'"]) }} as date) as cost_month,
         item,
-        amount
+        amount,
+        source_file,
+        source_line
     from newest
 )
 

@@ -14,7 +14,9 @@ renamed as (
         gpus,
         started_at,
         ended_at,
-        gpu_hour_price
+        gpu_hour_price,
+        source_file,
+        source_line
     from newest
 )
 

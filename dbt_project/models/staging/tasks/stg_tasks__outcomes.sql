@@ -14,7 +14,9 @@ renamed as (
         succeeded,
         judged_by,
         coalesce(human_minutes, 0) as human_minutes,
-        human_cost_per_hour
+        human_cost_per_hour,
+        source_file,
+        source_line
     from newest
 )
 
