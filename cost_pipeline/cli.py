@@ -344,7 +344,7 @@ def _statement(
         return wrong.exit_code
 
     def action() -> str:
-        con = duckdb.connect(str(warehouse), read_only=True)
+        con = duckdb_session.connect(str(warehouse), read_only=True)
         try:
             return batch_statement(con, batch, month) if team is None else team_statement(con, team, month)
         finally:
