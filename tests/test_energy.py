@@ -56,7 +56,9 @@ def test_a_gpu_without_samples_is_unobserved_not_assumed(run) -> None:
     assert row["carbon_kg_co2e"] is None and row["energy_cost"] is None
 
 
-def test_power_bill_is_shared_by_facility_energy_and_the_gap_is_its_own_row(run) -> None:
+def test_energy_cost_is_facility_energy_at_the_contracts_price_and_the_gap_is_the_rest_of_the_bill(run) -> None:
+    # B-7's validation job 1004: 5.382 facility kWh x 0.18 per kWh = 0.96876, rounded once to 0.97.
+    assert batch_phase(run, "B-7", "validation")["energy_cost"] == D("0.97")
     rows = run.query(
         "select month_start, part, batch_id, facility_kwh, power_bill, energy_cost"
         " from marts.fct_energy_reconciliation order by month_start, part, batch_id"
@@ -67,24 +69,33 @@ def test_power_bill_is_shared_by_facility_energy_and_the_gap_is_its_own_row(run)
     november = [r for r in rows if str(r[0]) == "2026-11-01"]
     assert {r[2] for r in november if r[1] == "batch"} == {"B-7", "B-8", "unattributed"}
     assert sum(r[5] for r in november) == D("1152.00")  # to the cent
-    total_kwh = sum(r[3] for r in november if r[1] == "batch")
-    for _, part, _, kwh, bill, cost in november:
-        if part == "batch":
-            # Shared per job-month to the cent: a batch is within a cent per job of its exact share.
-            assert abs(cost - bill * kwh / total_kwh) <= D("0.06")
+    measured = [r for r in november if r[1] == "batch"]
+    for _, _, batch, kwh, _, cost in measured:
+        # Priced per job-month and rounded once there: within half a cent per job of the batch's kWh x price.
+        jobs = run.query("select count(*) from intermediate.int_job_energy_months_costed where batch_id = ?", [batch])
+        assert abs(cost - kwh * D("0.18")) <= D("0.005") * jobs[0][0]
+    # The gap is what no sample measured (hosts, network, serving, idle GPUs, cooling beyond PUE): shown, not shared.
+    gap = [r[5] for r in november if r[1] == "gap"]
+    assert gap == [D("1152.00") - sum(r[5] for r in measured)]
+    assert gap[0] > D("1000.00")
     by_batch = dict(
         run.query(
             "select batch_id, sum(energy_cost) from marts.fct_batch_energy"
             " group by batch_id having count(energy_cost) > 0"
         )
     )
-    assert by_batch == {r[2]: r[5] for r in november if r[1] == "batch"}
+    assert by_batch == {r[2]: r[5] for r in measured}
+    # Energy is a part of compute cost: no batch's energy cost exceeds its compute cost.
+    for batch, cost in by_batch.items():
+        compute = run.query("select compute_cost from marts.fct_batch_compute where batch_id = ?", [batch])[0][0]
+        assert cost <= compute, batch
 
 
 def test_contract_gives_pue_and_grid_intensity_per_month() -> None:
     parameters = {r["name"]: r["value"] for r in load_contract("v1").parameter_rows()}
     assert parameters["energy_pue"] == 1.3
     assert parameters["grid_intensity_g_co2e_per_kwh.2026-11"] == 410
+    assert parameters["energy_price_per_kwh.2026-11"] == 0.18
     document = dict(load_contract("v1").document)
     document["energy"] = {"pue": 1.3, "grid_intensity_g_co2e_per_kwh": {"2026-13": 400}}
     with pytest.raises(ValueError, match="not YYYY-MM"):

@@ -472,15 +472,20 @@ class Contract:
         # Cost-to-complete method parameters (R21) as forecast_<name>.
         for name, value in self.document["plan_review"].get("forecast", {}).items():
             values[f"forecast_{name}"] = value
-        # Energy (docs/energy.md): the facility's PUE, and the grid's carbon intensity per month as
-        # grid_intensity_g_co2e_per_kwh.<YYYY-MM>.
+        # Energy (docs/energy.md): the facility's PUE, and per month the grid's carbon intensity
+        # (grid_intensity_g_co2e_per_kwh.<YYYY-MM>) and the electricity price per facility kWh
+        # (energy_price_per_kwh.<YYYY-MM>).
         energy = self.document.get("energy") or {}
         if "pue" in energy:
             values["energy_pue"] = energy["pue"]
-        for month, intensity in (energy.get("grid_intensity_g_co2e_per_kwh") or {}).items():
-            if not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", str(month)):
-                raise ValueError(f"contract {self.version}: grid intensity month {month!r} is not YYYY-MM")
-            values[f"grid_intensity_g_co2e_per_kwh.{month}"] = intensity
+        for key, prefix in (
+            ("grid_intensity_g_co2e_per_kwh", "grid_intensity_g_co2e_per_kwh"),
+            ("price_per_kwh", "energy_price_per_kwh"),
+        ):
+            for month, value in (energy.get(key) or {}).items():
+                if not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", str(month)):
+                    raise ValueError(f"contract {self.version}: energy.{key} month {month!r} is not YYYY-MM")
+                values[f"{prefix}.{month}"] = value
         # Assumed labour rates as labour_assumed_rate.<role>.<low|typical|high>; whole cents, so the double the
         # table holds casts back to the exact DECIMAL(18,2) rate.
         for role, levels in self.labour_assumed_rates.items():

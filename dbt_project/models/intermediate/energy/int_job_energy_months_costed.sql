@@ -1,7 +1,8 @@
 -- Each job-month's measured GPU energy (int_job_energy_measured) with the facility's figures (docs/energy.md):
 -- facility energy = GPU energy x the contract's PUE, carbon = facility energy x the grid intensity of the month,
--- and the month's power bill (the ledger's facility item power) shared to the cent over the job-months on owned
--- capacity by their facility energy, with largest remainders. A job-month with no measured sample has null energy
+-- and energy cost = facility energy x the month's electricity price (contract energy.price_per_kwh), rounded once
+-- to the cent; a month without a price has no energy cost (null). fct_energy_reconciliation sets these against the
+-- ledger's power bill and shows the rest as the gap. A job-month with no measured sample has null energy
 -- (unobserved); a cloud-billed job's power is in its cloud price, so it has GPU energy but no facility figures.
 with job_months as (
     select
@@ -42,8 +43,14 @@ grid_intensities as (
     where parameter_name like 'grid_intensity_g_co2e_per_kwh.%'
 ),
 
-power_bills as (
-    select * from {{ ref('int_power_bills_monthly') }}
+-- energy_price_per_kwh.<YYYY-MM>, named like the grid intensities.
+energy_prices as (
+    select
+        contract_version,
+        cast({{ dbt.concat([dbt.right('parameter_name', '7'), "'-01'"]) }} as date) as month_start,
+        parameter_value as price_per_kwh
+    from {{ ref('stg_contract__parameters') }}
+    where parameter_name like 'energy_price_per_kwh.%'
 ),
 
 measured as (
@@ -55,6 +62,7 @@ measured as (
         coalesce(energy.counter_observed_gpu_seconds, 0) as counter_observed_gpu_seconds,
         parameters.pue,
         grid_intensities.grid_intensity_g_co2e_per_kwh,
+        energy_prices.price_per_kwh,
         case when not job_months.is_cloud_billed then energy.gpu_kwh * parameters.pue end as facility_kwh
     from job_months
     left join energy on job_months.job_key = energy.job_key and job_months.month_start = energy.month_start
@@ -62,22 +70,9 @@ measured as (
     left join grid_intensities
         on job_months.contract_version = grid_intensities.contract_version
         and job_months.month_start = grid_intensities.month_start
-),
-
--- Only job-months with facility energy share the bill: a month with none leaves its bill wholly to the gap.
-parts as (
-    select
-        measured.job_key,
-        measured.month_start,
-        measured.facility_kwh,
-        power_bills.power_bill_cents
-    from measured
-    inner join power_bills on measured.month_start = power_bills.month_start
-    where measured.facility_kwh > 0
-),
-
-allocated as (
-    {{ largest_remainder_cents('parts', ['month_start'], 'power_bill_cents', 'facility_kwh', 'job_key') }}
+    left join energy_prices
+        on job_months.contract_version = energy_prices.contract_version
+        and job_months.month_start = energy_prices.month_start
 )
 
 select
@@ -96,9 +91,6 @@ select
     measured.facility_kwh,
     measured.grid_intensity_g_co2e_per_kwh,
     measured.facility_kwh * measured.grid_intensity_g_co2e_per_kwh / 1000.0 as carbon_kg_co2e,
-    case
-        when allocated.allocated_cents is not null then allocated.allocated_cents
-        when measured.facility_kwh = 0 then 0
-    end as energy_cost_cents
+    measured.price_per_kwh,
+    cast(round(measured.facility_kwh * measured.price_per_kwh * 100, 0) as bigint) as energy_cost_cents
 from measured
-left join allocated on measured.job_key = allocated.job_key and measured.month_start = allocated.month_start

@@ -1,6 +1,6 @@
 -- The facility power bill per month against the measured energy (docs/energy.md): one row per batch with measured
--- facility energy in the month (its GPU energy x PUE and its share of the bill, to the cent) and one 'gap' row,
--- the bill less those shares, so every month's rows add up to its power bill exactly. The ledger gives the bill in
+-- facility energy in the month (its GPU energy x PUE, priced at the month's electricity price) and one 'gap' row,
+-- the bill less those costs, so every month's rows add up to its power bill exactly. The ledger gives the bill in
 -- money only, so the gap's energy (CPUs, network, cooling beyond PUE, GPUs no sample stands for) cannot be
 -- measured: its kWh are null. A month with measured energy but no power bill has null costs.
 with job_months as (
