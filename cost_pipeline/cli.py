@@ -451,13 +451,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run" and not args.landing.is_dir():
         print(f"cost-pipeline: landing folder {args.landing} does not exist", file=sys.stderr)
         return 2
-    if args.command == "run" and not args.allow_empty and landing_is_empty(args.landing):
-        print(
-            f"cost-pipeline: landing folder {args.landing} holds no files: nothing to load; the warehouse is left "
-            "as it is (--allow-empty runs anyway)",
-            file=sys.stderr,
-        )
-        return EMPTY_LANDING_EXIT
+    # A wrong argument (exit 2) is named before the landing folder is judged empty (exit 7).
     try:
         run_config = checked_run_config(
             args.config, args.dir / "landing" if args.command == "demo" else args.landing, warehouse
@@ -465,6 +459,13 @@ def main(argv: list[str] | None = None) -> int:
     except RunConfigError as wrong:
         print(f"cost-pipeline: --config {wrong}", file=sys.stderr)
         return 2
+    if args.command == "run" and not args.allow_empty and landing_is_empty(args.landing):
+        print(
+            f"cost-pipeline: landing folder {args.landing} holds no files: nothing to load; the warehouse is left "
+            "as it is (--allow-empty runs anyway)",
+            file=sys.stderr,
+        )
+        return EMPTY_LANDING_EXIT
     findings = SummaryFindings()
     try:
         # Held from before the demo rewrites its landing folder until the report is printed.

@@ -298,3 +298,15 @@ def test_both_ingest_paths_name_the_same_rule_for_what_broke(domain, value, rule
     finally:
         con.close()
     assert found[:1] == ([] if rule is None else [rule])
+
+
+def test_allocated_at_most_requested_where_a_request_is_stated():
+    from cost_pipeline.contract.schemas import ALLOCATED_AT_MOST_REQUESTED as rule
+
+    def row(requested, allocated):
+        return pd.Series({"gpus_requested": requested, "gpus_allocated": allocated})
+
+    assert not rule.holds(row(8, 16))  # more than asked for: quarantined
+    assert rule.holds(row(16, 8)) and rule.holds(row(8, 8))
+    assert rule.holds(row(0, 16))  # a job step: sacct states no request, its GPUs are the allocation's
+    assert rule.holds(row(None, 16))

@@ -154,10 +154,13 @@ class NotBefore:
     earlier: str
     rule: str
     expects: str  # what the row should have, as the quarantine message says it
+    unsaid: float | None = None  # a value of ``later`` that means the export did not say (the rule then holds)
 
     def holds(self, row: pd.Series) -> bool:
         later, earlier = row[self.later], row[self.earlier]
         if pd.isna(later) or pd.isna(earlier):
+            return True
+        if self.unsaid is not None and not isinstance(later, str) and later == self.unsaid:
             return True
         if isinstance(later, str) or isinstance(earlier, str):  # DECIMAL columns travel as text
             first, second = as_number(later), as_number(earlier)
@@ -173,9 +176,15 @@ def ends_after_start(end: str, start: str) -> NotBefore:
 
 
 SALVAGE_EXPECTS = "a salvage value no higher than the unit price it was bought at"
-# Where the scheduler gives both counts, a job holds no more GPUs than it asked for.
+# Where the scheduler gives both counts, a job holds no more GPUs than it asked for. A request of 0 is one the export
+# does not state: Slurm writes no ReqTRES for a job step (sacct --json: an empty tres.requested), whose GPUs are its
+# allocation's; a job that asked for no GPU gets none.
 ALLOCATED_AT_MOST_REQUESTED = NotBefore(
-    "gpus_requested", "gpus_allocated", "gpus_allocated.at_most_requested", "no more GPUs allocated than requested"
+    "gpus_requested",
+    "gpus_allocated",
+    "gpus_allocated.at_most_requested",
+    "no more GPUs allocated than requested (where a request is stated)",
+    unsaid=0,
 )
 
 
