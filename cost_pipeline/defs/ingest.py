@@ -8,7 +8,9 @@ and ``source_loaded`` (a warning: the load raised what no rule foresaw, so it wa
 source's rows of its last good night; the asset still materialises, so every other figure is rebuilt).
 ``raw/ignored_files`` records every landing file no source reads, and its ``no_ignored_files`` check warns.
 A source with launch options (a dataclass of options in its declaration) takes them as the asset's run config,
-under the same names and defaults.
+under the same names and defaults. Each load that succeeds records when its files' bytes were first seen
+(``ops.file_arrivals``), which the ``delivered_on_time`` freshness checks read (``defs/freshness.py``). Owners
+come from the contract (``operations.owners``).
 """
 
 import dataclasses
