@@ -1,4 +1,4 @@
-"""The single entry point Dagster loads (workspace.yaml): every asset, check, job, schedule and resource.
+"""The single entry point Dagster loads (workspace.yaml): every asset, check, job, schedule, sensor and resource.
 
 Paths come from the environment when a run launches (``COST_LANDING_DIR``, ``COST_WAREHOUSE``), never at import.
 """
@@ -9,15 +9,19 @@ import dagster as dg
 
 from cost_pipeline.dbt_setup import dbt_executable, dbt_project
 from cost_pipeline.defs.dbt import ProjectDbtCli, cost_models
-from cost_pipeline.defs.ingest import ingest_assets
+from cost_pipeline.defs.freshness import freshness_checks
+from cost_pipeline.defs.ingest import bookkeeping_specs, ingest_assets
 from cost_pipeline.defs.publish import publish_assets
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.defs.schedules import nightly_cost_refresh, nightly_cost_refresh_job
+from cost_pipeline.defs.sensors import landing_sensors
 
 defs = dg.Definitions(
-    assets=[*ingest_assets, cost_models, *publish_assets],
+    assets=[*ingest_assets, *bookkeeping_specs, cost_models, *publish_assets],
+    asset_checks=freshness_checks,
     jobs=[nightly_cost_refresh_job],
     schedules=[nightly_cost_refresh],
+    sensors=landing_sensors,
     resources={
         "landing": LandingZone(path=dg.EnvVar("COST_LANDING_DIR")),
         "warehouse": Warehouse(path=dg.EnvVar("COST_WAREHOUSE")),

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from cost_pipeline.contract import Contract, load_contract
-from cost_pipeline.ingest.registry import render_domains, render_inputs
+from cost_pipeline.ingest.registry import render_domains, render_inputs, sources
 from cost_pipeline.markdown import table
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -81,7 +81,8 @@ _ENUMERATION_COLUMNS = ("category", "is_rerun", "is_same_cause", "lower_bound", 
 
 def render_contract() -> str:
     """Per contract version: every enumeration with its allowed values (the rows of ``raw.contract_enumerations``)
-    and every numeric parameter (``raw.contract_parameters``), in the order the contract file lists them."""
+    and every numeric parameter (``raw.contract_parameters``), in the order the contract file lists them; then each
+    source's owners and expected delivery (``operations``)."""
     lines: list[str] = []
     for contract in _package_contracts():
         lines += [
@@ -102,6 +103,14 @@ def render_contract() -> str:
         lines += ["#### Numeric parameters", ""]
         lines += table(
             ["name", "value"], ([f"`{row['name']}`", _number(row["value"])] for row in contract.parameter_rows())
+        )
+        lines += ["", "#### Owners and expected delivery (operations)", ""]
+        lines += table(
+            ["raw table", "owners", "max age of the newest delivery (h)"],
+            (
+                [f"`raw.{name}`", ", ".join(contract.owners(name)), _number(contract.max_age_hours(name))]
+                for name in sources()
+            ),
         )
         lines.append("")
     lines += ["### Value domains", "", render_domains()]

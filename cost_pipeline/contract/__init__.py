@@ -227,6 +227,26 @@ class Contract:
             "negative_consumed_quantity": bool(rule.get("negative_consumed_quantity", False)),
         }
 
+    def _operations(self, part: str) -> dict[str, Any]:
+        section = (self.document.get("operations") or {}).get(part)
+        if not section or "default" not in section:
+            raise ValueError(f"contract {self.version}: operations.{part} needs a default")
+        return section
+
+    def owners(self, name: str, kind: str = "sources") -> list[str]:
+        """The Dagster owners of an ingest asset (``kind="sources"``, by source) or a dbt model (``"layers"``, by
+        its schema), from ``operations.owners``; the default for a name the contract does not list."""
+        owners = self._operations("owners")
+        return [str(owner) for owner in ((owners.get(kind) or {}).get(name) or owners["default"])]
+
+    def max_age_hours(self, source: str) -> float:
+        """How old a source's newest delivery may be before its freshness check warns (``operations.freshness``)."""
+        freshness = self._operations("freshness")
+        hours = ((freshness.get("sources") or {}).get(source) or freshness["default"])["max_age_hours"]
+        if not isinstance(hours, int | float) or isinstance(hours, bool) or hours <= 0:
+            raise ValueError(f"contract {self.version}: operations.freshness of {source}: {hours!r} is not > 0 hours")
+        return float(hours)
+
     @property
     def general_ledger(self) -> GeneralLedger | None:
         """The journal's accounts and cost centres (None for a version without a general_ledger section); raises

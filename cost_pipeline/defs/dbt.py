@@ -17,6 +17,7 @@ import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtCliResource, dbt_assets
 from packaging.version import Version
 
+from cost_pipeline.contract import load_contract
 from cost_pipeline.dbt_setup import dbt_project, keep_partial_parse, prepare_manifest, seed_partial_parse
 from cost_pipeline.defs.resources import Warehouse
 from cost_pipeline.duckdb_memory import dbt_environment
@@ -47,7 +48,9 @@ class ProjectDbtCli(DbtCliResource):
 
 
 class CostDbtTranslator(DagsterDbtTranslator):
-    """Models keyed by schema and name (["marts", "fct_batch_compute"]) and grouped by layer."""
+    """Models keyed by schema and name (["marts", "fct_batch_compute"]), grouped by layer and owned as the contract
+    says for their layer (``operations.owners.layers``) unless the model's ``meta: {dagster: {owners: [...]}}``
+    names its own."""
 
     def get_asset_key(self, dbt_resource_props: Mapping[str, Any]) -> dg.AssetKey:
         if dbt_resource_props["resource_type"] in ("model", "snapshot"):
@@ -58,6 +61,12 @@ class CostDbtTranslator(DagsterDbtTranslator):
         if dbt_resource_props["resource_type"] == "model":
             return dbt_resource_props["config"]["schema"]
         return super().get_group_name(dbt_resource_props)
+
+    def get_owners(self, dbt_resource_props: Mapping[str, Any]) -> Sequence[str] | None:
+        named = super().get_owners(dbt_resource_props)
+        if named or dbt_resource_props["resource_type"] not in ("model", "snapshot"):
+            return named
+        return load_contract().owners(dbt_resource_props["config"]["schema"], kind="layers")
 
 
 @dbt_assets(

@@ -8,7 +8,9 @@ and ``source_loaded`` (a warning: the load raised what no rule foresaw, so it wa
 source's rows of its last good night; the asset still materialises, so every other figure is rebuilt).
 ``raw/ignored_files`` records every landing file no source reads, and its ``no_ignored_files`` check warns.
 A source with launch options (a dataclass of options in its declaration) takes them as the asset's run config,
-under the same names and defaults.
+under the same names and defaults. Each load that succeeds records when its files' bytes were first seen
+(``ops.file_arrivals``), which the ``delivered_on_time`` freshness checks read (``defs/freshness.py``). Owners
+come from the contract (``operations.owners``).
 """
 
 import dataclasses
@@ -22,6 +24,7 @@ import duckdb
 from cost_pipeline.contract import load_contract
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.ingest.contract_tables import TABLES, load_contract_tables
+from cost_pipeline.ingest.lib.arrivals import record_arrivals
 from cost_pipeline.ingest.lib.records import one_line
 from cost_pipeline.ingest.lib.source import Source
 from cost_pipeline.ingest.lib.warehouse import (
@@ -38,6 +41,11 @@ GROUP = "ingest"
 # The warehouse file is held by another process (a BI reader, a manual query): wait and try again.
 TRANSIENT_RETRIES = 5
 TRANSIENT_WAIT_SECONDS = 2
+
+
+def _owners(table: str) -> list[str]:
+    """The asset's owners, from the contract (``operations.owners``)."""
+    return load_contract().owners(table)
 
 
 def _check_specs(table: str) -> list[dg.AssetCheckSpec]:
@@ -202,7 +210,7 @@ def report_result(
 
 @dg.multi_asset(
     specs=[
-        dg.AssetSpec(["raw", table], group_name=GROUP, kinds={"duckdb"}, description=description)
+        dg.AssetSpec(["raw", table], group_name=GROUP, kinds={"duckdb"}, description=description, owners=_owners(table))
         for table, description in TABLES.items()
     ],
 )
@@ -222,6 +230,7 @@ IGNORED_SHOWN = 20  # ignored files named in the check's metadata; raw.ignored_f
 @dg.asset(
     key=["raw", "ignored_files"],
     group_name=GROUP,
+    owners=_owners("ignored_files"),
     kinds={"duckdb"},
     description=BOOKKEEPING_TABLES["ignored_files"],
     check_specs=[
@@ -284,6 +293,7 @@ def _load(
             failure = LoadFailure(message, record_failure(con, source.name, message, last_load(context)))
             return report_result(context, kept_report(con, source.name), failure)
         clear_failure(con, source.name)
+        record_arrivals(con, source.name)
     finally:
         con.close()
     return report_result(context, report)
@@ -297,6 +307,7 @@ def source_asset(source: Source) -> dg.AssetsDefinition:
         group_name=GROUP,
         kinds={"duckdb"},
         description=source.summary(),
+        owners=_owners(source.name),
         check_specs=_check_specs(source.name),
     )
     if source.options is None:
@@ -326,6 +337,13 @@ def source_asset(source: Source) -> dg.AssetsDefinition:
     return _configured
 
 
+# The bookkeeping tables every source writes besides its own (the ledger, the quarantine...): written by the assets
+# above, never materialised on their own; declared so that the graph describes them and names their owners.
+bookkeeping_specs: list[dg.AssetSpec] = [
+    dg.AssetSpec(["raw", table], group_name=GROUP, kinds={"duckdb"}, description=description, owners=_owners(table))
+    for table, description in BOOKKEEPING_TABLES.items()
+    if table != "ignored_files"
+]
 source_assets: list[dg.AssetsDefinition] = [source_asset(source) for source in SOURCES.values()]
 ASSETS_BY_TABLE = {asset.key.path[-1]: asset for asset in source_assets}
 ingest_assets: list[dg.AssetsDefinition] = [contract_tables, *source_assets, ignored_files]

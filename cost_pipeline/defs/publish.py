@@ -8,6 +8,7 @@ tables and columns; it never holds a value.
 import dagster as dg
 import duckdb
 
+from cost_pipeline.contract import load_contract
 from cost_pipeline.defs.dbt import cost_models
 from cost_pipeline.defs.resources import Warehouse
 from cost_pipeline.publish import ENGINEERING, FINANCE, MARTS, publish
@@ -23,6 +24,7 @@ mart_keys = sorted((key for key in cost_models.keys if key.path[0] == MARTS), ke
 @dg.asset(
     key=["published", "marts"],
     group_name=GROUP,
+    owners=load_contract().owners("published", kind="layers"),
     kinds={"duckdb"},
     deps=mart_keys,
     description="The marts copied into <warehouse>.finance.duckdb (every column) and <warehouse>.engineering.duckdb "

@@ -1,0 +1,72 @@
+"""Freshness: one ``delivered_on_time`` check (warning severity) per landing source's raw asset.
+
+A source delivers when a file with bytes the warehouse has not seen lands and is loaded (``ops.file_arrivals``,
+kept by the ingest assets): a renamed file is no delivery, a re-exported one is. The check warns when the source's
+newest delivery is older than the contract allows (``operations.freshness``, ``max_age_hours`` per source). A source
+that never delivered is not expected (an alternative format, such as dcgm-exporter scrapes where DCGM CSVs come):
+it passes, and says so. It only reads the warehouse, so it can run on its own (from the UI, or in any run that
+materialises the source).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import dagster as dg
+import duckdb
+
+from cost_pipeline.contract import load_contract
+from cost_pipeline.defs.resources import Warehouse
+from cost_pipeline.ingest.lib.arrivals import newest_arrival
+from cost_pipeline.ingest.lib.source import Source
+from cost_pipeline.ingest.registry import SOURCES
+
+CHECK = "delivered_on_time"
+
+
+def delivery_result(
+    con: duckdb.DuckDBPyConnection, source: str, max_age_hours: float, now: datetime | None = None
+) -> dg.AssetCheckResult:
+    """Whether ``source`` delivered within ``max_age_hours`` of ``now`` (naive UTC), as a warning check result."""
+    now = now or datetime.now(UTC).replace(tzinfo=None)
+    newest = newest_arrival(con, source)
+    age_hours = None if newest is None else (now - newest) / timedelta(hours=1)
+    passed = age_hours is None or age_hours <= max_age_hours
+    if newest is None:
+        description = f"{source} never delivered a file, so none is expected"
+    else:
+        description = f"{source} last delivered {newest:%Y-%m-%d %H:%M} UTC, {age_hours:.1f} h ago"
+        description += "" if passed else f", more than the {max_age_hours:g} h the contract allows"
+    return dg.AssetCheckResult(
+        passed=passed,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=description,
+        metadata={
+            "newest_delivery": newest.isoformat(sep=" ") if newest else "",
+            "age_hours": -1.0 if age_hours is None else round(age_hours, 2),
+            "max_age_hours": max_age_hours,
+        },
+    )
+
+
+def freshness_check(source: Source) -> dg.AssetChecksDefinition:
+    """The ``delivered_on_time`` check of one source's raw asset."""
+    max_age_hours = load_contract().max_age_hours(source.name)
+
+    @dg.asset_check(
+        asset=dg.AssetKey(["raw", source.name]),
+        name=CHECK,
+        description=f"Warns when {source.name} has delivered no new file (new bytes) for more than "
+        f"{max_age_hours:g} h (contract operations.freshness).",
+    )
+    def _delivered_on_time(warehouse: Warehouse) -> dg.AssetCheckResult:
+        con = warehouse.connect()
+        try:
+            return delivery_result(con, source.name, max_age_hours)
+        finally:
+            con.close()
+
+    return _delivered_on_time
+
+
+freshness_checks: list[dg.AssetChecksDefinition] = [freshness_check(source) for source in SOURCES.values()]

@@ -1,0 +1,172 @@
+"""Landing sensors (cursor = file hashes, not names), freshness checks over the warehouse's arrivals, and owners
+and descriptions on every asset."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+
+from cost_pipeline.contract import load_contract
+from cost_pipeline.definitions import defs
+from cost_pipeline.defs.freshness import CHECK, freshness_check
+from cost_pipeline.defs.ingest import ASSETS_BY_TABLE
+from cost_pipeline.defs.resources import LandingZone, Warehouse
+from cost_pipeline.defs.sensors import Seen, files_sensor, landing_sensors
+from cost_pipeline.demo import write_demo_landing
+from cost_pipeline.ingest.registry import SOURCES
+from tests.helpers import query
+
+SOURCE = SOURCES["batch_registry"]  # registry/batches*.csv
+
+
+@pytest.fixture
+def instance():
+    with dg.instance_for_test() as temporary:
+        yield temporary
+
+
+def tick(instance: dg.DagsterInstance, landing: Path, cursor: str | None) -> dg.SensorResult:
+    context = dg.build_sensor_context(
+        instance=instance, cursor=cursor, resources={"landing": LandingZone(path=str(landing))}
+    )
+    return files_sensor(SOURCE)(context)
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_sensor_runs_on_new_bytes_only_never_on_a_new_name(tmp_path, instance):
+    landing = tmp_path / "landing"
+    first = write(landing / "registry" / "batches_a.csv", "batch_id\nb1\n")
+    write(landing / "registry" / "rounds.csv", "not this source's\n")
+    write(landing / "scheduler" / "batches_z.csv", "another folder\n")
+
+    started = tick(instance, landing, None)
+    assert not started.run_requests  # starting a sensor is no delivery
+    assert Seen.load(started.cursor).hashes and Seen.load(started.cursor).deliveries == 0
+
+    unchanged = tick(instance, landing, started.cursor)
+    assert not unchanged.run_requests
+    assert unchanged.cursor == started.cursor
+
+    first.rename(landing / "registry" / "batches_renamed.csv")
+    renamed = tick(instance, landing, unchanged.cursor)
+    assert not renamed.run_requests
+    assert Seen.load(renamed.cursor) == Seen.load(started.cursor)
+
+    write(landing / "registry" / "batches_renamed.csv", "batch_id\nb1\nb2\n")
+    changed = tick(instance, landing, renamed.cursor)
+    assert len(changed.run_requests) == 1
+    request = changed.run_requests[0]
+    assert request.run_key.startswith("batch_registry:1:")
+    assert request.tags["cost_pipeline/source"] == "batch_registry"
+    again = tick(instance, landing, renamed.cursor)  # the same tick evaluated twice asks for the same run
+    assert [r.run_key for r in again.run_requests] == [request.run_key]
+
+    after = tick(instance, landing, changed.cursor)
+    assert not after.run_requests
+
+    first.write_text("batch_id\nb1\n", encoding="utf-8")  # the old bytes back beside the changed file
+    back = tick(instance, landing, after.cursor)
+    assert len(back.run_requests) == 1 and back.run_requests[0].run_key != request.run_key
+
+
+def test_the_cursor_round_trips_and_holds_hashes_not_names(tmp_path):
+    seen = Seen(frozenset({"b" * 64, "a" * 64}), deliveries=3)
+    dumped = seen.dump()
+    assert Seen.load(dumped) == seen
+    assert dumped == Seen.load(dumped).dump()
+    assert "batches" not in dumped and dumped.index("a" * 64) < dumped.index("b" * 64)
+    assert Seen.load(None) is None and Seen.load("") is None
+
+
+def test_every_source_has_a_stopped_sensor_that_runs_its_asset_and_what_is_downstream():
+    assert {s.name for s in landing_sensors} == {f"{name}_files" for name in SOURCES}
+    assert all(s.default_status == dg.DefaultSensorStatus.STOPPED for s in landing_sensors)
+    graph = defs.resolve_asset_graph()
+    sensor = defs.resolve_sensor_def("scheduler_jobs_files")
+    selected = sensor.job.selection.resolve(graph)
+    assert dg.AssetKey(["raw", "scheduler_jobs"]) in selected
+    assert dg.AssetKey(["published", "marts"]) in selected
+    assert dg.AssetKey(["raw", "batch_registry"]) not in selected  # other sources are not re-read
+
+
+def freshness(landing: Path, warehouse: Path) -> dg.AssetCheckEvaluation:
+    """Run only the batch registry's freshness check."""
+    check = freshness_check(SOURCE)
+    job = dg.Definitions(
+        assets=[ASSETS_BY_TABLE[SOURCE.name]],
+        asset_checks=[check],
+        jobs=[dg.define_asset_job("freshness", selection=dg.AssetSelection.checks(check))],
+        resources={"landing": LandingZone(path=str(landing)), "warehouse": Warehouse(path=str(warehouse))},
+    ).resolve_job_def("freshness")
+    result = job.execute_in_process(instance=dg.DagsterInstance.ephemeral())
+    (evaluation,) = result.get_asset_check_evaluations()
+    assert evaluation.check_name == CHECK and evaluation.severity == dg.AssetCheckSeverity.WARN
+    return evaluation
+
+
+def test_freshness_warns_on_an_old_delivery_and_passes_on_a_new_one(tmp_path):
+    landing = write_demo_landing(tmp_path / "landing")
+    warehouse = tmp_path / "w.duckdb"
+    resources = {"landing": LandingZone(path=str(landing)), "warehouse": Warehouse(path=str(warehouse))}
+
+    never = freshness(landing, warehouse)
+    assert never.passed and "never delivered" in never.description  # not expected: an alternative format
+
+    dg.materialize([ASSETS_BY_TABLE["batch_registry"]], resources=resources, instance=dg.DagsterInstance.ephemeral())
+    ((files, first_seen),) = query(
+        warehouse, "select count(*), max(first_seen_at) from ops.file_arrivals where source = 'batch_registry'"
+    )
+    assert files == len(SOURCE.files(landing)) and files > 0
+    assert freshness(landing, warehouse).passed
+
+    allowed = load_contract().max_age_hours("batch_registry")
+    old = first_seen - timedelta(hours=allowed + 1)
+
+    con = duckdb.connect(str(warehouse))
+    con.execute("update ops.file_arrivals set first_seen_at = ?", [old])
+    con.close()
+    stale = freshness(landing, warehouse)
+    assert not stale.passed and stale.metadata["max_age_hours"].value == allowed
+    assert stale.metadata["age_hours"].value > allowed
+
+    # The same bytes under another name are no delivery: the check still warns.
+    (registry,) = SOURCE.files(landing)
+    registry.rename(registry.with_name("batches_again.csv"))
+    dg.materialize([ASSETS_BY_TABLE["batch_registry"]], resources=resources, instance=dg.DagsterInstance.ephemeral())
+    assert not freshness(landing, warehouse).passed
+
+    # New bytes are: it passes again.
+    registry.with_name("batches_again.csv").write_text(registry.with_name("batches_again.csv").read_text() + "\n")
+    dg.materialize([ASSETS_BY_TABLE["batch_registry"]], resources=resources, instance=dg.DagsterInstance.ephemeral())
+    fresh = freshness(landing, warehouse)
+    assert fresh.passed and datetime.fromisoformat(fresh.metadata["newest_delivery"].value) > old
+
+
+def test_every_asset_has_owners_and_a_description():
+    graph = defs.resolve_asset_graph()
+    keys = graph.get_all_asset_keys()
+    assert len(keys) > 100
+    unowned = sorted(k.to_user_string() for k in keys if not graph.get(k).owners)
+    undescribed = sorted(k.to_user_string() for k in keys if not (graph.get(k).description or "").strip())
+    assert (unowned, undescribed) == ([], [])
+    contract = load_contract()
+    assert graph.get(dg.AssetKey(["raw", "timesheets"])).owners == contract.owners("timesheets")
+    assert graph.get(dg.AssetKey(["marts", "fct_batch_costs"])).owners == contract.owners("marts", kind="layers")
+
+
+def test_every_source_has_a_warning_freshness_check_with_its_contract_age():
+    contract = load_contract()
+    graph = defs.resolve_asset_graph()
+    for name in SOURCES:
+        key = dg.AssetCheckKey(dg.AssetKey(["raw", name]), CHECK)
+        assert key in graph.asset_check_keys
+        assert f"{contract.max_age_hours(name):g} h" in graph.get_check_spec(key).description
