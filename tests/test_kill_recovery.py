@@ -81,8 +81,20 @@ def _fingerprints(warehouse: Path, schemas: tuple[str, ...] = SCHEMAS) -> dict[s
     return {schema: table_fingerprints(warehouse, schema) for schema in schemas}
 
 
+def _connect_after_kill(warehouse: Path, timeout: float = 120.0) -> duckdb.DuckDBPyConnection:
+    """The killed night's file lock may outlive its process by a moment while the kernel tears it down."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return duckdb.connect(str(warehouse))
+        except duckdb.IOException as locked:
+            if "lock" not in str(locked) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def _ledger_matches_rows(warehouse: Path) -> None:
-    con = duckdb.connect(str(warehouse))
+    con = _connect_after_kill(warehouse)
     try:
         tables = {
             t
