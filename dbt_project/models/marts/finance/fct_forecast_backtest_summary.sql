@@ -29,6 +29,7 @@ by_point as (
 
 select
     forecast_point,
+    {{ latest_contract_version() }} as contract_version,
     cast(runtime_pct as integer) as runtime_pct,
     cast(forecasts as bigint) as forecasts,
     cast(round(median_absolute_pct_error, 2) as decimal(18, 2)) as median_absolute_pct_error,

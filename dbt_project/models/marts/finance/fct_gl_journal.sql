@@ -97,6 +97,7 @@ select
     unpriced_lines > 0 as is_unpriced,
     unpriced_lines,
     unpriced_gpu_hours,
+    {{ latest_contract_version() }} as contract_version,
     {{ reporting_currency() }} as currency
 from summed
 where net_amount <> 0 or unpriced_lines > 0

@@ -53,10 +53,11 @@ select
     classified.sample_month,
     tiers.tier,
     classified.attribution as reason,
+    classified.contract_version,
     count(*) as samples,
     cast(sum(classified.represented_seconds) as double) / 3600 as gpu_hours
 from classified
 inner join tiers
     on classified.contract_version = tiers.contract_version
     and classified.tier_precedence = tiers.precedence
-group by classified.sample_month, tiers.tier, classified.attribution
+group by classified.sample_month, tiers.tier, classified.attribution, classified.contract_version
