@@ -102,3 +102,16 @@ def demo_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         if not outcome.exists():
             outcome.write_text(json.dumps({"succeeded": _demo_night(root)}), encoding="utf-8")
     return DemoRun(root / "landing", root / "warehouse.duckdb", json.loads(outcome.read_text("utf-8"))["succeeded"])
+
+
+@pytest.fixture
+def host_in_kolkata(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The host's time zone is +05:30 (TZ=Asia/Kolkata) for the test, restored afterwards: what runs must not
+    depend on it."""
+    import time
+
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()

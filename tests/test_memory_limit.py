@@ -3,20 +3,19 @@
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 from pathlib import Path
 
 import dagster as dg
 import duckdb
 import pytest
 
-from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, dbt_executable, manifest_fingerprint
+from cost_pipeline.dbt_setup import manifest_fingerprint
 from cost_pipeline.defs.resources import Warehouse
 from cost_pipeline.duckdb_memory import DEFAULT_MEMORY_LIMIT, MEMORY_LIMIT_VARIABLE, dbt_environment
 from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.publish import publish
+from tests.helpers import dbt_show
 
 SETTINGS = "select current_setting('memory_limit'), current_setting('temp_directory'), current_setting('threads')"
 
@@ -81,17 +80,7 @@ def test_publishing_runs_under_the_limit(tmp_path: Path) -> None:
 def test_dbt_runs_under_the_limit_and_spills_beside_the_warehouse(tmp_path: Path) -> None:
     warehouse = tmp_path / "night.duckdb"
     env = {**os.environ, "COST_WAREHOUSE": str(warehouse), **dbt_environment("300MiB")}
-    shown = subprocess.run(
-        [dbt_executable(), "show", "--quiet", "--output", "json", "--inline", SETTINGS]
-        + ["--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR)]
-        + ["--target-path", str(tmp_path / "target"), "--log-path", str(tmp_path / "logs")],
-        cwd=DBT_PROJECT_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    (row,) = json.loads(shown.stdout)["show"]
+    row = dbt_show(tmp_path, SETTINGS, env)
     assert list(row.values()) == ["300.0 MiB", str(tmp_path / "night.duckdb.tmp"), _default_threads()]
 
 

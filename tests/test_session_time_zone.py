@@ -4,31 +4,22 @@ Each test runs under the host zone Asia/Kolkata (+05:30), which DuckDB would oth
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import time
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from cost_pipeline import duckdb_session
-from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, dbt_executable
 from cost_pipeline.ingest.lib.warehouse import connect
+from tests.helpers import dbt_show
 
 ZONE = "select current_setting('TimeZone')"
 # The day of an instant (20:00 UTC, 01:30 the next day at +05:30) follows the session zone.
 MIDNIGHT = "select cast(timestamptz '2026-11-30 20:00:00+00' as date)"
 
 
-@pytest.fixture(autouse=True)
-def kolkata(monkeypatch):
-    monkeypatch.setenv("TZ", "Asia/Kolkata")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("host_in_kolkata")
 
 
 def _zone_and_day(con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
@@ -55,15 +46,5 @@ def test_a_warehouse_connection_and_its_cursors_are_in_utc(tmp_path: Path):
 
 def test_dbt_runs_in_utc(tmp_path: Path):
     env = {**os.environ, "COST_WAREHOUSE": str(tmp_path / "night.duckdb")}
-    shown = subprocess.run(
-        [dbt_executable(), "show", "--quiet", "--output", "json", "--inline", f"{ZONE} as zone"]
-        + ["--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR)]
-        + ["--target-path", str(tmp_path / "target"), "--log-path", str(tmp_path / "logs")],
-        cwd=DBT_PROJECT_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    (row,) = json.loads(shown.stdout)["show"]
+    row = dbt_show(tmp_path, f"{ZONE} as zone", env)
     assert row == {"zone": "UTC"}

@@ -8,7 +8,6 @@ Loads run under a non-UTC host zone (Asia/Kolkata, +05:30) so a time that depend
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import duckdb
@@ -33,14 +32,7 @@ from tests.helpers import query
 SAMPLE_HEADER = ",".join(name for name, _ in DEVICE_SAMPLE_BASE_COLUMNS)
 
 
-@pytest.fixture(autouse=True)
-def kolkata(monkeypatch):
-    """The host's zone is +05:30 for every test here; restored afterwards."""
-    monkeypatch.setenv("TZ", "Asia/Kolkata")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("host_in_kolkata")  # the host is at +05:30 for every test here
 
 
 def write(path: Path, text: str) -> Path:

@@ -33,24 +33,12 @@ parameters as (
     {{ contract_parameters({'energy_pue': 'pue'}) }}
 ),
 
--- grid_intensity_g_co2e_per_kwh.<YYYY-MM>: the month is the name's last seven characters.
 grid_intensities as (
-    select
-        contract_version,
-        cast({{ dbt.concat([dbt.right('parameter_name', '7'), "'-01'"]) }} as date) as month_start,
-        parameter_value as grid_intensity_g_co2e_per_kwh
-    from {{ ref('stg_contract__parameters') }}
-    where parameter_name like 'grid_intensity_g_co2e_per_kwh.%'
+    {{ monthly_contract_parameter('grid_intensity_g_co2e_per_kwh', 'grid_intensity_g_co2e_per_kwh') }}
 ),
 
--- energy_price_per_kwh.<YYYY-MM>, named like the grid intensities.
 energy_prices as (
-    select
-        contract_version,
-        cast({{ dbt.concat([dbt.right('parameter_name', '7'), "'-01'"]) }} as date) as month_start,
-        parameter_value as price_per_kwh
-    from {{ ref('stg_contract__parameters') }}
-    where parameter_name like 'energy_price_per_kwh.%'
+    {{ monthly_contract_parameter('energy_price_per_kwh', 'price_per_kwh') }}
 ),
 
 measured as (
