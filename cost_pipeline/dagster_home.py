@@ -4,6 +4,10 @@
 (``demo/warehouse.dagster/`` for the demo). Point ``dagster dev`` at the same folder (docs/operations.md) and the UI
 shows the CLI's runs, and checks that compare with the previous materialisation (``quarantine_not_growing``) see
 the previous night whoever launched it.
+
+A home this module creates gets a ``dagster.yaml`` that queues runs one at a time (``INSTANCE_YAML``): every run
+writes the one warehouse, so a sensor's run that starts during the night waits for it instead of failing on the
+run lock. A home that already has a ``dagster.yaml`` (or a ``DAGSTER_HOME`` someone set up) is left as it is.
 """
 
 from __future__ import annotations
@@ -19,6 +23,14 @@ import dagster as dg
 # The last asset of a night that succeeded: it is materialised only after every mart was rebuilt.
 LAST_ASSET = dg.AssetKey(["published", "marts"])
 
+INSTANCE_YAML = """\
+# Written by cost_pipeline when it created this Dagster home: runs write one warehouse, so they queue one at a
+# time (the run lock refuses a second writer). Edit freely; cost_pipeline never rewrites this file.
+concurrency:
+  runs:
+    max_concurrent_runs: 1
+"""
+
 
 def dagster_home(warehouse: Path) -> Path:
     """``DAGSTER_HOME`` if set, else the folder beside ``warehouse``."""
@@ -33,7 +45,9 @@ def dagster_home(warehouse: Path) -> Path:
 def warehouse_instance(warehouse: Path) -> Iterator[dg.DagsterInstance]:
     """The persistent Dagster instance of ``warehouse`` (its folder is created on first use)."""
     home = dagster_home(warehouse)
-    home.mkdir(parents=True, exist_ok=True)
+    if not home.exists():
+        home.mkdir(parents=True)
+        (home / "dagster.yaml").write_text(INSTANCE_YAML, encoding="utf-8")
     with dg.DagsterInstance.from_config(str(home)) as instance:
         yield instance
 

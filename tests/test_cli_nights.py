@@ -81,6 +81,7 @@ def test_the_default_dagster_home_is_beside_the_warehouse_and_keeps_both_nights(
     assert home == warehouse.with_name("warehouse.dagster")
     with dg.DagsterInstance.from_config(str(home)) as instance:
         runs = instance.get_runs()
+        assert instance.get_concurrency_config().run_queue_config.max_concurrent_runs == 1
     assert [run.status for run in runs] == [dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.SUCCESS]
 
 

@@ -3,6 +3,7 @@ and descriptions on every asset."""
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -170,3 +171,14 @@ def test_every_source_has_a_warning_freshness_check_with_its_contract_age():
         key = dg.AssetCheckKey(dg.AssetKey(["raw", name]), CHECK)
         assert key in graph.asset_check_keys
         assert f"{contract.max_age_hours(name):g} h" in graph.get_check_spec(key).description
+
+
+def test_a_rewrite_of_the_same_size_within_the_clocks_tick_is_still_new_bytes(tmp_path, instance):
+    landing = tmp_path / "landing"
+    path = write(landing / "registry" / "batches_a.csv", "batch_id\nb1\n")
+    started = tick(instance, landing, None)
+    written = path.stat().st_mtime_ns
+    path.write_text("batch_id\nb2\n", encoding="utf-8")  # same size, same inode
+    os.utime(path, ns=(written, written))  # and, as a coarse clock would leave it, the same modification time
+    changed = tick(instance, landing, started.cursor)
+    assert len(changed.run_requests) == 1
