@@ -1,9 +1,10 @@
 """cost-pipeline: run the nightly job on the demo scenario or on real exports, from a terminal; keep the generated
-docs current; export the general-ledger journal and close a month; write a batch's or a team's HTML statement.
+docs current; export the general-ledger journal and close a month; write a batch's or a team's HTML statement; export
+the resource book as FOCUS 1.2.
 Exit codes (docs/operations.md): 0 done, 1 the run failed, 2 wrong arguments or config (an unknown batch or team),
 3 the warehouse is busy, 4 every row of a source was quarantined, 5 the warehouse is unusable, 6 retract: no such
 file, 7 the landing folder holds no files (--allow-empty runs anyway), 8 a source's load failed: its figures are
-stale, 9 the journal cannot be printed or the month cannot be closed."""
+stale, 9 the journal cannot be printed or the month cannot be closed, 10 the FOCUS export cannot be written."""
 
 from __future__ import annotations
 
@@ -280,6 +281,19 @@ def _locked(warehouse: Path, action: Callable[[], object]) -> tuple[int, object]
         return refused.exit_code, None
 
 
+def _read_locked(warehouse: Path, read: Callable[[duckdb.DuckDBPyConnection], object]) -> tuple[int, object]:
+    """``read(con)`` on a read-only connection to the warehouse, under its run lock (``_locked``)."""
+
+    def action() -> object:
+        con = duckdb_session.connect(str(warehouse), read_only=True)
+        try:
+            return read(con)
+        finally:
+            con.close()
+
+    return _locked(warehouse, action)
+
+
 def _retract(warehouse: Path, source_file: str, reason: str | None, by: str | None) -> int:
     """Record a file's retraction (``cost_pipeline.retract``); one line on stdout, or one on stderr and its code."""
     from cost_pipeline.retract import retract
@@ -343,14 +357,9 @@ def _statement(
         print(f"cost-pipeline: {wrong}", file=sys.stderr)
         return wrong.exit_code
 
-    def action() -> str:
-        con = duckdb_session.connect(str(warehouse), read_only=True)
-        try:
-            return batch_statement(con, batch, month) if team is None else team_statement(con, team, month)
-        finally:
-            con.close()
-
-    code, document = _locked(warehouse, action)
+    code, document = _read_locked(
+        warehouse, lambda con: batch_statement(con, batch, month) if team is None else team_statement(con, team, month)
+    )
     if code:
         return code
     if out_path is None:
@@ -358,6 +367,26 @@ def _statement(
     else:
         out_path.write_text(document, encoding="utf-8")
         print(f"wrote {out_path}: the statement of {'batch ' + batch if team is None else 'team ' + team}")
+    return 0
+
+
+def _export(warehouse: Path, month_text: str | None, out_path: Path) -> int:
+    """Write the resource book as FOCUS 1.2 (``cost_pipeline.focus_export``) to ``out_path``; errors are one line on
+    stderr and their exit code."""
+    from cost_pipeline.focus_export import FOCUS_VERSION, write_focus
+    from cost_pipeline.journal import JournalError, parse_month
+
+    try:
+        month = None if month_text is None else parse_month(month_text)
+    except JournalError as wrong:
+        print(f"cost-pipeline: {wrong}", file=sys.stderr)
+        return wrong.exit_code
+
+    code, rows = _read_locked(warehouse, lambda con: write_focus(con, out_path, month))
+    if code:
+        return code
+    months = "every month" if month is None else f"{month:%Y-%m}"
+    print(f"wrote {out_path}: {rows} FOCUS {FOCUS_VERSION} rows of the resource book ({months})")
     return 0
 
 
@@ -423,6 +452,11 @@ def _parser() -> argparse.ArgumentParser:
     statement.add_argument("--month", help="the month, YYYY-MM: the batch's bill of that month, or the chargeback's")
     statement.add_argument("--warehouse", type=Path, required=True, help="DuckDB warehouse file")
     statement.add_argument("--out", type=Path, metavar="FILE", help="write the HTML here instead of stdout")
+    export = commands.add_parser("export", help="write the resource book as a FOCUS 1.2 file (CSV, or .parquet)")
+    export.add_argument("--focus", action="store_true", required=True, help="FOCUS 1.2 (the one export format)")
+    export.add_argument("--month", help="the month, YYYY-MM (default: every month)")
+    export.add_argument("--warehouse", type=Path, required=True, help="DuckDB warehouse file")
+    export.add_argument("--out", type=Path, required=True, metavar="FILE", help="the file; Parquet if it ends .parquet")
     return parser
 
 
@@ -438,6 +472,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "report":
         return _statement(args.warehouse, args.batch, args.team, args.month, args.out)
+
+    if args.command == "export":
+        return _export(args.warehouse, args.month, args.out)
 
     if args.command == "docs":
         return _docs(check=args.check)

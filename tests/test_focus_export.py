@@ -1,0 +1,152 @@
+"""The FOCUS 1.2 export of the resource book (issue 11): every FOCUS 1.2 column in the spec's order plus x_ columns,
+the spec's mandatory values, types and allowed values checked here, and BilledCost summing to fct_resource_book to
+the cent. focus-validator (PyPI) is not run: 2.2.1 needs Python 3.12 and pins below ours (docs/operations.md, "FOCUS
+export"), so these checks are the FOCUS 1.2 rules the export can break, written from the spec."""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections import defaultdict
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+
+from cost_pipeline.cli import main
+
+# FOCUS 1.2, specification/columns: the cost-and-usage columns, alphabetical as the spec lists them.
+FOCUS_1_2 = """AvailabilityZone BilledCost BillingAccountId BillingAccountName BillingAccountType BillingCurrency
+BillingPeriodEnd BillingPeriodStart CapacityReservationId CapacityReservationStatus ChargeCategory ChargeClass
+ChargeDescription ChargeFrequency ChargePeriodEnd ChargePeriodStart CommitmentDiscountCategory CommitmentDiscountId
+CommitmentDiscountName CommitmentDiscountQuantity CommitmentDiscountStatus CommitmentDiscountType CommitmentDiscountUnit
+ConsumedQuantity ConsumedUnit ContractedCost ContractedUnitPrice EffectiveCost InvoiceId InvoiceIssuerName ListCost
+ListUnitPrice PricingCategory PricingCurrency PricingCurrencyContractedUnitPrice PricingCurrencyEffectiveCost
+PricingCurrencyListUnitPrice PricingQuantity PricingUnit ProviderName PublisherName RegionId RegionName ResourceId
+ResourceName ResourceType ServiceCategory ServiceName ServiceSubcategory SkuId SkuMeter SkuPriceDetails SkuPriceId
+SubAccountId SubAccountName SubAccountType Tags""".split()
+# FOCUS 1.2: columns that MUST NOT be null.
+NOT_NULL = """BilledCost BillingAccountId BillingCurrency BillingPeriodEnd BillingPeriodStart ChargeCategory
+ChargeFrequency ChargePeriodEnd ChargePeriodStart ContractedCost EffectiveCost InvoiceIssuerName ListCost
+PricingCurrency PricingCurrencyEffectiveCost ProviderName PublisherName ServiceCategory ServiceName
+ServiceSubcategory""".split()
+MONEY = ("BilledCost", "ContractedCost", "EffectiveCost", "ListCost", "PricingCurrencyEffectiveCost")
+DECIMALS = MONEY + ("ConsumedQuantity", "PricingQuantity", "ContractedUnitPrice", "ListUnitPrice")
+DATE_TIMES = ("BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd")
+# FOCUS 1.2 allowed values (ChargeCategory, ChargeFrequency, ServiceCategory) and the subcategories of the one
+# category the owned rows use; every category's "Other (<category>)" is a subcategory of it.
+CHARGE_CATEGORIES = {"Usage", "Purchase", "Tax", "Credit", "Adjustment"}
+CHARGE_FREQUENCIES = {"One-Time", "Recurring", "Usage-Based"}
+SERVICE_CATEGORIES = {
+    "AI and Machine Learning", "Analytics", "Business Applications", "Compute", "Databases", "Developer Tools",
+    "Multicloud", "Identity", "Integration", "Internet of Things", "Management and Governance", "Media", "Migration",
+    "Mobile", "Networking", "Security", "Storage", "Web", "Other",
+}  # fmt: skip
+AI_SUBCATEGORIES = {"AI Platforms", "Bots", "Generative AI", "Machine Learning", "Natural Language Processing"}
+NUMERIC = re.compile(r"^-?\d+(\.\d+)?$")  # NumericFormat, no exponent: what a Decimal prints
+CENTS = re.compile(r"^-?\d+\.\d{2}$")
+DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")  # DateTimeFormat, UTC
+# UnitFormat: a count unit, or <unit>-<plural time unit>.
+UNIT = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?: [A-Za-z][A-Za-z0-9]*)*(?:-(?:Hours|Days|Months|Years|Seconds|Minutes))?$")
+
+
+@pytest.fixture(scope="module")
+def export(demo_run, tmp_path_factory) -> tuple[list[str], list[dict[str, str]], Path]:
+    """The demo's resource book exported once as CSV and once as Parquet (the demo night is the session's)."""
+    assert demo_run.succeeded
+    folder = tmp_path_factory.mktemp("focus")
+    for name in ("book.csv", "book.parquet"):
+        out = folder / name
+        assert main(["export", "--focus", "--warehouse", str(demo_run.warehouse), "--out", str(out)]) == 0
+    with open(folder / "book.csv", encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        rows = list(reader)
+        return list(reader.fieldnames or []), rows, folder / "book.parquet"
+
+
+def test_columns_are_focus_1_2_then_x_columns(export):
+    header, _, _ = export
+    assert header[: len(FOCUS_1_2)] == FOCUS_1_2
+    extra = header[len(FOCUS_1_2) :]
+    assert {"x_BatchKey", "x_EvidenceLevel"} <= set(extra)
+    assert all(column.startswith("x_") for column in extra)
+
+
+def test_billed_cost_sums_to_the_resource_book_to_the_cent(export, demo_run):
+    _, rows, _ = export
+    book = demo_run.query("select month, batch_id, resource_cost from marts.fct_resource_book")
+    assert len(rows) == len(book)
+    assert sum(Decimal(row["BilledCost"]) for row in rows) == sum(cost for _, _, cost in book)
+    by_batch_month: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
+    for month, batch, cost in book:
+        by_batch_month[(f"{month:%Y-%m-%d}T00:00:00Z", batch)] += cost
+    exported: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
+    for row in rows:
+        exported[(row["BillingPeriodStart"], row["x_BatchKey"])] += Decimal(row["BilledCost"])
+    assert exported == by_batch_month
+
+
+def test_mandatory_values_types_and_allowed_values(export, demo_run):
+    _, rows, _ = export
+    (currency,) = {c for (c,) in demo_run.query("select distinct currency from marts.fct_resource_book")}
+    for row in rows:
+        assert [c for c in NOT_NULL if not row[c]] == [], row
+        assert all(CENTS.match(row[c]) for c in MONEY), row
+        assert all(NUMERIC.match(row[c]) for c in DECIMALS if row[c]), row
+        assert all(DATE_TIME.match(row[c]) for c in DATE_TIMES), row
+        assert row["BillingPeriodStart"] < row["BillingPeriodEnd"]
+        assert row["BillingPeriodStart"] <= row["ChargePeriodStart"] < row["ChargePeriodEnd"] <= row["BillingPeriodEnd"]
+        assert row["BillingCurrency"] == row["PricingCurrency"] == currency
+        assert row["ChargeCategory"] in CHARGE_CATEGORIES and row["ChargeFrequency"] in CHARGE_FREQUENCIES
+        assert row["ChargeClass"] in ("", "Correction")
+        category, subcategory = row["ServiceCategory"], row["ServiceSubcategory"]
+        assert category in SERVICE_CATEGORIES
+        assert subcategory == f"Other ({category})" or (
+            category == "AI and Machine Learning" and subcategory in AI_SUBCATEGORIES
+        )
+        assert row["EffectiveCost"] == row["ContractedCost"] == row["BilledCost"]  # usage without commitments
+        # pairs the spec ties: a unit with its quantity, a type and name with the resource, nothing commitment-ish
+        assert bool(row["ConsumedQuantity"]) == bool(row["ConsumedUnit"])
+        assert bool(row["PricingQuantity"]) == bool(row["PricingUnit"])
+        assert all(UNIT.match(row[c]) for c in ("ConsumedUnit", "PricingUnit") if row[c]), row
+        assert bool(row["ResourceId"]) == bool(row["ResourceType"])
+        assert row["ResourceId"] or not row["ResourceName"]
+        assert not any(row[c] for c in FOCUS_1_2 if c.startswith(("CommitmentDiscount", "CapacityReservation")))
+        assert not any(row[c] for c in ("SubAccountId", "SubAccountName", "SubAccountType"))
+
+
+def test_batch_key_and_evidence_level(export):
+    _, rows, _ = export
+    assert {row["x_EvidenceLevel"] for row in rows if row["x_CostSource"] == "owned_capacity"} == {"measured"}
+    (cloud_job,) = [row for row in rows if row["x_CostSource"] == "cloud_bill" and row["ResourceName"]]
+    assert cloud_job["x_BatchKey"] == "B-10" and cloud_job["x_EvidenceLevel"] == "billed"
+    assert cloud_job["ResourceId"] == "arn:aws:eks:us-east-1:123456789012:job/b10-eval-cloud"
+    # 32 GPU-hours billed, 2 restated away; EffectiveCost 102.40 - 6.40; ListCost 171.37 - 10.71
+    assert (cloud_job["ConsumedQuantity"], cloud_job["ConsumedUnit"]) == ("30.0000", "GPU-Hours")
+    assert (cloud_job["BilledCost"], cloud_job["ListCost"]) == ("96.00", "160.66")
+    assert cloud_job["InvoiceId"] == "INV-2026-11-0042" and cloud_job["x_HasCorrection"] == "true"
+    storage = [row for row in rows if row["ServiceName"] == "Amazon EBS"]
+    assert [(row["PricingUnit"], row["ServiceCategory"]) for row in storage] == [("GB-Months", "Storage")]
+
+
+def test_parquet_holds_the_same_rows_with_exact_types(export):
+    _, rows, parquet = export
+    table = pq.read_table(parquet)
+    assert table.column_names == list(rows[0])
+    assert str(table.schema.field("BilledCost").type) == "decimal128(18, 2)"
+    assert str(table.schema.field("BillingPeriodStart").type) == "timestamp[us, tz=UTC]"
+    assert sum(table.column("BilledCost").to_pylist()) == sum(Decimal(row["BilledCost"]) for row in rows)
+
+
+def test_one_month_and_a_warehouse_without_the_book(demo_run, tmp_path, capsys):
+    out = tmp_path / "october.csv"
+    code = main(["export", "--focus", "--month", "2026-10", "--warehouse", str(demo_run.warehouse), "--out", str(out)])
+    assert code == 0
+    assert out.read_text("utf-8").count("\n") == 1  # the header alone: the demo has no October
+    assert "0 FOCUS 1.2 rows" in capsys.readouterr().out
+    empty = tmp_path / "empty.duckdb"
+    duckdb.connect(str(empty)).close()
+    assert main(["export", "--focus", "--warehouse", str(empty), "--out", str(tmp_path / "x.csv")]) == 10
+    assert "no night has built marts.fct_resource_book" in capsys.readouterr().err
