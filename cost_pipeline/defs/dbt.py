@@ -1,5 +1,9 @@
 """The dbt project as Dagster assets: every model is an asset, every dbt test an asset check.
 
+A model stored as a table reports its row count (``dagster/row_count``): a post-hook on every model logs it
+(dbt_project/macros/log_row_count.sql) and ``with_row_counts`` attaches it to the model's output. dagster-dbt's own
+``fetch_row_counts`` would query the warehouse from this process while dbt holds DuckDB's write lock.
+
 The manifest is prepared explicitly (``cost-pipeline prepare``, the CLI, the test session) or by
 ``dagster dev`` through ``prepare_if_dev``; importing this module never runs dbt otherwise.
 """
@@ -7,14 +11,14 @@ The manifest is prepared explicitly (``cost-pipeline prepare``, the CLI, the tes
 import os
 import sys
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtCliResource, dbt_assets
+from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtCliInvocation, DbtCliResource, dbt_assets
 from packaging.version import Version
 
 from cost_pipeline.contract import load_contract
@@ -69,6 +73,35 @@ class CostDbtTranslator(DagsterDbtTranslator):
         return load_contract().owners(dbt_resource_props["config"]["schema"], kind="layers")
 
 
+ROW_COUNT_LOG = "cost_pipeline row_count "  # the post-hook's log line, then the count
+
+
+def with_row_counts(
+    invocation: DbtCliInvocation, context: dg.AssetExecutionContext
+) -> Iterator[dg.Output | dg.AssetCheckResult | dg.AssetObservation | dg.AssetMaterialization]:
+    """dagster-dbt's events of ``invocation``, each model's output carrying the row count its post-hook logged."""
+    counts: dict[str, int] = {}
+    for event in invocation.stream_raw_events():
+        info = event.raw_event["info"]
+        if info["name"] == "JinjaLogInfo" and info["msg"].startswith(ROW_COUNT_LOG):
+            node = event.raw_event["data"].get("node_info", {}).get("unique_id")
+            if node:
+                counts[node] = int(info["msg"].removeprefix(ROW_COUNT_LOG))
+            continue
+        for asset_event in event.to_default_asset_events(
+            manifest=invocation.manifest,
+            dagster_dbt_translator=invocation.dagster_dbt_translator,
+            context=context,
+            target_path=invocation.target_path,
+            project=invocation.project,
+        ):
+            node = asset_event.metadata.get("unique_id")
+            counted = counts.pop(node.value, None) if isinstance(node, dg.TextMetadataValue) else None
+            if isinstance(asset_event, dg.Output) and counted is not None:
+                asset_event = asset_event.with_metadata({**asset_event.metadata, "dagster/row_count": counted})
+            yield asset_event
+
+
 @dbt_assets(
     manifest=dbt_project.manifest_path,
     project=dbt_project,
@@ -84,6 +117,6 @@ def cost_models(context: dg.AssetExecutionContext, dbt: DbtCliResource, warehous
     target = dbt_project.project_dir / "target" / f"{context.op_def.name}-{context.run_id[:7]}-{uuid.uuid4().hex[:7]}"
     seed_partial_parse(target, warehouse.file)
     try:
-        yield from dbt.cli(["build"], context=context, target_path=target).stream()
+        yield from with_row_counts(dbt.cli(["build"], context=context, target_path=target), context)
     finally:
         keep_partial_parse(target, warehouse.file)
