@@ -119,12 +119,8 @@ shares as (
         timed.sample_month,
         timed.represented_seconds,
         timed.represented_seconds * 1.0
-        * (case
-            when holders.instance_slices is null
-                then (case when timed.total_slices > timed.held_slices then timed.total_slices - timed.held_slices
-                    else 0 end)
-            else holders.instance_slices
-        end)
+        -- An instance holds its slices; the whole GPU the slices no instance holds.
+        * coalesce(holders.instance_slices, greatest(timed.total_slices - timed.held_slices, 0))
         / timed.total_slices / holders.holders_sharing as gpu_seconds
     from holders
     inner join timed
