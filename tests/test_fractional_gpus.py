@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from cost_pipeline.contract import Contract, load_contract
-from tests.test_telemetry_formats import METRICS, _load, _telemetry
+from tests.test_telemetry_formats import METRICS, _load, _range_query, _telemetry
 
 ACTIVITY = {name: value for name, value in METRICS.items() if name != "DCGM_FI_DEV_POWER_USAGE"}
 
@@ -69,6 +69,33 @@ def test_jobs_sharing_one_gpu_are_one_sample_each(tmp_path):
     rows, quarantined, _ = _load(tmp_path / "landing", "device_samples_dcgm")
     assert quarantined == []
     assert [(r["gpu"], r["gpu_instance_id"], r["job_id"]) for r in rows] == [(1, None, "1234"), (1, None, "1235")]
+
+
+def test_range_query_series_of_two_instances_are_two_samples(tmp_path):
+    """Prometheus keeps dcgm-exporter's GPU_I_ID and GPU_I_PROFILE labels: one job on two instances of GPU 0."""
+    series = [
+        {
+            "metric": {
+                "__name__": metric,
+                "gpu": "0",
+                "UUID": "GPU-0",
+                "GPU_I_PROFILE": profile,
+                "GPU_I_ID": instance,
+                "Hostname": "node-02",
+                "hpc_job": "4300",
+            },
+            "values": [[1796032800, str(value)]],
+        }
+        for instance, profile in (("1", "4g.40gb"), ("2", "3g.40gb"))
+        for metric, value in ACTIVITY.items()
+    ]
+    (_telemetry(tmp_path) / "node-02_day.json").write_text(_range_query(series), encoding="utf-8")
+    rows, quarantined, _ = _load(tmp_path / "landing", "device_samples_prometheus")
+    assert quarantined == []
+    assert [(r["gpu_instance_id"], r["gpu_instance_profile"], r["job_id"]) for r in rows] == [
+        (1, "4g.40gb", "4300"),
+        (2, "3g.40gb", "4300"),
+    ]
 
 
 def test_wide_samples_name_their_instance_or_are_quarantined(tmp_path):
