@@ -221,7 +221,8 @@ def test_real_scrape_with_the_energy_counter_loads_unedited(tmp_path):
         ).fetchall()
     finally:
         con.close()
-    assert [row[:3] + row[-2:] for row in staged] == [(12, "424773df46e0", "0", 8.969, 128996013)]
+    # ... and no MIG instance (GPU_I_ID, GPU_I_PROFILE): a sample of the whole GPU.
+    assert [row[:3] + row[-4:] for row in staged] == [(12, "424773df46e0", "0", 8.969, 128996013, None, None)]
 
 
 def test_the_energy_counter_loads_from_each_format_and_may_be_absent(tmp_path):

@@ -127,6 +127,24 @@ class Contract:
             raise ValueError(f"contract {self.version}: two utilization tiers share a precedence")
         return tiers
 
+    @property
+    def fractional_gpus(self) -> tuple[int, str]:
+        """(MIG compute slices of a GPU, the rule that splits a GPU several jobs share); docs/fractional_gpus.md."""
+        spec = self.document.get("fractional_gpus") or {}
+        slices, rule = spec.get("mig_total_slices", 7), spec.get("shared_gpu_rule", "equal")
+        if not isinstance(slices, int) or isinstance(slices, bool) or slices < 1:
+            raise ValueError(
+                f"contract {self.version}: fractional_gpus.mig_total_slices {slices!r} is not a whole number"
+            )
+        if rule == "by_activity":
+            raise ValueError(
+                f"contract {self.version}: fractional_gpus.shared_gpu_rule by_activity needs per-process activity, "
+                "which no telemetry input carries (DCGM samples are per GPU or MIG instance); use equal"
+            )
+        if rule != "equal":
+            raise ValueError(f"contract {self.version}: fractional_gpus.shared_gpu_rule {rule!r} is not equal")
+        return slices, rule
+
     def codes(self, enumeration: str) -> list[str]:
         """The codes of a top-level enumeration of the contract (a mapping code -> description)."""
         section = self.document.get(enumeration)
@@ -420,6 +438,7 @@ class Contract:
         for enumeration, section in _DESCRIBED_ENUMERATIONS.items():
             for code in self.codes(section):
                 add(enumeration, code, description=doc[section][code])
+        add("gpu_share_rule", self.fractional_gpus[1], description="Jobs on one GPU at one instant share it equally.")
         for code, text in doc["evidence_levels"].items():
             add("evidence_level", code, description=text)
         for code, text in doc["misread_fields"].items():
@@ -487,6 +506,7 @@ class Contract:
             "serving_output_token_weight": self.document["serving"]["output_token_weight"],
             "serving_allocation_by_tokens": self.document["serving"]["allocation_key"] == "token_weighted_gpu_time",
             "stop_signal_rounds": self.document["plan_review"]["stop_signal_rounds"],
+            "mig_total_slices": self.fractional_gpus[0],
         }
         values["pending_range_pct"] = self.document["pending_range_pct"]
         # Cost-to-complete method parameters (R21) as forecast_<name>.

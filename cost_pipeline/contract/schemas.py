@@ -678,7 +678,17 @@ DEVICE_SAMPLE_BASE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("DCGM_FI_PROF_NVLINK_RX_BYTES", "DOUBLE"),
     ("DCGM_FI_DEV_POWER_USAGE", "DOUBLE"),
 )
-DEVICE_SAMPLE_COLUMNS = (*DEVICE_SAMPLE_BASE_COLUMNS, (DEVICE_SAMPLE_ENERGY_COUNTER, "BIGINT"))
+# A MIG instance's samples (docs/fractional_gpus.md) name the instance and its profile: dcgm-exporter's GPU_I_ID and
+# GPU_I_PROFILE labels (such as 3 and 3g.40gb). Both blank: the sample is of the whole GPU.
+DEVICE_SAMPLE_MIG_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("gpu_instance_id", "INTEGER"),
+    ("gpu_instance_profile", "VARCHAR"),
+)
+DEVICE_SAMPLE_COLUMNS = (
+    *DEVICE_SAMPLE_BASE_COLUMNS,
+    (DEVICE_SAMPLE_ENERGY_COUNTER, "BIGINT"),
+    *DEVICE_SAMPLE_MIG_COLUMNS,
+)
 DEVICE_SAMPLE_ACTIVITY_COLUMNS = (
     "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
     "DCGM_FI_PROF_SM_ACTIVE",
@@ -693,8 +703,14 @@ DEVICE_SAMPLE_DOMAINS: dict[str, Domain] = {
     "DCGM_FI_PROF_NVLINK_RX_BYTES": BYTES_PER_SECOND,
     "DCGM_FI_DEV_POWER_USAGE": WATTS,
     DEVICE_SAMPLE_ENERGY_COUNTER: MILLIJOULES,
+    "gpu_instance_id": GPU_INDEX,
 }
-DEVICE_SAMPLE_OPTIONAL = ("job_id", "DCGM_FI_DEV_POWER_USAGE", DEVICE_SAMPLE_ENERGY_COUNTER)
+DEVICE_SAMPLE_OPTIONAL = (
+    "job_id",
+    "DCGM_FI_DEV_POWER_USAGE",
+    DEVICE_SAMPLE_ENERGY_COUNTER,
+    *(name for name, _ in DEVICE_SAMPLE_MIG_COLUMNS),
+)
 
 # S3 Inventory rows (I6) are validated inside DuckDB too (cost_pipeline/ingest/s3_inventory.py), by AWS field
 # name; extra inventory fields are not kept. version_id and etag may be null, size_bytes is never negative and

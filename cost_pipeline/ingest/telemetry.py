@@ -48,6 +48,18 @@ _RULES: list[Rule] = [
     ("timestamp.parseable", 'try_cast("timestamp" as timestamp) is null', "timestamp is missing or not a timestamp"),
     ("hostname.present", "nullif(trim(hostname), '') is null", "hostname is empty"),
     *domain_rules(DEVICE_SAMPLE_DOMAINS, DEVICE_SAMPLE_OPTIONAL),
+    # A MIG instance names its profile by its compute slices first (docs/fractional_gpus.md): 1g.10gb, 3g.40gb.
+    (
+        "gpu_instance_profile.format",
+        "not regexp_full_match(coalesce(trim(cast(gpu_instance_profile as varchar)), '1g.'), '[1-9][0-9]*g[.].*')",
+        "gpu_instance_profile should be a MIG profile such as 3g.40gb (compute slices, g., memory)",
+    ),
+    (
+        "gpu_instance.paired",
+        "(nullif(trim(cast(gpu_instance_id as varchar)), '') is null)"
+        " <> (nullif(trim(cast(gpu_instance_profile as varchar)), '') is null)",
+        "gpu_instance_id and gpu_instance_profile (GPU_I_ID, GPU_I_PROFILE) are given together or not at all",
+    ),
 ]
 _REQUIRED = [name for name, _ in DEVICE_SAMPLE_COLUMNS if name not in DEVICE_SAMPLE_OPTIONAL]
 
@@ -169,6 +181,8 @@ def _stage_exposition(con: duckdb.DuckDBPyConnection, path: Path, _blank_lines: 
                         cast(? as varchar)) as "timestamp",
                coalesce({_label("hostname")}, {_label("Hostname")}) as hostname,
                {_label("gpu")} as gpu,
+               {_label("GPU_I_ID")} as gpu_instance_id,
+               {_label("GPU_I_PROFILE")} as gpu_instance_profile,
                {job_from_labels(_label("hpc_job"), _label("pod"))} as job_id,
                case when not well_formed then 'exposition.line'
                     when milliseconds is null and cast(? as varchar) is null then 'exposition.timestamp'
@@ -240,11 +254,14 @@ def _stage_range_query(con: duckdb.DuckDBPyConnection, path: Path, _blank_lines:
             select {metric}->>'__name__' as metric,
                    coalesce({metric}->>'hostname', {metric}->>'Hostname') as hostname,
                    {metric}->>'gpu' as gpu,
+                   {metric}->>'GPU_I_ID' as gpu_instance_id,
+                   {metric}->>'GPU_I_PROFILE' as gpu_instance_profile,
                    {job_from_labels(f"{metric}->>'hpc_job'", f"{metric}->>'pod'")} as job_id,
                    before, unnest(pairs) as pair, unnest(generate_series(1, len(pairs))) as at_position
             from numbered
         )
-        select cast(before + at_position as bigint) as line, metric, pair->>1 as value, hostname, gpu, job_id,
+        select cast(before + at_position as bigint) as line, metric, pair->>1 as value, hostname, gpu,
+               gpu_instance_id, gpu_instance_profile, job_id,
                cast(make_timestamp(cast(round(try_cast(pair->>0 as double) * 1000000) as bigint)) as varchar)
                    as "timestamp",
                case when try_cast(pair->>0 as double) is null then 'range_query.timestamp'

@@ -26,6 +26,7 @@ samples as (
         samples.attributed_job_key as job_key,
         samples.hostname,
         samples.gpu_index,
+        samples.gpu_instance_id,
         samples.sampled_at,
         samples.gr_engine_active,
         samples.tensor_active,
@@ -54,11 +55,11 @@ sequenced as (
         -- The file and line break a tie between two copies of one instant, so the same copy (the newest file's) is
         -- last, and kept, in every run.
         lead(samples.sampled_at) over (
-            partition by samples.job_key, samples.hostname, samples.gpu_index
+            partition by samples.job_key, samples.hostname, samples.gpu_index, samples.gpu_instance_id
             order by samples.sampled_at, samples.source_file, samples.source_line
         ) as next_sampled_at,
         lead(samples.energy_counter_mj) over (
-            partition by samples.job_key, samples.hostname, samples.gpu_index
+            partition by samples.job_key, samples.hostname, samples.gpu_index, samples.gpu_instance_id
             order by samples.sampled_at, samples.source_file, samples.source_line
         ) as next_energy_counter_mj
     from samples

@@ -27,7 +27,7 @@ sequenced as (
         tier_precedence.effective_compute_precedence,
         tier_precedence.idle_precedence,
         lead(samples.sampled_at) over (
-            partition by samples.hostname, samples.gpu_index
+            partition by samples.hostname, samples.gpu_index, samples.gpu_instance_id
             order by samples.sampled_at, samples.source_file, samples.source_line
         ) as next_sampled_at
     from samples

@@ -14,6 +14,9 @@ renamed as (
         {{ adapter.quote("timestamp") }} as sampled_at,
         hostname,
         gpu as gpu_index,
+        -- A MIG instance of the GPU and its profile (docs/fractional_gpus.md); null: the whole GPU.
+        gpu_instance_id,
+        gpu_instance_profile,
         job_id,
         {{ adapter.quote("DCGM_FI_PROF_GR_ENGINE_ACTIVE") }} as gr_engine_active,
         {{ adapter.quote("DCGM_FI_PROF_SM_ACTIVE") }} as sm_active,
