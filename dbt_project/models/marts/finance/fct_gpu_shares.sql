@@ -207,5 +207,6 @@ select
     cast(allocated_cents / 100.0 as decimal(18, 2)) as gpu_cost,
     cast(gpu_month_seconds as double) / 3600 as gpu_month_hours,
     cast(gpu_month_cents / 100.0 as decimal(18, 2)) as gpu_month_cost,
-    contract_version
+    contract_version,
+    {{ reporting_currency() }} as currency
 from allocated
