@@ -76,8 +76,9 @@ class InDatabaseSource:
     # What besides its bytes tells two files apart, when the same bytes can hold another night's data (an S3
     # inventory of a bucket that did not change: its date is in the manifest or the file name, not in the file).
     identity: Callable[[Path], str] | None = None
-    # The stage built from the contract, for a source whose reading needs it (S3 Inventory: the default class).
-    staged_with: Callable[[Contract], Stage] | None = None
+    # The source as it loads one landing folder under one contract, for a source whose reading needs them (S3
+    # Inventory: the default class, and its manifests opened through ``refusal`` inside the landing folder).
+    bound: Callable[[InDatabaseSource, Contract, Path], InDatabaseSource] | None = None
     # A file's flag: what was assumed for it that the file did not say (None: nothing), logged and reported.
     flag: Callable[[Path], str | None] | None = None
     parquet: bool = True  # whether its stage reads Parquet files (the metric-series formats are text and JSON)
@@ -91,7 +92,7 @@ class InDatabaseSource:
     def load(
         self, con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Source, contract: Contract, _options: Any
     ) -> IngestReport:
-        loader = self if self.staged_with is None else dataclasses.replace(self, stage=self.staged_with(contract))
+        loader = self if self.bound is None else self.bound(self, contract, landing_dir)
         return load_in_database(con, landing_dir, source.files(landing_dir), source.name, loader)
 
 
