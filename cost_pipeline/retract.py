@@ -2,7 +2,8 @@
 
 Raw keeps the rows of a file that is gone from the landing folder (append-only by file), so deleting a file takes
 nothing out. Retracting it does: a row in ``raw.retractions`` (source, file, sha256, rows, reason, who, when).
-The next night loads no rows from those bytes under that name and keeps none of them, and the cost history gets a
+The next night loads no rows from those bytes under that name and keeps none of them (the same bytes under another
+name are quarantined whole, ``retracted_content``: ``warehouse.retracted_contents``), and the cost history gets a
 new version for each batch whose figures change, named by the retraction in ``history.snp_batch_cost_retractions``.
 A later delivery under the same name with other bytes is a redelivery and loads again.
 """

@@ -258,3 +258,24 @@ def test_the_engineering_file_is_the_same_whichever_rates_were_planted(nights):
             del fingerprints[variant][audience]["main"]["published"]
     assert fingerprints["a"][FINANCE] != fingerprints["b"][FINANCE]
     assert fingerprints["a"][ENGINEERING] == fingerprints["b"][ENGINEERING]
+
+
+# Figures read off a blanked one: each blanked wherever (within a night, or while a blanked version is the latest)
+# the figure it is read off is.
+# (stop_reason and the forecast's projected_over_boundary are blanked by the same contract entries; the demo's
+# nights have no stop reason and no forecast row on a blanked batch to prove it with.)
+DERIVED = [
+    ("fct_batch_costs", "assumed_cost", "weakest_evidence_level"),  # 'pending', 'measured': is the cost zero?
+    ("fct_batch_budget", "projected_over_boundary", "stop_signal"),  # the comparison or-ed in
+]
+
+
+@pytest.mark.parametrize(("table", "blanked", "derived"), DERIVED, ids=[f"{t}.{d}" for t, _, d in DERIVED])
+def test_a_figure_read_off_a_blanked_one_is_blanked_with_it(nights, table, blanked, derived):
+    engineering = file_of(nights["a"], ENGINEERING)
+    finance = file_of(nights["a"], FINANCE)
+    sql = f"select batch_id from marts.{table} where {blanked} is null order by 1"
+    hidden = sorted(set(rows(engineering, sql)) - set(rows(finance, sql)))  # blanked for engineering only
+    assert hidden, f"no row of {table} has {blanked} blanked: the test proves nothing"
+    shown = rows(engineering, f"select batch_id, {derived} from marts.{table} where {derived} is not null")
+    assert [batch for batch, _ in shown if (batch,) in hidden] == []

@@ -180,3 +180,34 @@ def test_a_warehouse_of_random_bytes_or_a_directory_is_one_line_and_exit_code_5(
         assert str(warehouse) in captured.err and "Traceback" not in captured.out + captured.err
         assert main(["retract", "registry/batches.csv", "--reason", "x", "--warehouse", str(warehouse)]) == 5
         assert len(capsys.readouterr().err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "folder", "good"),
+    [("batch_registry", "registry", REGISTRY), ("device_samples", "telemetry", SAMPLES)],
+    ids=["read-in-python", "read-by-duckdb"],
+)
+def test_a_copy_of_a_retracted_file_under_another_name_loads_nothing(tmp_path, capsys, name, folder, good):
+    """A retraction is by content as well as by name: the same bytes under another name are quarantined whole
+    (``retracted_content``, naming the retraction), whether the retracted file is still there or gone."""
+    landing, warehouse = tmp_path / "landing", tmp_path / "w.duckdb"
+    _write(landing / folder / "batches.csv", good)
+    _materialize(landing, warehouse, name)
+    argv = ["retract", f"{folder}/batches.csv", "--reason", "wrong cluster", "--warehouse", str(warehouse)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    _write(landing / folder / "batches_again.csv", good)  # the same bytes, renamed by a careless exporter
+    result = _materialize(landing, warehouse, name)
+    assert _check(result, "rows_conserved").passed
+    assert query(warehouse, f"select count(*) from raw.{name}") == [(0,)]
+    records = len(good.splitlines()) - 1
+    sql = "select line, rule, message from raw.quarantine where source_file = ?"
+    ((line, rule, message),) = query(warehouse, sql, [f"{folder}/batches_again.csv"])
+    assert (line, rule) == (0, "retracted_content")
+    assert message.startswith(f"file holds the same bytes as {folder}/batches.csv, retracted on ")
+    assert message.endswith(f"(raw.retractions); its {records} records were not loaded")
+    assert query(warehouse, LEDGER, [name]) == [(f"{folder}/batches_again.csv", records, 0, records)]
+    (landing / folder / "batches.csv").unlink()  # the retracted file gone: its copy still loads nothing
+    _materialize(landing, warehouse, name)
+    assert query(warehouse, f"select count(*) from raw.{name}") == [(0,)]
+    assert query(warehouse, LEDGER, [name]) == [(f"{folder}/batches_again.csv", records, 0, records)]

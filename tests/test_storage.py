@@ -222,7 +222,9 @@ def test_bad_sizes_are_quarantined_with_file_line_and_rule(tmp_path):
         "b,fraction,1.5,2026-11-02T00:00:00Z,e,STANDARD,false\n"
         "b,marker,,2026-11-02,,STANDARD,true\n"
         "b,missing,,2026-11-02,e,STANDARD,false\n"
-        "b,late,1,yesterday,e,STANDARD,false\n",
+        "b,late,1,yesterday,e,STANDARD,false\n"
+        "b,huge,200000000000000000,2026-11-02,e,STANDARD,false\n"
+        "b,past_bigint,99999999999999999999,2026-11-02,e,STANDARD,false\n",
         encoding="utf-8",
     )
     loaded = _load(tmp_path / "landing")
@@ -235,14 +237,16 @@ def test_bad_sizes_are_quarantined_with_file_line_and_rule(tmp_path):
         for line, rule in [
             (3, "size_bytes.non_negative"),
             (4, "size_bytes.non_negative"),
-            (5, "size_bytes.non_negative"),
+            (5, "size_bytes.whole_number"),
             (7, "size_bytes.non_negative"),
             (8, "last_modified_at.timestamp"),
+            (9, "size_bytes.too_large"),  # a size over the domain (schemas.BYTES) is too large, not negative
+            (10, "size_bytes.too_large"),
         ]
     ]
     assert loaded.report.examples[0] == (
-        "storage/inv_2026-11-30.csv, line 3: rule size_bytes.non_negative: "
-        "size_bytes is not a non-negative whole number of bytes"
+        "storage/inv_2026-11-30.csv, line 3: rule size_bytes.non_negative: size_bytes should hold "
+        "a non-negative number of bytes such as 1048576, from 0 to 100,000,000,000,000,000"
     )
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import gzip
 import json
+import os
 from datetime import datetime
 from pathlib import Path
 
@@ -181,3 +182,38 @@ def test_without_a_default_class_in_the_contract_such_an_inventory_is_rejected_w
     report, rows, quarantined = _load(storage.parent, Contract("v1", document))
     assert rows == [] and report.rows_staged == 0
     assert [(line, rule) for _, line, rule in quarantined] == [(0, "inventory_manifest")] * 2
+
+
+@pytest.mark.parametrize(
+    ("kind", "reason"),
+    [
+        ("link", "is a link that points outside the landing folder"),
+        ("fifo", "is not a regular file (a FIFO, socket or device)"),
+        ("link_to_a_folder", "is a directory where a file should be"),
+    ],
+)
+def test_a_manifest_is_opened_through_the_one_gate_every_landing_file_passes(tmp_path, kind, reason):
+    """A manifest.json that links out of the landing folder (to a manifest listing the file), a FIFO or a link to a
+    folder is never read: the data file it would describe is quarantined whole, naming the manifest and why. (A
+    folder so named is no manifest at all: tests/test_storage.py.)"""
+    storage = _storage(tmp_path, "flat")
+    _flat_layout(storage)
+    dated = "2026-11-29T01-00Z"
+    manifest = storage / dated / "manifest.json"
+    outside = tmp_path / "elsewhere" / "manifest.json"
+    outside.parent.mkdir()
+    outside.write_bytes(manifest.read_bytes())  # a good manifest that lists the file, outside the landing folder
+    manifest.unlink()
+    (storage / "folder").mkdir()
+    make = {
+        "link": lambda: manifest.symlink_to(outside),
+        "fifo": lambda: os.mkfifo(manifest),
+        "link_to_a_folder": lambda: manifest.symlink_to(storage / "folder"),
+    }
+    make[kind]()
+    report, rows, quarantined = _load(storage.parent)
+    name = DAYS[dated][1]
+    assert (f"storage/{dated}/{name}", 0, "inventory_manifest") in quarantined
+    assert {row[7] for row in rows} == {datetime(2026, 11, 30, 1, 0)}  # the other day loads
+    assert any(f"storage/{dated}/{name}, line 0: rule inventory_manifest: the manifest storage/{dated}/manifest.json "
+               f"{reason}" in example for example in report.examples)  # fmt: skip

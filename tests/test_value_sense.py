@@ -302,3 +302,23 @@ def test_allocated_at_most_requested_where_a_request_is_stated():
     assert rule.holds(row(16, 8)) and rule.holds(row(8, 8))
     assert rule.holds(row(0, 16))  # a job step: sacct states no request, its GPUs are the allocation's
     assert rule.holds(row(None, 16))
+
+
+def test_one_bad_value_quarantines_its_own_row_not_the_whole_column(tmp_path):
+    """pandera coerces a column as a whole: ``1.5`` among whole numbers, or ``2`` among booleans, used to
+    quarantine every row of the file under ``coerce_dtype``. Each value is judged on its own: ``1`` is true (as
+    ``"1"`` is in a CSV and as it would be alone in a file), ``2`` and ``1.5`` are refused, each on its line."""
+    base = {"requested_at": "2026-11-01T00:00:00Z", "model": "m", "input_tokens": 10, "output_tokens": 5,
+            "cache_hit": False, "status": "completed", "attempt": 1, "human_handoff": False}  # fmt: skip
+    changes = [{}, {"cache_hit": 1}, {"input_tokens": 1.5}, {}, {"cache_hit": 2}, {"attempt": "x"}, {}]
+    requests = [dict(base, request_id=f"r-{n}", **change) for n, change in enumerate(changes, start=1)]
+    write(tmp_path / "landing" / "requests" / "r.jsonl", "\n".join(json.dumps(r) for r in requests) + "\n")
+    warehouse, quarantined = load(tmp_path, "serving_requests")
+    staged = query(warehouse, "select request_id, cache_hit from raw.serving_requests order by request_id")
+    assert staged == [("r-1", False), ("r-2", True), ("r-4", False), ("r-7", False)]
+    assert rules(quarantined) == [
+        (3, "input_tokens.coerce_dtype"),
+        (5, "cache_hit.coerce_dtype"),
+        (6, "attempt.coerce_dtype"),
+    ]
+    assert quarantined[0][0].endswith("r.jsonl") and "whole number" in quarantined[0][3]

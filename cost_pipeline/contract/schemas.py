@@ -726,3 +726,5 @@ STORAGE_INVENTORY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("inventory_at", "TIMESTAMP"),
     ("inventory_date_from", "VARCHAR"),
 )
+# The inventory's numeric domain, checked in DuckDB like the device samples' (a size must also be whole digits).
+STORAGE_INVENTORY_DOMAINS: dict[str, Domain] = {"size_bytes": BYTES}

@@ -28,12 +28,14 @@ space, ``%2B`` a plus); Parquet keys are stored as written. A delete marker (IsD
 
 An ML organisation's inventory holds hundreds of millions of objects, so rows never pass through Python: each file
 is read by DuckDB and checked with SQL on the shared in-database path (``in_database.py``, as device samples), the
-first broken rule (``size_bytes.non_negative``, ...) sending a row to ``raw.quarantine`` with its file and line.
+first broken rule (``size_bytes.non_negative`` or ``.too_large`` from its domain ``schemas.BYTES``,
+``size_bytes.whole_number``, ...) sending a row to ``raw.quarantine`` with its file and line.
 Python reads only the manifest (small JSON), a file's first line, and its bytes once to hash them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterable
@@ -46,9 +48,9 @@ import duckdb
 
 from cost_pipeline import duckdb_session
 from cost_pipeline.contract import Contract, load_contract, schemas
-from cost_pipeline.contract.schemas import STORAGE_INVENTORY_COLUMNS
+from cost_pipeline.contract.schemas import STORAGE_INVENTORY_COLUMNS, STORAGE_INVENTORY_DOMAINS
 from cost_pipeline.ingest.lib import in_database
-from cost_pipeline.ingest.lib.records import FileRejected, Rejection
+from cost_pipeline.ingest.lib.records import FileRejected, Rejection, refusal
 from cost_pipeline.ingest.lib.source import RowLoader, Source, csv_all_columns, csv_required
 from cost_pipeline.ingest.lib.timestamps import utc_timestamp_sql
 from cost_pipeline.ingest.lib.warehouse import IngestReport, file_pattern, lock_down, quote
@@ -118,26 +120,40 @@ def _manifests(path: Path) -> list[tuple[Path, int]]:
     Beside the file: its name. In AWS's layout (the file under ``<config-id>/data/``, the manifests in the dated
     folders ``<config-id>/<YYYY-MM-DDTHH-MMZ>/``): ``<config-id>/data/<file>``.
     """
-    beside = [(c, 1) for c in sorted(path.parent.glob(MANIFEST_GLOB)) if c.is_file()]
+    beside = [(c, 1) for c in sorted(path.parent.glob(MANIFEST_GLOB)) if not _folder(c)]
     if path.parent.name != "data":
         return beside
     dated = [
-        (c, 3) for c in sorted(path.parent.parent.glob(f"*/{MANIFEST_GLOB}")) if c.is_file() and c.parent != path.parent
+        (c, 3)
+        for c in sorted(path.parent.parent.glob(f"*/{MANIFEST_GLOB}"))
+        if not _folder(c) and c.parent != path.parent
     ]
     return beside + dated
 
 
-def manifest_for(path: Path) -> Manifest | None:
+def _folder(path: Path) -> bool:
+    """A folder whose name matches the manifests' pattern is no manifest; a link to one still passes ``refusal``."""
+    return path.is_dir() and not path.is_symlink()
+
+
+def manifest_for(path: Path, landing_dir: Path) -> Manifest | None:
     """The manifest whose ``files[].key`` names ``path`` (see ``_manifests``); None when no manifest lists it.
 
-    A manifest that is not JSON, or that lists the file but is unusable, rejects the file.
+    Each manifest is opened through ``records.refusal``, as every landing file is: a link out of ``landing_dir``
+    (or to a folder), a FIFO or a file that cannot be opened is never read. When no usable manifest lists the
+    file, such a manifest, or one that is not JSON, rejects it (with the reason); so does one that lists it but is
+    unusable.
     """
     unreadable = None
     for candidate, depth in _manifests(path):
+        reason = refusal(candidate, landing_dir)
+        if reason is not None:
+            unreadable = unreadable or f"the manifest {candidate.relative_to(landing_dir).as_posix()} {reason}"
+            continue
         try:
             document = json.loads(candidate.read_bytes().decode("utf-8-sig"))
         except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-            unreadable = candidate.name
+            unreadable = unreadable or "a manifest beside the file is not readable JSON"
             continue
         files = document.get("files") if isinstance(document, dict) else None
         if not isinstance(files, list):
@@ -146,7 +162,7 @@ def manifest_for(path: Path) -> Manifest | None:
         if path.parts[-depth:] in tails:
             return read_manifest(document)
     if unreadable is not None:
-        raise FileRejected("inventory_manifest", "a manifest beside the file is not readable JSON")
+        raise FileRejected("inventory_manifest", unreadable)
     return None
 
 
@@ -233,9 +249,9 @@ def _landing_select(
 
 
 def _stage_csv(
-    con: duckdb.DuckDBPyConnection, path: Path, blank_lines: list[int], default_class: str | None
+    con: duckdb.DuckDBPyConnection, path: Path, blank_lines: list[int], default_class: str | None, landing_dir: Path
 ) -> list[Rejection]:
-    manifest = manifest_for(path)
+    manifest = manifest_for(path, landing_dir)
     line = in_database.first_line(path)  # also refuses a .gz file that is not gzip
     named: dict[str, str] | None = None  # field -> landing column, when the manifest names the columns
     column_count: int | None = None
@@ -259,8 +275,8 @@ def _stage_csv(
     return in_database.stage_csv(con, path, select, blank_lines, column_count=column_count, what="inventory")
 
 
-def _stage_parquet(con: duckdb.DuckDBPyConnection, path: Path, default_class: str | None) -> None:
-    manifest = manifest_for(path)
+def _stage_parquet(con: duckdb.DuckDBPyConnection, path: Path, default_class: str | None, landing_dir: Path) -> None:
+    manifest = manifest_for(path, landing_dir)
     inventory_at, date_from = (manifest.inventory_at, "manifest") if manifest else (date_from_name(path), "file_name")
 
     def select(types: dict[str, str]) -> str:
@@ -273,20 +289,31 @@ def _stage_parquet(con: duckdb.DuckDBPyConnection, path: Path, default_class: st
 
 
 def _stage(
-    con: duckdb.DuckDBPyConnection, path: Path, blank_lines: list[int], default_class: str | None = None
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    blank_lines: list[int],
+    *,
+    default_class: str | None,
+    landing_dir: Path,
 ) -> list[Rejection]:
     """One inventory data file -> ``landing_rows``; a file that cannot be placed in time is rejected whole."""
     if path.suffix.lower() == ".parquet":
-        _stage_parquet(con, path, default_class)
+        _stage_parquet(con, path, default_class, landing_dir)
         return []
-    return _stage_csv(con, path, blank_lines, default_class)
+    return _stage_csv(con, path, blank_lines, default_class, landing_dir)
 
 
-def _staged_with(contract: Contract) -> in_database.Stage:
-    return partial(_stage, default_class=contract.storage_default_class)
+def _bound(source: in_database.InDatabaseSource, contract: Contract, landing_dir: Path) -> in_database.InDatabaseSource:
+    """The inventory source loading ``landing_dir``: the contract's default class, manifests looked up inside it."""
+    return dataclasses.replace(
+        source,
+        stage=partial(_stage, default_class=contract.storage_default_class, landing_dir=landing_dir),
+        identity=partial(inventory_date, landing_dir=landing_dir),
+        flag=partial(class_flag, landing_dir=landing_dir),
+    )
 
 
-def _fields_of(path: Path) -> set[str] | None:
+def _fields_of(path: Path, landing_dir: Path) -> set[str] | None:
     """The inventory fields a data file holds (normalised), from its manifest, header line or Parquet schema."""
     if path.suffix.lower() == ".parquet":
         con = duckdb_session.connect()
@@ -297,16 +324,16 @@ def _fields_of(path: Path) -> set[str] | None:
             }
         finally:
             con.close()
-    manifest = manifest_for(path)
+    manifest = manifest_for(path, landing_dir)
     if manifest is not None:
         return {normalise(c) for c in manifest.columns}
     return set(_header_fields(in_database.first_line(path)) or ())
 
 
-def class_flag(path: Path) -> str | None:
+def class_flag(path: Path, landing_dir: Path) -> str | None:
     """The flag of a file whose inventory has no StorageClass field: its objects are priced at the default class."""
     try:
-        fields = _fields_of(path)
+        fields = _fields_of(path, landing_dir)
     except (FileRejected, duckdb.Error, OSError):
         return None  # the load rejects such a file with its own rule
     if not fields or "storageclass" in fields:
@@ -321,11 +348,9 @@ _LAST_MODIFIED = utc_timestamp_sql("last_modified_at")
 _RULES: list[in_database.Rule] = [
     ("bucket.present", "bucket is null", "bucket is empty"),
     ("object_key.present", "object_key is null", "object_key is empty or not valid URL encoding"),
-    (
-        "size_bytes.non_negative",
-        "coalesce(not regexp_full_match(size_bytes, '\\d+') or try_cast(size_bytes as bigint) is null, true)",
-        "size_bytes is not a non-negative whole number of bytes",
-    ),
+    # not a number, negative or blank: .non_negative; over the domain's range: .too_large (schemas.BYTES)
+    *in_database.domain_rules(STORAGE_INVENTORY_DOMAINS),
+    ("size_bytes.whole_number", "not regexp_full_match(size_bytes, '\\d+')", "size_bytes should hold whole bytes"),
     ("last_modified_at.timestamp", f"({_LAST_MODIFIED}) is null", "last_modified_at is missing or not a timestamp"),
     ("storage_class.present", "storage_class is null", "storage_class is empty"),
 ]
@@ -335,13 +360,13 @@ _TYPED = (
 )
 
 
-def inventory_date(path: Path) -> str:
+def inventory_date(path: Path, landing_dir: Path) -> str:
     """The date a data file's inventory was taken ('' when it cannot be placed: the load then rejects it).
 
     A bucket that did not change writes the same bytes every day: the date keeps each day's inventory its own.
     """
     try:
-        manifest = manifest_for(path)
+        manifest = manifest_for(path, landing_dir)
         return (manifest.inventory_at if manifest is not None else date_from_name(path)).isoformat()
     except FileRejected:
         return ""
@@ -373,10 +398,9 @@ INVENTORY = Source(
         STORAGE_INVENTORY_COLUMNS,
         _TYPED,
         _RULES,
-        _stage,
-        identity=inventory_date,
-        staged_with=_staged_with,
-        flag=class_flag,
+        _stage,  # with identity and flag, bound to the contract and landing folder of each load (``_bound``)
+        bound=_bound,
+        domains=STORAGE_INVENTORY_DOMAINS,
     ),
     exclude=(*PREFIX_RULES.patterns, *PRICES.patterns),  # the storage folder's other sources
     # read beside the data files: the manifest, and the checksum AWS delivers with it

@@ -52,6 +52,8 @@ from cost_pipeline.ingest.lib.warehouse import (
     quote,
     record_duplicate,
     record_file,
+    retracted_contents,
+    retracted_copy,
     retracted_files,
 )
 
@@ -76,8 +78,9 @@ class InDatabaseSource:
     # What besides its bytes tells two files apart, when the same bytes can hold another night's data (an S3
     # inventory of a bucket that did not change: its date is in the manifest or the file name, not in the file).
     identity: Callable[[Path], str] | None = None
-    # The stage built from the contract, for a source whose reading needs it (S3 Inventory: the default class).
-    staged_with: Callable[[Contract], Stage] | None = None
+    # The source as it loads one landing folder under one contract, for a source whose reading needs them (S3
+    # Inventory: the default class, and its manifests opened through ``refusal`` inside the landing folder).
+    bound: Callable[[InDatabaseSource, Contract, Path], InDatabaseSource] | None = None
     # A file's flag: what was assumed for it that the file did not say (None: nothing), logged and reported.
     flag: Callable[[Path], str | None] | None = None
     parquet: bool = True  # whether its stage reads Parquet files (the metric-series formats are text and JSON)
@@ -91,7 +94,7 @@ class InDatabaseSource:
     def load(
         self, con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Source, contract: Contract, _options: Any
     ) -> IngestReport:
-        loader = self if self.staged_with is None else dataclasses.replace(self, stage=self.staged_with(contract))
+        loader = self if self.bound is None else self.bound(self, contract, landing_dir)
         return load_in_database(con, landing_dir, source.files(landing_dir), source.name, loader)
 
 
@@ -279,6 +282,11 @@ def load_in_database(
     )
     files: list[tuple[str, str, list[Rejection]]] = []
     duplicate_of: dict[str, str] = {}
+    # A file holding a retracted file's bytes under another name: read and counted, then quarantined whole. Not
+    # for a source whose same bytes may be another night's data (``identity``): for it they are not a copy.
+    copy_of: dict[str, str] = {}
+    copies = retracted_contents(con, name) if source.identity is None else {}
+    retracted = retracted_files(con, name)
     seen = FirstSeen()
     for path in paths:
         source_file = path.relative_to(landing_dir).as_posix()
@@ -289,7 +297,9 @@ def load_in_database(
                 continue
             sha, blank_lines = scan_file(path)
             identity = sha if source.identity is None else f"{sha} {source.identity(path)}"
-            original = seen.original_of(source_file, identity)
+            if sha in copies and (source_file, sha) not in retracted:
+                copy_of[source_file] = copies[sha]
+            original = None if source_file in copy_of else seen.original_of(source_file, identity)
             if original is not None:  # same bytes (and identity) as an earlier file: not read, a duplicate
                 duplicate_of[source_file] = original
                 files.append((source_file, sha, []))
@@ -322,7 +332,7 @@ def load_in_database(
     for table in _TEMPORARY:
         con.execute(f"drop table if exists {table}")
     try:
-        _write_checked(con, name, source, files, duplicate_of, report)
+        _write_checked(con, name, source, files, duplicate_of, copy_of, report)
     finally:
         con.execute("drop table if exists checked_rows")
     return report
@@ -334,9 +344,11 @@ def _write_checked(
     source: InDatabaseSource,
     files: list[tuple[str, str, list[Rejection]]],
     duplicate_of: dict[str, str],
+    copy_of: dict[str, str],
     report: IngestReport,
 ) -> None:
-    """``checked_rows`` and each file's whole-file and structural rejections -> raw table, quarantine, ledger."""
+    """``checked_rows`` and each file's whole-file and structural rejections -> raw table, quarantine, ledger; a
+    copy of a retracted file (``copy_of``: file -> the retraction) quarantined whole with every record it held."""
     columns = ", ".join(quote(n) for n, _ in source.columns)
     begin_source(con, name, source.columns, {f: sha for f, sha, _ in files}, report)
     try:
@@ -347,6 +359,15 @@ def _write_checked(
             con.executemany(
                 "delete from checked_rows where source_file = ? and file_sha256 = ?", [list(r) for r in retracted]
             )
+        copied_rows: dict[str, int] = {}
+        if copy_of:
+            copied_rows = dict(
+                con.execute(
+                    "select source_file, count(*) from checked_rows where list_contains(?, source_file) group by 1",
+                    [list(copy_of)],
+                ).fetchall()
+            )
+            con.execute("delete from checked_rows where list_contains(?, source_file)", [list(copy_of)])
         con.execute(
             f"insert into raw.{quote(name)} select {columns}, source_file, line, file_sha256 "
             "from checked_rows where failed_rule is null order by source_file, line"
@@ -371,6 +392,11 @@ def _write_checked(
             "select failed_rule, count(*) from checked_rows where failed_rule is not null group by failed_rule"
         ).fetchall()
         for source_file, sha, rejections in files:
+            if source_file in copy_of:
+                records = max(1, copied_rows.get(source_file, 0) + sum(r.records for r in rejections))
+                copied = [retracted_copy(copy_of[source_file], records)]
+                record_file(con, name, source_file, sha, records, 0, copied, report)
+                continue
             if source_file in duplicate_of:
                 record_duplicate(con, name, source_file, sha, duplicate_of[source_file], report)
                 continue

@@ -11,6 +11,8 @@ These rules come before and after the contract's own checks, for every source al
   (``<column>.timestamp_length``), a number in a time column whose unit the contract does not name
   (``<column>.time_unit``: it would read as a 1970 date) and NaN or an infinity in a numeric column (its domain's
   rule: pandera would take NaN for a blank);
+- each value of a typed column is made its type on its own (``_typed``): one value that cannot be quarantines
+  its own row (``<column>.coerce_dtype``), never, as pandera's column-wide coercion would, the whole column;
 - every time value is made naive UTC first (``timestamps.utc_time``): an offset or ``Z`` is honoured, a naive
   time is UTC whatever the host's zone, a number is converted by its declared unit;
 - each numeric column's domain (``schemas.Domain``: finite, its sign, a range that fits the warehouse type) and
@@ -107,6 +109,43 @@ def _precheck(rows: list[dict[str, object]], schema: SourceSchema) -> dict[int, 
     return rejected
 
 
+def _coerced(values: pd.Series, dtype: str | type) -> object | None:
+    """One value made the column's type on its own, as pandas would make it alone; None when it cannot be."""
+    try:
+        return pd.array(values, dtype=dtype)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _typed(frame: pd.DataFrame, schema: SourceSchema) -> dict[int, Rejection]:
+    """Make each typed column of ``frame`` its pandas type, value by value; rows holding a value that cannot be
+    one are returned (``<column>.coerce_dtype``) and dropped from ``frame``.
+
+    pandera coerces a column as a whole, and when that fails it looks for the failing values one by one, each
+    alone; a column failing only as a whole (``true`` beside ``1`` in a boolean column, ``1.5`` beside whole
+    numbers in an integer one) then names no value, and every row of the file would be quarantined. Here a
+    column that does not convert as a whole is converted value by value: only a value that cannot be the
+    column's type on its own is refused, and pandera's own coercion finds the column typed already.
+    """
+    rejected: dict[int, Rejection] = {}
+    for column in schema.columns:
+        dtype = column.pandas_dtype
+        if dtype is str or column.sql_type == "TIMESTAMP":
+            continue  # text is made text (``_as_text``); pandera's time coercion already fails value by value
+        values = frame[column.name]
+        typed = _coerced(values, dtype)
+        if typed is None:
+            one_by_one = {line: _coerced(values.loc[[line]], dtype) for line in values.index}
+            message = column_message(column.name, column.sql_type, "coerce_dtype", None)
+            for line, one in one_by_one.items():
+                if one is None:
+                    rejected[int(line)] = Rejection(int(line), column.rule or f"{column.name}.coerce_dtype", message)
+            frame.drop(index=[i for i in frame.index if int(i) in rejected], inplace=True)
+            typed = pd.array([one_by_one[line][0] for line in frame.index], dtype=dtype)
+        frame[column.name] = pd.Series(typed, index=frame.index)
+    return rejected
+
+
 _MODELS: dict[int, tuple[SourceSchema, pa.DataFrameSchema]] = {}
 
 
@@ -196,6 +235,7 @@ def validate_rows(
         data[column.name] = values if prepare is None else [prepare(v) for v in values]
     # Object columns: a JSON integer beyond 64 bits would otherwise break the frame's own construction.
     frame = pd.DataFrame(data, columns=columns, index=[int(row["source_line"]) for row in rows], dtype=object)
+    rejected.update(_typed(frame, schema))
     model = _model(schema)
     named_rules = {c.name: c.rule for c in schema.columns if c.rule}
     row_rules = {str(check.name) for check in schema.all_row_checks}

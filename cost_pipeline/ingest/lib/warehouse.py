@@ -32,7 +32,7 @@ import pandas as pd
 from cost_pipeline import duckdb_session
 from cost_pipeline.contract.schemas import SourceSchema
 from cost_pipeline.duckdb_memory import limit_memory
-from cost_pipeline.ingest.lib.records import UNREAD_SHA256, ParsedFile, Rejection, file_sha256, refusal
+from cost_pipeline.ingest.lib.records import UNREAD_SHA256, ParsedFile, Rejection, file_sha256, refusal, whole_file
 
 RAW = "raw"
 # The bookkeeping tables every source writes to, with their descriptions (the dbt source's).
@@ -225,6 +225,27 @@ def retracted_files(con: duckdb.DuckDBPyConnection, source: str) -> set[tuple[st
     }
 
 
+RETRACTED_CONTENT = "retracted_content"
+
+
+def retracted_contents(con: duckdb.DuckDBPyConnection, source: str) -> dict[str, str]:
+    """sha256 -> the retraction that took those bytes out ("<file>, retracted on <when> UTC"), for every retracted
+    delivery of ``source``: a retraction is by content too, so the same bytes under another name load nothing."""
+    return {
+        sha: f"{name}, retracted on {at:%Y-%m-%d %H:%M} UTC"
+        for sha, name, at in con.execute(
+            "select file_sha256, min_by(source_file, retracted_at), min(retracted_at) from raw.retractions "
+            "where source = ? group by file_sha256",
+            [source],
+        ).fetchall()
+    }
+
+
+def retracted_copy(retraction: str, records: int) -> Rejection:
+    """The line-0 rejection of a file holding a retracted file's bytes under another name, with every record."""
+    return whole_file(RETRACTED_CONTENT, f"file holds the same bytes as {retraction} (raw.retractions)", records)
+
+
 def missing_files(con: duckdb.DuckDBPyConnection, source: str) -> list[tuple[str, str]]:
     """(file, the night it was first not seen, ISO UTC) of every file of ``source`` gone from the landing folder."""
     return [
@@ -390,7 +411,8 @@ def write_validated_source(
 
     A file repeating the bytes of an earlier file in ``parsed_files`` adds neither rows nor quarantine lines;
     it is recorded as a duplicate of that file. A retracted file (these bytes under this name) is not loaded and
-    has no ledger row; rows of files gone from the landing folder are kept (``begin_source``).
+    has no ledger row; the same bytes under another name are quarantined whole (``retracted_content``); rows of
+    files gone from the landing folder are kept (``begin_source``).
     """
     report = IngestReport(schema.table)
     seen = FirstSeen()
@@ -400,10 +422,16 @@ def write_validated_source(
     begin_source(con, schema.table, columns, present, report)
     try:
         retracted = retracted_files(con, schema.table)
+        copies = retracted_contents(con, schema.table)
         for parsed, valid in parsed_files:
             source_file = parsed.path.relative_to(landing_dir).as_posix()
             if (source_file, parsed.sha256) in retracted:
                 report.retracted.append(source_file)
+                continue
+            if parsed.sha256 in copies:
+                records = max(1, parsed.rows_in)
+                copied = [retracted_copy(copies[parsed.sha256], records)]
+                record_file(con, schema.table, source_file, parsed.sha256, records, 0, copied, report)
                 continue
             original = seen.original_of(source_file, parsed.sha256)
             if original is not None:
