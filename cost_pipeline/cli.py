@@ -1,6 +1,6 @@
 """cost-pipeline: run the nightly job on the demo scenario or on real exports, from a terminal; keep the generated
 docs current; export the general-ledger journal and close a month; write a batch's or a team's HTML statement; export
-the resource book as FOCUS 1.2.
+the resource book as FOCUS 1.2; write a month's journal, FOCUS export and team statements as its monthly partition.
 Exit codes (docs/operations.md): 0 done, 1 the run failed, 2 wrong arguments or config (an unknown batch or team),
 3 the warehouse is busy, 4 every row of a source was quarantined, 5 the warehouse is unusable, 6 retract: no such
 file, 7 the landing folder holds no files (--allow-empty runs anyway), 8 a source's load failed: its figures are
