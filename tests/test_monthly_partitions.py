@@ -27,7 +27,6 @@ from cost_pipeline.defs.monthly import (
     months_to_refresh,
     previous_month,
 )
-from cost_pipeline.defs.resources import Warehouse
 from cost_pipeline.journal import close_month, next_month
 from cost_pipeline.monthly import month_folder
 from tests.helpers import query
@@ -141,8 +140,11 @@ def test_rematerialising_one_month_leaves_the_other_months_files_untouched(wareh
     assert [p.name for p in november.parent.iterdir() if not p.name.startswith(".")] == sorted(["2026-10", "2026-11"])
 
 
-def test_the_month_after_night_requests_the_open_month_and_the_previous_one_until_it_is_closed(demo_run, tmp_path):
+def test_the_month_after_night_requests_the_open_month_and_the_previous_one_until_it_is_closed(
+    demo_run, tmp_path, monkeypatch
+):
     copied = _copy(demo_run, tmp_path / "night")
+    monkeypatch.setenv("COST_WAREHOUSE", str(copied))
     with warehouse_instance(copied) as instance:
         (night,) = instance.get_runs(filters=dg.RunsFilter(job_name="nightly_cost_refresh_job"), limit=1)
         (success,) = instance.all_logs(night.run_id, of_type=dg.DagsterEventType.RUN_SUCCESS)
@@ -154,7 +156,6 @@ def test_the_month_after_night_requests_the_open_month_and_the_previous_one_unti
                 dagster_event=success.dagster_event,
                 dagster_instance=instance,
                 dagster_run=night,
-                resources={"warehouse": Warehouse(path=str(copied))},
             ) as context:
                 return [(r.partition_key, r.run_key) for r in monthly_after_nightly(context)]
 

@@ -162,13 +162,15 @@ def _night_of(context: dg.RunStatusSensorContext) -> date:
     request_job=monthly_deliverables_job,
     default_status=dg.DefaultSensorStatus.RUNNING,
 )
-def monthly_after_nightly(context: dg.RunStatusSensorContext, warehouse: Warehouse):
-    # The warehouse resource holds the run lock while the tick reads which months are closed: a tick during another
-    # run fails (WarehouseBusy) and the sensor evaluates the same night again at its next tick.
+def monthly_after_nightly(context: dg.RunStatusSensorContext):
+    # The warehouse the runs write (COST_WAREHOUSE, as the warehouse resource reads it), read without the run lock:
+    # a tick only reads which months are closed. If a writer holds the file the tick errors (shown in the UI) and
+    # requests nothing for this night; the next night refreshes the same months.
+    warehouse = Path(dg.EnvVar("COST_WAREHOUSE").get_value()).resolve()
     night = context.dagster_run.run_id
     return [
         dg.RunRequest(run_key=f"{night}:{key}", partition_key=key, tags={"cost_pipeline/night": night})
-        for key in months_to_refresh(warehouse.file, _night_of(context))
+        for key in months_to_refresh(warehouse, _night_of(context))
     ]
 
 
