@@ -1,6 +1,6 @@
 """cost-pipeline: run the nightly job on the demo scenario or on real exports, from a terminal; keep the generated
 docs current; export the general-ledger journal and close a month; write a batch's or a team's HTML statement; export
-the resource book as FOCUS 1.2.
+the resource book as FOCUS 1.2; write a month's journal, FOCUS export and team statements as its monthly partition.
 Exit codes (docs/operations.md): 0 done, 1 the run failed, 2 wrong arguments or config (an unknown batch or team),
 3 the warehouse is busy, 4 every row of a source was quarantined, 5 the warehouse is unusable, 6 retract: no such
 file, 7 the landing folder holds no files (--allow-empty runs anyway), 8 a source's load failed: its figures are
@@ -148,6 +148,30 @@ def run_pipeline(
             run_config=run_config or None, instance=instance, raise_on_error=False, asset_selection=selection
         )
         return result.success
+
+
+def run_months(warehouse: Path, months: Sequence[str]) -> list[tuple[str, bool, dict]]:
+    """One run of the monthly job per partition key in ``months`` (``defs.monthly``), in order, in the warehouse's
+    persistent Dagster instance, so the UI shows the partitions materialised. Returns per month whether its run
+    succeeded and the metadata of each asset it materialised (by asset key string)."""
+    os.environ["COST_WAREHOUSE"] = str(warehouse.resolve())
+    os.environ.setdefault("COST_LANDING_DIR", str(warehouse.resolve().parent))  # the job reads no landing file
+    outcomes = []
+    with warehouse_run_lock(warehouse), warehouse_instance(warehouse) as instance:
+        nightly_job()  # the manifest the definitions load
+        from cost_pipeline.definitions import defs
+
+        job = defs.resolve_job_def("monthly_deliverables_job")
+        for key in months:
+            result = job.execute_in_process(
+                partition_key=key, instance=instance, raise_on_error=False, tags={"cost_pipeline/monthly": key}
+            )
+            metadata = {
+                event.asset_key.to_user_string(): {name: value.value for name, value in event.metadata.items()}
+                for event in (e.materialization for e in result.get_asset_materialization_events())
+            }
+            outcomes.append((key, result.success, metadata))
+    return outcomes
 
 
 def landing_is_empty(landing: Path) -> bool:
@@ -390,6 +414,61 @@ def _export(warehouse: Path, month_text: str | None, out_path: Path) -> int:
     return 0
 
 
+def _monthly(warehouse: Path, month: str | None, first: str | None, last: str | None) -> int:
+    """Materialise the monthly partitions of ``month``, or of every month from ``first`` to ``last``: one line per
+    month; Dagster's log goes to ``run_log``. Exit 2 for a month that is no partition, 1 if a month's run failed."""
+    from cost_pipeline.journal import JournalError, next_month, parse_month
+
+    try:
+        months = [parse_month(month)] if month is not None else [parse_month(first), parse_month(last)]
+    except JournalError as wrong:
+        print(f"cost-pipeline: {wrong}", file=sys.stderr)
+        return wrong.exit_code
+    if month is None:
+        start, end = months
+        months = [start]
+        while months[-1] < end:
+            months.append(next_month(months[-1]))
+    from cost_pipeline.defs.monthly import MONTH_FORMAT, monthly_partitions
+
+    keys = [f"{m:{MONTH_FORMAT}}" for m in months]
+    partitions = monthly_partitions.get_partition_keys()
+    outside = [key for key in keys if key not in partitions]
+    if outside or not keys:
+        print(
+            f"cost-pipeline: {', '.join(outside) or 'the range'} is no monthly partition: the partitions are "
+            f"{partitions[0]} to {partitions[-1]} (the contract's operations.first_month to this month)",
+            file=sys.stderr,
+        )
+        return 2
+
+    def action() -> list[tuple[str, bool, dict]]:
+        log_path = run_log(warehouse)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with (
+            open(log_path, "w", encoding="utf-8") as log,
+            contextlib.redirect_stdout(log),
+            contextlib.redirect_stderr(log),
+        ):
+            return run_months(warehouse, keys)
+
+    code, outcomes = _locked(warehouse, action)
+    if code:
+        return code
+    for key, ok, metadata in outcomes:
+        if not ok:
+            print(f"cost-pipeline: the monthly run of {key} failed; see {run_log(warehouse)}", file=sys.stderr)
+            return 1
+        journal, focus = metadata["monthly/gl_journal"], metadata["monthly/focus_export"]
+        statements = metadata["monthly/chargeback_statements"]
+        state = "closed: the frozen lines" if journal["closed"] else "open"
+        print(
+            f"{key}: {Path(journal['path']).parent}: {journal['lines']} journal lines ({state}), "
+            f"{focus['rows']} FOCUS rows, {statements['teams']} team statement(s)"
+        )
+    return 0
+
+
 def _failed(warehouse: Path, progress: NightProgress, wholly: str, log: Path | None) -> None:
     """After a failed night: which night the warehouse's tables are from (they are not printed), then the root
     cause as the last line."""
@@ -457,6 +536,14 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--month", help="the month, YYYY-MM (default: every month)")
     export.add_argument("--warehouse", type=Path, required=True, help="DuckDB warehouse file")
     export.add_argument("--out", type=Path, required=True, metavar="FILE", help="the file; Parquet if it ends .parquet")
+    monthly = commands.add_parser(
+        "monthly", help="write a month's journal, FOCUS export and team statements beside the warehouse (partitions)"
+    )
+    which = monthly.add_mutually_exclusive_group(required=True)
+    which.add_argument("--month", help="the month, YYYY-MM")
+    which.add_argument("--from", dest="first", metavar="YYYY-MM", help="backfill: the first month (with --to)")
+    monthly.add_argument("--to", dest="last", metavar="YYYY-MM", help="backfill: the last month")
+    monthly.add_argument("--warehouse", type=Path, required=True, help="DuckDB warehouse file")
     return parser
 
 
@@ -475,6 +562,12 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "export":
         return _export(args.warehouse, args.month, args.out)
+
+    if args.command == "monthly":
+        if (args.first is None) != (args.last is None):
+            print("cost-pipeline: monthly --from needs --to (and --to needs --from)", file=sys.stderr)
+            return 2
+        return _monthly(args.warehouse, args.month, args.first, args.last)
 
     if args.command == "docs":
         return _docs(check=args.check)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import date
 from decimal import Decimal
 from functools import cache
 from importlib import resources
@@ -264,6 +265,15 @@ class Contract:
         if not isinstance(hours, int | float) or isinstance(hours, bool) or hours <= 0:
             raise ValueError(f"contract {self.version}: operations.freshness of {source}: {hours!r} is not > 0 hours")
         return float(hours)
+
+    @property
+    def first_month(self) -> date:
+        """The first month the warehouse holds costs for (``operations.first_month``, YYYY-MM), as its first day."""
+        text = str((self.document.get("operations") or {}).get("first_month") or "")
+        match = re.fullmatch(r"(\d{4})-(\d{2})", text)
+        if not match or not 1 <= int(match.group(2)) <= 12:
+            raise ValueError(f"contract {self.version}: operations.first_month {text!r} is not a month (YYYY-MM)")
+        return date(int(match.group(1)), int(match.group(2)), 1)
 
     @property
     def general_ledger(self) -> GeneralLedger | None:

@@ -101,7 +101,8 @@ def files_sensor(source: Source) -> dg.SensorDefinition:
         name=f"{source.name}_files",
         description=f"Runs raw/{source.name} and everything downstream when a file with new bytes lands in "
         f"{source.files_text()} (by sha256: a renamed file starts nothing).",
-        target=dg.AssetSelection.assets(key).downstream(),
+        # The monthly deliverables are partitioned: the monthly_after_nightly sensor refreshes them.
+        target=dg.AssetSelection.assets(key).downstream() - dg.AssetSelection.groups("monthly"),
         minimum_interval_seconds=INTERVAL_SECONDS,
         default_status=dg.DefaultSensorStatus.STOPPED,
     )
