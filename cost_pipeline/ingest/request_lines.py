@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -253,11 +253,23 @@ def _columns(schema: SourceSchema) -> list[tuple[str, str]]:
     return [(c.name, c.sql_type) for c in schema.columns]
 
 
-def _join_valid(con: duckdb.DuckDBPyConnection, schema: SourceSchema, parsed: ParsedFile) -> list[Rejection]:
+def _join_valid(
+    con: duckdb.DuckDBPyConnection, schema: SourceSchema, parsed: ParsedFile, company: set[int]
+) -> list[Rejection] | None:
+    """Check ``parsed``'s rows with pandera; the valid ones join ``landing_rows``, the others are returned.
+
+    ``company`` names rows SQL vouched for, checked beside the doubtful ones so that pandera sees each column
+    with the kinds of values the whole file gives it (its coercion of a column depends on them). Their verdict
+    is SQL's; should pandera refuse one of them (a check it could not run condemns a file's remaining rows), the
+    subset did not behave as the whole file would: None, and the caller checks the whole file in Python.
+    """
     rejections = list(parsed.rejections)
     parsed.rejections = []
     valid = validate_rows(parsed, schema, con)
-    rejections.extend(parsed.rejections)
+    if any(r.line in company and r.rule != "request_id.unique" for r in parsed.rejections):
+        return None
+    rejections.extend(r for r in parsed.rejections if r.line not in company)
+    valid = valid[~valid["source_line"].isin(company)]
     if not valid.empty:
         select = ", ".join(f"cast({quote(n)} as {t})" for n, t in _columns(schema))
         con.register("python_checked_rows", valid)
@@ -270,8 +282,34 @@ def _join_valid(con: duckdb.DuckDBPyConnection, schema: SourceSchema, parsed: Pa
     return sorted(rejections, key=lambda r: r.line)
 
 
+def _company(con: duckdb.DuckDBPyConnection, schema: SourceSchema) -> set[int]:
+    """The first row SQL vouched for, and for each nullable column its first row with and without a value."""
+    firsts = ["min(line)"] + [
+        f"min(line) filter (where {quote(c.name)} is {kind} null)"
+        for c in schema.columns
+        if c.nullable
+        for kind in ("", "not")
+    ]
+    (lines,) = con.execute(f"select [{', '.join(firsts)}] from landing_rows").fetchone()
+    return {int(line) for line in lines if line is not None}
+
+
+def _in_python(
+    con: duckdb.DuckDBPyConnection, schema: SourceSchema, doubtful: set[int], read: Callable[[set[int]], ParsedFile]
+) -> list[Rejection]:
+    """The doubtful rows (``read`` parses the rows of the lines given, None: every line) checked in Python."""
+    if not doubtful:
+        return []
+    company = _company(con, schema)
+    checked = _join_valid(con, schema, read(doubtful | company), company)
+    if checked is None:
+        con.execute("delete from landing_rows")
+        checked = _join_valid(con, schema, read(None), set())
+    return checked or []
+
+
 def _jsonl_in_python(lines: list[tuple[int, str]], path: Path) -> ParsedFile:
-    """The lines SQL does not vouch for, parsed by the pandas path's own line parser, keeping their numbers."""
+    """Lines parsed by the pandas path's own line parser, keeping their numbers."""
     parse = request_line_parser()
     parsed = ParsedFile(path=path, sha256="")
     for number, text in lines:
@@ -283,43 +321,47 @@ def _jsonl_in_python(lines: list[tuple[int, str]], path: Path) -> ParsedFile:
     return parsed
 
 
-def _stage_lines(con: duckdb.DuckDBPyConnection, path: Path, schema: SourceSchema) -> ParsedFile:
-    """``landing_rows`` from the lines SQL vouches for; the others, as parsed by Python, returned."""
-    con.execute(
-        f"create or replace temp table landing_rows as select line, * exclude (line, sure) "
-        f"from ({_mapped_sql(schema)}) where sure"
-    )
-    doubtful = con.execute(
-        "select line, text from landing_lines anti join landing_rows using (line) where trim(text) <> '' order by line"
-    ).fetchall()
-    return _jsonl_in_python(doubtful, path)
+_LINES = r"""
+    create or replace temp table landing_lines as
+    select * from (
+        select unnest(lines) as text, cast(unnest(generate_series(1, len(lines))) as bigint) as line
+        from (select regexp_split_to_array(
+                  case when starts_with(content, chr(65279)) then substr(content, 2) else content end,
+                  '\r\n|\r|\n') as lines
+              from read_text(?))
+    ) where trim(text) <> ''
+"""
+
+
+def _empty_landing(con: duckdb.DuckDBPyConnection, schema: SourceSchema) -> None:
+    con.execute(f"create or replace temp table landing_rows as select * from ({_mapped_sql(schema)}) limit 0")
+    con.execute("alter table landing_rows drop sure")
 
 
 def _stage_jsonl(con: duckdb.DuckDBPyConnection, path: Path, schema: SourceSchema) -> list[Rejection]:
     try:
-        con.execute(
-            r"""
-            create or replace temp table landing_lines as
-            select * from (
-                select unnest(lines) as text, cast(unnest(generate_series(1, len(lines))) as bigint) as line
-                from (select regexp_split_to_array(
-                          case when starts_with(content, chr(65279)) then substr(content, 2) else content end,
-                          '\r\n|\r|\n') as lines
-                      from read_text(?))
-            ) where trim(text) <> ''
-            """,
-            [file_pattern(path)],
-        )
+        con.execute(_LINES, [file_pattern(path)])
     except duckdb.Error:  # not UTF-8 (rejected whole, as the pandas path does) or otherwise unreadable by SQL
-        text = read_text(path)
+        lines = list(enumerate(split_lines(read_text(path)), start=1))
         con.execute("create or replace temp table landing_lines (line bigint, text varchar)")
-        con.execute(f"create or replace temp table landing_rows as select * from ({_mapped_sql(schema)}) limit 0")
-        con.execute("alter table landing_rows drop sure")
-        parsed = _jsonl_in_python(list(enumerate(split_lines(text), start=1)), path)
-        return _join_valid(con, schema, parsed)
-    parsed = _stage_lines(con, path, schema)
-    con.execute("drop table if exists landing_lines")
-    return _join_valid(con, schema, parsed)
+        _empty_landing(con, schema)
+        return _join_valid(con, schema, _jsonl_in_python(lines, path), set()) or []
+    con.execute(
+        f"create or replace temp table landing_rows as select line, * exclude (line, sure) "
+        f"from ({_mapped_sql(schema)}) where sure"
+    )
+    doubtful = {
+        line for (line,) in con.execute("select line from landing_lines anti join landing_rows using (line)").fetchall()
+    }
+
+    def read(lines: set[int] | None) -> ParsedFile:
+        selected = "" if lines is None else "where list_contains(?, line)"
+        texts = con.execute(
+            f"select line, text from landing_lines {selected} order by line", [] if lines is None else [sorted(lines)]
+        ).fetchall()
+        return _jsonl_in_python(texts, path)
+
+    return _in_python(con, schema, doubtful, read)
 
 
 def _parquet_columns_read_alike(con: duckdb.DuckDBPyConnection, pattern: str, types: dict[str, str]) -> bool:
@@ -365,8 +407,7 @@ def _stage_parquet(con: duckdb.DuckDBPyConnection, path: Path, schema: SourceSch
             f"from read_parquet(?, file_row_number = true) where {str(alike).lower()}",
             [pattern],
         )
-        con.execute(f"create or replace temp table landing_rows as select * from ({_mapped_sql(schema)}) limit 0")
-        con.execute("alter table landing_rows drop sure")
+        _empty_landing(con, schema)
         if alike:
             con.execute(f"insert into landing_rows select * exclude (sure) from ({_mapped_sql(schema)}) where sure")
         (rows,) = con.execute("select count(*) from read_parquet(?)", [pattern]).fetchone()
@@ -375,13 +416,21 @@ def _stage_parquet(con: duckdb.DuckDBPyConnection, path: Path, schema: SourceSch
         raise FileRejected("file_format", "file is not readable Parquet") from None
     if sure == rows:
         return []
-    parsed = parse_parquet(path, request_row)  # the doubtful rows, as the pandas path reads them
+    parsed = parse_parquet(path, request_row)  # the rows as the pandas path reads them
     if any(r.line == 0 for r in parsed.rejections):
         raise FileRejected("file_format", "file is not readable Parquet")
     kept = {line for (line,) in con.execute("select line from landing_rows").fetchall()}
-    parsed.rows = [row for row in parsed.rows if row["source_line"] not in kept]
-    parsed.rejections = [r for r in parsed.rejections if r.line not in kept]
-    return _join_valid(con, schema, parsed)
+    doubtful = {row["source_line"] for row in parsed.rows} | {r.line for r in parsed.rejections}
+    doubtful -= kept
+
+    def read(lines: set[int] | None) -> ParsedFile:
+        return dataclasses.replace(
+            parsed,
+            rows=[row for row in parsed.rows if lines is None or row["source_line"] in lines],
+            rejections=[r for r in parsed.rejections if lines is None or r.line in lines],
+        )
+
+    return _in_python(con, schema, doubtful, read)
 
 
 def request_stage(schema: SourceSchema) -> Stage:
