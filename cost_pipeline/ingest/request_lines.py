@@ -64,48 +64,56 @@ _PARQUET_FIELD_TYPES = {
 }
 
 
-def _value(name: str) -> str:
-    return f"v[{READ_FIELDS.index(name) + 1}]"
+@dataclass(frozen=True)
+class _Json:
+    """One JSON value of a line, by its JSON type (null: absent) and its text (a string's own, unescaped)."""
+
+    kind: str
+    text: str
 
 
-def _meta(name: str) -> str:
-    return f"mv[{_META_FIELDS.index(name) + 1}]"
+def _value(name: str) -> _Json:
+    index = READ_FIELDS.index(name) + 1
+    return _Json(f"k[{index}]", f"t[{index}]")
 
 
-def _blank(x: str) -> str:
-    return f"coalesce(json_type({x}), 'NULL') = 'NULL'"
+def _meta(name: str) -> _Json:
+    index = _META_FIELDS.index(name) + 1
+    return _Json(f"mk[{index}]", f"mt[{index}]")
 
 
-def _text(x: str) -> str:
+def _blank(x: _Json) -> str:
+    return f"coalesce({x.kind}, 'NULL') = 'NULL'"
+
+
+def _text(x: _Json) -> str:
     """A JSON string's text; null for anything else."""
-    return f"case when json_type({x}) = 'VARCHAR' then {x} ->> '$' end"
+    return f"case when {x.kind} = 'VARCHAR' then {x.text} end"
 
 
-def _optional_text_ok(x: str) -> str:
-    return f"({_blank(x)} or json_type({x}) = 'VARCHAR')"
+def _optional_text_ok(x: _Json) -> str:
+    return f"coalesce({x.kind}, 'NULL') in ('NULL', 'VARCHAR')"
 
 
-def _whole(x: str) -> str:
+def _whole(x: _Json) -> str:
     """A JSON whole number that fits a bigint; null for anything else."""
-    return f"case when json_type({x}) in ('BIGINT', 'UBIGINT') then try_cast({x} ->> '$' as bigint) end"
+    return f"case when {x.kind} in ('BIGINT', 'UBIGINT') then try_cast({x.text} as bigint) end"
 
 
-def _flag(x: str) -> str:
+def _flag(x: _Json) -> str:
     """``_flag`` then the boolean coercion, for the values SQL is sure of; null: not sure."""
-    text = f"({x} ->> '$')"
     return (
-        f"case when {_blank(x)} then false when json_type({x}) = 'BOOLEAN' then {text} = 'true' "
-        f"when json_type({x}) = 'VARCHAR' and regexp_full_match({text}, '{_FLAG_TRUE}') then true "
-        f"when json_type({x}) = 'VARCHAR' and regexp_full_match({text}, '{_FLAG_FALSE}') then false end"
+        f"case when {_blank(x)} then false when {x.kind} = 'BOOLEAN' then {x.text} = 'true' "
+        f"when {x.kind} = 'VARCHAR' and regexp_full_match({x.text}, '{_FLAG_TRUE}') then true "
+        f"when {x.kind} = 'VARCHAR' and regexp_full_match({x.text}, '{_FLAG_FALSE}') then false end"
     )
 
 
-def _time(x: str) -> str:
+def _time(x: _Json) -> str:
     """ISO text as naive UTC; null for anything SQL is not sure Python reads alike."""
-    text = f"({x} ->> '$')"
     return (
-        f"case when json_type({x}) = 'VARCHAR' and regexp_full_match({text}, '{_ISO_TIME}') "
-        f"then {utc_timestamp_sql(text)} end"
+        f"case when {x.kind} = 'VARCHAR' and regexp_full_match({x.text}, '{_ISO_TIME}') "
+        f"then {utc_timestamp_sql(x.text)} end"
     )
 
 
@@ -137,17 +145,18 @@ def _mapped_sql(schema: SourceSchema) -> str:
     paths = "[" + ", ".join(f"'$.\"{name}\"'" for name in READ_FIELDS) + "]"
     meta_paths = "[" + ", ".join(f"'$.\"{name}\"'" for name in _META_FIELDS) + "]"
     renamed = " ".join(f"when '{k}' then '{v}'" for k, v in LITELLM_STATUS.items())
-    meta_once = f"case when json_type({_value('metadata')}) = 'VARCHAR' then {_value('metadata')} ->> '$' end"
+    meta_once = _text(_value("metadata"))
     litellm_status = f"coalesce(nullif({_text(_value('status'))}, ''), nullif({_text(_meta('status'))}, ''), 'success')"
     return f"""
         with objects as (
-            select line, json_extract(text, {paths}) as v
+            select line, json_type(text, {paths}) as k, json_extract_string(text, {paths}) as t,
+                   json_extract(text, '$."metadata"') as meta_raw
             from landing_lines
             where {_json_ok("text")} and json_type(text) = 'OBJECT' and {_unique_keys("text")}
         ), meta_once as (
             select *, {meta_once} as meta_text1 from objects
         ), meta_twice as (
-            select *, case when meta_text1 is null then {_value("metadata")}
+            select *, case when meta_text1 is null then meta_raw
                            when {_json_ok("meta_text1")} then meta_text1::json end as m1,
                    meta_text1 is not null and not {_json_ok("meta_text1")} as meta_doubt1
             from meta_once
@@ -185,8 +194,7 @@ def _mapped_sql(schema: SourceSchema) -> str:
                    {_whole(_value("attempt"))} as native_attempt,
                    {_text(_value("escalated_to"))} as native_escalated_to,
                    {_flag(_value("human_handoff"))} as native_human_handoff,
-                   json_type({_value("request_id")}) = 'VARCHAR' and json_type({_value("model")}) = 'VARCHAR'
-                       as keys_ok,
+                   {_value("request_id").kind} = 'VARCHAR' and {_value("model").kind} = 'VARCHAR' as keys_ok,
                    {_optional_text_ok(_value("tenant"))} and {_optional_text_ok(_value("business_line"))}
                        and {_optional_text_ok(_value("task_id"))} and {_optional_text_ok(_value("escalated_to"))}
                        and {_optional_text_ok(_value("latency_tier"))} as native_texts_ok,
@@ -194,13 +202,13 @@ def _mapped_sql(schema: SourceSchema) -> str:
                    {_blank(_value("endTime"))} as end_blank,
                    {_optional_text_ok(_value("team_id"))} and {_optional_text_ok(_value("status"))} as litellm_texts_ok,
                    not meta_doubt and (m is null or {_unique_keys("m")}) as meta_ok,
-                   mv, {litellm_status} as litellm_status_text
-            from (select *, json_extract(m, {meta_paths}) as mv from shaped)
+                   mk, mt, {litellm_status} as litellm_status_text
+            from (select *, json_type(m, {meta_paths}) as mk, json_extract_string(m, {meta_paths}) as mt from shaped)
         ), litellm as (
             select *,
                    {_text(_meta("business_line"))} as meta_business_line,
                    {_text(_meta("task_id"))} as meta_task_id,
-                   case when {_meta("attempt")} is null then 1 else {_whole(_meta("attempt"))} end as meta_attempt,
+                   case when {_meta("attempt").kind} is null then 1 else {_whole(_meta("attempt"))} end as meta_attempt,
                    {_text(_meta("escalated_to"))} as meta_escalated_to,
                    {_flag(_meta("human_handoff"))} as meta_human_handoff,
                    {_optional_text_ok(_meta("business_line"))} and {_optional_text_ok(_meta("task_id"))}
