@@ -28,6 +28,7 @@ from cost_pipeline.ingest import (
 )
 from cost_pipeline.ingest.lib.source import RowLoader, Source
 from cost_pipeline.ingest.lib.warehouse import BOOKKEEPING_TABLES, IngestReport
+from cost_pipeline.ingest.request_lines import RequestLoader
 from cost_pipeline.markdown import table
 
 SYSTEMS = (batches, scheduler, telemetry, training, finance, billing, timesheets, serving, storage)
@@ -98,7 +99,7 @@ def render_inputs() -> str:
 def _checked_values(source: Source, contract: Contract) -> tuple[dict[str, tuple[str, Domain]], list[tuple[str, str]]]:
     """A source's numeric domains (column -> warehouse type, domain) and its cross-field rules (rule, expectation)."""
     loader = source.loader
-    if isinstance(loader, RowLoader):
+    if isinstance(loader, RowLoader | RequestLoader):
         schema = loader.schema(contract)
         domains = {c.name: (c.sql_type, c.domain) for c in schema.columns if c.domain is not None}
         ordered: list[NotBefore] = list(schema.ordered)

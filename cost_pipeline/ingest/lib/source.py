@@ -6,7 +6,8 @@ dbt source descriptions and the inputs table in ``docs/inputs.md`` all come from
 
 Two loaders exist. ``RowLoader`` is the pandas path for the small sources: each file is parsed in Python into
 numbered rows and checked by pandera against the source's contract schema. The large sources (device samples,
-S3 Inventory) load inside DuckDB (``in_database.InDatabaseSource``).
+S3 Inventory) load inside DuckDB (``in_database.InDatabaseSource``), and so do inference requests
+(``request_lines.RequestLoader``, which checks the few lines SQL cannot vouch for with pandera).
 """
 
 from __future__ import annotations

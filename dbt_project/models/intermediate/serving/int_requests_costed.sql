@@ -73,34 +73,43 @@ with_spend as (
         on shaped.month_start = costs.month_start and shaped.model = costs.model
 ),
 
+-- The allocation's windows sort only the five columns they need, not every request's whole row; each request (one
+-- row per request_id) then takes its cents back by its id, a hash join. Sorting the whole rows made the model grow
+-- faster than its rows.
+allocation_parts as (
+    select request_id, month_start, model, model_month_cost_cents, allocation_weight
+    from with_spend
+),
+
 allocated as (
-    {{ largest_remainder_cents('with_spend', ['month_start', 'model'], 'model_month_cost_cents',
+    {{ largest_remainder_cents('allocation_parts', ['month_start', 'model'], 'model_month_cost_cents',
                                'allocation_weight', 'request_id') }}
 )
 
 select
-    request_id,
-    month_start,
-    requested_at,
-    model,
-    tenant,
-    business_line,
-    input_tokens,
-    output_tokens,
-    cache_hit,
-    input_bucket,
-    output_bucket,
-    latency_tier,
-    latency_ms,
-    status,
-    is_completed,
-    task_id,
-    attempt,
-    escalated_to,
-    human_handoff,
-    request_shape,
-    allocation_weight,
-    has_serving_cost,
-    allocated_cents as request_cost_cents,
-    contract_version
-from allocated
+    with_spend.request_id,
+    with_spend.month_start,
+    with_spend.requested_at,
+    with_spend.model,
+    with_spend.tenant,
+    with_spend.business_line,
+    with_spend.input_tokens,
+    with_spend.output_tokens,
+    with_spend.cache_hit,
+    with_spend.input_bucket,
+    with_spend.output_bucket,
+    with_spend.latency_tier,
+    with_spend.latency_ms,
+    with_spend.status,
+    with_spend.is_completed,
+    with_spend.task_id,
+    with_spend.attempt,
+    with_spend.escalated_to,
+    with_spend.human_handoff,
+    with_spend.request_shape,
+    with_spend.allocation_weight,
+    with_spend.has_serving_cost,
+    allocated.allocated_cents as request_cost_cents,
+    with_spend.contract_version
+from with_spend
+inner join allocated on with_spend.request_id = allocated.request_id
