@@ -107,6 +107,23 @@ def test_nan_in_an_nvlink_column_is_quarantined_in_the_database(tmp_path):
     assert all("a finite non-negative rate such as 1000000000" in message for *_, message in quarantined)
 
 
+def test_a_fractional_gpu_index_is_quarantined_not_rounded_to_another_gpu(tmp_path):
+    write(
+        tmp_path / "landing" / "telemetry" / "a.csv",
+        "\n".join(
+            [
+                SAMPLE_HEADER,
+                "2026-11-01T00:00:00,gpu-a,1,1,0.9,0.8,0.5,1e8,1e8,300",
+                "2026-11-01T00:01:00,gpu-a,1.5,1,0.9,0.8,0.5,1e8,1e8,300",
+            ]
+        )
+        + "\n",
+    )
+    warehouse, quarantined = load(tmp_path, "device_samples")
+    assert query(warehouse, "select source_line, gpu from raw.device_samples") == [(2, 1)]
+    assert rules(quarantined) == [(3, "gpu.whole_number")]
+
+
 def test_a_negative_cost_rate_in_timesheets_is_quarantined(tmp_path):
     write(
         tmp_path / "landing" / "timesheets" / "harvest.csv",
@@ -263,6 +280,8 @@ def test_nan_in_a_nullable_number_is_not_taken_for_a_blank(tmp_path):
         (GPU_COUNT, "-1", "non_negative"),
         (GPU_COUNT, "2147483648", "too_large"),
         (GPU_COUNT, "NaN", "not_finite"),
+        (GPU_COUNT, "1.5", "whole_number"),
+        (GPU_COUNT, "2.0", None),
         (GPU_COUNT, "-Infinity", "not_finite"),
         (FRACTION, "1.5", "unit_range"),
         (FRACTION, "-0.5", "unit_range"),

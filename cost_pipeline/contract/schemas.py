@@ -41,6 +41,7 @@ def as_number(value: object) -> Decimal | None:
 
 NOT_FINITE = "not_finite"  # NaN, Infinity or -Infinity
 TOO_LARGE = "too_large"  # above the domain's high bound
+WHOLE_NUMBER = "whole_number"  # a fraction where the domain holds whole numbers (a GPU index of 1.5)
 
 
 @dataclass(frozen=True)
@@ -50,8 +51,9 @@ class Domain:
     ``high`` keeps every value far inside its warehouse type, so sums and products in dbt cannot overflow. A row
     outside the domain is quarantined under ``<column>.<rule>``, the rule naming what broke: ``not_finite`` for NaN
     or an infinity, ``below`` for a value under ``low`` (``non_negative`` for a negative count or amount) and
-    ``above`` for one over ``high`` (``too_large``), with ``what`` and the range as its message. The pandas path
-    (``Col.domain``) and the in-database path (``sql_breaks``) check the same declaration.
+    ``above`` for one over ``high`` (``too_large``), and, where the domain is ``whole``, ``whole_number`` for a
+    fraction (a cast to an integer type would round 1.5 to 2 without a word), with ``what`` and the range as its
+    message. The pandas path (``Col.domain``) and the in-database path (``sql_breaks``) check the same declaration.
     """
 
     below: str  # the rule's suffix for a value under low
@@ -59,6 +61,7 @@ class Domain:
     low: Decimal
     high: Decimal
     above: str = TOO_LARGE  # the rule's suffix for a value over high
+    whole: bool = False  # whole numbers only: counts, indexes, tokens
 
     def broken(self, value: object) -> str | None:
         """The rule suffix a number outside the domain breaks; None for a number inside it, or anything else."""
@@ -69,15 +72,17 @@ class Domain:
             return NOT_FINITE
         if number < self.low:
             return self.below
-        return self.above if number > self.high else None
+        if number > self.high:
+            return self.above
+        return WHOLE_NUMBER if self.whole and number != number.to_integral_value() else None
 
     def admits(self, value: object) -> bool:
         """False for a number outside the domain (NaN and infinities too); True for anything else."""
         return self.broken(value) is None
 
     def rules(self) -> tuple[str, ...]:
-        """Every rule suffix the domain records, each once: not finite, below, above."""
-        return tuple(dict.fromkeys((NOT_FINITE, self.below, self.above)))
+        """Every rule suffix the domain records, each once: not finite, below, above (and whole number)."""
+        return tuple(dict.fromkeys((NOT_FINITE, self.below, self.above, *([WHOLE_NUMBER] if self.whole else []))))
 
     def describe(self) -> str:
         return f"{self.what}, from {_plain(self.low)} to {_plain(self.high)}"
@@ -102,6 +107,8 @@ class Domain:
         }
         above = f"{value} > {self.high}"
         conditions[self.above] = f"({conditions[self.above]} or {above})" if self.above in conditions else above
+        if self.whole:
+            conditions[WHOLE_NUMBER] = f"{value} <> floor({value})"
         return [
             (rule, f"({expression} is not null and {condition})" if nullable else condition)
             for rule, condition in conditions.items()
@@ -126,13 +133,13 @@ FOCUS_AMOUNT_RANGE = Domain(
 )
 QUANTITY = Domain(OUT_OF_RANGE, "a finite quantity such as 1.5", Decimal(-(10**15)), Decimal(10**15), OUT_OF_RANGE)
 HOURS_DOMAIN = Domain("non_negative", "a finite non-negative number of hours such as 7.5", Decimal(0), Decimal(10**9))
-GPU_COUNT = Domain("non_negative", "a non-negative number of GPUs such as 8", Decimal(0), Decimal(10**6))
-COUNT = Domain("non_negative", "a non-negative whole number such as 42", Decimal(0), Decimal(10**9))
-BIG_COUNT = Domain("non_negative", "a non-negative whole number such as 42", Decimal(0), Decimal(10**15))
+GPU_COUNT = Domain("non_negative", "a non-negative number of GPUs such as 8", Decimal(0), Decimal(10**6), whole=True)
+COUNT = Domain("non_negative", "a non-negative whole number such as 42", Decimal(0), Decimal(10**9), whole=True)
+BIG_COUNT = Domain("non_negative", "a non-negative whole number such as 42", Decimal(0), Decimal(10**15), whole=True)
 SECONDS = Domain("non_negative", "a non-negative number of seconds such as 3600", Decimal(0), Decimal(10**11))
 MILLISECONDS = Domain("non_negative", "a non-negative number of milliseconds such as 850", Decimal(0), Decimal(10**12))
 MINUTES = Domain("non_negative", "a finite non-negative number of minutes such as 12.5", Decimal(0), Decimal(10**9))
-TOKENS = Domain("non_negative", "a non-negative number of tokens such as 512", Decimal(0), Decimal(10**12))
+TOKENS = Domain("non_negative", "a non-negative number of tokens such as 512", Decimal(0), Decimal(10**12), whole=True)
 BYTES = Domain("non_negative", "a non-negative number of bytes such as 1048576", Decimal(0), Decimal(10**17))
 FRACTION = Domain("unit_range", "a finite activity such as 0.93", Decimal(0), Decimal(1), "unit_range")
 BYTES_PER_SECOND = Domain(
@@ -141,7 +148,7 @@ BYTES_PER_SECOND = Domain(
 WATTS = Domain("non_negative", "a finite non-negative power such as 300 watts", Decimal(0), Decimal(10**6))
 # A GPU's energy counter since its driver loaded: 10**16 mJ is a 1 kW GPU for 300 years.
 MILLIJOULES = Domain("non_negative", "a non-negative energy such as 128996013 millijoules", Decimal(0), Decimal(10**16))
-GPU_INDEX = Domain("index", "a non-negative GPU index such as 0", Decimal(0), Decimal(10**6))
+GPU_INDEX = Domain("index", "a non-negative GPU index such as 0", Decimal(0), Decimal(10**6), whole=True)
 TIME_UNITS = {"s": 1_000_000, "ms": 1_000, "us": 1, "ns": Decimal("0.001")}
 
 
