@@ -5,9 +5,10 @@
 shows the CLI's runs, and checks that compare with the previous materialisation (``quarantine_not_growing``) see
 the previous night whoever launched it.
 
-A home this module creates gets a ``dagster.yaml`` that queues runs one at a time (``INSTANCE_YAML``): every run
-writes the one warehouse, so a sensor's run that starts during the night waits for it instead of failing on the
-run lock. A home that already has a ``dagster.yaml`` (or a ``DAGSTER_HOME`` someone set up) is left as it is.
+The home beside the warehouse gets a ``dagster.yaml`` that queues runs one at a time (``INSTANCE_YAML``) when it
+has none: every run writes the one warehouse, so a sensor's run that starts during the night waits for it instead
+of failing on the run lock. A ``dagster.yaml`` that is there (edited, say) and a ``DAGSTER_HOME`` someone set up are
+left as they are.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import dagster as dg
 LAST_ASSET = dg.AssetKey(["published", "marts"])
 
 INSTANCE_YAML = """\
-# Written by cost_pipeline when it created this Dagster home: runs write one warehouse, so they queue one at a
+# Written by cost_pipeline into the Dagster home beside the warehouse: runs write one warehouse, so they queue one at a
 # time (the run lock refuses a second writer). Edit freely; cost_pipeline never rewrites this file.
 concurrency:
   runs:
@@ -45,8 +46,8 @@ def dagster_home(warehouse: Path) -> Path:
 def warehouse_instance(warehouse: Path) -> Iterator[dg.DagsterInstance]:
     """The persistent Dagster instance of ``warehouse`` (its folder is created on first use)."""
     home = dagster_home(warehouse)
-    if not home.exists():
-        home.mkdir(parents=True)
+    home.mkdir(parents=True, exist_ok=True)
+    if not os.environ.get("DAGSTER_HOME") and not (home / "dagster.yaml").exists():
         (home / "dagster.yaml").write_text(INSTANCE_YAML, encoding="utf-8")
     with dg.DagsterInstance.from_config(str(home)) as instance:
         yield instance
