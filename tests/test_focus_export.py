@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import re
+import shutil
 from collections import defaultdict
 from decimal import Decimal
 from pathlib import Path
@@ -16,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cost_pipeline.cli import main
+from tests.helpers import query
 
 # FOCUS 1.2, specification/columns: the cost-and-usage columns, alphabetical as the spec lists them.
 FOCUS_1_2 = """AvailabilityZone BilledCost BillingAccountId BillingAccountName BillingAccountType BillingCurrency
@@ -53,13 +55,22 @@ UNIT = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?: [A-Za-z][A-Za-z0-9]*)*(?:-(?:Hours|
 
 
 @pytest.fixture(scope="module")
-def export(demo_run, tmp_path_factory) -> tuple[list[str], list[dict[str, str]], Path]:
-    """The demo's resource book exported once as CSV and once as Parquet (the demo night is the session's)."""
+def warehouse(demo_run, tmp_path_factory) -> Path:
+    """A copy of the session's demo warehouse: an export holds the warehouse's run lock, which would refuse another
+    worker's command on the shared one (and be refused by it)."""
     assert demo_run.succeeded
+    copied = tmp_path_factory.mktemp("focus-night") / "warehouse.duckdb"
+    shutil.copyfile(demo_run.warehouse, copied)
+    return copied
+
+
+@pytest.fixture(scope="module")
+def export(warehouse, tmp_path_factory) -> tuple[list[str], list[dict[str, str]], Path]:
+    """The demo's resource book exported once as CSV and once as Parquet."""
     folder = tmp_path_factory.mktemp("focus")
     for name in ("book.csv", "book.parquet"):
         out = folder / name
-        assert main(["export", "--focus", "--warehouse", str(demo_run.warehouse), "--out", str(out)]) == 0
+        assert main(["export", "--focus", "--warehouse", str(warehouse), "--out", str(out)]) == 0
     with open(folder / "book.csv", encoding="utf-8", newline="") as handle:
         reader = csv.DictReader(handle)
         rows = list(reader)
@@ -74,9 +85,9 @@ def test_columns_are_focus_1_2_then_x_columns(export):
     assert all(column.startswith("x_") for column in extra)
 
 
-def test_billed_cost_sums_to_the_resource_book_to_the_cent(export, demo_run):
+def test_billed_cost_sums_to_the_resource_book_to_the_cent(export, warehouse):
     _, rows, _ = export
-    book = demo_run.query("select month, batch_id, resource_cost from marts.fct_resource_book")
+    book = query(warehouse, "select month, batch_id, resource_cost from marts.fct_resource_book")
     assert len(rows) == len(book)
     assert sum(Decimal(row["BilledCost"]) for row in rows) == sum(cost for _, _, cost in book)
     by_batch_month: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
@@ -88,9 +99,9 @@ def test_billed_cost_sums_to_the_resource_book_to_the_cent(export, demo_run):
     assert exported == by_batch_month
 
 
-def test_mandatory_values_types_and_allowed_values(export, demo_run):
+def test_mandatory_values_types_and_allowed_values(export, warehouse):
     _, rows, _ = export
-    (currency,) = {c for (c,) in demo_run.query("select distinct currency from marts.fct_resource_book")}
+    (currency,) = {c for (c,) in query(warehouse, "select distinct currency from marts.fct_resource_book")}
     for row in rows:
         assert [c for c in NOT_NULL if not row[c]] == [], row
         assert all(CENTS.match(row[c]) for c in MONEY), row
@@ -140,9 +151,9 @@ def test_parquet_holds_the_same_rows_with_exact_types(export):
     assert sum(table.column("BilledCost").to_pylist()) == sum(Decimal(row["BilledCost"]) for row in rows)
 
 
-def test_one_month_and_a_warehouse_without_the_book(demo_run, tmp_path, capsys):
+def test_one_month_and_a_warehouse_without_the_book(warehouse, tmp_path, capsys):
     out = tmp_path / "october.csv"
-    code = main(["export", "--focus", "--month", "2026-10", "--warehouse", str(demo_run.warehouse), "--out", str(out)])
+    code = main(["export", "--focus", "--month", "2026-10", "--warehouse", str(warehouse), "--out", str(out)])
     assert code == 0
     assert out.read_text("utf-8").count("\n") == 1  # the header alone: the demo has no October
     assert "0 FOCUS 1.2 rows" in capsys.readouterr().out
