@@ -233,11 +233,16 @@ def main() -> None:
         if args.dir is None:
             shutil.rmtree(work, ignore_errors=True)
     print(f"{samples:,} device samples, {jobs} jobs, memory_limit {args.memory_limit}; per-job figures equal")
+    print_ratio_table(("pipeline (ingest + dbt, telemetry)", pipeline), ("bare DuckDB SQL", bare))
+
+
+def print_ratio_table(pipeline: tuple[str, dict], bare: tuple[str, dict]) -> None:
+    """The two runs' wall, CPU and peak RSS as a Markdown table, then the pipeline's ratio to the bare baseline."""
     print("| run | wall s | CPU s | peak RSS MB |")
     print("|---|---|---|---|")
-    for name, figures in (("pipeline (ingest + dbt, telemetry)", pipeline), ("bare DuckDB SQL", bare)):
+    for name, figures in (pipeline, bare):
         print(f"| {name} | {figures['wall']:.1f} | {figures['cpu']:.1f} | {figures['rss_mb']:.0f} |")
-    ratios = (pipeline[k] / bare[k] for k in ("wall", "cpu", "rss_mb"))
+    ratios = (pipeline[1][k] / bare[1][k] for k in ("wall", "cpu", "rss_mb"))
     print("| ratio | {:.1f}x | {:.1f}x | {:.1f}x |".format(*ratios))
 
 

@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 import duckdb
-from bench_memory import BIN, measured
+from bench_memory import BIN, measured, print_ratio_table
 
 from cost_pipeline.demo import write_demo_landing
 
@@ -223,12 +223,7 @@ def main() -> None:
         if args.dir is None:
             shutil.rmtree(work, ignore_errors=True)
     print(f"{written:,} requests written, {requests:,} costed; per-request cents equal")
-    print("| run | wall s | CPU s | peak RSS MB |")
-    print("|---|---|---|---|")
-    for name, figures in (("pipeline (ingest + dbt, requests)", pipeline), ("bare DuckDB load + allocation", bare)):
-        print(f"| {name} | {figures['wall']:.1f} | {figures['cpu']:.1f} | {figures['rss_mb']:.0f} |")
-    ratios = (pipeline[k] / bare[k] for k in ("wall", "cpu", "rss_mb"))
-    print("| ratio | {:.1f}x | {:.1f}x | {:.1f}x |".format(*ratios))
+    print_ratio_table(("pipeline (ingest + dbt, requests)", pipeline), ("bare DuckDB load + allocation", bare))
 
 
 if __name__ == "__main__":
