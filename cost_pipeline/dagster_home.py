@@ -9,6 +9,10 @@ The home beside the warehouse gets a ``dagster.yaml`` that queues runs one at a 
 has none: every run writes the one warehouse, so a sensor's run that starts during the night waits for it instead
 of failing on the run lock. A ``dagster.yaml`` that is there (edited, say) and a ``DAGSTER_HOME`` someone set up are
 left as they are.
+
+The instance this module opens writes its event log through ``cost_pipeline.event_log`` (the same files as
+Dagster's own SQLite storage, written a third of a night faster), unless ``dagster.yaml`` names a storage of its
+own.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
+import yaml
+from dagster._core.instance.ref import InstanceRef
 
 # The last asset of a night that succeeded: it is materialised only after every mart was rebuilt.
 LAST_ASSET = dg.AssetKey(["published", "marts"])
@@ -49,8 +55,27 @@ def warehouse_instance(warehouse: Path) -> Iterator[dg.DagsterInstance]:
     home.mkdir(parents=True, exist_ok=True)
     if not os.environ.get("DAGSTER_HOME") and not (home / "dagster.yaml").exists():
         (home / "dagster.yaml").write_text(INSTANCE_YAML, encoding="utf-8")
-    with dg.DagsterInstance.from_config(str(home)) as instance:
+    with dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home), overrides=_event_log_override(home))) as instance:
         yield instance
+
+
+STORAGE_KEYS = ("storage", "run_storage", "event_log_storage", "schedule_storage")
+
+
+def _event_log_override(home: Path) -> dict:
+    """``event_log_storage`` set to the kept-connection storage on Dagster's default folder, unless ``dagster.yaml``
+    configures storage itself."""
+    configured = home / "dagster.yaml"
+    settings = yaml.safe_load(configured.read_text(encoding="utf-8")) if configured.exists() else None
+    if isinstance(settings, dict) and any(key in settings for key in STORAGE_KEYS):
+        return {}
+    return {
+        "event_log_storage": {
+            "module": "cost_pipeline.event_log",
+            "class": "KeptConnectionEventLogStorage",
+            "config": {"base_dir": str(home / "history" / "runs")},
+        }
+    }
 
 
 def last_good_night(warehouse: Path) -> datetime | None:

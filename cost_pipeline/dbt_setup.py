@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib.metadata import version
@@ -64,13 +65,12 @@ def fingerprint_path(project_dir: Path = DBT_PROJECT_DIR) -> Path:
 
 
 def _project_files(project_dir: Path) -> list[Path]:
-    return sorted(
-        path
-        for path in project_dir.rglob("*")
-        if path.is_file()
-        and not NOT_PROJECT_SOURCE.intersection(path.relative_to(project_dir).parts[:-1])
-        and not path.name.startswith(".")
-    )
+    """The project's source files; dbt's own folders are not walked at all (target/ holds every build's folder)."""
+    found: list[Path] = []
+    for folder, subfolders, files in os.walk(project_dir):
+        subfolders[:] = [name for name in subfolders if name not in NOT_PROJECT_SOURCE]
+        found.extend(Path(folder) / name for name in files if not name.startswith("."))
+    return sorted(found)
 
 
 def _default_warehouse(project_dir: Path) -> str:
@@ -202,3 +202,23 @@ def _written_at(path: Path) -> int:
         return path.stat().st_mtime_ns
     except FileNotFoundError:  # pruned by a build on another warehouse meanwhile
         return 0
+
+
+# Every build writes a target folder of its own (compiled SQL, run results: about 25 MB for the demo). The newest
+# few are kept for whoever wants to read a build's SQL; older ones go, but never one written in the last day: a
+# build on another warehouse may still be running in it.
+BUILD_FOLDERS_KEPT = 8
+BUILD_FOLDER_MIN_AGE_SECONDS = 24 * 3600
+
+
+def prune_build_folders(prefix: str, project_dir: Path = DBT_PROJECT_DIR, now: float | None = None) -> list[Path]:
+    """Remove ``target/<prefix>-*`` build folders beyond the newest ``BUILD_FOLDERS_KEPT`` that are older than a day;
+    returns the folders removed."""
+    now = time.time() if now is None else now
+    folders = sorted((project_dir / "target").glob(f"{prefix}-*"), key=_written_at, reverse=True)
+    removed = []
+    for folder in folders[BUILD_FOLDERS_KEPT:]:
+        if folder.is_dir() and now - _written_at(folder) / 1e9 > BUILD_FOLDER_MIN_AGE_SECONDS:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed

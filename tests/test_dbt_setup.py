@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from cost_pipeline.dbt_setup import (
+    BUILD_FOLDER_MIN_AGE_SECONDS,
+    BUILD_FOLDERS_KEPT,
     DBT_PROJECT_DIR,
     NOT_PROJECT_SOURCE,
     PARTIAL_PARSE_FILE,
@@ -21,6 +23,7 @@ from cost_pipeline.dbt_setup import (
     manifest_fingerprint,
     partial_parse_state,
     prepare_manifest,
+    prune_build_folders,
     seed_partial_parse,
 )
 
@@ -109,6 +112,39 @@ def test_only_the_newest_partial_parse_files_are_kept(project, tmp_path):
         for number in range(3, PARTIAL_PARSE_STATES + 3)
     }
     assert kept == newest
+
+
+def test_old_build_folders_go_but_the_newest_and_any_written_today_stay(project):
+    """Each build's target folder (25 MB for the demo) used to stay for good: 9 GB a year of nightly runs."""
+    now = 1_900_000_000.0
+    day = BUILD_FOLDER_MIN_AGE_SECONDS
+    ages = [60 * n for n in range(BUILD_FOLDERS_KEPT)] + [day / 2, day + 60, 3 * day]  # seconds before now
+    folders = []
+    for number, age in enumerate(ages):
+        folder = project / "target" / f"cost_models-run{number}-{number:07d}"
+        (folder / "compiled").mkdir(parents=True)
+        os.utime(folder, (now - age, now - age))
+        folders.append(folder)
+    other = project / "target" / "partial_parse"
+    other.mkdir()
+    os.utime(other, (now - 9 * day, now - 9 * day))
+
+    removed = prune_build_folders("cost_models", project, now=now)
+
+    assert sorted(removed) == sorted(folders[-2:]), "beyond the newest, only folders older than a day go"
+    assert all(folder.is_dir() for folder in folders[:-2]) and other.is_dir()
+    assert not any(folder.exists() for folder in folders[-2:])
+
+
+def test_the_fingerprint_does_not_read_dbt_target_folder(project):
+    """The fingerprint walked every build folder under target/ before filtering them out (200,000 paths, 3 s a
+    night after a few months); a file there must not change it either."""
+    before = manifest_fingerprint(project)
+    (project / "target" / "cost_models-x" / "run").mkdir(parents=True)
+    (project / "target" / "cost_models-x" / "run" / "model.sql").write_text("select 1", encoding="utf-8")
+    assert manifest_fingerprint(project) == before
+    (project / "models" / "extra.sql").write_text("select 1 as one", encoding="utf-8")
+    assert manifest_fingerprint(project) != before
 
 
 def test_the_dbt_resource_knows_the_version_dbt_itself_reports():

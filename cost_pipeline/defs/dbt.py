@@ -22,7 +22,13 @@ from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtC
 from packaging.version import Version
 
 from cost_pipeline.contract import load_contract
-from cost_pipeline.dbt_setup import dbt_project, keep_partial_parse, prepare_manifest, seed_partial_parse
+from cost_pipeline.dbt_setup import (
+    dbt_project,
+    keep_partial_parse,
+    prepare_manifest,
+    prune_build_folders,
+    seed_partial_parse,
+)
 from cost_pipeline.defs.resources import Warehouse
 from cost_pipeline.duckdb_memory import dbt_environment
 
@@ -120,3 +126,4 @@ def cost_models(context: dg.AssetExecutionContext, dbt: DbtCliResource, warehous
         yield from with_row_counts(dbt.cli(["build"], context=context, target_path=target), context)
     finally:
         keep_partial_parse(target, warehouse.file)
+        prune_build_folders(context.op_def.name)
