@@ -5,7 +5,8 @@ licensed repository file holds a real MIG scrape (NVIDIA pastes them in issues),
 dcgm-exporter's render template (internal/pkg/rendermetrics/render_metrics.go: GPU_I_PROFILE and GPU_I_ID after
 modelName, then Hostname) with the label layout of the MIG output in NVIDIA/dcgm-exporter issue #512. The money
 (each GPU's instances, jobs and unallocated slices priced to the cent) is the dbt unit test
-fractional_gpus_reconcile_to_the_cent (models/marts/finance/_finance__unit_tests.yml), run by every night's build.
+fractional_gpus_reconcile_to_the_cent (models/marts/finance/_finance__unit_tests.yml), run by
+tests/test_dbt_unit_tests.py.
 """
 
 from __future__ import annotations

@@ -1,0 +1,31 @@
+"""The dbt unit tests (models/**/_*unit_tests.yml) pass. The nightly build leaves them out (cost_pipeline/defs/dbt.py
+NIGHTLY_BUILD): their inputs are fixed, so they are run here, against a copy of the demo warehouse whose relations
+give the fixtures their column types."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, dbt_executable
+
+
+def test_every_dbt_unit_test_passes(demo_run, tmp_path):
+    assert demo_run.succeeded
+    warehouse = tmp_path / "warehouse.duckdb"
+    shutil.copyfile(demo_run.warehouse, warehouse)
+    target = tmp_path / "target"
+    finished = subprocess.run(
+        [dbt_executable(), "test", "--select", "test_type:unit", "--target-path", str(target)],
+        cwd=DBT_PROJECT_DIR,
+        env={**os.environ, "COST_WAREHOUSE": str(warehouse), "DBT_LOG_PATH": str(tmp_path / "logs")},
+        capture_output=True,
+        text=True,
+    )
+    results = json.loads((target / "run_results.json").read_text(encoding="utf-8"))["results"]
+    statuses = {result["unique_id"]: result["status"] for result in results}
+    assert finished.returncode == 0, finished.stdout[-3000:]
+    assert len(statuses) >= 20 and all(node.startswith("unit_test.") for node in statuses)
+    assert set(statuses.values()) == {"pass"}
