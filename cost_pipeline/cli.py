@@ -284,15 +284,15 @@ def _docs(check: bool) -> int:
     return 0
 
 
-def _locked(warehouse: Path, action: Callable[[], object]) -> tuple[int, object]:
-    """``action()`` on an existing, usable warehouse under its run lock: (0, its result), or (exit code, None) after
-    one line on stderr for a busy or unusable warehouse or a refusal (a ``CommandError``: retract, journal, close,
-    report)."""
+def _locked(warehouse: Path, action: Callable[[], object], reads_only: bool = False) -> tuple[int, object]:
+    """``action()`` on an existing, usable warehouse under its run lock (shared when the action ``reads_only``): (0,
+    its result), or (exit code, None) after one line on stderr for a busy or unusable warehouse or a refusal (a
+    ``CommandError``: retract, journal, close, report)."""
     from cost_pipeline.command_error import CommandError
 
     try:
-        with warehouse_run_lock(warehouse):
-            check_warehouse(warehouse, must_exist=True)
+        with warehouse_run_lock(warehouse, shared=reads_only):
+            check_warehouse(warehouse, must_exist=True, read_only=reads_only)
             return 0, action()
     except WarehouseBusy as busy:
         print(f"cost-pipeline: {busy}", file=sys.stderr)
@@ -306,7 +306,7 @@ def _locked(warehouse: Path, action: Callable[[], object]) -> tuple[int, object]
 
 
 def _read_locked(warehouse: Path, read: Callable[[duckdb.DuckDBPyConnection], object]) -> tuple[int, object]:
-    """``read(con)`` on a read-only connection to the warehouse, under its run lock (``_locked``)."""
+    """``read(con)`` on a read-only connection to the warehouse, under its run lock held shared (``_locked``)."""
 
     def action() -> object:
         con = duckdb_session.connect(str(warehouse), read_only=True)
@@ -315,7 +315,7 @@ def _read_locked(warehouse: Path, read: Callable[[duckdb.DuckDBPyConnection], ob
         finally:
             con.close()
 
-    return _locked(warehouse, action)
+    return _locked(warehouse, action, reads_only=True)
 
 
 def _retract(warehouse: Path, source_file: str, reason: str | None, by: str | None) -> int:
@@ -348,7 +348,7 @@ def _journal(warehouse: Path, month_text: str, out_path: Path | None, close: boo
         finally:
             con.close()
 
-    code, result = _locked(warehouse, action)
+    code, result = _locked(warehouse, action, reads_only=not close)
     if code:
         return code
     lines, closed = result

@@ -1,5 +1,9 @@
 """One nightly run at a time per warehouse: an exclusive ``flock`` on ``<warehouse>.lock``, held for the run.
 
+Commands that only read the warehouse (``report``, ``export``, ``journal`` without ``--close``) take the same lock
+shared: any number of them read at once, and a run that starts meanwhile is refused (DuckDB would not let it open
+the file for writing while they have it open), as a reader is refused while a run holds it.
+
 DuckDB already lets only one process write a file at a time, but only while a connection is open; a run
 opens and closes one per step, so two runs could interleave their steps. The run lock closes that gap:
 a second run that finds the lock held is refused at once, before it writes anything.
@@ -22,7 +26,7 @@ from pathlib import Path
 
 from cost_pipeline.warehouse_file import WarehouseUnusable
 
-_held: dict[tuple[Path, int], int] = {}  # (lock file, thread id) -> nesting depth
+_held: dict[tuple[Path, int], list] = {}  # (lock file, thread id) -> [nesting depth, held shared]
 _held_guard = threading.Lock()
 
 
@@ -30,10 +34,11 @@ class WarehouseBusy(RuntimeError):
     """Another run holds the warehouse's run lock; this run was refused before it wrote anything."""
 
     def __init__(self, warehouse: Path, lock_file: Path, holder: str | None) -> None:
-        who = f"another run (pid {holder})" if holder else "another run"
+        # Only a run writes its pid into the lock file; readers hold it shared and write nothing.
+        who = f"another run (pid {holder})" if holder else "a command reading it (report, export or journal)"
         super().__init__(
             f"warehouse {warehouse} is busy: {who} holds its run lock {lock_file}. "
-            "This run was refused and wrote nothing; wait for the other run to finish, then run again."
+            "This command was refused and wrote nothing; wait for the other one to finish, then run again."
         )
         self.warehouse = warehouse
         self.lock_file = lock_file
@@ -53,9 +58,10 @@ def _holder(fd: int) -> str | None:
 
 
 @contextmanager
-def warehouse_run_lock(warehouse_path: str | Path) -> Iterator[Path]:
-    """Hold the run lock of ``warehouse_path`` for the ``with`` block; raise ``WarehouseBusy`` if another run has it,
-    ``WarehouseUnusable`` (one line, exit code 5 in the CLI) if the lock file cannot be created.
+def warehouse_run_lock(warehouse_path: str | Path, shared: bool = False) -> Iterator[Path]:
+    """Hold the run lock of ``warehouse_path`` for the ``with`` block - ``shared`` for a command that only reads;
+    raise ``WarehouseBusy`` if another holder excludes it, ``WarehouseUnusable`` (one line, exit code 5 in the CLI)
+    if the lock file cannot be created.
 
     Yields the lock file's path. The warehouse file itself is never opened or created here.
     """
@@ -63,17 +69,17 @@ def warehouse_run_lock(warehouse_path: str | Path) -> Iterator[Path]:
     lock_file = lock_file_for(warehouse)
     key = (lock_file, threading.get_ident())
     with _held_guard:
-        if key in _held:
-            _held[key] += 1
-            reentered = True
-        else:
-            reentered = False
-    if reentered:
+        held = _held.get(key)
+        if held is not None:
+            if held[1] and not shared:
+                raise RuntimeError(f"{lock_file} is held shared by this thread: it cannot be taken to write")
+            held[0] += 1
+    if held is not None:
         try:
             yield lock_file
         finally:
             with _held_guard:
-                _held[key] -= 1
+                held[0] -= 1
         return
 
     try:
@@ -86,19 +92,21 @@ def warehouse_run_lock(warehouse_path: str | Path) -> Iterator[Path]:
         ) from None
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except BlockingIOError:
             raise WarehouseBusy(warehouse, lock_file, _holder(fd)) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        if not shared:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
         with _held_guard:
-            _held[key] = 1
+            _held[key] = [1, shared]
         try:
             yield lock_file
         finally:
             with _held_guard:
                 del _held[key]
-            os.ftruncate(fd, 0)
+            if not shared:
+                os.ftruncate(fd, 0)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)

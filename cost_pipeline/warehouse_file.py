@@ -20,8 +20,10 @@ class WarehouseUnusable(RuntimeError):
     """The warehouse cannot be opened, read or written; the message is one line naming the file."""
 
 
-def check_warehouse(path: Path, must_exist: bool = False) -> None:
-    """Raise ``WarehouseUnusable`` unless ``path`` is, or can become, a writable DuckDB database.
+def check_warehouse(path: Path, must_exist: bool = False, read_only: bool = False) -> None:
+    """Raise ``WarehouseUnusable`` unless ``path`` is, or can become, a writable DuckDB database; with ``read_only``
+    (commands that only read it, ``must_exist`` too) unless it is a DuckDB database this process can read, opened
+    read-only so that other readers can have it open at the same time.
 
     Opening a path that does not exist creates an empty database there, as the night's first step would.
     """
@@ -30,8 +32,9 @@ def check_warehouse(path: Path, must_exist: bool = False) -> None:
     if must_exist and not path.exists():
         raise WarehouseUnusable(f"warehouse {path} does not exist")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        con = duckdb_session.connect(str(path))
+        if not read_only:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        con = duckdb_session.connect(str(path), read_only=read_only)
         try:
             con.execute("select count(*) from duckdb_tables()").fetchone()
         finally:

@@ -24,8 +24,12 @@ REGISTRY = (
 
 HOLDER = """
 import sys
+from cost_pipeline import duckdb_session
 from cost_pipeline.run_lock import warehouse_run_lock
-with warehouse_run_lock(sys.argv[1]):
+shared = sys.argv[2:] == ["shared"]
+with warehouse_run_lock(sys.argv[1], shared=shared):
+    # a reader keeps the warehouse open read-only, as report, export and journal do
+    con = duckdb_session.connect(sys.argv[1], read_only=True) if shared else None
     print("held", flush=True)
     sys.stdin.read()
 """
@@ -36,10 +40,10 @@ def _reset_signals() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _hold_in_another_process(warehouse: Path) -> subprocess.Popen:
+def _hold_in_another_process(warehouse: Path, shared: bool = False) -> subprocess.Popen:
     project_root = str(Path(__file__).resolve().parents[1])
     process = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(warehouse)],
+        [sys.executable, "-c", HOLDER, str(warehouse), *(["shared"] if shared else [])],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -99,6 +103,42 @@ def test_a_second_run_is_refused_with_a_clear_message_and_writes_nothing(night):
     }
     assert after == {k: v for k, v in before.items() if k != "warehouse.duckdb.lock"}
     assert not (warehouse.parent / "warehouse.duckdb.wal").exists()
+
+
+def test_readers_share_the_lock_and_a_run_waits_for_none_of_them(night):
+    """report, export and journal read at once (they used to take the lock exclusively, so a second reader got exit
+    3, and opened the warehouse read-write, so it blocked the other's read-only open); a run is refused while one
+    reads, and a reader while a run writes."""
+    from cost_pipeline import duckdb_session
+    from cost_pipeline.warehouse_file import check_warehouse
+
+    landing, warehouse = night
+    reader = _hold_in_another_process(warehouse, shared=True)
+    try:
+        with warehouse_run_lock(warehouse, shared=True):
+            check_warehouse(warehouse, must_exist=True, read_only=True)
+            con = duckdb_session.connect(str(warehouse), read_only=True)
+            assert con.execute("select count(*) from raw.batch_registry").fetchone() == (1,)
+            con.close()
+        with pytest.raises(WarehouseBusy, match="a command reading it"):
+            _guarded_ingest(landing, warehouse)
+    finally:
+        reader.kill()
+        reader.wait(timeout=30)
+
+    run = _hold_in_another_process(warehouse)
+    try:
+        with pytest.raises(WarehouseBusy, match=f"another run \\(pid {run.pid}\\)"):
+            with warehouse_run_lock(warehouse, shared=True):
+                pass
+    finally:
+        run.kill()
+        run.wait(timeout=30)
+    with pytest.raises(RuntimeError, match="held shared"):
+        with warehouse_run_lock(warehouse, shared=True), warehouse_run_lock(warehouse):
+            pass
+    with warehouse_run_lock(warehouse), warehouse_run_lock(warehouse, shared=True):
+        pass  # a run may read what it writes
 
 
 def test_the_lock_is_released_when_its_holder_dies_and_the_next_run_proceeds(night):
