@@ -5,6 +5,11 @@ nothing out. Retracting it does: a row in ``raw.retractions`` (source, file, sha
 The next night loads no rows from those bytes under that name and keeps none of them (the same bytes under another
 name are quarantined whole, ``retracted_content``: ``warehouse.retracted_contents``), and the cost history gets a
 new version for each batch whose figures change, named by the retraction in ``history.snp_batch_cost_retractions``.
+
+Which batches the file fed is read now, from the relations last night built (the source's ``batch_lineage``), into
+``raw.retraction_batches``: the night after names the retraction on those batches' new versions only, not on a
+version another file caused that night. A source whose rows are not per batch (prices, ledgers) records none, and
+its retraction is named on every version of that night.
 A later delivery under the same name with other bytes is a redelivery and loads again.
 """
 
@@ -19,6 +24,7 @@ import duckdb
 
 from cost_pipeline.command_error import CommandError
 from cost_pipeline.ingest.lib.warehouse import connect
+from cost_pipeline.ingest.registry import sources
 
 UNKNOWN_FILE_EXIT = 6
 
@@ -40,6 +46,24 @@ def _who() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return "unknown"
+
+
+def _batches_fed(con: duckdb.DuckDBPyConnection, source: str, source_file: str) -> list[str | None]:
+    """The batches ``source_file`` fed in last night's relations; ``[None]`` if it fed none, ``[]`` if that cannot
+    be told (a source not per batch, or a warehouse no night has built the relations of)."""
+    declared = sources().get(source)
+    lineage = declared.batch_lineage if declared is not None else None
+    if lineage is None:
+        return []
+    try:
+        rows = con.execute(
+            f"select distinct batch_id from ({lineage}) as fed where source_file = ? and batch_id is not null "
+            "order by batch_id",
+            [source_file],
+        ).fetchall()
+    except duckdb.CatalogException:
+        return []
+    return [batch for (batch,) in rows] or [None]
 
 
 def retract(warehouse: Path, source_file: str, reason: str | None, by: str | None = None) -> list[Retracted]:
@@ -66,12 +90,14 @@ def retract(warehouse: Path, source_file: str, reason: str | None, by: str | Non
             raise RetractError(f"unknown file {name}: {told} (names as in raw.ingested_files)", UNKNOWN_FILE_EXIT)
         retracted = [Retracted(source, name, sha, int(rows)) for source, sha, rows in ledger]
         at = datetime.now(UTC).replace(tzinfo=None)
+        fed = [[r.source, name, r.file_sha256, batch] for r in retracted for batch in _batches_fed(con, r.source, name)]
         con.execute("begin transaction")
         try:
             con.executemany(
                 "insert into raw.retractions values (?, ?, ?, ?, ?, ?, ?)",
                 [[r.source, r.source_file, r.file_sha256, r.rows, why, by or _who(), at] for r in retracted],
             )
+            con.executemany("insert into raw.retraction_batches values (?, ?, ?, ?)", fed)
             con.execute("commit")
         except duckdb.Error:
             con.execute("rollback")

@@ -1,6 +1,7 @@
 """Raw is kept and taking data out is on the record, over whole nights: the demo's invoice file deleted, the next
 night keeps its services cost and names it missing; retracted, the night after leaves it out, and the cost history
-gets a new version of each batch it fed, named by the retraction, with every earlier version as it was.
+gets a new version of each batch it fed, named by the retraction, with every earlier version as it was. A late
+timesheet for another batch arrives the same night: that batch's new version is not the retraction's.
 Night 1 is the session's demo run (copied); this module runs two more."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from cost_pipeline.cli import main, run_pipeline
+from cost_pipeline.ingest.registry import SOURCES
 from tests.helpers import query
 
 # Its module-scoped nights run once: the whole module goes to one worker.
@@ -22,6 +24,13 @@ pytestmark = pytest.mark.xdist_group("retraction_history")
 INVOICES = "services/invoices_2026-11.csv"
 SERVICES = "select batch_id, services_cost from marts.fct_batch_costs order by 1"
 VERSIONS = "select * from history.snp_batch_costs order by batch_id, snapshot_version"
+# Harvest's export, one entry for B-10, which the retracted invoices never fed.
+LATE_TIMESHEET = (
+    "Date,Client,Project,Project Code,Task,Notes,Hours,Hours Rounded,Billable?,Invoiced?,Approved?,First Name,"
+    "Last Name,Roles,Employee?,Billable Rate,Billable Amount,Cost Rate,Cost Amount,Currency,External Reference URL\n"
+    "2026-11-12,Internal,assistant-rl,B-10,Business evaluation,,3,3,No,No,Yes,Farah,Haddad,Programme,Yes,0.0,0.0,80.00,"
+    "240.00,United States Dollar - USD,\n"
+)
 
 
 @dataclass(frozen=True)
@@ -49,6 +58,7 @@ def nights(demo_run, tmp_path_factory) -> Nights:
     with contextlib.redirect_stdout(io.StringIO()):
         argv = ["retract", INVOICES, "--reason", "billed to the wrong project", "--by", "finance-ops"]
         assert main([*argv, "--warehouse", str(warehouse)]) == 0
+    (landing / "timesheets" / "harvest_time_report_2026-11_late.csv").write_text(LATE_TIMESHEET, encoding="utf-8")
     assert run_pipeline(landing, warehouse)
     return Nights(demo_run.warehouse, deleted, warehouse, out.getvalue(), versions)
 
@@ -80,13 +90,37 @@ def test_a_retracted_invoice_file_leaves_the_figures_and_the_new_versions_name_t
         "(select max(snapshot_version) from history.snp_batch_costs as l where l.batch_id = s.batch_id) "
         "and snapshot_version > 1 order by 1",
     )
-    assert {batch for batch, _ in new} >= fed
+    assert {batch for batch, _ in new} == fed | {"B-10"}, "B-10: the late timesheet"
+    assert query(nights.retracted, "select source, source_file, batch_id from raw.retraction_batches order by 3") == [
+        ("service_invoices", INVOICES, batch) for batch in sorted(fed)
+    ]
     named = query(
         nights.retracted,
         "select batch_id, snapshot_version, source_file, reason, retracted_by "
         "from history.snp_batch_cost_retractions order by 1",
     )
-    assert [(b, v) for b, v, *_ in named] == new
+    assert [(b, v) for b, v, *_ in named] == [(b, v) for b, v in new if b in fed], "only the batches it fed"
     assert {(f, reason, who) for _, _, f, reason, who in named} == {
         (INVOICES, "billed to the wrong project", "finance-ops")
     }
+
+
+def test_every_declared_batch_lineage_reads_the_relations_a_night_builds(demo_run):
+    """Each source's ``batch_lineage`` (what ``retract`` reads) runs on a finished night and gives, for the files the
+    source loaded, batches the night knows."""
+    batches = {batch for (batch,) in query(demo_run.warehouse, "select batch_id from marts.dim_batches")}
+    declared = {name: source.batch_lineage for name, source in SOURCES.items() if source.batch_lineage}
+    assert {"service_invoices", "timesheets", "billing_focus", "device_samples", "storage_inventory"} <= set(declared)
+    for name, lineage in declared.items():
+        loaded = {
+            file
+            for (file,) in query(
+                demo_run.warehouse, f"select source_file from raw.ingested_files where source = '{name}'"
+            )
+        }
+        fed = query(demo_run.warehouse, f"select distinct source_file, batch_id from ({lineage}) as fed")
+        if not name.startswith("device_samples"):  # the three telemetry sources end in the same relations
+            assert {file for file, _ in fed} <= loaded, name
+        assert {batch for _, batch in fed if batch is not None} <= batches, name
+        if loaded:
+            assert [file for file, _ in fed if file in loaded], f"{name}: the demo's files feed batches; none found"

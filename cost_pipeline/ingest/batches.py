@@ -6,7 +6,7 @@ Both are CSV files in the documented shape, read by the shared CSV reader; the c
 from __future__ import annotations
 
 from cost_pipeline.contract import schemas
-from cost_pipeline.ingest.lib.source import RowLoader, Source, csv_required
+from cost_pipeline.ingest.lib.source import RowLoader, Source, batch_lineage, csv_required
 
 SOURCES = (
     Source(
@@ -16,6 +16,7 @@ SOURCES = (
         ("batches*.csv",),
         "The batch registry and plan",
         RowLoader(schemas.batch_registry, csv_required),
+        batch_lineage=batch_lineage("staging.stg_registry__batches"),
     ),
     Source(
         "batch_rounds",
@@ -24,5 +25,6 @@ SOURCES = (
         ("rounds*.csv",),
         "Trial rounds of each batch and the evidence each produced",
         RowLoader(schemas.batch_rounds, csv_required),
+        batch_lineage=batch_lineage("staging.stg_registry__rounds"),
     ),
 )

@@ -21,7 +21,7 @@ from decimal import Context, Decimal
 
 from cost_pipeline.contract import schemas
 from cost_pipeline.ingest.lib.records import RowRejected, mapped_csv_line_parser
-from cost_pipeline.ingest.lib.source import LineParser, RowLoader, Source
+from cost_pipeline.ingest.lib.source import LineParser, RowLoader, Source, batch_lineage
 from cost_pipeline.ingest.lib.timestamps import iso_utc_naive
 
 REQUIRED = ("ChargePeriodStart", "ChargePeriodEnd", "BilledCost", "EffectiveCost")
@@ -154,5 +154,6 @@ SOURCES = (
             parquet_row=lambda options: lambda row: focus_row(row, options.batch_tag_key),
         ),
         options=FocusOptions,
+        batch_lineage=batch_lineage("intermediate.int_focus_charges_attributed"),
     ),
 )

@@ -7,7 +7,7 @@ reporting currency.
 from __future__ import annotations
 
 from cost_pipeline.contract import schemas
-from cost_pipeline.ingest.lib.source import RowLoader, Source, csv_required
+from cost_pipeline.ingest.lib.source import RowLoader, Source, batch_lineage, csv_required
 
 SOURCES = (
     Source(
@@ -33,5 +33,6 @@ SOURCES = (
         ("*.csv",),
         "External-service invoices and accruals",
         RowLoader(schemas.service_invoices, csv_required),
+        batch_lineage=batch_lineage("intermediate.int_service_invoices_costed"),
     ),
 )

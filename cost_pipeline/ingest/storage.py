@@ -51,7 +51,7 @@ from cost_pipeline.contract import Contract, load_contract, schemas
 from cost_pipeline.contract.schemas import STORAGE_INVENTORY_COLUMNS, STORAGE_INVENTORY_DOMAINS
 from cost_pipeline.ingest.lib import in_database
 from cost_pipeline.ingest.lib.records import FileRejected, Rejection, refusal
-from cost_pipeline.ingest.lib.source import RowLoader, Source, csv_all_columns, csv_required
+from cost_pipeline.ingest.lib.source import RowLoader, Source, batch_lineage, csv_all_columns, csv_required
 from cost_pipeline.ingest.lib.timestamps import utc_timestamp_sql
 from cost_pipeline.ingest.lib.warehouse import IngestReport, file_pattern, lock_down, quote
 
@@ -405,6 +405,7 @@ INVENTORY = Source(
     exclude=(*PREFIX_RULES.patterns, *PRICES.patterns),  # the storage folder's other sources
     # read beside the data files: the manifest, and the checksum AWS delivers with it
     companions=(f"**/{MANIFEST_GLOB}", "**/manifest.checksum"),
+    batch_lineage=batch_lineage("intermediate.int_storage_objects_costed"),
 )
 SOURCES = (INVENTORY, PREFIX_RULES, PRICES)
 

@@ -38,7 +38,7 @@ from cost_pipeline.ingest.lib.in_database import (
 )
 from cost_pipeline.ingest.lib.metric_series import job_from_labels, line_rules, pivot, presence_rules
 from cost_pipeline.ingest.lib.records import FileRejected, Rejection
-from cost_pipeline.ingest.lib.source import Source
+from cost_pipeline.ingest.lib.source import Source, batch_lineage
 from cost_pipeline.ingest.lib.timestamps import landing_time_sql
 from cost_pipeline.ingest.lib.warehouse import IngestReport, file_pattern, quote
 
@@ -105,6 +105,13 @@ def _stage(con: duckdb.DuckDBPyConnection, path: Path, blank_lines: list[int]) -
     return stage_csv(con, path, _sample_columns, blank_lines, what="sample")
 
 
+# A sample fed the batch of the job it was attributed to; every telemetry source ends in the same relations.
+SAMPLE_BATCHES = batch_lineage(
+    "intermediate.int_device_samples_attributed",
+    batch="jobs.batch_id",
+    joined="inner join intermediate.int_jobs_attributed as jobs on lineage.attributed_job_key = jobs.job_key",
+)
+
 DEVICE_SAMPLES = Source(
     "device_samples",
     ("I2",),
@@ -112,6 +119,7 @@ DEVICE_SAMPLES = Source(
     ("*.csv", "*.parquet"),
     "Per-GPU DCGM samples",
     InDatabaseSource(DEVICE_SAMPLE_COLUMNS, _typed_select(), _RULES, _stage, domains=DEVICE_SAMPLE_DOMAINS),
+    batch_lineage=SAMPLE_BATCHES,
 )
 
 # --- dcgm-exporter scrapes: the Prometheus text exposition format -------------------------------------------------
@@ -212,6 +220,7 @@ DCGM_SCRAPES = Source(
         parquet=False,
     ),
     text_format="Prometheus text exposition",
+    batch_lineage=SAMPLE_BATCHES,
 )
 
 # --- Prometheus / Thanos /api/v1/query_range responses -------------------------------------------------------------
@@ -287,6 +296,7 @@ PROMETHEUS_RANGES = Source(
         domains=DEVICE_SAMPLE_DOMAINS,
         parquet=False,
     ),
+    batch_lineage=SAMPLE_BATCHES,
 )
 SOURCES = (DEVICE_SAMPLES, DCGM_SCRAPES, PROMETHEUS_RANGES)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from cost_pipeline.contract import schemas
 from cost_pipeline.ingest.lib.records import RowRejected, mapped_csv_line_parser
-from cost_pipeline.ingest.lib.source import LineParser, RowLoader, Source
+from cost_pipeline.ingest.lib.source import LineParser, RowLoader, Source, batch_lineage
 
 REQUIRED = ("Date", "Project Code", "Task", "Hours", "First Name", "Last Name")
 COLUMNS = {
@@ -131,5 +131,6 @@ SOURCES = (
         "Harvest time entries; names and cost rates are confidential",
         RowLoader(schemas.timesheets, lambda _schema, options: harvest_line_parser(options)),
         options=HarvestOptions,
+        batch_lineage=batch_lineage("intermediate.int_labour_costed"),
     ),
 )

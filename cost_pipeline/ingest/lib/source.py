@@ -103,6 +103,12 @@ def jsonl_columns(schema: SourceSchema, _options: Any = None) -> LineParser:
     return jsonl_line_parser(c.name for c in schema.columns)
 
 
+def batch_lineage(relation: str, batch: str = "batch_id", joined: str = "") -> str:
+    """The select a ``Source.batch_lineage`` holds: each row's landing file and batch in ``relation`` (schema.name,
+    as the night built it), the batch read as ``batch`` after ``joined`` (a join that names it)."""
+    return f"select lineage.source_file, {batch} as batch_id from {relation} as lineage {joined}".strip()
+
+
 @dataclass(frozen=True)
 class Source:
     """One landing source, declared once."""
@@ -118,6 +124,11 @@ class Source:
     text_format: str | None = None  # what a file holds when its name does not say (``*.txt``)
     # Files the source reads beside its own (an S3 Inventory's manifest.json): not rows, but not ignored either.
     companions: tuple[str, ...] = ()
+    # Which batches a file's rows fed, in last night's relations: a select of (source_file, batch_id)
+    # (``batch_lineage``), the batch as attributed (an unregistered label is not a batch). None: not known per
+    # batch (prices and ledgers; scheduler and step records, whose label attribution may change): a retracted file
+    # may move every batch.
+    batch_lineage: str | None = None
 
     def __post_init__(self) -> None:
         self.formats()  # every pattern has a known format

@@ -44,6 +44,9 @@ BOOKKEEPING_TABLES = {
     "refused whole counts every record it held as quarantined (refused_whole); a file gone from the landing folder "
     "keeps its row and its rows in raw (missing_since).",
     "retractions": "Every file whose rows were taken out of raw by `cost-pipeline retract`: who, when and why.",
+    "retraction_batches": "The batches each retracted file fed, read from the night before its retraction (one "
+    "row with no batch: it fed none); a retraction with no row here came from a source whose rows are not per "
+    "batch.",
 }
 
 _QUARANTINE_DDL = """
@@ -78,6 +81,13 @@ create table if not exists raw.retractions (
     reason varchar not null,
     retracted_by varchar not null,
     retracted_at timestamp not null
+)"""
+_RETRACTION_BATCHES_DDL = """
+create table if not exists raw.retraction_batches (
+    source varchar not null,
+    source_file varchar not null,
+    file_sha256 varchar not null,
+    batch_id varchar
 )"""
 _IGNORED_DDL = """
 create table if not exists raw.ignored_files (
@@ -192,6 +202,7 @@ def connect(
         con.execute(_FILES_DDL)
         con.execute(_IGNORED_DDL)
         con.execute(_RETRACTIONS_DDL)
+        con.execute(_RETRACTION_BATCHES_DDL)
         con.execute(_FAILURES_DDL)
         for migrate in _FILES_MIGRATE:
             con.execute(migrate)

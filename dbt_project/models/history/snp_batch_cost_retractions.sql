@@ -1,9 +1,11 @@
 {{ config(materialized='incremental', incremental_strategy='append') }}
 
 -- Why a cost-history version was written: the retractions (cost-pipeline retract) it carries (R16). Insert-only,
--- like the snapshots: a retraction is named once, on the night its rows left raw, by every batch version written
--- that night (the versions whose inputs_hash is this run's), joined to snp_batch_costs by batch and version. A
--- retraction that changed no batch's figures gets one row with no batch. Earlier versions are never touched.
+-- like the snapshots: a retraction is named once, on the night its rows left raw, by the batch versions written
+-- that night (the versions whose inputs_hash is this run's) of the batches the file fed (raw.retraction_batches,
+-- read when it was retracted), joined to snp_batch_costs by batch and version. A retraction from a source whose
+-- rows are not per batch (no row there) is named by every version of that night. A retraction that changed no
+-- batch's figures gets one row with no batch. Earlier versions are never touched.
 with run_inputs as (
     select {{ dbt.hash(dbt.listagg('file_sha256', "','", 'order by file_sha256')) }} as inputs_hash
     from {{ source('raw', 'ingested_files') }}
@@ -31,6 +33,15 @@ retractions as (
     {%- endif %}
 ),
 
+fed as (
+    select
+        source,
+        source_file,
+        file_sha256,
+        batch_id
+    from {{ source('raw', 'retraction_batches') }}
+),
+
 versions as (
     select
         snapshots.batch_id,
@@ -38,11 +49,46 @@ versions as (
     from {{ ref('snp_batch_costs') }} as snapshots
     inner join run_inputs on snapshots.inputs_hash = run_inputs.inputs_hash
     where snapshots.snapshot_version > 1
+),
+
+caused as (
+    -- the versions of the batches the file fed
+    select
+        retractions.source,
+        retractions.source_file,
+        retractions.file_sha256,
+        versions.batch_id,
+        versions.snapshot_version
+    from retractions
+    inner join fed
+        on
+            retractions.source = fed.source
+            and retractions.source_file = fed.source_file
+            and retractions.file_sha256 = fed.file_sha256
+    inner join versions on fed.batch_id = versions.batch_id
+    union all
+    -- a source not per batch: every version of the night
+    select
+        retractions.source,
+        retractions.source_file,
+        retractions.file_sha256,
+        versions.batch_id,
+        versions.snapshot_version
+    from retractions
+    cross join versions
+    where not exists (
+        select 1
+        from fed
+        where
+            fed.source = retractions.source
+            and fed.source_file = retractions.source_file
+            and fed.file_sha256 = retractions.file_sha256
+    )
 )
 
 select
-    versions.batch_id,
-    versions.snapshot_version,
+    caused.batch_id,
+    caused.snapshot_version,
     retractions.source,
     retractions.source_file,
     retractions.file_sha256,
@@ -51,4 +97,8 @@ select
     retractions.retracted_by,
     retractions.retracted_at
 from retractions
-left join versions on 1 = 1
+left join caused
+    on
+        retractions.source = caused.source
+        and retractions.source_file = caused.source_file
+        and retractions.file_sha256 = caused.file_sha256
