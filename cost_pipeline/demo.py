@@ -589,6 +589,9 @@ FOCUS_COLUMNS = [
     "ConsumedQuantity",
     "ConsumedUnit",
     "Tags",
+    "InvoiceIssuerName",
+    "ProviderName",
+    "PublisherName",
     "x_CostCenter",
 ]
 # (charge class, description, list, billed = effective, resource id, service category, service, quantity, unit, tags)
@@ -667,6 +670,9 @@ def _write_cloud(landing: Path) -> None:
                 quantity,
                 unit,
                 json.dumps(tags) if tags else "",
+                "Amazon Web Services, Inc.",
+                "AWS",
+                "Amazon Web Services, Inc.",
                 "ml-platform",
             ]
         )

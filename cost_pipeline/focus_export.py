@@ -123,7 +123,8 @@ SERVICE_CATEGORIES = (
     "Web",
     "Other",
 )
-# Who bills owned GPU time, and who a cloud row is from: the warehouse's FOCUS lines name no provider.
+# Who bills owned GPU time; who a cloud row is from when its FOCUS lines do not name one provider (an export
+# without ProviderName, or lines of several providers behind one row).
 OWNED_PROVIDER = "Owned GPU capacity"
 CLOUD_PROVIDER = "Cloud provider (unnamed in the export)"
 
@@ -148,6 +149,12 @@ select
     case when count(distinct service_category) = 1 then min(service_category) end as service_category,
     case when count(distinct sku_id) = 1 then min(sku_id) end as sku_id,
     case when count(distinct invoice_id) = 1 and count(invoice_id) = count(*) then min(invoice_id) end as invoice_id,
+    case when count(distinct provider_name) = 1 and count(provider_name) = count(*) then min(provider_name) end
+        as provider_name,
+    case when count(distinct publisher_name) = 1 and count(publisher_name) = count(*) then min(publisher_name) end
+        as publisher_name,
+    case when count(distinct invoice_issuer_name) = 1 and count(invoice_issuer_name) = count(*)
+        then min(invoice_issuer_name) end as invoice_issuer_name,
     case when count(consumed_quantity) = count(*) and count(distinct consumed_unit) = 1
         then cast(sum(consumed_quantity) as decimal(18, 4)) end as consumed_quantity,
     case when count(consumed_quantity) = count(*) and count(distinct consumed_unit) = 1
@@ -173,6 +180,9 @@ rows as (
         coalesce(job_lines.service_category, other_lines.service_category) as line_service_category,
         coalesce(job_lines.sku_id, other_lines.sku_id) as line_sku_id,
         coalesce(job_lines.invoice_id, other_lines.invoice_id) as line_invoice_id,
+        coalesce(job_lines.provider_name, other_lines.provider_name) as line_provider,
+        coalesce(job_lines.publisher_name, other_lines.publisher_name) as line_publisher,
+        coalesce(job_lines.invoice_issuer_name, other_lines.invoice_issuer_name) as line_invoice_issuer,
         coalesce(job_lines.consumed_quantity, other_lines.consumed_quantity) as line_quantity,
         coalesce(job_lines.consumed_unit, other_lines.consumed_unit) as line_unit,
         coalesce(job_lines.evidence_level, other_lines.evidence_level) as line_evidence_level
@@ -204,7 +214,7 @@ focus as (
         case when is_owned then 'GPU-Hours'
             else regexp_replace(regexp_replace(line_unit, '-(Mo|Mos|Mth|Mths)$', '-Months'), '-(Hr|Hrs)$', '-Hours')
             end as unit,
-        case when is_owned then $owned_provider else $cloud_provider end as provider,
+        case when is_owned then $owned_provider else coalesce(line_provider, $cloud_provider) end as provider,
         *
     from rows
 )
@@ -231,7 +241,7 @@ select
     resource_cost as ContractedCost,
     resource_cost as EffectiveCost,
     line_invoice_id as InvoiceId,
-    provider as InvoiceIssuerName,
+    coalesce(line_invoice_issuer, provider) as InvoiceIssuerName,
     coalesce(list_cost, resource_cost) as ListCost,
     case when is_owned then 'Standard' end as PricingCategory,
     currency as PricingCurrency,
@@ -239,7 +249,7 @@ select
     quantity as PricingQuantity,
     case when quantity is not null then unit end as PricingUnit,
     provider as ProviderName,
-    provider as PublisherName,
+    coalesce(line_publisher, provider) as PublisherName,
     resource_id as ResourceId,
     case when resource_id is not null and job_id is not null then job_id end as ResourceName,
     case when resource_id is null then null when job_id is not null then 'Training job' else 'Cloud resource' end

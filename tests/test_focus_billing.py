@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import duckdb
 
 from cost_pipeline.defs.ingest import ASSETS_BY_TABLE
 from cost_pipeline.defs.resources import LandingZone, Warehouse
+from cost_pipeline.ingest.billing import focus_row
 
 SHARED_DATA = Path(__file__).resolve().parent / "data" / "focus"
 
@@ -151,7 +153,14 @@ def test_the_finops_foundation_sample_loads_unedited(tmp_path):
     exact = con.execute(
         "select count(*) from raw.billing_focus where billed_cost = 0.00001605990 and source_line = 3"
     ).fetchone()[0]
+    names = con.execute(
+        "select provider_name, publisher_name, invoice_issuer_name, count(*) from raw.billing_focus group by all"
+    ).fetchall()
     con.close()
+    # who provides, publishes and invoices each line, as the file says (kept for the FOCUS export)
+    expected = Counter((r["ProviderName"], r["PublisherName"], r["InvoiceIssuerName"]) for r in lines)
+    assert {(p, pub, issuer): n for p, pub, issuer, n in names} == dict(expected)
+    assert expected[("AWS", "Red Hat Inc.", "Amazon Web Services, Inc.")] == 1  # a marketplace line
 
     def total(column: str) -> Decimal:
         return sum(Decimal(r[column]) for r in lines if r[column] != "NULL")
@@ -272,3 +281,18 @@ def test_the_finops_sample_as_parquet_with_double_amounts_stages_the_same_amount
     assert quarantined == [] and [row[1:] for row in ledger] == [(1000, 1000, 0)] * 2
     (_, csv_rows), (_, parquet_rows) = staged
     assert parquet_rows == csv_rows
+
+
+def test_focus_1_2_service_provider_name_wins_over_the_deprecated_provider_name():
+    line = {
+        "ChargePeriodStart": "2026-11-01T00:00:00Z",
+        "ChargePeriodEnd": "2026-11-02T00:00:00Z",
+        "BilledCost": "1.00",
+        "EffectiveCost": "1.00",
+        "ProviderName": "Old Name",
+        "ServiceProviderName": "Example Cloud",
+        "PublisherName": "NULL",
+    }
+    row = focus_row(line, "batch_id")
+    assert (row["provider_name"], row["publisher_name"], row["invoice_issuer_name"]) == ("Example Cloud", None, None)
+    assert focus_row({**line, "ServiceProviderName": ""}, "batch_id")["provider_name"] == "Old Name"

@@ -3,7 +3,8 @@
 Providers ship different subsets of the FOCUS columns in different orders; this reads the columns the pipeline
 uses by their FOCUS names, keeps the rest of the file untouched, and takes the batch key from the ``Tags`` JSON
 object (key ``batch_id`` unless configured). ``BilledCost`` feeds the cash book, ``EffectiveCost`` the resource
-book; a restated line (``ChargeClass = Correction``) is kept as such.
+book; a restated line (``ChargeClass = Correction``) is kept as such. Who the line is from (ProviderName, or FOCUS
+1.2's ServiceProviderName; PublisherName, InvoiceIssuerName) is kept for the FOCUS export.
 
 Amounts are kept exact at the precision the export writes (the FinOps Foundation's sample writes 11 decimals,
 scientific notation is FOCUS numeric format too); a Parquet double is read as its shortest decimal text. The text
@@ -49,7 +50,12 @@ COLUMNS = {
     "ConsumedUnit": "consumed_unit",
     "CommitmentDiscountId": "commitment_discount_id",
     "CommitmentDiscountStatus": "commitment_discount_status",
+    "ProviderName": "provider_name",
+    "PublisherName": "publisher_name",
+    "InvoiceIssuerName": "invoice_issuer_name",
 }
+# FOCUS 1.2 names the provider ServiceProviderName and keeps ProviderName as deprecated: the new name wins.
+PROVIDER_SUCCESSOR = "ServiceProviderName"
 TIMESTAMPS = ("billing_period_start", "billing_period_end", "charge_period_start", "charge_period_end")
 AMOUNTS = ("billed_cost", "effective_cost", "list_cost", "contracted_cost")
 # The raw amount columns' precision (schemas.billing_focus: DECIMAL(38,18)).
@@ -120,6 +126,7 @@ def batch_from_tags(tags: object, key: str) -> str | None:
 def focus_row(row: dict[str, object], tag_key: str) -> dict[str, object]:
     """One FOCUS line (by FOCUS column names) -> the raw billing shape; raises ``RowRejected`` for a broken rule."""
     mapped = {column: _missing_as_none(row.get(name)) for name, column in COLUMNS.items()}
+    mapped["provider_name"] = _missing_as_none(row.get(PROVIDER_SUCCESSOR)) or mapped["provider_name"]
     for column in TIMESTAMPS:
         mapped[column] = iso_utc_naive(mapped[column], column)
     for column in AMOUNTS:

@@ -1,11 +1,12 @@
 -- FOCUS lines carry no line id: a month-to-date export shipped again repeats every earlier line, which counts once.
 -- A restatement is a line of its own (ChargeClass = Correction, or other amounts), so it is kept. The invoice id,
--- tags (and the batch read from them), resource name and commitment status may be filled in or changed by a later
--- export of the same line: not compared, the newest kept.
+-- tags (and the batch read from them), resource name, commitment status and the names of who provides, publishes
+-- and invoices it may be filled in or changed by a later export of the same line: not compared, the newest kept.
 with newest as (
     {{ identical_lines_once(source('raw', 'billing_focus'),
                             ignore=['invoice_id', 'tags', 'batch_id', 'resource_name',
-                                    'commitment_discount_status']) }}
+                                    'commitment_discount_status', 'provider_name', 'publisher_name',
+                                    'invoice_issuer_name']) }}
 ),
 
 renamed as (
@@ -33,6 +34,9 @@ renamed as (
         consumed_unit,
         commitment_discount_id,
         commitment_discount_status,
+        provider_name,
+        publisher_name,
+        invoice_issuer_name,
         tags,
         batch_id,
         source_file,
