@@ -51,23 +51,17 @@ versions as (
     where snapshots.snapshot_version > 1
 ),
 
+traced as (
+    -- the retractions whose file's batches were read when it was retracted
+    select distinct
+        source,
+        source_file,
+        file_sha256
+    from fed
+),
+
 caused as (
-    -- the versions of the batches the file fed
-    select
-        retractions.source,
-        retractions.source_file,
-        retractions.file_sha256,
-        versions.batch_id,
-        versions.snapshot_version
-    from retractions
-    inner join fed
-        on
-            retractions.source = fed.source
-            and retractions.source_file = fed.source_file
-            and retractions.file_sha256 = fed.file_sha256
-    inner join versions on fed.batch_id = versions.batch_id
-    union all
-    -- a source not per batch: every version of the night
+    -- a traced retraction: the night's versions of the batches the file fed; else every version of the night
     select
         retractions.source,
         retractions.source_file,
@@ -76,14 +70,18 @@ caused as (
         versions.snapshot_version
     from retractions
     cross join versions
-    where not exists (
-        select 1
-        from fed
-        where
-            fed.source = retractions.source
-            and fed.source_file = retractions.source_file
-            and fed.file_sha256 = retractions.file_sha256
-    )
+    left join traced
+        on
+            retractions.source = traced.source
+            and retractions.source_file = traced.source_file
+            and retractions.file_sha256 = traced.file_sha256
+    left join fed
+        on
+            retractions.source = fed.source
+            and retractions.source_file = fed.source_file
+            and retractions.file_sha256 = fed.file_sha256
+            and versions.batch_id = fed.batch_id
+    where traced.source is null or fed.batch_id is not null
 )
 
 select
