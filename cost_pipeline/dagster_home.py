@@ -36,6 +36,9 @@ INSTANCE_YAML = """\
 concurrency:
   runs:
     max_concurrent_runs: 1
+# Nothing leaves this machine: Dagster's anonymous usage statistics are off.
+telemetry:
+  enabled: false
 """
 
 

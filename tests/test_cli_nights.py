@@ -82,6 +82,7 @@ def test_the_default_dagster_home_is_beside_the_warehouse_and_keeps_both_nights(
     with dg.DagsterInstance.from_config(str(home)) as instance:
         runs = instance.get_runs()
         assert instance.get_concurrency_config().run_queue_config.max_concurrent_runs == 1
+        assert not instance.telemetry_enabled  # nothing leaves the machine
     assert [run.status for run in runs] == [dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.SUCCESS]
 
 
