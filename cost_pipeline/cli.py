@@ -284,6 +284,20 @@ def _docs(check: bool) -> int:
     return 0
 
 
+def _docs_site(out: Path, warehouse: Path | None) -> int:
+    """The dbt docs site of ``warehouse`` as one offline HTML file (``cost_pipeline.docs_site``)."""
+    from cost_pipeline.docs_site import write_site
+
+    if warehouse is None:
+        print("cost-pipeline: docs --site needs --warehouse: the site shows that warehouse's tables", file=sys.stderr)
+        return 2
+    code, written = _locked(warehouse, lambda: write_site(warehouse, out))
+    if code:
+        return code
+    print(f"wrote {written}: the dbt docs site, one file that works offline")
+    return 0
+
+
 def _locked(warehouse: Path, action: Callable[[], object], reads_only: bool = False) -> tuple[int, object]:
     """``action()`` on an existing, usable warehouse under its run lock (shared when the action ``reads_only``): (0,
     its result), or (exit code, None) after one line on stderr for a busy or unusable warehouse or a refusal (a
@@ -508,8 +522,18 @@ def _parser() -> argparse.ArgumentParser:
             "-v", "--verbose", action="store_true", help="show Dagster's and dbt's log instead of one line per asset"
         )
     commands.add_parser("prepare", help="write dbt_project/target/manifest.json (dbt parse only if anything changed)")
-    docs = commands.add_parser("docs", help="rewrite the generated reference blocks in docs/ (inputs, marts, contract)")
+    docs = commands.add_parser(
+        "docs",
+        help="rewrite the generated reference blocks in docs/ (inputs, marts, contract); --site: the dbt docs site",
+    )
     docs.add_argument("--check", action="store_true", help="change nothing; exit 1 if a block is out of date")
+    docs.add_argument(
+        "--site",
+        type=Path,
+        metavar="FILE",
+        help="instead, write the dbt docs site as one HTML file that works offline (needs --warehouse)",
+    )
+    docs.add_argument("--warehouse", type=Path, help="with --site: the DuckDB warehouse whose catalog it shows")
     retraction = commands.add_parser("retract", help="take a landing file's rows out of the next night's figures")
     retraction.add_argument("file", help="the file as the ledger names it (raw.ingested_files), e.g. services/x.csv")
     retraction.add_argument("--reason", help="why its rows leave the figures (required; kept in raw.retractions)")
@@ -569,6 +593,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return _monthly(args.warehouse, args.month, args.first, args.last)
 
+    if args.command == "docs" and args.site is not None:
+        return _docs_site(args.site, args.warehouse)
     if args.command == "docs":
         return _docs(check=args.check)
 
