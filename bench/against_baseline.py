@@ -14,6 +14,7 @@ from pathlib import Path
 
 import duckdb
 
+from cost_pipeline import duckdb_session
 from cost_pipeline.ingest.lib.warehouse import IngestReport, connect
 
 
@@ -33,7 +34,7 @@ def compare(
         (landing / folder).mkdir(parents=True)
         data = write(landing / folder, args.rows)
 
-        baseline_con = duckdb.connect(str(Path(tmp) / "baseline.duckdb"))
+        baseline_con = duckdb_session.connect(str(Path(tmp) / "baseline.duckdb"))
         started = time.perf_counter()
         baseline_con.execute(baseline_sql, [str(data)])
         baseline = time.perf_counter() - started

@@ -20,8 +20,7 @@ import tempfile
 from datetime import datetime, timedelta
 from pathlib import Path
 
-import duckdb
-
+from cost_pipeline import duckdb_session
 from cost_pipeline.cli import run_pipeline
 from cost_pipeline.demo import BATCHES, DemoJob, _sacct_rows, write_demo_landing
 
@@ -94,7 +93,7 @@ def main() -> None:
         warehouse = Path(folder) / "warehouse.duckdb"
         if not run_pipeline(landing, warehouse):
             raise SystemExit("the nightly run failed")
-        con = duckdb.connect(str(warehouse), read_only=True)
+        con = duckdb_session.connect(str(warehouse), read_only=True)
         finished = con.execute("select count(distinct batch_id) from marts.fct_forecast_backtest").fetchone()[0]
         rows = con.execute(
             "select forecast_point, forecasts, median_absolute_pct_error, actual_in_range, actual_in_range_pct"

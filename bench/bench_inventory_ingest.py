@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import duckdb
 from against_baseline import compare
 
+from cost_pipeline import duckdb_session
 from cost_pipeline.ingest.storage import load_storage_inventory
 
 FIELDS = ("Bucket", "Key", "Size", "LastModifiedDate", "ETag", "StorageClass", "IsLatest")
@@ -24,7 +24,7 @@ FIELDS = ("Bucket", "Key", "Size", "LastModifiedDate", "ETag", "StorageClass", "
 def write_inventory(folder: Path, rows: int) -> Path:
     """Generate an inventory inside DuckDB and write it as AWS does: quoted, header-less, gzip, with a manifest."""
     data = folder / "data.csv.gz"
-    con = duckdb.connect()
+    con = duckdb_session.connect()
     con.execute(f"""
         copy (
             select 'ml-prod', 'raw/b' || (i % 50) || '/part+' || i || '%2B.bin', 1024 * (i % 100000),

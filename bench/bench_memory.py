@@ -31,8 +31,7 @@ import tempfile
 from datetime import timedelta
 from pathlib import Path
 
-import duckdb
-
+from cost_pipeline import duckdb_session
 from cost_pipeline.demo import JOBS, write_demo_landing
 from cost_pipeline.duckdb_memory import MEMORY_LIMIT_VARIABLE
 
@@ -61,7 +60,7 @@ def write_samples(telemetry: Path, samples: int) -> int:
     ]
     gpu_minutes = sum(int((end - start) / timedelta(minutes=1)) * gpus for _, start, end, _, gpus in jobs)
     replicas = max(1, -(-samples // gpu_minutes))  # each GPU of the demo becomes this many
-    con = duckdb.connect()
+    con = duckdb_session.connect()
     con.execute("create table jobs (label varchar, start_at timestamp, end_at timestamp, host varchar, gpus int)")
     con.executemany("insert into jobs values (?, ?, ?, ?, ?)", jobs)
     # The demo's pattern by minute of the job: idle while setting up, every 10th minute waiting on NVLink.
@@ -146,7 +145,7 @@ FIGURES = "job_key, samples, effective_compute_gpu_seconds, comm_wait_gpu_second
 
 def baseline(warehouse: Path, files: str, memory_limit: str, out: Path) -> None:
     """The bare query (v1's tier rule, the demo's contract version), into ``out``; the warehouse is read-only."""
-    con = duckdb.connect(str(out))
+    con = duckdb_session.connect(str(out))
     con.execute(f"set memory_limit = '{memory_limit}'")
     con.execute(f"attach '{warehouse}' as wh (read_only)")
     values = dict(
@@ -178,7 +177,7 @@ def measured(command: list[str], env: dict[str, str]) -> dict[str, float]:
 
 def check_equal(warehouse: Path, out: Path) -> int:
     """Jobs whose figures differ between int_job_utilization_tiered and the baseline (must be 0); raises if any."""
-    con = duckdb.connect(str(out), read_only=True)
+    con = duckdb_session.connect(str(out), read_only=True)
     con.execute(f"attach '{warehouse}' as wh (read_only)")
     differ = con.execute(
         f"select count(*) from ((select {FIGURES} from wh.intermediate.int_job_utilization_tiered "

@@ -29,9 +29,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-import duckdb
 from bench_memory import BIN, measured, print_ratio_table
 
+from cost_pipeline import duckdb_session
 from cost_pipeline.demo import write_demo_landing
 
 REQUEST_ASSETS = "raw/serving_requests,staging/stg_serving__requests,intermediate/int_requests_costed"
@@ -67,7 +67,7 @@ _LITELLM = """
 def write_requests(folder: Path, requests: int) -> int:
     """Replace the demo's request log with ``requests`` generated ones, one JSON Lines file per million."""
     demo = folder / "requests_2026-11.jsonl"
-    con = duckdb.connect()
+    con = duckdb_session.connect()
     (templates,) = con.execute(
         "select count(*) from read_json(?, format = 'newline_delimited')", [str(demo)]
     ).fetchone()
@@ -148,7 +148,7 @@ from floored
 
 def baseline(warehouse: Path, folder: Path, out: Path) -> None:
     """The bare load and allocation, into ``out``; the warehouse (read-only) gives the model-months' costs."""
-    con = duckdb.connect(str(out))
+    con = duckdb_session.connect(str(out))
     con.execute(f"attach '{warehouse}' as wh (read_only)")
     (version,) = con.execute("select max(contract_version) from wh.intermediate.int_requests_costed").fetchone()
     values = dict(
@@ -171,7 +171,7 @@ def baseline(warehouse: Path, folder: Path, out: Path) -> None:
 
 def check_equal(warehouse: Path, out: Path) -> int:
     """Requests whose cents differ between int_requests_costed and the baseline (must be none); raises if any."""
-    con = duckdb.connect(str(out), read_only=True)
+    con = duckdb_session.connect(str(out), read_only=True)
     con.execute(f"attach '{warehouse}' as wh (read_only)")
     figures = "request_id, request_cost_cents"
     (differ,) = con.execute(

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
 from against_baseline import compare
 
+from cost_pipeline import duckdb_session
 from cost_pipeline.contract.schemas import DEVICE_SAMPLE_BASE_COLUMNS
 from cost_pipeline.ingest.telemetry import load_device_samples
 
@@ -21,7 +21,7 @@ from cost_pipeline.ingest.telemetry import load_device_samples
 def write_samples(folder: Path, rows: int) -> Path:
     """Generate samples inside DuckDB (8 GPUs per host, 1 Hz) and write them as CSV."""
     path = folder / "samples.csv"
-    con = duckdb.connect()
+    con = duckdb_session.connect()
     con.execute(f"""
         copy (
             select timestamp '2026-11-01' + to_seconds(i // 64) as "timestamp",
