@@ -13,11 +13,13 @@ import pytest
 
 from cost_pipeline.contract import load_contract
 from cost_pipeline.definitions import defs
-from cost_pipeline.defs.freshness import CHECK, freshness_check
+from cost_pipeline.defs.freshness import CHECK, delivery_result, freshness_check
 from cost_pipeline.defs.ingest import ASSETS_BY_TABLE
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.defs.sensors import Seen, files_sensor, landing_sensors
 from cost_pipeline.demo import write_demo_landing
+from cost_pipeline.ingest.lib.arrivals import record_arrivals
+from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.ingest.registry import SOURCES
 from tests.helpers import query
 
@@ -120,7 +122,7 @@ def test_freshness_warns_on_an_old_delivery_and_passes_on_a_new_one(tmp_path):
     resources = {"landing": LandingZone(path=str(landing)), "warehouse": Warehouse(path=str(warehouse))}
 
     never = freshness(landing, warehouse)
-    assert never.passed and "never delivered" in never.description  # not expected: an alternative format
+    assert not never.passed and never.description == "batch_registry never delivered a file"
 
     dg.materialize([ASSETS_BY_TABLE["batch_registry"]], resources=resources, instance=dg.DagsterInstance.ephemeral())
     ((files, first_seen),) = query(
@@ -150,6 +152,24 @@ def test_freshness_warns_on_an_old_delivery_and_passes_on_a_new_one(tmp_path):
     dg.materialize([ASSETS_BY_TABLE["batch_registry"]], resources=resources, instance=dg.DagsterInstance.ephemeral())
     fresh = freshness(landing, warehouse)
     assert fresh.passed and datetime.fromisoformat(fresh.metadata["newest_delivery"].value) > old
+
+
+def test_a_source_that_never_delivered_passes_only_while_an_alternative_delivers(tmp_path):
+    """dcgm-exporter scrapes are not expected where DCGM CSVs come (contract operations.freshness.alternatives)."""
+    warehouse = tmp_path / "w.duckdb"
+    con = connect(warehouse)
+    try:
+        record_arrivals(con, "device_samples")  # an empty ledger: nothing arrived yet
+        scrapes = load_contract().delivery_alternatives("device_samples_dcgm")
+        assert set(scrapes) == {"device_samples", "device_samples_prometheus"}
+        alone = delivery_result(con, "device_samples_dcgm", 26, alternatives=scrapes)
+        assert not alone.passed and "nor did its alternatives" in alone.description
+        con.execute("insert into ops.file_arrivals values ('device_samples', 'ab12', now()::timestamp)")
+        instead = delivery_result(con, "device_samples_dcgm", 26, alternatives=scrapes)
+        assert instead.passed and "while device_samples delivers" in instead.description
+        assert not delivery_result(con, "timesheets", 168, alternatives=()).passed
+    finally:
+        con.close()
 
 
 def test_every_asset_has_owners_and_a_description():

@@ -258,6 +258,14 @@ class Contract:
         owners = self._operations("owners")
         return [str(owner) for owner in ((owners.get(kind) or {}).get(name) or owners["default"])]
 
+    def delivery_alternatives(self, source: str) -> tuple[str, ...]:
+        """The other sources whose delivery stands in for ``source``'s (``operations.freshness.alternatives``)."""
+        groups = self._operations("freshness").get("alternatives") or []
+        for group in groups:
+            if not isinstance(group, list) or not all(isinstance(name, str) for name in group):
+                raise ValueError(f"contract {self.version}: operations.freshness.alternatives: {group!r} is not a list")
+        return tuple(name for group in groups if source in group for name in group if name != source)
+
     def max_age_hours(self, source: str) -> float:
         """How old a source's newest delivery may be before its freshness check warns (``operations.freshness``)."""
         freshness = self._operations("freshness")

@@ -3,8 +3,9 @@
 A source delivers when a file with bytes the warehouse has not seen lands and is loaded (``ops.file_arrivals``,
 kept by the ingest assets): a renamed file is no delivery, a re-exported one is. The check warns when the source's
 newest delivery is older than the contract allows (``operations.freshness``, ``max_age_hours`` per source). A source
-that never delivered is not expected (an alternative format, such as dcgm-exporter scrapes where DCGM CSVs come):
-it passes, and says so. It only reads the warehouse, so it can run on its own (from the UI, or in any run that
+that never delivered warns too, unless one of its alternatives (``operations.freshness.alternatives``: the same
+records in another tool's format, such as dcgm-exporter scrapes where DCGM CSVs come) delivered: it is then not
+expected, passes, and says so. It only reads the warehouse, so it can run on its own (from the UI, or in any run that
 materialises the source).
 """
 
@@ -25,15 +26,24 @@ CHECK = "delivered_on_time"
 
 
 def delivery_result(
-    con: duckdb.DuckDBPyConnection, source: str, max_age_hours: float, now: datetime | None = None
+    con: duckdb.DuckDBPyConnection,
+    source: str,
+    max_age_hours: float,
+    now: datetime | None = None,
+    alternatives: tuple[str, ...] = (),
 ) -> dg.AssetCheckResult:
-    """Whether ``source`` delivered within ``max_age_hours`` of ``now`` (naive UTC), as a warning check result."""
+    """Whether ``source`` delivered within ``max_age_hours`` of ``now`` (naive UTC), or never did while one of its
+    ``alternatives`` did, as a warning check result."""
     now = now or datetime.now(UTC).replace(tzinfo=None)
     newest = newest_arrival(con, source)
     age_hours = None if newest is None else (now - newest) / timedelta(hours=1)
-    passed = age_hours is None or age_hours <= max_age_hours
-    if newest is None:
-        description = f"{source} never delivered a file, so none is expected"
+    instead = [other for other in alternatives if newest is None and newest_arrival(con, other) is not None]
+    passed = bool(instead) if age_hours is None else age_hours <= max_age_hours
+    if newest is None and instead:
+        description = f"{source} never delivered a file; none is expected while {', '.join(instead)} delivers"
+    elif newest is None:
+        description = f"{source} never delivered a file"
+        description += f" (nor did its alternatives {', '.join(alternatives)})" if alternatives else ""
     else:
         description = f"{source} last delivered {newest:%Y-%m-%d %H:%M} UTC, {age_hours:.1f} h ago"
         description += "" if passed else f", more than the {max_age_hours:g} h the contract allows"
@@ -51,18 +61,21 @@ def delivery_result(
 
 def freshness_check(source: Source) -> dg.AssetChecksDefinition:
     """The ``delivered_on_time`` check of one source's raw asset."""
-    max_age_hours = load_contract().max_age_hours(source.name)
+    contract = load_contract()
+    max_age_hours, alternatives = contract.max_age_hours(source.name), contract.delivery_alternatives(source.name)
 
     @dg.asset_check(
         asset=dg.AssetKey(["raw", source.name]),
         name=CHECK,
         description=f"Warns when {source.name} has delivered no new file (new bytes) for more than "
-        f"{max_age_hours:g} h (contract operations.freshness).",
+        f"{max_age_hours:g} h, or never did"
+        + (f" while none of {', '.join(alternatives)} did" if alternatives else "")
+        + " (contract operations.freshness).",
     )
     def _delivered_on_time(warehouse: Warehouse) -> dg.AssetCheckResult:
         con = warehouse.connect()
         try:
-            return delivery_result(con, source.name, max_age_hours)
+            return delivery_result(con, source.name, max_age_hours, alternatives=alternatives)
         finally:
             con.close()
 
