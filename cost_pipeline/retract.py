@@ -97,7 +97,8 @@ def retract(warehouse: Path, source_file: str, reason: str | None, by: str | Non
                 "insert into raw.retractions values (?, ?, ?, ?, ?, ?, ?)",
                 [[r.source, r.source_file, r.file_sha256, r.rows, why, by or _who(), at] for r in retracted],
             )
-            con.executemany("insert into raw.retraction_batches values (?, ?, ?, ?)", fed)
+            if fed:  # none: no source it came from is traced per batch
+                con.executemany("insert into raw.retraction_batches values (?, ?, ?, ?)", fed)
             con.execute("commit")
         except duckdb.Error:
             con.execute("rollback")

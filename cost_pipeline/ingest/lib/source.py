@@ -33,7 +33,7 @@ from cost_pipeline.ingest.lib.records import (
     refusal,
     refused_file,
 )
-from cost_pipeline.ingest.lib.validate import validate_rows
+from cost_pipeline.ingest.lib.validate import validate_files
 from cost_pipeline.ingest.lib.warehouse import IngestReport, write_validated_source
 
 LineParser = Callable[[list[str], ParsedFile], None]
@@ -74,18 +74,18 @@ class RowLoader:
         """Parse, validate and write every file of the source; the night goes on whatever one file holds."""
         schema = self.schema(contract)
         parser = self.parser(schema, options)
-        results: list[tuple[ParsedFile, object]] = []
+        parsed_files: list[ParsedFile] = []
         for path in source.files(landing_dir):
             with naming_file(path.relative_to(landing_dir).as_posix()):
                 reason = refusal(path, landing_dir)
                 if reason is not None:
-                    parsed = refused_file(path, reason)
+                    parsed_files.append(refused_file(path, reason))
                 elif path.suffix == ".parquet" and self.parquet_row is not None:
-                    parsed = parse_parquet(path, self.parquet_row(options))
+                    parsed_files.append(parse_parquet(path, self.parquet_row(options)))
                 else:
-                    parsed = parse_file(path, parser)
-                results.append((parsed, validate_rows(parsed, schema, con)))
-        return write_validated_source(con, schema, landing_dir, results)
+                    parsed_files.append(parse_file(path, parser))
+        valid = validate_files(parsed_files, schema, con)
+        return write_validated_source(con, schema, landing_dir, list(zip(parsed_files, valid, strict=True)))
 
 
 def csv_required(schema: SourceSchema, _options: Any = None) -> LineParser:

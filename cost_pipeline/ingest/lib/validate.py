@@ -26,6 +26,7 @@ These rules come before and after the contract's own checks, for every source al
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 
 import duckdb
@@ -207,13 +208,59 @@ def _misfits(valid: pd.DataFrame, schema: SourceSchema, con: duckdb.DuckDBPyConn
     return rejected
 
 
+class _NoRowNamed(Exception):
+    """A check failed without naming a row: in a batch of files, each file must be judged on its own."""
+
+
+def validate_files(
+    parsed_files: Sequence[ParsedFile], schema: SourceSchema, con: duckdb.DuckDBPyConnection | None = None
+) -> list[pd.DataFrame]:
+    """``validate_rows`` of every file, in one pass over all their rows: the same rejections and valid rows, file by
+    file, as one call per file gives. A pass has a fixed cost of about 40 ms (pandera's and pandas' own), which
+    10,000 one-record files paid 10,000 times (7 minutes). A check that fails without naming a row, or anything
+    unforeseen, sends each file through ``validate_rows`` on its own, so an error names its file."""
+    if sum(1 for parsed in parsed_files if parsed.rows) < 2:
+        return [validate_rows(parsed, schema, con) for parsed in parsed_files]
+    origin: list[tuple[int, int]] = []  # row number in the batch - 1 -> (file's position, its line)
+    batch = ParsedFile(path=parsed_files[0].path, sha256="")
+    for position, parsed in enumerate(parsed_files):
+        for row in parsed.rows:
+            origin.append((position, int(row["source_line"])))
+            batch.rows.append({**row, "source_line": len(origin)})
+    try:
+        valid = validate_rows(batch, schema, con, file_of=[position for position, _ in origin])
+    except Exception:  # noqa: BLE001 - judged again file by file, where an error names its file
+        return [validate_rows(parsed, schema, con) for parsed in parsed_files]
+    for rejection in batch.rejections:
+        position, line = origin[rejection.line - 1]
+        parsed_files[position].rejections.append(
+            Rejection(line, rejection.rule, rejection.message, rejection.raw, rejection.records)
+        )
+    for parsed in parsed_files:
+        parsed.rejections.sort(key=lambda r: r.line)
+    where = [origin[number - 1] for number in valid["source_line"]]
+    positions = pd.Series([position for position, _ in where], index=valid.index, dtype="int64")
+    valid["source_line"] = pd.Series([line for _, line in where], index=valid.index, dtype="int64")
+    frames = []
+    for position, parsed in enumerate(parsed_files):
+        if not parsed.rows:
+            frames.append(validate_rows(parsed, schema, con))
+        else:
+            frames.append(valid[positions == position].reset_index(drop=True))
+    return frames
+
+
 def validate_rows(
-    parsed: ParsedFile, schema: SourceSchema, con: duckdb.DuckDBPyConnection | None = None
+    parsed: ParsedFile,
+    schema: SourceSchema,
+    con: duckdb.DuckDBPyConnection | None = None,
+    file_of: Sequence[int] | None = None,
 ) -> pd.DataFrame:
     """Validate ``parsed.rows``; failing rows move to ``parsed.rejections``; returns the valid, typed rows.
 
     ``con`` (the warehouse connection, when there is one) runs the warehouse-type check; without it a private
-    in-memory database does.
+    in-memory database does. ``file_of`` (``validate_files``: the rows of several files, numbered 1, 2, ...) gives
+    each row's file, so that a key is unique within its own file.
     """
     columns = [c.name for c in schema.columns]
     if not parsed.rows:
@@ -250,6 +297,8 @@ def validate_rows(
             cases = errors.failure_cases
             indexed = cases[cases["index"].notna()]
             if indexed.empty:
+                if file_of is not None:
+                    raise _NoRowNamed from None
                 # A failure that names no row (a check that could not run) condemns what is left.
                 first = cases.iloc[0]
                 for line in current.index:
@@ -277,7 +326,8 @@ def validate_rows(
     rejected.update(misfits)
     valid = valid.drop(index=list(misfits))
     for key in schema.unique:
-        duplicated = valid[key].duplicated(keep="first")
+        within = valid[[key]] if file_of is None else valid[[key]].assign(_file=[file_of[i - 1] for i in valid.index])
+        duplicated = within.duplicated(keep="first")
         for line in valid.index[duplicated]:
             rejected[int(line)] = Rejection(int(line), f"{key}.unique", f"{key} repeats an earlier row")
         valid = valid[~duplicated]

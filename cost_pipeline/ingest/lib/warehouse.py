@@ -434,6 +434,8 @@ def write_validated_source(
     try:
         retracted = retracted_files(con, schema.table)
         copies = retracted_contents(con, schema.table)
+        loaded: list[pd.DataFrame] = []
+        origins: list[tuple[str, str, int]] = []  # file, sha256, rows: of each frame in ``loaded``
         for parsed, valid in parsed_files:
             source_file = parsed.path.relative_to(landing_dir).as_posix()
             if (source_file, parsed.sha256) in retracted:
@@ -449,16 +451,22 @@ def write_validated_source(
                 record_duplicate(con, schema.table, source_file, parsed.sha256, original, report)
                 continue
             if not valid.empty:
-                incoming = valid.assign(source_file=source_file, file_sha256=parsed.sha256)
-                con.register("incoming_rows", incoming)
-                con.execute(
-                    f"insert into {RAW}.{quote(schema.table)} select {select_list}, source_file, "
-                    "cast(source_line as bigint), file_sha256 from incoming_rows order by source_line"
-                )
-                con.unregister("incoming_rows")
+                loaded.append(valid)
+                origins.append((source_file, parsed.sha256, len(valid)))
             record_file(
                 con, schema.table, source_file, parsed.sha256, parsed.rows_in, len(valid), parsed.rejections, report
             )
+        if loaded:  # one insert for every file's rows (one per file cost ~5 ms a file), in file and line order
+            incoming = pd.concat(loaded, ignore_index=True)
+            incoming["source_file"] = [name for name, _, rows in origins for _ in range(rows)]
+            incoming["file_sha256"] = [sha for _, sha, rows in origins for _ in range(rows)]
+            incoming["file_order"] = [order for order, (_, _, rows) in enumerate(origins) for _ in range(rows)]
+            con.register("incoming_rows", incoming)
+            con.execute(
+                f"insert into {RAW}.{quote(schema.table)} select {select_list}, source_file, "
+                "cast(source_line as bigint), file_sha256 from incoming_rows order by file_order, source_line"
+            )
+            con.unregister("incoming_rows")
         con.execute("commit")
     except BaseException:
         con.execute("rollback")
