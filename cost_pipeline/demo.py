@@ -670,9 +670,9 @@ def _write_cloud(landing: Path) -> None:
                 quantity,
                 unit,
                 json.dumps(tags) if tags else "",
-                "Amazon Web Services, Inc.",
                 "AWS",
-                "Amazon Web Services, Inc.",
+                "AWS",
+                "AWS",
                 "ml-platform",
             ]
         )

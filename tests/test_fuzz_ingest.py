@@ -160,7 +160,7 @@ _EXTRA_FOCUS = [
     f"123456789012,2026-11-01T00:00:00Z,2026-12-01T00:00:00Z,2026-11-{1 + n:02d}T00:00:00Z,"
     f"2026-11-{2 + n:02d}T00:00:00Z,Usage,{'Correction' if n % 5 == 0 else ''},line {n},Usage-Based,"
     f"Standard,{3 * n}.50,{3 * n}.50,{2 * n}.25,{2 * n}.25,USD,INV-{n},i-0{n:04x},i-0{n:04x},"
-    f"{('Compute', 'Storage', 'Networking')[n % 3]},Service {n},SKU-{n},{n},Hours,,cc-{n}"
+    f"{('Compute', 'Storage', 'Networking')[n % 3]},Service {n},SKU-{n},{n},Hours,,AWS,AWS,AWS,cc-{n}"
     for n in range(1, 13)
 ]
 # Inventory lines in the earlier demo inventory's header CSV columns; AWS URL-encodes the keys (+ is a space).

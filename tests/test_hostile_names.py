@@ -411,6 +411,7 @@ def test_hostile_names_and_values_through_the_real_ingest(tmp_path):
         ("raw", "ingested_files", "BASE TABLE"),
         ("raw", "ignored_files", "BASE TABLE"),
         ("raw", "retractions", "BASE TABLE"),
+        ("raw", "retraction_batches", "BASE TABLE"),
         ("raw", "source_failures", "BASE TABLE"),
     }
     _check_files_are_recorded_by_name(warehouse, hostile)
