@@ -5,12 +5,12 @@ nothing out. Retracting it does: a row in ``raw.retractions`` (source, file, sha
 The next night loads no rows from those bytes under that name and keeps none of them (the same bytes under another
 name are quarantined whole, ``retracted_content``: ``warehouse.retracted_contents``), and the cost history gets a
 new version for each batch whose figures change, named by the retraction in ``history.snp_batch_cost_retractions``.
+A later delivery under the same name with other bytes is a redelivery and loads again.
 
 Which batches the file fed is read now, from the relations last night built (the source's ``batch_lineage``), into
 ``raw.retraction_batches``: the night after names the retraction on those batches' new versions only, not on a
 version another file caused that night. A source whose rows are not per batch (prices, ledgers) records none, and
 its retraction is named on every version of that night.
-A later delivery under the same name with other bytes is a redelivery and loads again.
 """
 
 from __future__ import annotations

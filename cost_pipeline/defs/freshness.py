@@ -37,7 +37,7 @@ def delivery_result(
     now = now or datetime.now(UTC).replace(tzinfo=None)
     newest = newest_arrival(con, source)
     age_hours = None if newest is None else (now - newest) / timedelta(hours=1)
-    instead = [other for other in alternatives if newest is None and newest_arrival(con, other) is not None]
+    instead = [other for other in alternatives if newest_arrival(con, other) is not None] if newest is None else []
     passed = bool(instead) if age_hours is None else age_hours <= max_age_hours
     if newest is None and instead:
         description = f"{source} never delivered a file; none is expected while {', '.join(instead)} delivers"

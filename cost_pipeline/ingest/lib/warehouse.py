@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from cost_pipeline import duckdb_session
@@ -458,9 +459,10 @@ def write_validated_source(
             )
         if loaded:  # one insert for every file's rows (one per file cost ~5 ms a file), in file and line order
             incoming = pd.concat(loaded, ignore_index=True)
-            incoming["source_file"] = [name for name, _, rows in origins for _ in range(rows)]
-            incoming["file_sha256"] = [sha for _, sha, rows in origins for _ in range(rows)]
-            incoming["file_order"] = [order for order, (_, _, rows) in enumerate(origins) for _ in range(rows)]
+            counts = [rows for _, _, rows in origins]
+            incoming["source_file"] = np.repeat([name for name, _, _ in origins], counts)
+            incoming["file_sha256"] = np.repeat([sha for _, sha, _ in origins], counts)
+            incoming["file_order"] = np.repeat(np.arange(len(origins)), counts)
             con.register("incoming_rows", incoming)
             con.execute(
                 f"insert into {RAW}.{quote(schema.table)} select {select_list}, source_file, "
