@@ -59,11 +59,37 @@ def test_timestamps(text, expected):
         ("cpu=8,mem=32G,node=1", 0),
         ("billing=16,cpu=16,gres/gpu:a100=4,mem=64G,node=1", 4),
         ("cpu=16,gres/gpu=8,gres/gpu:h100=8,node=1", 8),  # typed duplicate of the untyped count
+        ("cpu=16,gres/gpu:a100=2,gres/gpu:h100=3,node=1", 5),  # every typed entry, not every other one
         ("", 0),
     ],
 )
 def test_tres_gpus(text, gpus):
-    assert slurm.parse_tres_gpus(text) == gpus
+    assert slurm.parse_tres_gpus(text) == (gpus, 0, 0, None)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Slurm's NVML autodetection names a MIG type after the GPU and its profile; sacct adds the untyped count.
+        ("billing=8,cpu=8,gres/gpu=1,gres/gpu:nvidia_a100-sxm4-80gb_1g.10gb=1,mem=64G,node=1", (1, 1, 1, "1g.10gb")),
+        ("cpu=8,gres/gpu:nvidia_h100_80gb_hbm3_4g.40gb=2,node=1", (2, 2, 8, "4g.40gb")),
+        ("cpu=8,gres/gpu:3g.40gb=1,node=1", (1, 1, 3, "3g.40gb")),
+        ("cpu=8,gres/gpu:a100l.2g.20gb=1,node=1", (1, 1, 2, "2g.20gb")),  # a site's own type name
+        ("cpu=8,gres/gpu:a30_1g.6gb+me=1,node=1", (1, 1, 1, "1g.6gb+me")),
+        # Whole GPUs and MIG instances in one job: 3 devices, one of them a 3-slice instance.
+        ("gres/gpu=3,gres/gpu:a100=2,gres/gpu:a100_3g.40gb=1", (3, 1, 3, "3g.40gb")),
+        # A type that holds "gb" but no profile is a whole GPU.
+        ("gres/gpu:nvidia_h100_80gb_hbm3=4", (4, 0, 0, None)),
+    ],
+)
+def test_tres_mig_instances(text, expected):
+    assert slurm.parse_tres_gpus(text) == expected
+
+
+def test_tres_with_more_mig_instances_than_gpus_is_refused():
+    with pytest.raises(slurm.FieldError) as raised:
+        slurm.parse_tres_gpus("gres/gpu=1,gres/gpu:1g.10gb=2")
+    assert raised.value.rule == "tres_gpus_mig"
 
 
 def test_cancelled_by_user():

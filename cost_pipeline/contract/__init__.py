@@ -146,6 +146,26 @@ class Contract:
             raise ValueError(f"contract {self.version}: fractional_gpus.shared_gpu_rule {rule!r} is not equal")
         return slices, rule
 
+    @property
+    def mig_total_slices_by_profile(self) -> dict[str, int]:
+        """MIG profile -> the compute slices of the GPU model it exists on, where not mig_total_slices (A30: 4)."""
+        spec = (self.document.get("fractional_gpus") or {}).get("mig_total_slices_by_profile") or {}
+        totals = {}
+        for profile, total in spec.items():
+            match = re.fullmatch(r"([1-9][0-9]?)g\.[0-9]+gb(\+me)?", str(profile))
+            if not match:
+                raise ValueError(
+                    f"contract {self.version}: fractional_gpus.mig_total_slices_by_profile names {profile!r}, "
+                    "which is not a MIG profile such as 2g.12gb"
+                )
+            if not isinstance(total, int) or isinstance(total, bool) or total < int(match.group(1)):
+                raise ValueError(
+                    f"contract {self.version}: fractional_gpus.mig_total_slices_by_profile {profile} is {total!r}, "
+                    f"not a whole number of slices of at least {match.group(1)}"
+                )
+            totals[str(profile)] = total
+        return totals
+
     def codes(self, enumeration: str) -> list[str]:
         """The codes of a top-level enumeration of the contract (a mapping code -> description)."""
         section = self.document.get(enumeration)
@@ -526,6 +546,9 @@ class Contract:
             "stop_signal_rounds": self.document["plan_review"]["stop_signal_rounds"],
             "mig_total_slices": self.fractional_gpus[0],
         }
+        # A profile's GPU model's slices where it is not mig_total_slices, as mig_total_slices.<profile>.
+        for profile, total in self.mig_total_slices_by_profile.items():
+            values[f"mig_total_slices.{profile}"] = total
         values["pending_range_pct"] = self.document["pending_range_pct"]
         # Cost-to-complete method parameters (R21) as forecast_<name>.
         for name, value in self.document["plan_review"].get("forecast", {}).items():

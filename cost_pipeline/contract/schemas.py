@@ -182,6 +182,8 @@ def ends_after_start(end: str, start: str) -> NotBefore:
     return NotBefore(end, start, f"{end}.not_before_{start}", f"{end} at or after {start}")
 
 
+# A MIG profile names its compute slices first (docs/fractional_gpus.md): 1g.10gb, 3g.40gb, 1g.10gb+me.
+MIG_PROFILE = (pa.Check.str_matches(r"^[1-9][0-9]?g\.[0-9]+gb(\+me)?$"),)
 SALVAGE_EXPECTS = "a salvage value no higher than the unit price it was bought at"
 # Where the scheduler gives both counts, a job holds no more GPUs than it asked for. A request of 0 is one the export
 # does not state: Slurm writes no ReqTRES for a job step (sacct --json: an empty tres.requested), whose GPUs are its
@@ -423,6 +425,12 @@ def scheduler_jobs(contract: Contract) -> SourceSchema:
             Col("time_limit_seconds", "BIGINT", nullable=True, domain=SECONDS),
             Col("gpus_requested", "INTEGER", domain=GPU_COUNT),
             Col("gpus_allocated", "INTEGER", domain=GPU_COUNT),
+            # Of the GPUs, the MIG instances and their compute slices (docs/fractional_gpus.md).
+            Col("mig_instances_requested", "INTEGER", domain=GPU_COUNT),
+            Col("mig_slices_requested", "INTEGER", domain=COUNT),
+            Col("mig_instances_allocated", "INTEGER", domain=GPU_COUNT),
+            Col("mig_slices_allocated", "INTEGER", domain=COUNT),
+            Col("gpu_instance_profile", "VARCHAR", nullable=True, checks=MIG_PROFILE),
             Col("node_count", "INTEGER", nullable=True, domain=COUNT),
             Col("node_list", "VARCHAR", nullable=True),
             *_label_columns(contract),
@@ -440,6 +448,8 @@ def scheduler_events(contract: Contract) -> SourceSchema:
             Col("at", "TIMESTAMP"),
             Col("gpus_requested", "INTEGER", nullable=True, domain=GPU_COUNT),
             Col("gpus_allocated", "INTEGER", nullable=True, domain=GPU_COUNT),
+            # The GPUs are MIG instances of this profile (nvidia.com/mig-1g.10gb: 1g.10gb); blank: whole GPUs.
+            Col("gpu_instance_profile", "VARCHAR", nullable=True, checks=MIG_PROFILE),
             Col("time_limit_s", "BIGINT", nullable=True, domain=SECONDS),
             Col("state", "VARCHAR", nullable=True, checks=_isin(list(contract.sacct_states))),
             *_label_columns(contract),

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from cost_pipeline.contract import schemas
 from cost_pipeline.ingest.lib.records import FileRejected, ParsedFile, Rejection, jsonl_line_parser
@@ -53,7 +54,10 @@ _NO_LIMIT = {"unlimited", "partition_limit", "invalid", "none", ""}
 _DURATION = re.compile(r"^(?:(?P<days>\d+)-)?(?P<rest>\d+(?::\d+){0,2})(?:\.\d+)?$", re.ASCII)
 _JOB_ID = re.compile(r"^(?P<base>\d+(?:_(?:\d+|\[[^\]]*\]))?(?:\+\d+)?)(?:\.(?P<step>[A-Za-z0-9_-]+))?$", re.ASCII)
 _GPU_TRES = re.compile(r"(?:^|,)gres/gpu=(\d+)(?:,|$)", re.ASCII)
-_TYPED_GPU_TRES = re.compile(r"(?:^|,)gres/gpu:[^=,]+=(\d+)(?:,|$)", re.ASCII)
+_TYPED_GPU_TRES = re.compile(r"(?:^|,)gres/gpu:([^=,]+)=(\d+)(?=,|$)", re.ASCII)
+# A MIG instance's GRES type ends in its profile (docs/fractional_gpus.md): 1g.10gb, nvidia_h100_80gb_hbm3_4g.40gb,
+# a100_3g.20gb+me; the number before "g." is its compute slices.
+_MIG_PROFILE = re.compile(r"(?:^|[_.:-])(?P<profile>(?P<slices>[1-9]\d?)g\.\d+gb(?:\+me)?)$", re.ASCII | re.IGNORECASE)
 _MAX_DIGITS = 18  # any count or duration in sacct fits; more digits is a corrupt field, not a number
 
 
@@ -132,17 +136,45 @@ def parse_duration(text: str, field: str) -> int | None:
     return (hours * 60 + minutes) * 60 + seconds
 
 
-def parse_tres_gpus(text: str) -> int:
-    """GPUs in a TRES string. Untyped ``gres/gpu=N`` wins; else the sum of typed ``gres/gpu:model=N``; else 0."""
+class TresGpus(NamedTuple):
+    """The GPUs of a TRES string: devices (whole GPUs and MIG instances), and of them the MIG instances, their
+    compute slices and the profile of the first (which names the GPU model's slice count)."""
+
+    gpus: int
+    mig_instances: int = 0
+    mig_slices: int = 0
+    mig_profile: str | None = None
+
+
+def parse_tres_gpus(text: str) -> TresGpus:
+    """GPUs in a TRES string. Untyped ``gres/gpu=N`` counts the devices; else the sum of typed ``gres/gpu:type=N``.
+
+    A typed entry whose type ends in a MIG profile (``gres/gpu:1g.10gb=1``, ``gres/gpu:nvidia_a100_3g.40gb=2``) holds
+    MIG instances: so many devices, each only its profile's compute slices of a GPU.
+    """
     value = text.strip()
     rule, message = (
         "tres_gpus",
         "a TRES GPU count should be a whole number such as gres/gpu=8, not one of more than 18 digits",
     )
+    typed = [(gpu_type, _number(n, rule, message)) for gpu_type, n in _TYPED_GPU_TRES.findall(value)]
+    instances = slices = 0
+    profile = None
+    for gpu_type, count in typed:
+        mig = _MIG_PROFILE.search(gpu_type)
+        if mig:
+            instances += count
+            slices += count * int(mig.group("slices"))
+            profile = profile or mig.group("profile").lower()
     untyped = _GPU_TRES.search(value)
-    if untyped:
-        return _number(untyped.group(1), rule, message)
-    return sum(_number(n, rule, message) for n in _TYPED_GPU_TRES.findall(value))
+    gpus = _number(untyped.group(1), rule, message) if untyped else sum(count for _, count in typed)
+    if instances > gpus:
+        raise FieldError(
+            "tres_gpus_mig",
+            f"a TRES string should count its MIG instances among its GPUs: gres/gpu={gpus} but the typed entries "
+            f"name {instances} MIG instances",
+        )
+    return TresGpus(gpus, instances, slices, profile)
 
 
 def parse_state(text: str) -> tuple[str, str | None]:
@@ -236,6 +268,7 @@ def parse_sacct_record(fields: dict[str, str]) -> dict[str, object]:
         )
     restarts = parse_count(fields.get("Restarts", ""), "Restarts")
     node_list = fields.get("NodeList", "").strip()
+    requested, allocated = parse_tres_gpus(fields["ReqTRES"]), parse_tres_gpus(fields["AllocTRES"])
     return {
         "cluster": fields.get("Cluster", "").strip() or None,
         "job_id": allocation_id if record_type == "allocation" else fields["JobID"].strip(),
@@ -257,8 +290,13 @@ def parse_sacct_record(fields: dict[str, str]) -> dict[str, object]:
         "end_at": end,
         "elapsed_seconds": parse_duration(fields.get("Elapsed", ""), "Elapsed"),
         "time_limit_seconds": parse_duration(fields["Timelimit"], "Timelimit"),
-        "gpus_requested": parse_tres_gpus(fields["ReqTRES"]),
-        "gpus_allocated": parse_tres_gpus(fields["AllocTRES"]),
+        "gpus_requested": requested.gpus,
+        "gpus_allocated": allocated.gpus,
+        "mig_instances_requested": requested.mig_instances,
+        "mig_slices_requested": requested.mig_slices,
+        "mig_instances_allocated": allocated.mig_instances,
+        "mig_slices_allocated": allocated.mig_slices,
+        "gpu_instance_profile": allocated.mig_profile or requested.mig_profile,
         "node_count": parse_count(fields.get("NNodes", ""), "NNodes"),
         "node_list": None if node_list.lower() in {"", "none assigned", "none"} else node_list,
         "batch_id": labels.get("batch"),
@@ -511,7 +549,17 @@ def sacct_or_json_parser(options: SacctOptions) -> LineParser:
     return parse
 
 
-_EVENT_FIELDS = ("job_id", "event", "at", "gpus_requested", "gpus_allocated", "time_limit_s", "state", "labels")
+_EVENT_FIELDS = (
+    "job_id",
+    "event",
+    "at",
+    "gpus_requested",
+    "gpus_allocated",
+    "gpu_instance_profile",
+    "time_limit_s",
+    "state",
+    "labels",
+)
 _LABEL_COLUMNS = {
     "batch": "batch_id",
     "phase": "phase",

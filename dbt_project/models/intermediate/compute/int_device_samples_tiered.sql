@@ -8,6 +8,9 @@
 -- this sample and the next, the energy of the time the sample stands for is the counter's rise to the next sample
 -- (docs/energy.md): a fall is a driver reload, after which the next reading is the energy since the reload; a gap
 -- capped as above keeps the share of the rise its represented seconds are of the gap.
+-- A MIG instance's sample stands for its share of its GPU (gpu_share: its profile's compute slices over its GPU
+-- model's total, docs/fractional_gpus.md; 1 for a whole GPU): represented_gpu_seconds is represented_seconds x that
+-- share, the GPU-seconds the job's tiers and energy count.
 -- A table, computed once a night: three models read it (int_job_utilization_tiered sums it per job and per job
 -- after its last step, int_job_energy_measured its energy per job, month and tier, the counter's else power draw x
 -- represented time, int_job_savings_split per GPU), and as a view each would compute the window over every device
@@ -21,12 +24,17 @@ with jobs as (
 
 {{ tier_rule_ctes() }}
 
+slice_totals as (
+    {{ mig_slice_totals() }}
+),
+
 samples as (
     select
         samples.attributed_job_key as job_key,
         samples.hostname,
         samples.gpu_index,
         samples.gpu_instance_id,
+        samples.gpu_instance_profile,
         samples.sampled_at,
         samples.gr_engine_active,
         samples.tensor_active,
@@ -52,6 +60,7 @@ sequenced as (
         tier_precedence.comm_wait_precedence,
         tier_precedence.effective_compute_precedence,
         tier_precedence.idle_precedence,
+        {{ gpu_share('samples.gpu_instance_profile') }} as gpu_share,
         -- The file and line break a tie between two copies of one instant, so the same copy (the newest file's) is
         -- last, and kept, in every run.
         lead(samples.sampled_at) over (
@@ -66,6 +75,7 @@ sequenced as (
     inner join jobs on samples.job_key = jobs.job_key
     inner join parameters on jobs.contract_version = parameters.contract_version
     inner join tier_precedence on jobs.contract_version = tier_precedence.contract_version
+    {{ join_slice_totals('jobs.contract_version', 'samples.gpu_instance_profile') }}
     where samples.sampled_at >= jobs.start_at and samples.sampled_at < jobs.end_at
 ),
 
@@ -74,6 +84,8 @@ classified as (
         job_key,
         hostname,
         gpu_index,
+        gpu_instance_id,
+        gpu_share,
         sampled_at,
         contract_version,
         power_watts,
@@ -100,8 +112,11 @@ select
     classified.job_key,
     classified.hostname,
     classified.gpu_index,
+    classified.gpu_instance_id,
+    classified.gpu_share,
     classified.sampled_at,
     classified.represented_seconds,
+    classified.represented_seconds * classified.gpu_share as represented_gpu_seconds,
     tiers.tier,
     classified.power_watts,
     -- A capped gap keeps the share of the counter's rise that its represented seconds are of the gap.

@@ -52,6 +52,8 @@ intervals as (
         last_step_end_at,
         gpus_requested,
         gpus_allocated,
+        requested_gpu_equivalents,
+        allocated_gpu_equivalents,
         occupied_gpu_seconds,
         compute_cost,
         coalesce(steps_run, 0) as steps_run,
@@ -74,7 +76,7 @@ intervals as (
         -- The part of a recovery the restart held its GPUs for (from its own start): what it costs.
         case when restarted_job_end_at is not null and first_step_at is not null
             then greatest({{ seconds_between(
-                'greatest(restarted_job_end_at, start_at)', 'first_step_at') }}, 0) * gpus_allocated
+                'greatest(restarted_job_end_at, start_at)', 'first_step_at') }}, 0) * allocated_gpu_equivalents
         end as preemption_recovery_allocated_gpu_seconds,
         case when restarted_job_end_at is not null and start_at is not null
             then first_step_at is not null end as recovery_ends_at_first_step,
@@ -88,11 +90,12 @@ intervals as (
 gpu_seconds as (
     select
         *,
-        queued_seconds * gpus_requested as queued_gpu_seconds,
-        setup_seconds * gpus_allocated as setup_gpu_seconds,
-        tail_seconds * gpus_allocated as tail_gpu_seconds,
+        -- GPU-equivalents: a MIG instance waits for its slices, not a whole GPU.
+        queued_seconds * requested_gpu_equivalents as queued_gpu_seconds,
+        setup_seconds * allocated_gpu_equivalents as setup_gpu_seconds,
+        tail_seconds * allocated_gpu_equivalents as tail_gpu_seconds,
         case when restart_recovery_seconds is not null or requeue_gap_seconds is not null
-            then (coalesce(restart_recovery_seconds, 0) + coalesce(requeue_gap_seconds, 0)) * gpus_allocated
+            then (coalesce(restart_recovery_seconds, 0) + coalesce(requeue_gap_seconds, 0)) * allocated_gpu_equivalents
         end as preemption_recovery_gpu_seconds
     from intervals
 )

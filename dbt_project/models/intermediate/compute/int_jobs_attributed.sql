@@ -1,7 +1,14 @@
+-- A job holding MIG instances (docs/fractional_gpus.md) holds their compute slices over its GPU model's total, not
+-- whole GPUs: allocated_gpu_equivalents and the GPU-seconds below count them so, and every cost after this model
+-- follows.
 -- Jobs resolved to a registered batch (or 'unattributed', R1), with termination reason and category from the
 -- contract version the batch was registered with, rerun flag, lineage and repeated same-cause failures (R6).
 with jobs as (
     select * from {{ ref('int_jobs_unioned') }}
+),
+
+slice_totals as (
+    {{ mig_slice_totals() }}
 ),
 
 resolved as (
@@ -37,6 +44,7 @@ with_reasons as (
 with_categories as (
     select
         with_reasons.*,
+        {{ total_slices_of() }} as gpu_total_slices,
         reasons.category as termination_category,
         coalesce(categories.is_same_cause, false) as is_same_cause_category
     from with_reasons
@@ -44,6 +52,7 @@ with_categories as (
                                  code='with_reasons.termination_reason') }}
     {{ join_contract_enumeration('categories', 'termination_category', 'with_reasons.contract_version',
                                  code='reasons.category') }}
+    {{ join_slice_totals('with_reasons.contract_version', 'with_reasons.gpu_instance_profile') }}
 ),
 
 -- A lineage label names a JobID: the parent is the job with that id that int_job_aliases_resolved gives the
@@ -98,9 +107,20 @@ select
     with_categories.end_at,
     with_categories.gpus_requested,
     with_categories.gpus_allocated,
+    with_categories.mig_instances_allocated,
+    with_categories.gpu_instance_profile,
+    with_categories.gpu_total_slices,
+    with_categories.gpus_requested - with_categories.mig_instances_requested
+        + with_categories.mig_slices_requested * 1.0 / with_categories.gpu_total_slices as requested_gpu_equivalents,
+    with_categories.gpus_allocated - with_categories.mig_instances_allocated
+        + with_categories.mig_slices_allocated * 1.0 / with_categories.gpu_total_slices as allocated_gpu_equivalents,
     with_categories.time_limit_seconds,
     with_categories.occupied_seconds,
-    with_categories.gpus_requested * with_categories.time_limit_seconds as requested_gpu_seconds,
-    with_categories.gpus_allocated * with_categories.occupied_seconds as occupied_gpu_seconds
+    {{ gpu_equivalent_seconds('with_categories.gpus_requested', 'with_categories.mig_instances_requested',
+        'with_categories.mig_slices_requested', 'with_categories.gpu_total_slices',
+        'with_categories.time_limit_seconds') }} as requested_gpu_seconds,
+    {{ gpu_equivalent_seconds('with_categories.gpus_allocated', 'with_categories.mig_instances_allocated',
+        'with_categories.mig_slices_allocated', 'with_categories.gpu_total_slices',
+        'with_categories.occupied_seconds') }} as occupied_gpu_seconds
 from with_categories
 left join parents on with_categories.job_key = parents.job_key

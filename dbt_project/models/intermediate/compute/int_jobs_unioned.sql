@@ -43,6 +43,7 @@ event_attributes as (
         job_id,
         max(gpus_requested) as gpus_requested,
         max(gpus_allocated) as gpus_allocated,
+        max(gpu_instance_profile) as gpu_instance_profile,
         max(time_limit_seconds) as time_limit_seconds,
         max(batch_id) as batch_id,
         max(phase) as phase,
@@ -75,6 +76,19 @@ kubernetes as (
         event_attributes.time_limit_seconds,
         coalesce(event_attributes.gpus_requested, event_attributes.gpus_allocated, 0) as gpus_requested,
         coalesce(event_attributes.gpus_allocated, 0) as gpus_allocated,
+        -- An event's GPUs are all MIG instances of its profile, or all whole GPUs.
+        case when event_attributes.gpu_instance_profile is not null
+            then coalesce(event_attributes.gpus_requested, event_attributes.gpus_allocated, 0) else 0 end
+            as mig_instances_requested,
+        case when event_attributes.gpu_instance_profile is not null
+            then coalesce(event_attributes.gpus_requested, event_attributes.gpus_allocated, 0)
+            * {{ mig_profile_slices('event_attributes.gpu_instance_profile') }} else 0 end as mig_slices_requested,
+        case when event_attributes.gpu_instance_profile is not null
+            then coalesce(event_attributes.gpus_allocated, 0) else 0 end as mig_instances_allocated,
+        case when event_attributes.gpu_instance_profile is not null
+            then coalesce(event_attributes.gpus_allocated, 0)
+            * {{ mig_profile_slices('event_attributes.gpu_instance_profile') }} else 0 end as mig_slices_allocated,
+        event_attributes.gpu_instance_profile,
         event_jobs.restarts,
         event_attributes.batch_id,
         event_attributes.phase,
@@ -103,6 +117,11 @@ slurm as (
         time_limit_seconds,
         gpus_requested,
         gpus_allocated,
+        mig_instances_requested,
+        mig_slices_requested,
+        mig_instances_allocated,
+        mig_slices_allocated,
+        gpu_instance_profile,
         restarts,
         batch_id,
         phase,

@@ -3,7 +3,8 @@
 -- time it stands for (counter_energy_mj, int_device_samples_tiered): method counter, mJ / 3.6e9 kWh. Else one that
 -- reports its power draw stands for its represented seconds at that draw: method power, watts x seconds / 3.6e6
 -- kWh. A sample with neither adds nothing here: its time is the job's unobserved energy time, never priced at a
--- nameplate wattage.
+-- nameplate wattage. A MIG instance's samples carry its GPU's power and counter: the instance takes its gpu_share of
+-- that energy (its compute slices' share, docs/fractional_gpus.md), as it does of the GPU-seconds.
 with samples as (
     select
         job_key,
@@ -11,6 +12,8 @@ with samples as (
         tier,
         case when counter_energy_mj is not null then 'counter' else 'power' end as energy_method,
         represented_seconds,
+        represented_gpu_seconds,
+        gpu_share,
         power_watts,
         counter_energy_mj
     from {{ ref('int_device_samples_tiered') }}
@@ -23,10 +26,10 @@ select
     tier,
     energy_method,
     count(*) as measured_samples,
-    sum(represented_seconds) as observed_gpu_seconds,
+    sum(represented_gpu_seconds) as observed_gpu_seconds,
     case
-        when energy_method = 'counter' then sum(counter_energy_mj) / 3600000000.0
-        else sum(power_watts * represented_seconds) / 3600000.0
+        when energy_method = 'counter' then sum(counter_energy_mj * gpu_share) / 3600000000.0
+        else sum(power_watts * represented_gpu_seconds) / 3600000.0
     end as gpu_kwh
 from samples
 group by job_key, month_start, tier, energy_method

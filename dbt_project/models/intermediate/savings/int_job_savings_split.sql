@@ -6,10 +6,11 @@
 --   discarded_steps   discarded step time x the GPUs that worked, share d of their time;
 --   idle              idle samples on the GPUs that worked, outside discarded steps (x (1 - d));
 --   comm_wait_excess  communication wait above the batch's phase median share of occupied time, x (1 - d).
+-- A MIG instance is a GPU here as its share of one (gpu_share, docs/fractional_gpus.md).
 -- d assumes idle and wait are spread evenly over discarded and kept steps (no sample-to-step join).
 with jobs as (
     select
-        job_key, job_id, batch_id, phase, occupied_gpu_seconds, compute_cost, gpus_allocated, samples,
+        job_key, job_id, batch_id, phase, occupied_gpu_seconds, compute_cost, allocated_gpu_equivalents, samples,
         idle_gpu_seconds, comm_wait_gpu_seconds, start_at, end_at
     from {{ ref('int_jobs_costed') }}
     where occupied_gpu_seconds > 0 and compute_cost is not null
@@ -24,17 +25,19 @@ gpus as (
         job_key,
         hostname,
         gpu_index,
+        gpu_instance_id,
+        max(gpu_share) as gpu_share,
         max(case when tier <> 'idle' then 1 else 0 end) as was_active,
-        sum(represented_seconds) as represented_seconds
+        sum(represented_gpu_seconds) as represented_gpu_seconds
     from {{ ref('int_device_samples_tiered') }}
-    group by job_key, hostname, gpu_index
+    group by job_key, hostname, gpu_index, gpu_instance_id
 ),
 
 unused_gpus as (
     select
         job_key,
-        sum(case when was_active = 0 then 1 else 0 end) as unused_gpus,
-        sum(case when was_active = 0 then represented_seconds else 0 end) as unused_gpu_seconds
+        sum(case when was_active = 0 then gpu_share else 0 end) as unused_gpus,
+        sum(case when was_active = 0 then represented_gpu_seconds else 0 end) as unused_gpu_seconds
     from gpus
     group by job_key
 ),
@@ -73,7 +76,7 @@ measured as (
         coalesce(unused_gpus.unused_gpu_seconds, 0) as unused_gpu_seconds,
         comm_shares.occupied_gpu_seconds - coalesce(unused_gpus.unused_gpu_seconds, 0) as worked_gpu_seconds,
         coalesce(discarded.discarded_seconds, 0)
-            * (comm_shares.gpus_allocated - coalesce(unused_gpus.unused_gpus, 0)) as discarded_gpu_seconds,
+            * (comm_shares.allocated_gpu_equivalents - coalesce(unused_gpus.unused_gpus, 0)) as discarded_gpu_seconds,
         comm_shares.idle_gpu_seconds - coalesce(unused_gpus.unused_gpu_seconds, 0) as worked_idle_gpu_seconds,
         greatest(comm_shares.comm_wait_gpu_seconds
             - coalesce(phase_medians.median_comm_wait_share, 0) * comm_shares.occupied_gpu_seconds, 0)

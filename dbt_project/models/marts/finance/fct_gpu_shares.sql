@@ -2,7 +2,8 @@
 -- and priced as that share of the GPU. A GPU stands for the time from each instant it reports to its next one,
 -- capped at max_gap_factor x the nominal interval (the tier rule's timing). At an instant:
 -- - a MIG instance (gpu_instance_profile 3g.40gb: 3 compute slices) holds its slices over the contract's
---   mig_total_slices; the slices no instance reports are one unallocated_slices row;
+--   mig_total_slices (or its profile's mig_total_slices.<profile>: A30's 2g.12gb of 4); the slices no instance
+--   reports are one unallocated_slices row;
 -- - the whole GPU (no instance) holds the slices no instance holds: all of them on a GPU without MIG;
 -- - several jobs on one GPU or one instance (several hpc_job/pod labels) split it by the contract's
 --   shared_gpu_rule (equal); a sample no job claims keeps its int_device_samples_attributed reason.
@@ -19,6 +20,10 @@ with parameters as (
         'sample_interval_seconds': 'interval_seconds',
         'max_gap_factor': 'max_gap_factor',
         'mig_total_slices': 'total_slices'}) }}
+),
+
+slice_totals as (
+    {{ mig_slice_totals() }}
 ),
 
 share_rules as (
@@ -57,16 +62,24 @@ holders as (
     where copy_number = 1
 ),
 
--- One row per GPU, instance and instant (the whole GPU is the instance null).
+-- One row per GPU, instance and instant (the whole GPU is the instance null), with the slices of the GPU model its
+-- profile names.
 units as (
     select
-        hostname,
-        gpu_index,
-        gpu_instance_id,
-        sampled_at,
-        max(instance_slices) as instance_slices
-    from holders
-    group by hostname, gpu_index, gpu_instance_id, sampled_at
+        grouped.*,
+        case when grouped.gpu_instance_profile is not null then {{ total_slices_of() }} end as profile_total_slices
+    from (
+        select
+            hostname,
+            gpu_index,
+            gpu_instance_id,
+            sampled_at,
+            max(gpu_instance_profile) as gpu_instance_profile,
+            max(instance_slices) as instance_slices
+        from holders
+        group by hostname, gpu_index, gpu_instance_id, sampled_at
+    ) as grouped
+    {{ join_slice_totals(latest_contract_version(), 'grouped.gpu_instance_profile') }}
 ),
 
 instants as (
@@ -75,6 +88,7 @@ instants as (
         gpu_index,
         sampled_at,
         sum(coalesce(instance_slices, 0)) as held_slices,
+        max(profile_total_slices) as profile_total_slices,
         max(case when instance_slices is null then 1 else 0 end) as has_whole_gpu,
         lead(sampled_at) over (partition by hostname, gpu_index order by sampled_at) as next_sampled_at
     from units
@@ -89,7 +103,7 @@ timed as (
         cast({{ dbt.date_trunc('month', 'instants.sampled_at') }} as date) as sample_month,
         instants.held_slices,
         instants.has_whole_gpu,
-        cast(parameters.total_slices as integer) as total_slices,
+        cast(coalesce(instants.profile_total_slices, parameters.total_slices) as integer) as total_slices,
         parameters.contract_version,
         least(
             coalesce({{ seconds_between('instants.sampled_at', 'instants.next_sampled_at') }},

@@ -14,6 +14,7 @@ renamed as (
         {{ adapter.quote("at") }} as event_at,
         gpus_requested,
         gpus_allocated,
+        gpu_instance_profile,
         time_limit_s as time_limit_seconds,
         state,
         batch_id,

@@ -1,0 +1,43 @@
+{#- Fractional GPUs (docs/fractional_gpus.md). A MIG profile names its compute slices first: 3 in 3g.40gb. -#}
+{% macro mig_profile_slices(profile) -%}
+    cast({{ dbt.split_part(profile, "'g.'", 1) }} as integer)
+{%- endmacro %}
+
+{#- The compute slices of the GPU a MIG profile is carved from, per contract version: profile null is the contract's
+    mig_total_slices; a row per mig_total_slices.<profile> names a profile of a GPU model with another number (A30's
+    2g.12gb: 4). Join it twice, for the default and for the profile, and take the profile's where there is one. -#}
+{% macro mig_slice_totals() %}
+    select
+        contract_version,
+        case when parameter_name = 'mig_total_slices' then null
+            else {{ dbt.right('parameter_name', dbt.length('parameter_name') ~ ' - 17') }} end as profile,
+        cast(parameter_value as integer) as total_slices
+    from {{ ref('stg_contract__parameters') }}
+    where parameter_name = 'mig_total_slices' or parameter_name like 'mig_total_slices.%'
+{% endmacro %}
+
+{#- A GPU's whole count and MIG instances as GPU-equivalents x `seconds`, in whole GPU-seconds: the whole GPUs'
+    exactly, a MIG instance's its slices over its GPU's total, rounded once to the second. -#}
+{% macro gpu_equivalent_seconds(gpus, mig_instances, mig_slices, total_slices, seconds) -%}
+    case when {{ mig_instances }} = 0 then {{ gpus }} * {{ seconds }}
+        else cast(round(({{ gpus }} - {{ mig_instances }}) * {{ seconds }}
+            + {{ mig_slices }} * 1.0 * {{ seconds }} / {{ total_slices }}, 0) as bigint) end
+{%- endmacro %}
+
+{#- The two joins against a `slice_totals` CTE ({{ mig_slice_totals() }}) that give `total_slices_of(profile)`. -#}
+{% macro join_slice_totals(contract_version, profile) %}
+    left join slice_totals as default_totals
+        on {{ contract_version }} = default_totals.contract_version and default_totals.profile is null
+    left join slice_totals as profile_totals
+        on {{ contract_version }} = profile_totals.contract_version and {{ profile }} = profile_totals.profile
+{% endmacro %}
+
+{% macro total_slices_of() -%}
+    coalesce(profile_totals.total_slices, default_totals.total_slices)
+{%- endmacro %}
+
+{#- The share of its GPU a sample stands for: 1 for a whole GPU, a MIG instance's slices over its GPU's total. -#}
+{% macro gpu_share(profile) -%}
+    case when {{ profile }} is null then 1.0
+        else {{ mig_profile_slices(profile) }} * 1.0 / {{ total_slices_of() }} end
+{%- endmacro %}
