@@ -48,10 +48,13 @@ SACCT = "\n".join(
         _sacct_line("9102", "2026-11-20T00:00:00", "2026-11-20T07:00:00", "07:00:00", MIG_TRES),
     ]
 )
+_EVENT = (
+    '{{"job_id": "b7-mig-pod", "event": "{}", "at": "{}", "gpus_requested": 1, "gpus_allocated": 1, '
+    '"gpu_instance_profile": "3g.40gb", "time_limit_s": 28800, {}"labels": {{"batch": "B-7", '
+    '"phase": "exploration", "reason": "planned_experiment"}}}}'
+)
 EVENTS = "\n".join(
-    '{"job_id": "b7-mig-pod", "event": "%s", "at": "%s", "gpus_requested": 1, "gpus_allocated": 1, '
-    '"gpu_instance_profile": "3g.40gb", "time_limit_s": 28800, %s"labels": {"batch": "B-7", "phase": "exploration", '
-    '"reason": "planned_experiment"}}' % (event, at, state)
+    _EVENT.format(event, at, state)
     for event, at, state in [
         ("submit", "2026-11-21T00:00:00Z", ""),
         ("start", "2026-11-21T00:00:00Z", ""),
