@@ -176,3 +176,21 @@ def test_what_if_at_the_best_observed_utilization(run) -> None:
     assert rows["B-7"] == (D("0.8166"), "B-8", D("465.77"), b7_at_best, D("465.77") - b7_at_best, "USD")
     assert rows["B-8"] == (D("0.8442"), "B-8", D("426.13"), D("426.13"), D("0.00"), "USD")
     assert rows["B-10"] == (None, "B-8", D("96.00"), None, None, "USD")
+
+
+def test_owned_vs_cloud_at_the_same_skus_price(run) -> None:
+    """fct_batch_what_if, owned vs cloud: the EKS SKU's November lines are 102.40 for 32 GPU-hours and a correction
+    of -6.40 for -2, so 3.20 per GPU-hour; B-7's 188 and B-8's 172 owned GPU-hours cost 601.60 and 550.40 there.
+    B-10 ran only in the cloud: nothing owned to price."""
+    rows = {
+        r[0]: r[1:]
+        for r in run.query(
+            "select batch_id, cloud_gpu_sku, owned_gpu_hours, owned_compute_cost, cloud_unpriced_gpu_hours, "
+            "cloud_cost_of_owned_gpu_hours, owned_minus_cloud from marts.fct_batch_what_if"
+        )
+    }
+    price = (Fraction(D("102.40")) - Fraction(D("6.40"))) / (32 - 2)
+    assert price == Fraction(16, 5)
+    assert rows["B-7"] == ("SKU-AmazonEKS", D("188"), D("465.77"), D("0"), cents(188 * price), D("-135.83"))
+    assert rows["B-8"] == ("SKU-AmazonEKS", D("172"), D("426.13"), D("0"), cents(172 * price), D("-124.27"))
+    assert rows["B-10"][1:] == (D("0"), D("0.00"), D("0"), D("0.00"), D("0.00"))

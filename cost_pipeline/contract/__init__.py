@@ -147,6 +147,21 @@ class Contract:
         return slices, rule
 
     @property
+    def cloud_gpu_sku(self) -> tuple[str, int] | None:
+        """(FOCUS SkuId of the owned fleet's GPU in the cloud, GPUs per ConsumedUnit), or None; docs/forecast.md."""
+        spec = self.document.get("owned_vs_cloud")
+        if not spec:
+            return None
+        sku, gpus = spec.get("cloud_gpu_sku"), spec.get("gpus_per_unit", 1)
+        if not isinstance(sku, str) or not sku.strip():
+            raise ValueError(f"contract {self.version}: owned_vs_cloud.cloud_gpu_sku should be a FOCUS SkuId")
+        if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
+            raise ValueError(
+                f"contract {self.version}: owned_vs_cloud.gpus_per_unit {gpus!r} is not a whole number of GPUs"
+            )
+        return sku, gpus
+
+    @property
     def mig_total_slices_by_profile(self) -> dict[str, int]:
         """MIG profile -> the compute slices of the GPU model it exists on, where not mig_total_slices (A30: 4)."""
         spec = (self.document.get("fractional_gpus") or {}).get("mig_total_slices_by_profile") or {}
@@ -477,6 +492,9 @@ class Contract:
             for code in self.codes(section):
                 add(enumeration, code, description=doc[section][code])
         add("gpu_share_rule", self.fractional_gpus[1], description="Jobs on one GPU at one instant share it equally.")
+        cloud = self.cloud_gpu_sku
+        if cloud is not None:
+            add("cloud_gpu_sku", cloud[0], lower_bound=cloud[1], description="The owned fleet's GPU as a cloud SKU.")
         for code, text in doc["evidence_levels"].items():
             add("evidence_level", code, description=text)
         for code, text in doc["misread_fields"].items():
