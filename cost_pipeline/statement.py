@@ -36,7 +36,7 @@ class Col:
 
     key: str
     heading: str
-    kind: str = "text"  # text, money, rate (money per unit, 4 decimals), hours, count, pct, seconds, flag
+    kind: str = "text"  # text, money, rate (money per unit, 4 decimals), hours, ratio, count, pct, seconds, flag
 
 
 _BILL = (
@@ -139,6 +139,17 @@ _SAVINGS = (
     Col("on_batch_bill", "on the bill", "flag"),
     Col("lever", "lever"),
 )
+_WHAT_IF = (
+    Col("effective_utilization", "effective utilization", "ratio"),
+    Col("best_effective_utilization", "organisation's best", "ratio"),
+    Col("compute_cost_at_best_utilization", "compute cost at the best", "money"),
+    Col("saving_at_best_utilization", "saving at the best", "money"),
+    Col("cloud_gpu_sku", "cloud SKU of the same GPU"),
+    Col("owned_gpu_hours", "owned GPU-hours", "hours"),
+    Col("owned_compute_cost", "their internal cost", "money"),
+    Col("cloud_cost_of_owned_gpu_hours", "at the cloud price", "money"),
+    Col("owned_minus_cloud", "owned minus cloud", "money"),
+)
 _ENERGY = (
     Col("phase", "phase"),
     Col("gpu_kwh", "GPU kWh", "hours"),
@@ -228,7 +239,7 @@ def _text(value: object, kind: str, currency: str) -> str:
         return f"{Decimal(value):,.4f} {currency}"
     if kind == "flag":
         return "yes" if value else "no"
-    if kind == "hours":
+    if kind in ("hours", "ratio"):
         return f"{Decimal(value):,.4f}"
     if kind in ("pct", "seconds"):
         return f"{Decimal(value):,.2f}" if kind == "pct" else f"{Decimal(value):,}"
@@ -481,6 +492,7 @@ def batch_statement(con: duckdb.DuckDBPyConnection, batch_id: str, month: date |
     compute = _one(con, "select * from marts.fct_batch_compute where batch_id = ?", [batch_id])
     savings = _rows(con, "select * from marts.fct_batch_savings where batch_id = ? order by savings_rank", [batch_id])
     energy = _rows(con, "select * from marts.fct_batch_energy where batch_id = ? order by phase", [batch_id])
+    what_if = _one(con, "select * from marts.fct_batch_what_if where batch_id = ?", [batch_id])
     scope = "to date" if month is None else f"bill of {month:%Y-%m}"
     lead = _note(
         f"Team {batch['team'] or '–'}, project {batch['project'] or '–'}: {batch['goal'] or ''} "
@@ -506,6 +518,13 @@ def batch_statement(con: duckdb.DuckDBPyConnection, batch_id: str, month: date |
                 "savings",
                 "Where money could have been saved",
                 _table("savings", _SAVINGS, savings, currency, "category"),
+            ),
+            (
+                "what_if",
+                "What if: the best observed utilization, and owned vs cloud",
+                _note("Only a registered batch has a what-if.")
+                if what_if is None
+                else _record("what_if", _WHAT_IF, what_if, currency),
             ),
             ("energy", "Energy and carbon", _table("energy", _ENERGY, energy, currency, row_key="phase")),
         ],

@@ -159,6 +159,10 @@ def test_batch_figures_equal_the_marts(statements, demo_run):
     ):
         assert s.value("history", str(version), "total_cost") == total
         assert (str(version), total) in {(k, v) for k, v, _ in s.charts["cost_history"]}
+    what_if = demo_run.row("select * from marts.fct_batch_what_if where batch_id = ?", [b])
+    for column in ("compute_cost_at_best_utilization", "owned_compute_cost", "cloud_cost_of_owned_gpu_hours"):
+        assert s.value("what_if", column, column) == what_if[column], column
+    assert s.figures[("what_if", "cloud_gpu_sku", "cloud_gpu_sku")][0] == what_if["cloud_gpu_sku"]
 
 
 def test_month_restricts_the_bill(statements, demo_run):
