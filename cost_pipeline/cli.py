@@ -379,12 +379,19 @@ def _journal(warehouse: Path, month_text: str, out_path: Path | None, close: boo
 
 
 def _statement(
-    warehouse: Path, batch: str | None, team: str | None, month_text: str | None, out_path: Path | None
+    warehouse: Path,
+    batch: str | None,
+    team: str | None,
+    month_text: str | None,
+    out_path: Path | None,
+    pdf: bool = False,
 ) -> int:
-    """Write a batch's statement or a team's monthly chargeback as HTML (``cost_pipeline.statement``) to stdout or
-    ``out_path``; errors are one line on stderr and their exit code (2 for an unknown batch, team or month)."""
+    """Write a batch's statement or a team's monthly chargeback as HTML (``cost_pipeline.statement``), or as PDF
+    (``cost_pipeline.statement_pdf``), to stdout or ``out_path``; errors are one line on stderr and their exit code
+    (2 for an unknown batch, team or month, 11 when PDF cannot be written here)."""
     from cost_pipeline.journal import JournalError, parse_month
     from cost_pipeline.statement import batch_statement, team_statement
+    from cost_pipeline.statement_pdf import PdfUnavailable, html_to_pdf
 
     if team is not None and month_text is None:
         print("cost-pipeline: report --team needs --month YYYY-MM: a chargeback is a month's", file=sys.stderr)
@@ -400,10 +407,21 @@ def _statement(
     )
     if code:
         return code
-    if out_path is None:
-        sys.stdout.write(document)
+    content: str | bytes = document
+    if pdf:
+        try:
+            content = html_to_pdf(document)
+        except PdfUnavailable as unavailable:
+            print(f"cost-pipeline: {unavailable}", file=sys.stderr)
+            return unavailable.exit_code
+    if out_path is None and isinstance(content, bytes):
+        sys.stdout.flush()
+        sys.stdout.buffer.write(content)
+        sys.stdout.buffer.flush()
+    elif out_path is None:
+        sys.stdout.write(content)
     else:
-        out_path.write_text(document, encoding="utf-8")
+        out_path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
         print(f"wrote {out_path}: the statement of {'batch ' + batch if team is None else 'team ' + team}")
     return 0
 
@@ -555,6 +573,9 @@ def _parser() -> argparse.ArgumentParser:
     statement.add_argument("--month", help="the month, YYYY-MM: the batch's bill of that month, or the chargeback's")
     statement.add_argument("--warehouse", type=Path, required=True, help="DuckDB warehouse file")
     statement.add_argument("--out", type=Path, metavar="FILE", help="write the HTML here instead of stdout")
+    statement.add_argument(
+        "--pdf", action="store_true", help="write the same statement as PDF (the pdf extra: WeasyPrint and Pango)"
+    )
     export = commands.add_parser("export", help="write the resource book as a FOCUS 1.2 file (CSV, or .parquet)")
     export.add_argument("--focus", action="store_true", required=True, help="FOCUS 1.2 (the one export format)")
     export.add_argument("--month", help="the month, YYYY-MM (default: every month)")
@@ -582,7 +603,7 @@ def main(argv: list[str] | None = None) -> int:
         return _journal(args.warehouse, args.month, None if close else args.out, close, args.by if close else None)
 
     if args.command == "report":
-        return _statement(args.warehouse, args.batch, args.team, args.month, args.out)
+        return _statement(args.warehouse, args.batch, args.team, args.month, args.out, args.pdf)
 
     if args.command == "export":
         return _export(args.warehouse, args.month, args.out)

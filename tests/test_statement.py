@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from dataclasses import dataclass
 from decimal import Decimal
 from html.parser import HTMLParser
@@ -227,3 +228,39 @@ def test_unknown_batch_team_or_month_is_one_line_and_exit_2(statements, capsys):
         assert main(["report", "--warehouse", warehouse, *argv]) == 2, argv
         out, err = capsys.readouterr()
         assert out == "" and len(err.strip().splitlines()) == 1 and named in err, (argv, err)
+
+
+def test_pdf_is_the_same_statement_on_pages(statements, demo_run, tmp_path):
+    """--pdf lays the batch statement out as pages (WeasyPrint); read back with pypdf, the text holds its title, its
+    sections' headings and the marts' figures as the HTML shows them."""
+    from pypdf import PdfReader
+
+    try:
+        import weasyprint  # noqa: F401
+    except OSError as missing:  # README's command on a machine without Debian's Pango; .ci/run installs it
+        pytest.skip(f"Pango is not installed (apt-get install libpango-1.0-0 libpangoft2-1.0-0): {missing}")
+    path = tmp_path / "B-7.pdf"
+    argv = ["report", "--warehouse", str(statements.warehouse), "--batch", "B-7", "--pdf", "--out", str(path)]
+    assert main(argv) == 0
+    assert path.read_bytes().startswith(b"%PDF-")
+    reader = PdfReader(path)
+    text = " ".join(" ".join((page.extract_text() or "").split()) for page in reader.pages)
+    costs = demo_run.row("select total_cost, currency from marts.fct_batch_costs where batch_id = 'B-7'")
+    what_if = demo_run.row("select cloud_cost_of_owned_gpu_hours from marts.fct_batch_what_if where batch_id = 'B-7'")
+    assert "Statement of batch B-7" in text
+    for heading in ("Failures and reruns", "Where money could have been saved", "Energy and carbon"):
+        assert heading in text, heading
+    assert f"{costs['total_cost']:,.2f} {costs['currency']}" in text
+    assert f"{what_if['cloud_cost_of_owned_gpu_hours']:,.2f} {costs['currency']}" in text
+    assert len(reader.pages) >= 2
+
+
+def test_pdf_without_weasyprint_is_one_line_naming_what_to_install(statements, monkeypatch, capsys, tmp_path):
+    monkeypatch.setitem(sys.modules, "weasyprint", None)  # import weasyprint raises ImportError
+    path = tmp_path / "B-7.pdf"
+    capsys.readouterr()
+    argv = ["report", "--warehouse", str(statements.warehouse), "--batch", "B-7", "--pdf", "--out", str(path)]
+    assert main(argv) == 11
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1 and ".[pdf]" in err and "libpango" in err
+    assert not path.exists()
