@@ -3,6 +3,7 @@ and descriptions on every asset."""
 
 from __future__ import annotations
 
+import copy
 import os
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -11,7 +12,7 @@ import dagster as dg
 import duckdb
 import pytest
 
-from cost_pipeline.contract import load_contract
+from cost_pipeline.contract import Contract, load_contract
 from cost_pipeline.definitions import defs
 from cost_pipeline.defs.freshness import CHECK, delivery_result, freshness_check
 from cost_pipeline.defs.ingest import ASSETS_BY_TABLE
@@ -168,6 +169,30 @@ def test_a_source_that_never_delivered_passes_only_while_an_alternative_delivers
         instead = delivery_result(con, "device_samples_dcgm", 26, alternatives=scrapes)
         assert instead.passed and "while device_samples delivers" in instead.description
         assert not delivery_result(con, "timesheets", 168, alternatives=()).passed
+    finally:
+        con.close()
+
+
+def test_a_source_the_contract_does_not_expect_passes_whatever_its_age(tmp_path):
+    """A serving-less organisation marks its serving feeds expected: false; it keeps their contract age for the day
+    they come, and a source without an entry keeps the default."""
+    document = copy.deepcopy(load_contract().document)
+    document["operations"]["freshness"]["sources"]["serving_requests"] = {"expected": False}
+    contract = Contract(version="v1", document=document)
+    assert not contract.delivery_expected("serving_requests") and contract.delivery_expected("timesheets")
+    assert contract.max_age_hours("serving_requests") == contract.max_age_hours("device_samples") == 26
+    document["operations"]["freshness"]["sources"]["serving_requests"] = {"expected": "no"}
+    with pytest.raises(ValueError, match="expected 'no' is not true or false"):
+        Contract(version="v1", document=document).delivery_expected("serving_requests")
+    con = connect(tmp_path / "w.duckdb")
+    try:
+        record_arrivals(con, "serving_requests")  # an empty ledger: nothing arrived yet
+        never = delivery_result(con, "serving_requests", 26, expected=False)
+        assert never.passed and "not expected" in never.description and "never delivered" in never.description
+        con.execute("insert into ops.file_arrivals values ('serving_requests', 'cd34', '2026-01-01 00:00:00')")
+        old = delivery_result(con, "serving_requests", 26, expected=False)
+        assert old.passed and "last delivered 2026-01-01 00:00 UTC" in old.description
+        assert not delivery_result(con, "serving_requests", 26).passed  # expected: 26 h is long gone
     finally:
         con.close()
 

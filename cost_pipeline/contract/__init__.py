@@ -301,10 +301,21 @@ class Contract:
                 raise ValueError(f"contract {self.version}: operations.freshness.alternatives: {group!r} is not a list")
         return tuple(name for group in groups if source in group for name in group if name != source)
 
+    def delivery_expected(self, source: str) -> bool:
+        """False when ``operations.freshness.sources.<source>.expected`` says the organisation has no such feed."""
+        spec = (self._operations("freshness").get("sources") or {}).get(source) or {}
+        expected = spec.get("expected", True)
+        if not isinstance(expected, bool):
+            raise ValueError(
+                f"contract {self.version}: operations.freshness of {source}: expected {expected!r} is not true or false"
+            )
+        return expected
+
     def max_age_hours(self, source: str) -> float:
         """How old a source's newest delivery may be before its freshness check warns (``operations.freshness``)."""
         freshness = self._operations("freshness")
-        hours = ((freshness.get("sources") or {}).get(source) or freshness["default"])["max_age_hours"]
+        spec = (freshness.get("sources") or {}).get(source) or {}
+        hours = (spec if "max_age_hours" in spec else freshness["default"])["max_age_hours"]
         if not isinstance(hours, int | float) or isinstance(hours, bool) or hours <= 0:
             raise ValueError(f"contract {self.version}: operations.freshness of {source}: {hours!r} is not > 0 hours")
         return float(hours)

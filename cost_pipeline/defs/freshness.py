@@ -5,8 +5,9 @@ kept by the ingest assets): a renamed file is no delivery, a re-exported one is.
 newest delivery is older than the contract allows (``operations.freshness``, ``max_age_hours`` per source). A source
 that never delivered warns too, unless one of its alternatives (``operations.freshness.alternatives``: the same
 records in another tool's format, such as dcgm-exporter scrapes where DCGM CSVs come) delivered: it is then not
-expected, passes, and says so. It only reads the warehouse, so it can run on its own (from the UI, or in any run that
-materialises the source).
+expected, passes, and says so. A source the contract marks ``expected: false`` (a feed the organisation does not
+have, such as serving logs where nothing is served) passes whatever its age, and says so. It only reads the
+warehouse, so it can run on its own (from the UI, or in any run that materialises the source).
 """
 
 from __future__ import annotations
@@ -31,15 +32,21 @@ def delivery_result(
     max_age_hours: float,
     now: datetime | None = None,
     alternatives: tuple[str, ...] = (),
+    expected: bool = True,
 ) -> dg.AssetCheckResult:
     """Whether ``source`` delivered within ``max_age_hours`` of ``now`` (naive UTC), or never did while one of its
-    ``alternatives`` did, as a warning check result."""
+    ``alternatives`` did, or is not ``expected`` at all, as a warning check result."""
     now = now or datetime.now(UTC).replace(tzinfo=None)
     newest = newest_arrival(con, source)
     age_hours = None if newest is None else (now - newest) / timedelta(hours=1)
     instead = [other for other in alternatives if newest_arrival(con, other) is not None] if newest is None else []
-    passed = bool(instead) if age_hours is None else age_hours <= max_age_hours
-    if newest is None and instead:
+    passed = not expected or (bool(instead) if age_hours is None else age_hours <= max_age_hours)
+    if not expected:
+        description = f"{source} is not expected (contract operations.freshness: expected false)"
+        description += (
+            "; it never delivered a file" if newest is None else f"; last delivered {newest:%Y-%m-%d %H:%M} UTC"
+        )
+    elif newest is None and instead:
         description = f"{source} never delivered a file; none is expected while {', '.join(instead)} delivers"
     elif newest is None:
         description = f"{source} never delivered a file"
@@ -63,19 +70,24 @@ def freshness_check(source: Source) -> dg.AssetChecksDefinition:
     """The ``delivered_on_time`` check of one source's raw asset."""
     contract = load_contract()
     max_age_hours, alternatives = contract.max_age_hours(source.name), contract.delivery_alternatives(source.name)
+    expected = contract.delivery_expected(source.name)
 
     @dg.asset_check(
         asset=dg.AssetKey(["raw", source.name]),
         name=CHECK,
-        description=f"Warns when {source.name} has delivered no new file (new bytes) for more than "
-        f"{max_age_hours:g} h, or never did"
-        + (f" while none of {', '.join(alternatives)} did" if alternatives else "")
-        + " (contract operations.freshness).",
+        description=(
+            f"Warns when {source.name} has delivered no new file (new bytes) for more than {max_age_hours:g} h, or "
+            "never did"
+            + (f" while none of {', '.join(alternatives)} did" if alternatives else "")
+            + " (contract operations.freshness)."
+            if expected
+            else f"Passes: {source.name} is not expected (contract operations.freshness: expected false)."
+        ),
     )
     def _delivered_on_time(warehouse: Warehouse) -> dg.AssetCheckResult:
         con = warehouse.connect()
         try:
-            return delivery_result(con, source.name, max_age_hours, alternatives=alternatives)
+            return delivery_result(con, source.name, max_age_hours, alternatives=alternatives, expected=expected)
         finally:
             con.close()
 
