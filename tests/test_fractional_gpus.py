@@ -11,6 +11,8 @@ tests/test_dbt_unit_tests.py.
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from cost_pipeline.contract import Contract, load_contract
@@ -130,3 +132,50 @@ def test_a_contract_asking_for_activity_shares_is_refused():
     with pytest.raises(ValueError, match="per-process activity"):
         Contract(version="v1", document=document).parameter_rows()
     assert load_contract().fractional_gpus == (7, "equal")
+
+
+_SACCT_HEADER = "JobID|State|Submit|Start|End|Timelimit|NNodes|NodeList|ReqTRES|AllocTRES|Comment"
+_SHARD_JOB = (
+    "7001|COMPLETED|2026-11-20T00:00:00|2026-11-20T00:00:00|2026-11-20T01:00:00|01:00:00|1|gpu-s|"
+    "billing=4,cpu=4,gres/shard=2,mem=16G,node=1|billing=4,cpu=4,gres/shard=2,mem=16G,node=1|"
+    "batch=B-7;phase=exploration"
+)
+
+
+def _load_sacct(tmp_path, contract: Contract) -> tuple[list[dict], list[tuple]]:
+    from cost_pipeline.ingest.lib.warehouse import connect
+    from cost_pipeline.ingest.registry import load_named
+
+    landing = tmp_path / "landing"
+    (landing / "scheduler").mkdir(parents=True, exist_ok=True)
+    (landing / "scheduler" / "sacct_shards.txt").write_text(f"{_SACCT_HEADER}\n{_SHARD_JOB}\n", encoding="utf-8")
+    con = connect(tmp_path / "w.duckdb", readable_dir=landing)
+    try:
+        load_named(con, landing, "scheduler_jobs", contract)
+        cursor = con.execute(
+            "select job_id, gpus_allocated, shards_requested, shards_allocated from raw.scheduler_jobs"
+        )
+        rows = [dict(zip([d[0] for d in cursor.description], r, strict=True)) for r in cursor.fetchall()]
+        quarantined = con.execute("select line, rule, message from raw.quarantine").fetchall()
+    finally:
+        con.close()
+    return rows, quarantined
+
+
+def test_slurm_gpu_shards_are_refused_until_the_contract_says_how_many_make_a_gpu(tmp_path):
+    """A job on Slurm's GPU sharding (gres/shard=2, no gres/gpu) would hold no GPU and cost nothing: its row is
+    quarantined, naming the contract setting, until fractional_gpus.slurm_shards_per_gpu is stated; then it loads
+    with its shards (int_jobs_attributed prices them as shards / slurm_shards_per_gpu of a GPU, a dbt unit test)."""
+    rows, quarantined = _load_sacct(tmp_path / "a", load_contract())
+    assert rows == []
+    ((line, rule, message),) = quarantined
+    assert line == 2 and rule.endswith("shards_per_gpu_in_contract")
+    assert "fractional_gpus.slurm_shards_per_gpu" in message
+    document = copy.deepcopy(load_contract().document)
+    document["fractional_gpus"]["slurm_shards_per_gpu"] = 8
+    rows, quarantined = _load_sacct(tmp_path / "b", Contract(version="v1", document=document))
+    assert quarantined == []
+    assert rows == [{"job_id": "7001", "gpus_allocated": 0, "shards_requested": 2, "shards_allocated": 2}]
+    assert {"contract_version": "v1", "name": "slurm_shards_per_gpu", "value": 8.0} in Contract(
+        version="v1", document=document
+    ).parameter_rows()

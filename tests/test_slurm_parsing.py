@@ -64,7 +64,7 @@ def test_timestamps(text, expected):
     ],
 )
 def test_tres_gpus(text, gpus):
-    assert slurm.parse_tres_gpus(text) == (gpus, 0, 0, None)
+    assert slurm.parse_tres_gpus(text) == (gpus, 0, 0, None, 0)
 
 
 @pytest.mark.parametrize(
@@ -83,7 +83,19 @@ def test_tres_gpus(text, gpus):
     ],
 )
 def test_tres_mig_instances(text, expected):
-    assert slurm.parse_tres_gpus(text) == expected
+    assert slurm.parse_tres_gpus(text) == (*expected, 0)
+
+
+@pytest.mark.parametrize(
+    ("text", "shards"),
+    [
+        ("billing=4,cpu=4,gres/shard=2,mem=16G,node=1", 2),  # Slurm's GPU sharding: no gres/gpu at all
+        ("cpu=4,gres/shard:a100=3,gres/shard:h100=1,node=1", 4),
+        ("cpu=4,gres/shard=4,gres/shard:a100=4,node=1", 4),  # typed duplicate of the untyped count
+    ],
+)
+def test_tres_gpu_shards(text, shards):
+    assert slurm.parse_tres_gpus(text) == (0, 0, 0, None, shards)
 
 
 def test_tres_with_more_mig_instances_than_gpus_is_refused():

@@ -162,6 +162,19 @@ class Contract:
         return sku, gpus
 
     @property
+    def fractional_gpus_shards(self) -> int | None:
+        """Slurm GPU shards that make one GPU (fractional_gpus.slurm_shards_per_gpu), or None when not stated."""
+        shards = (self.document.get("fractional_gpus") or {}).get("slurm_shards_per_gpu")
+        if shards is None:
+            return None
+        if not isinstance(shards, int) or isinstance(shards, bool) or shards < 1:
+            raise ValueError(
+                f"contract {self.version}: fractional_gpus.slurm_shards_per_gpu {shards!r} is not a whole number of "
+                "shards (gres.conf's shard Count over the node's GPUs)"
+            )
+        return shards
+
+    @property
     def mig_total_slices_by_profile(self) -> dict[str, int]:
         """MIG profile -> the compute slices of the GPU model it exists on, where not mig_total_slices (A30: 4)."""
         spec = (self.document.get("fractional_gpus") or {}).get("mig_total_slices_by_profile") or {}
@@ -575,6 +588,8 @@ class Contract:
             "stop_signal_rounds": self.document["plan_review"]["stop_signal_rounds"],
             "mig_total_slices": self.fractional_gpus[0],
         }
+        if self.fractional_gpus_shards is not None:
+            values["slurm_shards_per_gpu"] = self.fractional_gpus_shards
         # A profile's GPU model's slices where it is not mig_total_slices, as mig_total_slices.<profile>.
         for profile, total in self.mig_total_slices_by_profile.items():
             values[f"mig_total_slices.{profile}"] = total

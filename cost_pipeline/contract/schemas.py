@@ -259,6 +259,22 @@ def _isin(values: list[str]) -> tuple[pa.Check, ...]:
     return (pa.Check.isin(values),)
 
 
+def _shards_priced(contract: Contract) -> tuple[pa.Check, ...]:
+    """A job holding GPU shards needs the contract to say how many shards make a GPU (gres.conf's shard Count per
+    GPU); without it, a shard count is refused rather than priced as nothing."""
+    if contract.fractional_gpus_shards is not None:
+        return ()
+    return (
+        pa.Check(
+            lambda value: value == 0,
+            element_wise=True,
+            name="shards_per_gpu_in_contract",
+            description="0 GPU shards (gres/shard) until the contract's fractional_gpus.slurm_shards_per_gpu says "
+            "how many shards make one GPU",
+        ),
+    )
+
+
 def _money() -> tuple[pa.Check, ...]:
     return (pa.Check.str_matches(MONEY_PATTERN),)
 
@@ -431,6 +447,9 @@ def scheduler_jobs(contract: Contract) -> SourceSchema:
             Col("mig_instances_allocated", "INTEGER", domain=GPU_COUNT),
             Col("mig_slices_allocated", "INTEGER", domain=COUNT),
             Col("gpu_instance_profile", "VARCHAR", nullable=True, checks=MIG_PROFILE),
+            # GPU shards (Slurm gres/shard): a share of a GPU only the contract's slurm_shards_per_gpu can price.
+            Col("shards_requested", "INTEGER", domain=COUNT, checks=_shards_priced(contract)),
+            Col("shards_allocated", "INTEGER", domain=COUNT, checks=_shards_priced(contract)),
             Col("node_count", "INTEGER", nullable=True, domain=COUNT),
             Col("node_list", "VARCHAR", nullable=True),
             *_label_columns(contract),

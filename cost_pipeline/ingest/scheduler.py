@@ -55,6 +55,9 @@ _DURATION = re.compile(r"^(?:(?P<days>\d+)-)?(?P<rest>\d+(?::\d+){0,2})(?:\.\d+)
 _JOB_ID = re.compile(r"^(?P<base>\d+(?:_(?:\d+|\[[^\]]*\]))?(?:\+\d+)?)(?:\.(?P<step>[A-Za-z0-9_-]+))?$", re.ASCII)
 _GPU_TRES = re.compile(r"(?:^|,)gres/gpu=(\d+)(?:,|$)", re.ASCII)
 _TYPED_GPU_TRES = re.compile(r"(?:^|,)gres/gpu:([^=,]+)=(\d+)(?=,|$)", re.ASCII)
+# Slurm's GPU sharding (gres/shard, docs/fractional_gpus.md): a job holding shards holds that share of a GPU.
+_SHARD_TRES = re.compile(r"(?:^|,)gres/shard=(\d+)(?=,|$)", re.ASCII)
+_TYPED_SHARD_TRES = re.compile(r"(?:^|,)gres/shard:[^=,]+=(\d+)(?=,|$)", re.ASCII)
 # A MIG instance's GRES type ends in its profile (docs/fractional_gpus.md): 1g.10gb, nvidia_h100_80gb_hbm3_4g.40gb,
 # a100_3g.20gb+me; the number before "g." is its compute slices.
 _MIG_PROFILE = re.compile(r"(?:^|[_.:-])(?P<profile>(?P<slices>[1-9]\d?)g\.\d+gb(?:\+me)?)$", re.ASCII | re.IGNORECASE)
@@ -138,19 +141,21 @@ def parse_duration(text: str, field: str) -> int | None:
 
 class TresGpus(NamedTuple):
     """The GPUs of a TRES string: devices (whole GPUs and MIG instances), and of them the MIG instances, their
-    compute slices and the profile of the first (which names the GPU model's slice count)."""
+    compute slices and the profile of the first (which names the GPU model's slice count); and GPU shards."""
 
     gpus: int
     mig_instances: int = 0
     mig_slices: int = 0
     mig_profile: str | None = None
+    shards: int = 0
 
 
 def parse_tres_gpus(text: str) -> TresGpus:
     """GPUs in a TRES string. Untyped ``gres/gpu=N`` counts the devices; else the sum of typed ``gres/gpu:type=N``.
 
     A typed entry whose type ends in a MIG profile (``gres/gpu:1g.10gb=1``, ``gres/gpu:nvidia_a100_3g.40gb=2``) holds
-    MIG instances: so many devices, each only its profile's compute slices of a GPU.
+    MIG instances: so many devices, each only its profile's compute slices of a GPU. ``gres/shard=N`` (untyped, else
+    the sum of typed ``gres/shard:type=N``) counts the GPU shards the job holds.
     """
     value = text.strip()
     rule, message = (
@@ -174,7 +179,13 @@ def parse_tres_gpus(text: str) -> TresGpus:
             f"a TRES string should count its MIG instances among its GPUs: gres/gpu={gpus} but the typed entries "
             f"name {instances} MIG instances",
         )
-    return TresGpus(gpus, instances, slices, profile)
+    untyped_shards = _SHARD_TRES.search(value)
+    shards = (
+        _number(untyped_shards.group(1), rule, message)
+        if untyped_shards
+        else sum(_number(n, rule, message) for n in _TYPED_SHARD_TRES.findall(value))
+    )
+    return TresGpus(gpus, instances, slices, profile, shards)
 
 
 def parse_state(text: str) -> tuple[str, str | None]:
@@ -297,6 +308,8 @@ def parse_sacct_record(fields: dict[str, str]) -> dict[str, object]:
         "mig_instances_allocated": allocated.mig_instances,
         "mig_slices_allocated": allocated.mig_slices,
         "gpu_instance_profile": allocated.mig_profile or requested.mig_profile,
+        "shards_requested": requested.shards,
+        "shards_allocated": allocated.shards,
         "node_count": parse_count(fields.get("NNodes", ""), "NNodes"),
         "node_list": None if node_list.lower() in {"", "none assigned", "none"} else node_list,
         "batch_id": labels.get("batch"),

@@ -16,12 +16,18 @@
     where parameter_name = 'mig_total_slices' or parameter_name like 'mig_total_slices.%'
 {% endmacro %}
 
-{#- A GPU's whole count and MIG instances as GPU-equivalents x `seconds`, in whole GPU-seconds: the whole GPUs'
-    exactly, a MIG instance's its slices over its GPU's total, rounded once to the second. -#}
-{% macro gpu_equivalent_seconds(gpus, mig_instances, mig_slices, total_slices, seconds) -%}
-    case when {{ mig_instances }} = 0 then {{ gpus }} * {{ seconds }}
-        else cast(round(({{ gpus }} - {{ mig_instances }}) * {{ seconds }}
-            + {{ mig_slices }} * 1.0 * {{ seconds }} / {{ total_slices }}, 0) as bigint) end
+{#- A job's GPUs as GPU-equivalents: whole GPUs, a MIG instance's slices over its GPU's total, Slurm GPU shards over
+    the shards that make a GPU. -#}
+{% macro gpu_equivalents(gpus, mig_instances, mig_slices, total_slices, shards, shards_per_gpu) -%}
+    {{ gpus }} - {{ mig_instances }} + {{ mig_slices }} * 1.0 / {{ total_slices }}
+        + case when {{ shards }} = 0 then 0 else {{ shards }} * 1.0 / {{ shards_per_gpu }} end
+{%- endmacro %}
+
+{#- The same x `seconds`, in whole GPU-seconds: whole GPUs' exactly, a fraction's rounded once to the second. -#}
+{% macro gpu_equivalent_seconds(gpus, mig_instances, mig_slices, total_slices, shards, shards_per_gpu, seconds) -%}
+    case when {{ mig_instances }} = 0 and {{ shards }} = 0 then {{ gpus }} * {{ seconds }}
+        else cast(round(({{ gpu_equivalents(gpus, mig_instances, mig_slices, total_slices, shards, shards_per_gpu) }})
+            * {{ seconds }}, 0) as bigint) end
 {%- endmacro %}
 
 {#- The two joins against a `slice_totals` CTE ({{ mig_slice_totals() }}) that give `total_slices_of(profile)`. -#}

@@ -1,6 +1,6 @@
--- A job holding MIG instances (docs/fractional_gpus.md) holds their compute slices over its GPU model's total, not
--- whole GPUs: allocated_gpu_equivalents and the GPU-seconds below count them so, and every cost after this model
--- follows.
+-- A job holding MIG instances (docs/fractional_gpus.md) holds their compute slices over its GPU model's total, and
+-- one holding Slurm GPU shards those shards over the shards that make a GPU, not whole GPUs:
+-- allocated_gpu_equivalents and the GPU-seconds below count them so, and every cost after this model follows.
 -- Jobs resolved to a registered batch (or 'unattributed', R1), with termination reason and category from the
 -- contract version the batch was registered with, rerun flag, lineage and repeated same-cause failures (R6).
 with jobs as (
@@ -9,6 +9,13 @@ with jobs as (
 
 slice_totals as (
     {{ mig_slice_totals() }}
+),
+
+-- Shards that make a GPU: a fact of the cluster's gres.conf, the newest contract's (ingest refuses shards without it).
+shard_counts as (
+    select shards_per_gpu
+    from ({{ contract_parameters({'slurm_shards_per_gpu': 'shards_per_gpu'}) }}) as versions
+    where contract_version = {{ latest_contract_version() }}
 ),
 
 resolved as (
@@ -110,17 +117,23 @@ select
     with_categories.mig_instances_allocated,
     with_categories.gpu_instance_profile,
     with_categories.gpu_total_slices,
-    with_categories.gpus_requested - with_categories.mig_instances_requested
-        + with_categories.mig_slices_requested * 1.0 / with_categories.gpu_total_slices as requested_gpu_equivalents,
-    with_categories.gpus_allocated - with_categories.mig_instances_allocated
-        + with_categories.mig_slices_allocated * 1.0 / with_categories.gpu_total_slices as allocated_gpu_equivalents,
+    {{ gpu_equivalents('with_categories.gpus_requested', 'with_categories.mig_instances_requested',
+        'with_categories.mig_slices_requested', 'with_categories.gpu_total_slices',
+        'with_categories.shards_requested', 'shard_counts.shards_per_gpu') }} as requested_gpu_equivalents,
+    {{ gpu_equivalents('with_categories.gpus_allocated', 'with_categories.mig_instances_allocated',
+        'with_categories.mig_slices_allocated', 'with_categories.gpu_total_slices',
+        'with_categories.shards_allocated', 'shard_counts.shards_per_gpu') }} as allocated_gpu_equivalents,
+    with_categories.shards_allocated,
     with_categories.time_limit_seconds,
     with_categories.occupied_seconds,
     {{ gpu_equivalent_seconds('with_categories.gpus_requested', 'with_categories.mig_instances_requested',
         'with_categories.mig_slices_requested', 'with_categories.gpu_total_slices',
+        'with_categories.shards_requested', 'shard_counts.shards_per_gpu',
         'with_categories.time_limit_seconds') }} as requested_gpu_seconds,
     {{ gpu_equivalent_seconds('with_categories.gpus_allocated', 'with_categories.mig_instances_allocated',
         'with_categories.mig_slices_allocated', 'with_categories.gpu_total_slices',
+        'with_categories.shards_allocated', 'shard_counts.shards_per_gpu',
         'with_categories.occupied_seconds') }} as occupied_gpu_seconds
 from with_categories
 left join parents on with_categories.job_key = parents.job_key
+left join shard_counts on 1 = 1

@@ -89,6 +89,8 @@ kubernetes as (
             then coalesce(event_attributes.gpus_allocated, 0)
             * {{ mig_profile_slices('event_attributes.gpu_instance_profile') }} else 0 end as mig_slices_allocated,
         event_attributes.gpu_instance_profile,
+        0 as shards_requested,
+        0 as shards_allocated,
         event_jobs.restarts,
         event_attributes.batch_id,
         event_attributes.phase,
@@ -122,6 +124,8 @@ slurm as (
         mig_instances_allocated,
         mig_slices_allocated,
         gpu_instance_profile,
+        shards_requested,
+        shards_allocated,
         restarts,
         batch_id,
         phase,

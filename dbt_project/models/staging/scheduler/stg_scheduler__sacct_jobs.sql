@@ -40,6 +40,8 @@ renamed as (
         mig_instances_allocated,
         mig_slices_allocated,
         gpu_instance_profile,
+        shards_requested,
+        shards_allocated,
         node_count,
         node_list,
         batch_id,
