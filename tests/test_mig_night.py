@@ -7,7 +7,8 @@ the MIG job's device samples (one per instance and minute, the GPU's power on ea
   one whole GPU for 2 h, and it costs the same (the same month's price, rounded once to the cent per job);
 - its 840 samples at 100 W stand for 60 s each of 1/7 of a GPU: 840 x 60 x 100 x 1/7 / 3.6e6 = 0.2 kWh, and its
   tiers count 2 GPU-hours, so nothing is unobserved;
-- the Kubernetes job on one 3g.40gb instance for 7 h: 3/7 x 7 h = 3 GPU-hours.
+- the Kubernetes job on one 3g.40gb instance for 7 h (its event names the resource, nvidia.com/mig-3g.40gb):
+  3/7 x 7 h = 3 GPU-hours.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ SACCT = "\n".join(
 )
 _EVENT = (
     '{{"job_id": "b7-mig-pod", "event": "{}", "at": "{}", "gpus_requested": 1, "gpus_allocated": 1, '
-    '"gpu_instance_profile": "3g.40gb", "time_limit_s": 28800, {}"labels": {{"batch": "B-7", '
+    '"gpu_instance_profile": "nvidia.com/mig-3g.40gb", "time_limit_s": 28800, {}"labels": {{"batch": "B-7", '
     '"phase": "exploration", "reason": "planned_experiment"}}}}'
 )
 EVENTS = "\n".join(

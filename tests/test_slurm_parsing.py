@@ -76,6 +76,8 @@ def test_tres_gpus(text, gpus):
         ("cpu=8,gres/gpu:3g.40gb=1,node=1", (1, 1, 3, "3g.40gb")),
         ("cpu=8,gres/gpu:a100l.2g.20gb=1,node=1", (1, 1, 2, "2g.20gb")),  # a site's own type name
         ("cpu=8,gres/gpu:a30_1g.6gb+me=1,node=1", (1, 1, 1, "1g.6gb+me")),
+        ("cpu=8,gres/gpu:nvidia_h100_1g.10gb+gfx=1,gres/gpu:nvidia_h100_2g.20gb+me.all=1", (2, 2, 3, "1g.10gb+gfx")),
+        ("cpu=8,gres/gpu:nvidia_a100_3g.39gb=1,node=1", (1, 1, 3, "3g.39gb")),  # NVML autodetection's MiB rounding
         # Whole GPUs and MIG instances in one job: 3 devices, one of them a 3-slice instance.
         ("gres/gpu=3,gres/gpu:a100=2,gres/gpu:a100_3g.40gb=1", (3, 1, 3, "3g.40gb")),
         # A type that holds "gb" but no profile is a whole GPU.
@@ -96,6 +98,13 @@ def test_tres_mig_instances(text, expected):
 )
 def test_tres_gpu_shards(text, shards):
     assert slurm.parse_tres_gpus(text) == (0, 0, 0, None, shards)
+
+
+def test_tres_with_mps_shares_is_refused_not_priced_as_no_gpu():
+    with pytest.raises(slurm.FieldError) as raised:
+        slurm.parse_tres_gpus("billing=4,cpu=4,gres/mps=50,mem=16G,node=1")
+    assert raised.value.rule == "tres_gpu_mps" and "gres/mps" in str(raised.value)
+    assert slurm.parse_tres_gpus("cpu=4,gres/gpu=1,gres/mps=0") == (1, 0, 0, None, 0)
 
 
 def test_tres_with_more_mig_instances_than_gpus_is_refused():

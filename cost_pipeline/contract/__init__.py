@@ -180,7 +180,7 @@ class Contract:
         spec = (self.document.get("fractional_gpus") or {}).get("mig_total_slices_by_profile") or {}
         totals = {}
         for profile, total in spec.items():
-            match = re.fullmatch(r"([1-9][0-9]?)g\.[0-9]+gb(\+me)?", str(profile))
+            match = re.fullmatch(r"([1-9][0-9]?)g\.[0-9]+gb([+-][a-z]+(\.[a-z]+)?)*", str(profile))
             if not match:
                 raise ValueError(
                     f"contract {self.version}: fractional_gpus.mig_total_slices_by_profile names {profile!r}, "

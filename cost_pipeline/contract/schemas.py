@@ -182,8 +182,8 @@ def ends_after_start(end: str, start: str) -> NotBefore:
     return NotBefore(end, start, f"{end}.not_before_{start}", f"{end} at or after {start}")
 
 
-# A MIG profile names its compute slices first (docs/fractional_gpus.md): 1g.10gb, 3g.40gb, 1g.10gb+me.
-MIG_PROFILE = (pa.Check.str_matches(r"^[1-9][0-9]?g\.[0-9]+gb(\+me)?$"),)
+# A MIG profile names its compute slices first (docs/fractional_gpus.md): 1g.10gb, 3g.40gb, 1g.10gb+me, 1g.10gb+gfx.
+MIG_PROFILE = (pa.Check.str_matches(r"^[1-9][0-9]?g\.[0-9]+gb([+-][a-z]+(\.[a-z]+)?)*$"),)
 SALVAGE_EXPECTS = "a salvage value no higher than the unit price it was bought at"
 # Where the scheduler gives both counts, a job holds no more GPUs than it asked for. A request of 0 is one the export
 # does not state: Slurm writes no ReqTRES for a job step (sacct --json: an empty tres.requested), whose GPUs are its

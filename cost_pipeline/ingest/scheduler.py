@@ -60,7 +60,12 @@ _SHARD_TRES = re.compile(r"(?:^|,)gres/shard=(\d+)(?=,|$)", re.ASCII)
 _TYPED_SHARD_TRES = re.compile(r"(?:^|,)gres/shard:[^=,]+=(\d+)(?=,|$)", re.ASCII)
 # A MIG instance's GRES type ends in its profile (docs/fractional_gpus.md): 1g.10gb, nvidia_h100_80gb_hbm3_4g.40gb,
 # a100_3g.20gb+me; the number before "g." is its compute slices.
-_MIG_PROFILE = re.compile(r"(?:^|[_.:-])(?P<profile>(?P<slices>[1-9]\d?)g\.\d+gb(?:\+me)?)$", re.ASCII | re.IGNORECASE)
+# Newer drivers add options to a profile: +me (media extensions), +me.all, -me, +gfx.
+_MIG_PROFILE = re.compile(
+    r"(?:^|[_.:-])(?P<profile>(?P<slices>[1-9]\d?)g\.\d+gb(?:[+-][a-z]+(?:\.[a-z]+)?)*)$", re.ASCII | re.IGNORECASE
+)
+# CUDA MPS shares (gres/mps): a share of a GPU in the site's own units, not priced yet.
+_MPS_TRES = re.compile(r"(?:^|,)gres/mps(?::[^=,]+)?=(\d+)(?=,|$)", re.ASCII)
 _MAX_DIGITS = 18  # any count or duration in sacct fits; more digits is a corrupt field, not a number
 
 
@@ -178,6 +183,12 @@ def parse_tres_gpus(text: str) -> TresGpus:
             "tres_gpus_mig",
             f"a TRES string should count its MIG instances among its GPUs: gres/gpu={gpus} but the typed entries "
             f"name {instances} MIG instances",
+        )
+    if any(n.strip("0") for n in _MPS_TRES.findall(value)):
+        raise FieldError(
+            "tres_gpu_mps",
+            "a job should hold whole GPUs, MIG instances or GPU shards (gres/shard); CUDA MPS shares (gres/mps) are "
+            "a share of a GPU the pipeline cannot price yet, so the row is kept out rather than priced as no GPU",
         )
     untyped_shards = _SHARD_TRES.search(value)
     shards = (
@@ -611,6 +622,9 @@ def job_event_line_parser() -> LineParser:
             for key, column in _LABEL_COLUMNS.items():
                 value = labels.get(key)
                 row[column] = None if value is None else str(value)
+            profile = row.get("gpu_instance_profile")
+            if isinstance(profile, str):  # the Kubernetes resource name, nvidia.com/mig-1g.10gb, names 1g.10gb
+                row["gpu_instance_profile"] = profile.strip().removeprefix("nvidia.com/").removeprefix("mig-")
             state = row.get("state")
             if isinstance(state, str):
                 row["state"] = _K8S_STATES.get(state.lower(), state.upper())

@@ -3,8 +3,10 @@
 -- controller reset or on another cluster names another job at another time), when that job's run interval
 -- [start, end) holds the sample time. A sample without a job
 -- label belongs to the Slurm allocation whose node list held its host at that time, when exactly one did (an
--- exclusive node). Every other sample is GPU time no job claims, with the reason: fct_unattributed_gpu_hours
--- shows it. Hosts match by short name (node-01 and node-01.cluster.example are one host).
+-- exclusive node) and it held whole GPUs: a MIG instance's sample, or a sample on the node of a job holding only a
+-- share of a GPU (MIG instances, Slurm shards), needs its job label, since the node's other GPUs or instances may
+-- be nobody's (fractional_gpu_without_job_label). Every other sample is GPU time no job claims, with the reason:
+-- fct_unattributed_gpu_hours shows it. Hosts match by short name (node-01 and node-01.cluster.example are one host).
 -- A view: int_device_samples_tiered reads the attributed samples, fct_unattributed_gpu_hours the rest.
 {{ config(materialized='view') }}
 
@@ -13,7 +15,7 @@ with samples as (
 ),
 
 jobs as (
-    select job_key, start_at, end_at
+    select job_key, start_at, end_at, mig_instances_allocated > 0 or shards_allocated > 0 as holds_gpu_share
     from {{ ref('int_jobs_attributed') }}
     where start_at is not null and end_at is not null
 ),
@@ -38,7 +40,8 @@ host_jobs as (
         lower(split_part(allocation_hosts.hostname, '.', 1)) as host,
         jobs.job_key,
         jobs.start_at,
-        jobs.end_at
+        jobs.end_at,
+        jobs.holds_gpu_share
     from allocation_hosts
     inner join jobs on allocation_hosts.job_key = jobs.job_key
 ),
@@ -63,7 +66,9 @@ unlabelled_matches as (
         samples.source_file,
         samples.source_line,
         count(host_jobs.job_key) as jobs_on_host,
-        max(host_jobs.job_key) as only_job_key
+        max(host_jobs.job_key) as only_job_key,
+        max(case when host_jobs.holds_gpu_share or samples.gpu_instance_id is not null then 1 else 0 end)
+            as is_fractional
     from samples
     left join host_jobs
         on lower(split_part(samples.hostname, '.', 1)) = host_jobs.host
@@ -82,9 +87,11 @@ union all
 
 select
     samples.*,
-    case when unlabelled_matches.jobs_on_host = 1 then unlabelled_matches.only_job_key end as attributed_job_key,
+    case when unlabelled_matches.jobs_on_host = 1 and unlabelled_matches.is_fractional = 0
+        then unlabelled_matches.only_job_key end as attributed_job_key,
     case
-        when unlabelled_matches.jobs_on_host = 1 then 'host_and_time'
+        when unlabelled_matches.jobs_on_host = 1 and unlabelled_matches.is_fractional = 0 then 'host_and_time'
+        when unlabelled_matches.jobs_on_host = 1 then 'fractional_gpu_without_job_label'
         when unlabelled_matches.jobs_on_host = 0 then 'no_job_on_host'
         else 'several_jobs_on_host'
     end as attribution

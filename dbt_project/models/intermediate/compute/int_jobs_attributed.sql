@@ -52,6 +52,16 @@ with_categories as (
     select
         with_reasons.*,
         {{ total_slices_of() }} as gpu_total_slices,
+        -- A request written untyped (--gpus=1: ReqTRES gres/gpu=1) that the scheduler filled with MIG instances only
+        -- asked for instances like them: it is read at the allocated instances' slices per instance.
+        case when with_reasons.mig_instances_requested = 0 and with_reasons.gpus_allocated > 0
+            and with_reasons.mig_instances_allocated = with_reasons.gpus_allocated
+            then with_reasons.gpus_requested else with_reasons.mig_instances_requested end as request_mig_instances,
+        case when with_reasons.mig_instances_requested = 0 and with_reasons.gpus_allocated > 0
+            and with_reasons.mig_instances_allocated = with_reasons.gpus_allocated
+            then with_reasons.gpus_requested * 1.0 * with_reasons.mig_slices_allocated
+            / with_reasons.mig_instances_allocated
+            else with_reasons.mig_slices_requested end as request_mig_slices,
         reasons.category as termination_category,
         coalesce(categories.is_same_cause, false) as is_same_cause_category
     from with_reasons
@@ -117,8 +127,8 @@ select
     with_categories.mig_instances_allocated,
     with_categories.gpu_instance_profile,
     with_categories.gpu_total_slices,
-    {{ gpu_equivalents('with_categories.gpus_requested', 'with_categories.mig_instances_requested',
-        'with_categories.mig_slices_requested', 'with_categories.gpu_total_slices',
+    {{ gpu_equivalents('with_categories.gpus_requested', 'with_categories.request_mig_instances',
+        'with_categories.request_mig_slices', 'with_categories.gpu_total_slices',
         'with_categories.shards_requested', 'shard_counts.shards_per_gpu') }} as requested_gpu_equivalents,
     {{ gpu_equivalents('with_categories.gpus_allocated', 'with_categories.mig_instances_allocated',
         'with_categories.mig_slices_allocated', 'with_categories.gpu_total_slices',
@@ -126,8 +136,8 @@ select
     with_categories.shards_allocated,
     with_categories.time_limit_seconds,
     with_categories.occupied_seconds,
-    {{ gpu_equivalent_seconds('with_categories.gpus_requested', 'with_categories.mig_instances_requested',
-        'with_categories.mig_slices_requested', 'with_categories.gpu_total_slices',
+    {{ gpu_equivalent_seconds('with_categories.gpus_requested', 'with_categories.request_mig_instances',
+        'with_categories.request_mig_slices', 'with_categories.gpu_total_slices',
         'with_categories.shards_requested', 'shard_counts.shards_per_gpu',
         'with_categories.time_limit_seconds') }} as requested_gpu_seconds,
     {{ gpu_equivalent_seconds('with_categories.gpus_allocated', 'with_categories.mig_instances_allocated',

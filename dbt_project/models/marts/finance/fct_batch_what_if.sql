@@ -8,7 +8,7 @@
 -- rounded once to the cent. A batch without observed time has no utilization and no what-if figure.
 -- Owned vs cloud: the batch's GPU-hours on owned capacity priced at the cloud's price per GPU-hour for the same GPU
 -- (the contract's owned_vs_cloud.cloud_gpu_sku): per month, the SKU's FOCUS usage lines' EffectiveCost over their
--- ConsumedQuantity x gpus_per_unit (corrections included); the batch's cloud figure is the sum over its months of
+-- ConsumedQuantity x gpus_per_unit (corrections included; a line without a quantity prices nothing); the batch's cloud figure is the sum over its months of
 -- owned GPU-hours x that price, rounded once to the cent, and null when a month with owned hours has no such
 -- line (cloud_unpriced_gpu_hours says how many).
 with batches as (
@@ -42,7 +42,7 @@ cloud_prices as (
         / sum(charges.consumed_quantity * cloud_skus.gpus_per_unit) as cloud_price_per_gpu_hour
     from {{ ref('int_focus_charges_attributed') }} as charges
     inner join cloud_skus on charges.sku_id = cloud_skus.sku_id
-    where charges.charge_category = 'Usage'
+    where charges.charge_category = 'Usage' and charges.consumed_quantity is not null
     group by cloud_skus.contract_version, charges.month_start
     having sum(charges.consumed_quantity * cloud_skus.gpus_per_unit) > 0
 ),
