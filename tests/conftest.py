@@ -30,6 +30,7 @@ LONGEST_FIRST = (
     "test_confidentiality.py",
     "test_retraction_history.py",
     "test_mig_night.py",
+    "test_focus_validator.py",
     "test_cli_nights.py",
     "test_style.py",
     "test_rerun_determinism.py",

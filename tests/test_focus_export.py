@@ -1,7 +1,7 @@
 """The FOCUS 1.2 export of the resource book (issue 11): every FOCUS 1.2 column in the spec's order plus x_ columns,
 the spec's mandatory values, types and allowed values checked here, and BilledCost summing to fct_resource_book to
-the cent. focus-validator (PyPI) is not run: 2.2.1 needs Python 3.12 and pins below ours (docs/operations.md, "FOCUS
-export"), so these checks are the FOCUS 1.2 rules the export can break, written from the spec."""
+the cent. FinOps' focus-validator runs on the same export in tests/test_focus_validator.py, in an environment of its
+own (docs/operations.md, "FOCUS export")."""
 
 from __future__ import annotations
 
