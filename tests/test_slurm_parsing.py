@@ -64,7 +64,7 @@ def test_timestamps(text, expected):
     ],
 )
 def test_tres_gpus(text, gpus):
-    assert slurm.parse_tres_gpus(text) == (gpus, 0, 0, None, 0)
+    assert slurm.parse_tres_gpus(text) == (gpus, 0, 0, None, 0, None)
 
 
 @pytest.mark.parametrize(
@@ -85,7 +85,20 @@ def test_tres_gpus(text, gpus):
     ],
 )
 def test_tres_mig_instances(text, expected):
-    assert slurm.parse_tres_gpus(text) == (*expected, 0)
+    assert slurm.parse_tres_gpus(text)[:5] == (*expected, 0)
+
+
+@pytest.mark.parametrize(
+    ("text", "model"),
+    [
+        ("gres/gpu=1,gres/gpu:nvidia_a30_2g.11gb=1", "nvidia_a30"),
+        ("gres/gpu:a100l.2g.20gb=1", "a100l"),
+        ("gres/gpu:1g.10gb=1", None),
+        ("gres/gpu:nvidia_h100_80gb_hbm3=4", None),
+    ],
+)
+def test_tres_mig_gpu_type_is_the_type_before_the_profile(text, model):
+    assert slurm.parse_tres_gpus(text).mig_gpu_type == model
 
 
 @pytest.mark.parametrize(
@@ -97,14 +110,14 @@ def test_tres_mig_instances(text, expected):
     ],
 )
 def test_tres_gpu_shards(text, shards):
-    assert slurm.parse_tres_gpus(text) == (0, 0, 0, None, shards)
+    assert slurm.parse_tres_gpus(text) == (0, 0, 0, None, shards, None)
 
 
 def test_tres_with_mps_shares_is_refused_not_priced_as_no_gpu():
     with pytest.raises(slurm.FieldError) as raised:
         slurm.parse_tres_gpus("billing=4,cpu=4,gres/mps=50,mem=16G,node=1")
     assert raised.value.rule == "tres_gpu_mps" and "gres/mps" in str(raised.value)
-    assert slurm.parse_tres_gpus("cpu=4,gres/gpu=1,gres/mps=0") == (1, 0, 0, None, 0)
+    assert slurm.parse_tres_gpus("cpu=4,gres/gpu=1,gres/mps=0") == (1, 0, 0, None, 0, None)
 
 
 def test_tres_with_more_mig_instances_than_gpus_is_refused():

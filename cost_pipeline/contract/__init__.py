@@ -147,6 +147,25 @@ class Contract:
         return slices, rule
 
     @property
+    def mig_total_slices_by_model(self) -> dict[str, int]:
+        """GPU model (as Slurm's GRES type names it, lower case: a30) -> its MIG compute slices, where not 7."""
+        spec = (self.document.get("fractional_gpus") or {}).get("mig_total_slices_by_model") or {}
+        totals = {}
+        for model, total in spec.items():
+            if not re.fullmatch(r"[a-z0-9][a-z0-9_.-]*", str(model)):
+                raise ValueError(
+                    f"contract {self.version}: fractional_gpus.mig_total_slices_by_model names {model!r}, which is "
+                    "not a GPU model as a GRES type names it, in lower case (a30)"
+                )
+            if not isinstance(total, int) or isinstance(total, bool) or total < 1:
+                raise ValueError(
+                    f"contract {self.version}: fractional_gpus.mig_total_slices_by_model {model} is {total!r}, not a "
+                    "whole number of slices"
+                )
+            totals[str(model)] = total
+        return totals
+
+    @property
     def cloud_gpu_sku(self) -> tuple[str, int] | None:
         """(FOCUS SkuId of the owned fleet's GPU in the cloud, GPUs per ConsumedUnit), or None; docs/forecast.md."""
         spec = self.document.get("owned_vs_cloud")
@@ -590,6 +609,9 @@ class Contract:
         }
         if self.fractional_gpus_shards is not None:
             values["slurm_shards_per_gpu"] = self.fractional_gpus_shards
+        # A GPU model's slices (named in a Slurm GRES type), as mig_total_slices_model.<model>.
+        for model, total in self.mig_total_slices_by_model.items():
+            values[f"mig_total_slices_model.{model}"] = total
         # A profile's GPU model's slices where it is not mig_total_slices, as mig_total_slices.<profile>.
         for profile, total in self.mig_total_slices_by_profile.items():
             values[f"mig_total_slices.{profile}"] = total

@@ -447,6 +447,8 @@ def scheduler_jobs(contract: Contract) -> SourceSchema:
             Col("mig_instances_allocated", "INTEGER", domain=GPU_COUNT),
             Col("mig_slices_allocated", "INTEGER", domain=COUNT),
             Col("gpu_instance_profile", "VARCHAR", nullable=True, checks=MIG_PROFILE),
+            # The GRES type before the profile (nvidia_a30 in nvidia_a30_2g.11gb): the GPU model, for its slices.
+            Col("mig_gpu_type", "VARCHAR", nullable=True),
             # GPU shards (Slurm gres/shard): a share of a GPU only the contract's slurm_shards_per_gpu can price.
             Col("shards_requested", "INTEGER", domain=COUNT, checks=_shards_priced(contract)),
             Col("shards_allocated", "INTEGER", domain=COUNT, checks=_shards_priced(contract)),

@@ -153,6 +153,7 @@ class TresGpus(NamedTuple):
     mig_slices: int = 0
     mig_profile: str | None = None
     shards: int = 0
+    mig_gpu_type: str | None = None  # the first instance's type before its profile (nvidia_a30): the GPU model
 
 
 def parse_tres_gpus(text: str) -> TresGpus:
@@ -169,13 +170,15 @@ def parse_tres_gpus(text: str) -> TresGpus:
     )
     typed = [(gpu_type, _number(n, rule, message)) for gpu_type, n in _TYPED_GPU_TRES.findall(value)]
     instances = slices = 0
-    profile = None
+    profile = model = None
     for gpu_type, count in typed:
         mig = _MIG_PROFILE.search(gpu_type)
         if mig:
             instances += count
             slices += count * int(mig.group("slices"))
-            profile = profile or mig.group("profile").lower()
+            if profile is None:
+                profile = mig.group("profile").lower()
+                model = gpu_type[: mig.start("profile")].rstrip("_.:-").lower() or None
     untyped = _GPU_TRES.search(value)
     gpus = _number(untyped.group(1), rule, message) if untyped else sum(count for _, count in typed)
     if instances > gpus:
@@ -196,7 +199,7 @@ def parse_tres_gpus(text: str) -> TresGpus:
         if untyped_shards
         else sum(_number(n, rule, message) for n in _TYPED_SHARD_TRES.findall(value))
     )
-    return TresGpus(gpus, instances, slices, profile, shards)
+    return TresGpus(gpus, instances, slices, profile, shards, model)
 
 
 def parse_state(text: str) -> tuple[str, str | None]:
@@ -319,6 +322,7 @@ def parse_sacct_record(fields: dict[str, str]) -> dict[str, object]:
         "mig_instances_allocated": allocated.mig_instances,
         "mig_slices_allocated": allocated.mig_slices,
         "gpu_instance_profile": allocated.mig_profile or requested.mig_profile,
+        "mig_gpu_type": allocated.mig_gpu_type if allocated.mig_profile else requested.mig_gpu_type,
         "shards_requested": requested.shards,
         "shards_allocated": allocated.shards,
         "node_count": parse_count(fields.get("NNodes", ""), "NNodes"),

@@ -47,3 +47,14 @@
     case when {{ profile }} is null then 1.0
         else {{ mig_profile_slices(profile) }} * 1.0 / {{ total_slices_of() }} end
 {%- endmacro %}
+
+{#- The compute slices of a GPU model a Slurm GRES type names (mig_total_slices_model.<model>: a30 -> 4), per
+    contract version; a job's type (mig_gpu_type, nvidia_a30) holds the model's name. -#}
+{% macro mig_model_totals() %}
+    select
+        contract_version,
+        {{ dbt.right('parameter_name', dbt.length('parameter_name') ~ ' - 23') }} as model,
+        cast(parameter_value as integer) as total_slices
+    from {{ ref('stg_contract__parameters') }}
+    where parameter_name like 'mig_total_slices_model.%'
+{% endmacro %}

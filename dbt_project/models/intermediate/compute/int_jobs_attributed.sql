@@ -11,6 +11,10 @@ slice_totals as (
     {{ mig_slice_totals() }}
 ),
 
+model_totals as (
+    {{ mig_model_totals() }}
+),
+
 -- Shards that make a GPU: a fact of the cluster's gres.conf, the newest contract's (ingest refuses shards without it).
 shard_counts as (
     select shards_per_gpu
@@ -48,10 +52,22 @@ with_reasons as (
                                  code='attributed.run_reason') }}
 ),
 
+-- The slices of the GPU model a job's Slurm GRES type names (nvidia_a30_2g.11gb: a30), before its profile's.
+model_slices as (
+    select
+        with_reasons.job_key,
+        max(model_totals.total_slices) as total_slices
+    from with_reasons
+    inner join model_totals
+        on with_reasons.contract_version = model_totals.contract_version
+        and with_reasons.mig_gpu_type like {{ dbt.concat(["'%'", 'model_totals.model', "'%'"]) }}
+    group by with_reasons.job_key
+),
+
 with_categories as (
     select
         with_reasons.*,
-        {{ total_slices_of() }} as gpu_total_slices,
+        coalesce(model_slices.total_slices, {{ total_slices_of() }}) as gpu_total_slices,
         -- A request written untyped (--gpus=1: ReqTRES gres/gpu=1) that the scheduler filled with MIG instances only
         -- asked for instances like them: it is read at the allocated instances' slices per instance.
         case when with_reasons.mig_instances_requested = 0 and with_reasons.gpus_allocated > 0
@@ -70,6 +86,7 @@ with_categories as (
     {{ join_contract_enumeration('categories', 'termination_category', 'with_reasons.contract_version',
                                  code='reasons.category') }}
     {{ join_slice_totals('with_reasons.contract_version', 'with_reasons.gpu_instance_profile') }}
+    left join model_slices on with_reasons.job_key = model_slices.job_key
 ),
 
 -- A lineage label names a JobID: the parent is the job with that id that int_job_aliases_resolved gives the

@@ -89,6 +89,7 @@ kubernetes as (
             then coalesce(event_attributes.gpus_allocated, 0)
             * {{ mig_profile_slices('event_attributes.gpu_instance_profile') }} else 0 end as mig_slices_allocated,
         event_attributes.gpu_instance_profile,
+        cast(null as {{ dbt.type_string() }}) as mig_gpu_type,
         0 as shards_requested,
         0 as shards_allocated,
         event_jobs.restarts,
@@ -124,6 +125,7 @@ slurm as (
         mig_instances_allocated,
         mig_slices_allocated,
         gpu_instance_profile,
+        mig_gpu_type,
         shards_requested,
         shards_allocated,
         restarts,

@@ -40,6 +40,7 @@ renamed as (
         mig_instances_allocated,
         mig_slices_allocated,
         gpu_instance_profile,
+        mig_gpu_type,
         shards_requested,
         shards_allocated,
         node_count,
