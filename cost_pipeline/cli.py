@@ -1,10 +1,13 @@
 """cost-pipeline: run the nightly job on the demo scenario or on real exports, from a terminal; keep the generated
-docs current; export the general-ledger journal and close a month; write a batch's or a team's HTML statement; export
-the resource book as FOCUS 1.2; write a month's journal, FOCUS export and team statements as its monthly partition.
+docs current; export the general-ledger journal and close a month; write a batch's or a team's HTML or PDF statement;
+export
+the resource book as FOCUS 1.2; write a month's journal, FOCUS export and team statements as its monthly
+partition.
 Exit codes (docs/operations.md): 0 done, 1 the run failed, 2 wrong arguments or config (an unknown batch or team),
 3 the warehouse is busy, 4 every row of a source was quarantined, 5 the warehouse is unusable, 6 retract: no such
 file, 7 the landing folder holds no files (--allow-empty runs anyway), 8 a source's load failed: its figures are
-stale, 9 the journal cannot be printed or the month cannot be closed, 10 the FOCUS export cannot be written."""
+stale, 9 the journal cannot be printed or the month cannot be closed, 10 the FOCUS export cannot be written,
+11 report --pdf: WeasyPrint or Pango is missing."""
 
 from __future__ import annotations
 
@@ -565,14 +568,18 @@ def _parser() -> argparse.ArgumentParser:
     journal.add_argument("--out", type=Path, metavar="FILE", help="write the CSV here instead of stdout")
     close.add_argument("--by", help="who closes it (default: the operating-system user)")
     statement = commands.add_parser(
-        "report", help="write a batch's statement, or a team's monthly chargeback, as one HTML file (stdout or --out)"
+        "report",
+        help="write a batch's statement, or a team's monthly chargeback, as one HTML file, or PDF with --pdf (stdout "
+        "or --out)",
     )
     whose = statement.add_mutually_exclusive_group(required=True)
     whose.add_argument("--batch", help="the batch (dim_batches.batch_id)")
     whose.add_argument("--team", help="the team (dim_batches.team); needs --month")
     statement.add_argument("--month", help="the month, YYYY-MM: the batch's bill of that month, or the chargeback's")
     statement.add_argument("--warehouse", type=Path, required=True, help="DuckDB warehouse file")
-    statement.add_argument("--out", type=Path, metavar="FILE", help="write the HTML here instead of stdout")
+    statement.add_argument(
+        "--out", type=Path, metavar="FILE", help="write the statement (HTML, or PDF with --pdf) here instead of stdout"
+    )
     statement.add_argument(
         "--pdf", action="store_true", help="write the same statement as PDF (the pdf extra: WeasyPrint and Pango)"
     )
