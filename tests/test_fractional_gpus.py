@@ -140,6 +140,11 @@ _SHARD_JOB = (
     "billing=4,cpu=4,gres/shard=2,mem=16G,node=1|billing=4,cpu=4,gres/shard=2,mem=16G,node=1|"
     "batch=B-7;phase=exploration"
 )
+_MPS_JOB = (
+    "7002|COMPLETED|2026-11-20T00:00:00|2026-11-20T00:00:00|2026-11-20T01:00:00|01:00:00|1|gpu-s|"
+    "billing=4,cpu=4,gres/mps=50,mem=16G,node=1|billing=4,cpu=4,gres/mps=50,mem=16G,node=1|"
+    "batch=B-7;phase=exploration"
+)
 
 
 def _load_sacct(tmp_path, contract: Contract) -> tuple[list[dict], list[tuple]]:
@@ -148,34 +153,43 @@ def _load_sacct(tmp_path, contract: Contract) -> tuple[list[dict], list[tuple]]:
 
     landing = tmp_path / "landing"
     (landing / "scheduler").mkdir(parents=True, exist_ok=True)
-    (landing / "scheduler" / "sacct_shards.txt").write_text(f"{_SACCT_HEADER}\n{_SHARD_JOB}\n", encoding="utf-8")
+    (landing / "scheduler" / "sacct_shards.txt").write_text(
+        f"{_SACCT_HEADER}\n{_SHARD_JOB}\n{_MPS_JOB}\n", encoding="utf-8"
+    )
     con = connect(tmp_path / "w.duckdb", readable_dir=landing)
     try:
         load_named(con, landing, "scheduler_jobs", contract)
         cursor = con.execute(
-            "select job_id, gpus_allocated, shards_requested, shards_allocated from raw.scheduler_jobs"
+            "select job_id, gpus_allocated, shards_allocated, mps_allocated from raw.scheduler_jobs order by job_id"
         )
         rows = [dict(zip([d[0] for d in cursor.description], r, strict=True)) for r in cursor.fetchall()]
-        quarantined = con.execute("select line, rule, message from raw.quarantine").fetchall()
+        quarantined = con.execute("select line, rule, message from raw.quarantine order by line").fetchall()
     finally:
         con.close()
     return rows, quarantined
 
 
-def test_slurm_gpu_shards_are_refused_until_the_contract_says_how_many_make_a_gpu(tmp_path):
-    """A job on Slurm's GPU sharding (gres/shard=2, no gres/gpu) would hold no GPU and cost nothing: its row is
-    quarantined, naming the contract setting, until fractional_gpus.slurm_shards_per_gpu is stated; then it loads
-    with its shards (int_jobs_attributed prices them as shards / slurm_shards_per_gpu of a GPU, a dbt unit test)."""
+def test_slurm_gpu_shards_and_mps_are_refused_until_the_contract_says_how_many_make_a_gpu(tmp_path):
+    """A job on Slurm's GPU sharding (gres/shard=2) or CUDA MPS (gres/mps=50), with no gres/gpu, would hold no GPU
+    and cost nothing: its row is quarantined, naming the contract setting, until fractional_gpus.slurm_shards_per_gpu
+    (slurm_mps_per_gpu) is stated; then it loads with its count (int_jobs_attributed prices it as that share of a
+    GPU, a dbt unit test)."""
     rows, quarantined = _load_sacct(tmp_path / "a", load_contract())
     assert rows == []
-    ((line, rule, message),) = quarantined
-    assert line == 2 and rule.endswith("shards_per_gpu_in_contract")
-    assert "fractional_gpus.slurm_shards_per_gpu" in message
+    assert [(line, rule) for line, rule, _ in quarantined] == [
+        (2, "shards_requested.shards_per_gpu_in_contract"),
+        (3, "mps_requested.mps_per_gpu_in_contract"),
+    ]
+    assert "fractional_gpus.slurm_shards_per_gpu" in quarantined[0][2]
+    assert "fractional_gpus.slurm_mps_per_gpu" in quarantined[1][2]
     document = copy.deepcopy(load_contract().document)
-    document["fractional_gpus"]["slurm_shards_per_gpu"] = 8
-    rows, quarantined = _load_sacct(tmp_path / "b", Contract(version="v1", document=document))
+    document["fractional_gpus"].update(slurm_shards_per_gpu=8, slurm_mps_per_gpu=100)
+    contract = Contract(version="v1", document=document)
+    rows, quarantined = _load_sacct(tmp_path / "b", contract)
     assert quarantined == []
-    assert rows == [{"job_id": "7001", "gpus_allocated": 0, "shards_requested": 2, "shards_allocated": 2}]
-    assert {"contract_version": "v1", "name": "slurm_shards_per_gpu", "value": 8.0} in Contract(
-        version="v1", document=document
-    ).parameter_rows()
+    assert rows == [
+        {"job_id": "7001", "gpus_allocated": 0, "shards_allocated": 2, "mps_allocated": 0},
+        {"job_id": "7002", "gpus_allocated": 0, "shards_allocated": 0, "mps_allocated": 50},
+    ]
+    parameters = {row["name"]: row["value"] for row in contract.parameter_rows()}
+    assert (parameters["slurm_shards_per_gpu"], parameters["slurm_mps_per_gpu"]) == (8.0, 100.0)

@@ -64,7 +64,7 @@ def test_timestamps(text, expected):
     ],
 )
 def test_tres_gpus(text, gpus):
-    assert slurm.parse_tres_gpus(text) == (gpus, 0, 0, None, 0, None)
+    assert slurm.parse_tres_gpus(text) == (gpus, 0, 0, None, 0, None, 0)
 
 
 @pytest.mark.parametrize(
@@ -110,14 +110,13 @@ def test_tres_mig_gpu_type_is_the_type_before_the_profile(text, model):
     ],
 )
 def test_tres_gpu_shards(text, shards):
-    assert slurm.parse_tres_gpus(text) == (0, 0, 0, None, shards, None)
+    assert slurm.parse_tres_gpus(text) == (0, 0, 0, None, shards, None, 0)
 
 
-def test_tres_with_mps_shares_is_refused_not_priced_as_no_gpu():
-    with pytest.raises(slurm.FieldError) as raised:
-        slurm.parse_tres_gpus("billing=4,cpu=4,gres/mps=50,mem=16G,node=1")
-    assert raised.value.rule == "tres_gpu_mps" and "gres/mps" in str(raised.value)
-    assert slurm.parse_tres_gpus("cpu=4,gres/gpu=1,gres/mps=0") == (1, 0, 0, None, 0, None)
+def test_tres_cuda_mps_shares():
+    assert slurm.parse_tres_gpus("billing=4,cpu=4,gres/mps=50,mem=16G,node=1").mps == 50
+    assert slurm.parse_tres_gpus("cpu=4,gres/mps:a100=25,gres/mps:h100=25").mps == 50
+    assert slurm.parse_tres_gpus("cpu=4,gres/gpu=1,gres/mps=0") == (1, 0, 0, None, 0, None, 0)
 
 
 def test_tres_with_more_mig_instances_than_gpus_is_refused():

@@ -180,18 +180,19 @@ class Contract:
             )
         return sku, gpus
 
-    @property
-    def fractional_gpus_shards(self) -> int | None:
-        """Slurm GPU shards that make one GPU (fractional_gpus.slurm_shards_per_gpu), or None when not stated."""
-        shards = (self.document.get("fractional_gpus") or {}).get("slurm_shards_per_gpu")
-        if shards is None:
+    def slurm_shares_per_gpu(self, kind: str) -> int | None:
+        """Slurm GPU shards (``kind`` shards) or CUDA MPS shares (mps) that make one GPU
+        (fractional_gpus.slurm_<kind>_per_gpu, gres.conf's Count per GPU), or None when not stated."""
+        key = f"slurm_{kind}_per_gpu"
+        count = (self.document.get("fractional_gpus") or {}).get(key)
+        if count is None:
             return None
-        if not isinstance(shards, int) or isinstance(shards, bool) or shards < 1:
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
             raise ValueError(
-                f"contract {self.version}: fractional_gpus.slurm_shards_per_gpu {shards!r} is not a whole number of "
-                "shards (gres.conf's shard Count over the node's GPUs)"
+                f"contract {self.version}: fractional_gpus.{key} {count!r} is not a whole number (gres.conf's Count "
+                "over the node's GPUs)"
             )
-        return shards
+        return count
 
     @property
     def mig_total_slices_by_profile(self) -> dict[str, int]:
@@ -607,8 +608,9 @@ class Contract:
             "stop_signal_rounds": self.document["plan_review"]["stop_signal_rounds"],
             "mig_total_slices": self.fractional_gpus[0],
         }
-        if self.fractional_gpus_shards is not None:
-            values["slurm_shards_per_gpu"] = self.fractional_gpus_shards
+        for kind in ("shards", "mps"):
+            if self.slurm_shares_per_gpu(kind) is not None:
+                values[f"slurm_{kind}_per_gpu"] = self.slurm_shares_per_gpu(kind)
         # A GPU model's slices (named in a Slurm GRES type), as mig_total_slices_model.<model>.
         for model, total in self.mig_total_slices_by_model.items():
             values[f"mig_total_slices_model.{model}"] = total

@@ -259,18 +259,19 @@ def _isin(values: list[str]) -> tuple[pa.Check, ...]:
     return (pa.Check.isin(values),)
 
 
-def _shards_priced(contract: Contract) -> tuple[pa.Check, ...]:
-    """A job holding GPU shards needs the contract to say how many shards make a GPU (gres.conf's shard Count per
-    GPU); without it, a shard count is refused rather than priced as nothing."""
-    if contract.fractional_gpus_shards is not None:
+def _shares_priced(contract: Contract, kind: str) -> tuple[pa.Check, ...]:
+    """A job holding GPU shards (``kind`` shards) or CUDA MPS shares (mps) needs the contract to say how many make
+    one GPU (gres.conf's Count per GPU); without it, a count is refused rather than priced as no GPU."""
+    if contract.slurm_shares_per_gpu(kind) is not None:
         return ()
+    gres = "gres/shard" if kind == "shards" else "gres/mps"
     return (
         pa.Check(
             lambda value: value == 0,
             element_wise=True,
-            name="shards_per_gpu_in_contract",
-            description="0 GPU shards (gres/shard) until the contract's fractional_gpus.slurm_shards_per_gpu says "
-            "how many shards make one GPU",
+            name=f"{kind}_per_gpu_in_contract",
+            description=f"0 ({gres}) until the contract's fractional_gpus.slurm_{kind}_per_gpu says how many make "
+            "one GPU",
         ),
     )
 
@@ -450,8 +451,11 @@ def scheduler_jobs(contract: Contract) -> SourceSchema:
             # The GRES type before the profile (nvidia_a30 in nvidia_a30_2g.11gb): the GPU model, for its slices.
             Col("mig_gpu_type", "VARCHAR", nullable=True),
             # GPU shards (Slurm gres/shard): a share of a GPU only the contract's slurm_shards_per_gpu can price.
-            Col("shards_requested", "INTEGER", domain=COUNT, checks=_shards_priced(contract)),
-            Col("shards_allocated", "INTEGER", domain=COUNT, checks=_shards_priced(contract)),
+            Col("shards_requested", "INTEGER", domain=COUNT, checks=_shares_priced(contract, "shards")),
+            Col("shards_allocated", "INTEGER", domain=COUNT, checks=_shares_priced(contract, "shards")),
+            # CUDA MPS shares (Slurm gres/mps): priced by the contract's slurm_mps_per_gpu.
+            Col("mps_requested", "INTEGER", domain=COUNT, checks=_shares_priced(contract, "mps")),
+            Col("mps_allocated", "INTEGER", domain=COUNT, checks=_shares_priced(contract, "mps")),
             Col("node_count", "INTEGER", nullable=True, domain=COUNT),
             Col("node_list", "VARCHAR", nullable=True),
             *_label_columns(contract),

@@ -64,8 +64,9 @@ _TYPED_SHARD_TRES = re.compile(r"(?:^|,)gres/shard:[^=,]+=(\d+)(?=,|$)", re.ASCI
 _MIG_PROFILE = re.compile(
     r"(?:^|[_.:-])(?P<profile>(?P<slices>[1-9]\d?)g\.\d+gb(?:[+-][a-z]+(?:\.[a-z]+)?)*)$", re.ASCII | re.IGNORECASE
 )
-# CUDA MPS shares (gres/mps): a share of a GPU in the site's own units, not priced yet.
-_MPS_TRES = re.compile(r"(?:^|,)gres/mps(?::[^=,]+)?=(\d+)(?=,|$)", re.ASCII)
+# CUDA MPS shares (gres/mps): a share of a GPU in units gres.conf sets (commonly 100 a GPU).
+_MPS_TRES = re.compile(r"(?:^|,)gres/mps=(\d+)(?=,|$)", re.ASCII)
+_TYPED_MPS_TRES = re.compile(r"(?:^|,)gres/mps:[^=,]+=(\d+)(?=,|$)", re.ASCII)
 _MAX_DIGITS = 18  # any count or duration in sacct fits; more digits is a corrupt field, not a number
 
 
@@ -144,9 +145,24 @@ def parse_duration(text: str, field: str) -> int | None:
     return (hours * 60 + minutes) * 60 + seconds
 
 
+_TRES_COUNT = (
+    "tres_gpus",
+    "a TRES GPU count should be a whole number such as gres/gpu=8, not one of more than 18 digits",
+)
+
+
+def _counted(value: str, untyped: re.Pattern[str], typed: re.Pattern[str]) -> int:
+    """A TRES count: the untyped entry's, else the sum of the typed ones (sacct writes both for one GRES)."""
+    found = untyped.search(value)
+    if found:
+        return _number(found.group(1), *_TRES_COUNT)
+    return sum(_number(n, *_TRES_COUNT) for n in typed.findall(value))
+
+
 class TresGpus(NamedTuple):
     """The GPUs of a TRES string: devices (whole GPUs and MIG instances), and of them the MIG instances, their
-    compute slices and the profile of the first (which names the GPU model's slice count); and GPU shards."""
+    compute slices and the profile of the first (which names the GPU model's slice count); GPU shards and CUDA MPS
+    shares."""
 
     gpus: int
     mig_instances: int = 0
@@ -154,6 +170,7 @@ class TresGpus(NamedTuple):
     mig_profile: str | None = None
     shards: int = 0
     mig_gpu_type: str | None = None  # the first instance's type before its profile (nvidia_a30): the GPU model
+    mps: int = 0
 
 
 def parse_tres_gpus(text: str) -> TresGpus:
@@ -161,14 +178,10 @@ def parse_tres_gpus(text: str) -> TresGpus:
 
     A typed entry whose type ends in a MIG profile (``gres/gpu:1g.10gb=1``, ``gres/gpu:nvidia_a100_3g.40gb=2``) holds
     MIG instances: so many devices, each only its profile's compute slices of a GPU. ``gres/shard=N`` (untyped, else
-    the sum of typed ``gres/shard:type=N``) counts the GPU shards the job holds.
+    the sum of typed ``gres/shard:type=N``) counts the GPU shards the job holds, ``gres/mps=N`` its CUDA MPS shares.
     """
     value = text.strip()
-    rule, message = (
-        "tres_gpus",
-        "a TRES GPU count should be a whole number such as gres/gpu=8, not one of more than 18 digits",
-    )
-    typed = [(gpu_type, _number(n, rule, message)) for gpu_type, n in _TYPED_GPU_TRES.findall(value)]
+    typed = [(gpu_type, _number(n, *_TRES_COUNT)) for gpu_type, n in _TYPED_GPU_TRES.findall(value)]
     instances = slices = 0
     profile = model = None
     for gpu_type, count in typed:
@@ -180,26 +193,15 @@ def parse_tres_gpus(text: str) -> TresGpus:
                 profile = mig.group("profile").lower()
                 model = gpu_type[: mig.start("profile")].rstrip("_.:-").lower() or None
     untyped = _GPU_TRES.search(value)
-    gpus = _number(untyped.group(1), rule, message) if untyped else sum(count for _, count in typed)
+    gpus = _number(untyped.group(1), *_TRES_COUNT) if untyped else sum(count for _, count in typed)
     if instances > gpus:
         raise FieldError(
             "tres_gpus_mig",
             f"a TRES string should count its MIG instances among its GPUs: gres/gpu={gpus} but the typed entries "
             f"name {instances} MIG instances",
         )
-    if any(n.strip("0") for n in _MPS_TRES.findall(value)):
-        raise FieldError(
-            "tres_gpu_mps",
-            "a job should hold whole GPUs, MIG instances or GPU shards (gres/shard); CUDA MPS shares (gres/mps) are "
-            "a share of a GPU the pipeline cannot price yet, so the row is kept out rather than priced as no GPU",
-        )
-    untyped_shards = _SHARD_TRES.search(value)
-    shards = (
-        _number(untyped_shards.group(1), rule, message)
-        if untyped_shards
-        else sum(_number(n, rule, message) for n in _TYPED_SHARD_TRES.findall(value))
-    )
-    return TresGpus(gpus, instances, slices, profile, shards, model)
+    shards, mps = _counted(value, _SHARD_TRES, _TYPED_SHARD_TRES), _counted(value, _MPS_TRES, _TYPED_MPS_TRES)
+    return TresGpus(gpus, instances, slices, profile, shards, model, mps)
 
 
 def parse_state(text: str) -> tuple[str, str | None]:
@@ -325,6 +327,8 @@ def parse_sacct_record(fields: dict[str, str]) -> dict[str, object]:
         "mig_gpu_type": allocated.mig_gpu_type if allocated.mig_profile else requested.mig_gpu_type,
         "shards_requested": requested.shards,
         "shards_allocated": allocated.shards,
+        "mps_requested": requested.mps,
+        "mps_allocated": allocated.mps,
         "node_count": parse_count(fields.get("NNodes", ""), "NNodes"),
         "node_list": None if node_list.lower() in {"", "none assigned", "none"} else node_list,
         "batch_id": labels.get("batch"),

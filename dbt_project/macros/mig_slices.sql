@@ -16,17 +16,25 @@
     where parameter_name = 'mig_total_slices' or parameter_name like 'mig_total_slices.%'
 {% endmacro %}
 
-{#- A job's GPUs as GPU-equivalents: whole GPUs, a MIG instance's slices over its GPU's total, Slurm GPU shards over
-    the shards that make a GPU. -#}
-{% macro gpu_equivalents(gpus, mig_instances, mig_slices, total_slices, shards, shards_per_gpu) -%}
-    {{ gpus }} - {{ mig_instances }} + {{ mig_slices }} * 1.0 / {{ total_slices }}
-        + case when {{ shards }} = 0 then 0 else {{ shards }} * 1.0 / {{ shards_per_gpu }} end
+{#- A job's GPUs as GPU-equivalents: whole GPUs, a MIG instance's slices over its GPU's total, Slurm GPU shards and
+    CUDA MPS shares over those that make a GPU. `job` is the relation alias holding gpus_<kind>, mig_instances_<kind>,
+    shards_<kind> and mps_<kind>; `mig_slices` and `mig_instances` may be given instead (a request read as its
+    allocation's); `counts` holds shards_per_gpu and mps_per_gpu. -#}
+{% macro gpu_equivalents(job, kind, total_slices, counts, mig_instances=none, mig_slices=none) -%}
+    {%- set instances = mig_instances or job ~ '.mig_instances_' ~ kind -%}
+    {%- set slices = mig_slices or job ~ '.mig_slices_' ~ kind -%}
+    {{ job }}.gpus_{{ kind }} - {{ instances }} + {{ slices }} * 1.0 / {{ total_slices }}
+        + case when {{ job }}.shards_{{ kind }} = 0 then 0
+            else {{ job }}.shards_{{ kind }} * 1.0 / {{ counts }}.shards_per_gpu end
+        + case when {{ job }}.mps_{{ kind }} = 0 then 0 else {{ job }}.mps_{{ kind }} * 1.0 / {{ counts }}.mps_per_gpu end
 {%- endmacro %}
 
 {#- The same x `seconds`, in whole GPU-seconds: whole GPUs' exactly, a fraction's rounded once to the second. -#}
-{% macro gpu_equivalent_seconds(gpus, mig_instances, mig_slices, total_slices, shards, shards_per_gpu, seconds) -%}
-    case when {{ mig_instances }} = 0 and {{ shards }} = 0 then {{ gpus }} * {{ seconds }}
-        else cast(round(({{ gpu_equivalents(gpus, mig_instances, mig_slices, total_slices, shards, shards_per_gpu) }})
+{% macro gpu_equivalent_seconds(job, kind, total_slices, counts, seconds, mig_instances=none, mig_slices=none) -%}
+    {%- set instances = mig_instances or job ~ '.mig_instances_' ~ kind -%}
+    case when {{ instances }} = 0 and {{ job }}.shards_{{ kind }} = 0 and {{ job }}.mps_{{ kind }} = 0
+        then {{ job }}.gpus_{{ kind }} * {{ seconds }}
+        else cast(round(({{ gpu_equivalents(job, kind, total_slices, counts, mig_instances, mig_slices) }})
             * {{ seconds }}, 0) as bigint) end
 {%- endmacro %}
 

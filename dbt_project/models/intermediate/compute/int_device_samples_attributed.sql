@@ -15,7 +15,11 @@ with samples as (
 ),
 
 jobs as (
-    select job_key, start_at, end_at, mig_instances_allocated > 0 or shards_allocated > 0 as holds_gpu_share
+    select
+        job_key,
+        start_at,
+        end_at,
+        mig_instances_allocated > 0 or shards_allocated > 0 or mps_allocated > 0 as holds_gpu_share
     from {{ ref('int_jobs_attributed') }}
     where start_at is not null and end_at is not null
 ),

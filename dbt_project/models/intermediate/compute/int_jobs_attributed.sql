@@ -1,5 +1,5 @@
 -- A job holding MIG instances (docs/fractional_gpus.md) holds their compute slices over its GPU model's total, and
--- one holding Slurm GPU shards those shards over the shards that make a GPU, not whole GPUs:
+-- one holding Slurm GPU shards or CUDA MPS shares those over the ones that make a GPU, not whole GPUs:
 -- allocated_gpu_equivalents and the GPU-seconds below count them so, and every cost after this model follows.
 -- Jobs resolved to a registered batch (or 'unattributed', R1), with termination reason and category from the
 -- contract version the batch was registered with, rerun flag, lineage and repeated same-cause failures (R6).
@@ -15,10 +15,12 @@ model_totals as (
     {{ mig_model_totals() }}
 ),
 
--- Shards that make a GPU: a fact of the cluster's gres.conf, the newest contract's (ingest refuses shards without it).
-shard_counts as (
-    select shards_per_gpu
-    from ({{ contract_parameters({'slurm_shards_per_gpu': 'shards_per_gpu'}) }}) as versions
+-- Shards and MPS shares that make a GPU: facts of the cluster's gres.conf, the newest contract's (ingest refuses a
+-- count without its setting).
+share_counts as (
+    select shards_per_gpu, mps_per_gpu
+    from ({{ contract_parameters({'slurm_shards_per_gpu': 'shards_per_gpu', 'slurm_mps_per_gpu': 'mps_per_gpu'}) }})
+        as versions
     where contract_version = {{ latest_contract_version() }}
 ),
 
@@ -144,23 +146,19 @@ select
     with_categories.mig_instances_allocated,
     with_categories.gpu_instance_profile,
     with_categories.gpu_total_slices,
-    {{ gpu_equivalents('with_categories.gpus_requested', 'with_categories.request_mig_instances',
-        'with_categories.request_mig_slices', 'with_categories.gpu_total_slices',
-        'with_categories.shards_requested', 'shard_counts.shards_per_gpu') }} as requested_gpu_equivalents,
-    {{ gpu_equivalents('with_categories.gpus_allocated', 'with_categories.mig_instances_allocated',
-        'with_categories.mig_slices_allocated', 'with_categories.gpu_total_slices',
-        'with_categories.shards_allocated', 'shard_counts.shards_per_gpu') }} as allocated_gpu_equivalents,
+    {{ gpu_equivalents('with_categories', 'requested', 'with_categories.gpu_total_slices', 'share_counts',
+        'with_categories.request_mig_instances', 'with_categories.request_mig_slices') }} as requested_gpu_equivalents,
+    {{ gpu_equivalents('with_categories', 'allocated', 'with_categories.gpu_total_slices', 'share_counts') }}
+        as allocated_gpu_equivalents,
     with_categories.shards_allocated,
+    with_categories.mps_allocated,
     with_categories.time_limit_seconds,
     with_categories.occupied_seconds,
-    {{ gpu_equivalent_seconds('with_categories.gpus_requested', 'with_categories.request_mig_instances',
-        'with_categories.request_mig_slices', 'with_categories.gpu_total_slices',
-        'with_categories.shards_requested', 'shard_counts.shards_per_gpu',
-        'with_categories.time_limit_seconds') }} as requested_gpu_seconds,
-    {{ gpu_equivalent_seconds('with_categories.gpus_allocated', 'with_categories.mig_instances_allocated',
-        'with_categories.mig_slices_allocated', 'with_categories.gpu_total_slices',
-        'with_categories.shards_allocated', 'shard_counts.shards_per_gpu',
+    {{ gpu_equivalent_seconds('with_categories', 'requested', 'with_categories.gpu_total_slices', 'share_counts',
+        'with_categories.time_limit_seconds', 'with_categories.request_mig_instances',
+        'with_categories.request_mig_slices') }} as requested_gpu_seconds,
+    {{ gpu_equivalent_seconds('with_categories', 'allocated', 'with_categories.gpu_total_slices', 'share_counts',
         'with_categories.occupied_seconds') }} as occupied_gpu_seconds
 from with_categories
 left join parents on with_categories.job_key = parents.job_key
-left join shard_counts on 1 = 1
+left join share_counts on 1 = 1

@@ -43,6 +43,8 @@ renamed as (
         mig_gpu_type,
         shards_requested,
         shards_allocated,
+        mps_requested,
+        mps_allocated,
         node_count,
         node_list,
         batch_id,
