@@ -410,22 +410,20 @@ def _statement(
     )
     if code:
         return code
-    content: str | bytes = document
-    if pdf:
-        try:
-            content = html_to_pdf(document)
-        except PdfUnavailable as unavailable:
-            print(f"cost-pipeline: {unavailable}", file=sys.stderr)
-            return unavailable.exit_code
-    if out_path is None and isinstance(content, bytes):
+    try:
+        content = html_to_pdf(document) if pdf else document.encode("utf-8")
+    except PdfUnavailable as unavailable:
+        print(f"cost-pipeline: {unavailable}", file=sys.stderr)
+        return unavailable.exit_code
+    if out_path is not None:
+        out_path.write_bytes(content)
+        print(f"wrote {out_path}: the statement of {'batch ' + batch if team is None else 'team ' + team}")
+    elif pdf:
         sys.stdout.flush()
         sys.stdout.buffer.write(content)
         sys.stdout.buffer.flush()
-    elif out_path is None:
-        sys.stdout.write(content)
     else:
-        out_path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
-        print(f"wrote {out_path}: the statement of {'batch ' + batch if team is None else 'team ' + team}")
+        sys.stdout.write(document)
     return 0
 
 

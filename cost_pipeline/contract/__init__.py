@@ -20,6 +20,9 @@ from typing import Any
 import yaml
 
 _FILE_PATTERN = re.compile(r"^definitions_(v\d+)\.yaml$")
+# A MIG profile (docs/fractional_gpus.md): its compute slices first (the group `slices`), then g., its memory and the
+# options newer drivers add: 1g.10gb, 3g.40gb, 1g.10gb+me, 1g.10gb+me.all, 1g.10gb+gfx.
+MIG_PROFILE_PATTERN = r"(?P<slices>[1-9][0-9]?)g\.[0-9]+gb(?:[+-][a-z]+(?:\.[a-z]+)?)*"
 
 
 # Enumeration name in raw.contract_enumerations -> its section of the contract (code -> description).
@@ -200,16 +203,16 @@ class Contract:
         spec = (self.document.get("fractional_gpus") or {}).get("mig_total_slices_by_profile") or {}
         totals = {}
         for profile, total in spec.items():
-            match = re.fullmatch(r"([1-9][0-9]?)g\.[0-9]+gb([+-][a-z]+(\.[a-z]+)?)*", str(profile))
+            match = re.fullmatch(MIG_PROFILE_PATTERN, str(profile))
             if not match:
                 raise ValueError(
                     f"contract {self.version}: fractional_gpus.mig_total_slices_by_profile names {profile!r}, "
                     "which is not a MIG profile such as 2g.12gb"
                 )
-            if not isinstance(total, int) or isinstance(total, bool) or total < int(match.group(1)):
+            if not isinstance(total, int) or isinstance(total, bool) or total < int(match.group("slices")):
                 raise ValueError(
                     f"contract {self.version}: fractional_gpus.mig_total_slices_by_profile {profile} is {total!r}, "
-                    f"not a whole number of slices of at least {match.group(1)}"
+                    f"not a whole number of slices of at least {match.group('slices')}"
                 )
             totals[str(profile)] = total
         return totals

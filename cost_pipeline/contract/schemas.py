@@ -16,7 +16,7 @@ from functools import partial
 import pandas as pd
 import pandera.pandas as pa
 
-from cost_pipeline.contract import Contract, available_versions
+from cost_pipeline.contract import MIG_PROFILE_PATTERN, Contract, available_versions
 
 MONEY_PATTERN = r"^-?\d{1,15}(\.\d{1,2})?$"
 MONTH_PATTERN = r"^\d{4}-(0[1-9]|1[0-2])(-01)?$"
@@ -183,7 +183,7 @@ def ends_after_start(end: str, start: str) -> NotBefore:
 
 
 # A MIG profile names its compute slices first (docs/fractional_gpus.md): 1g.10gb, 3g.40gb, 1g.10gb+me, 1g.10gb+gfx.
-MIG_PROFILE = (pa.Check.str_matches(r"^[1-9][0-9]?g\.[0-9]+gb([+-][a-z]+(\.[a-z]+)?)*$"),)
+MIG_PROFILE = (pa.Check.str_matches(f"^{MIG_PROFILE_PATTERN}$"),)
 SALVAGE_EXPECTS = "a salvage value no higher than the unit price it was bought at"
 # Where the scheduler gives both counts, a job holds no more GPUs than it asked for. A request of 0 is one the export
 # does not state: Slurm writes no ReqTRES for a job step (sacct --json: an empty tres.requested), whose GPUs are its

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import NamedTuple
 
-from cost_pipeline.contract import schemas
+from cost_pipeline.contract import MIG_PROFILE_PATTERN, schemas
 from cost_pipeline.ingest.lib.records import FileRejected, ParsedFile, Rejection, jsonl_line_parser
 from cost_pipeline.ingest.lib.source import LineParser, RowLoader, Source
 
@@ -60,10 +60,7 @@ _SHARD_TRES = re.compile(r"(?:^|,)gres/shard=(\d+)(?=,|$)", re.ASCII)
 _TYPED_SHARD_TRES = re.compile(r"(?:^|,)gres/shard:[^=,]+=(\d+)(?=,|$)", re.ASCII)
 # A MIG instance's GRES type ends in its profile (docs/fractional_gpus.md): 1g.10gb, nvidia_h100_80gb_hbm3_4g.40gb,
 # a100_3g.20gb+me; the number before "g." is its compute slices.
-# Newer drivers add options to a profile: +me (media extensions), +me.all, -me, +gfx.
-_MIG_PROFILE = re.compile(
-    r"(?:^|[_.:-])(?P<profile>(?P<slices>[1-9]\d?)g\.\d+gb(?:[+-][a-z]+(?:\.[a-z]+)?)*)$", re.ASCII | re.IGNORECASE
-)
+_MIG_PROFILE = re.compile(rf"(?:^|[_.:-])(?P<profile>{MIG_PROFILE_PATTERN})$", re.ASCII | re.IGNORECASE)
 # CUDA MPS shares (gres/mps): a share of a GPU in units gres.conf sets (commonly 100 a GPU).
 _MPS_TRES = re.compile(r"(?:^|,)gres/mps=(\d+)(?=,|$)", re.ASCII)
 _TYPED_MPS_TRES = re.compile(r"(?:^|,)gres/mps:[^=,]+=(\d+)(?=,|$)", re.ASCII)
