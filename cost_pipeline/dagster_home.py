@@ -36,8 +36,11 @@ INSTANCE_YAML = """\
 concurrency:
   runs:
     max_concurrent_runs: 1
-# Nothing leaves this machine: Dagster's anonymous usage statistics are off.
+# Nothing leaves this machine: Dagster's anonymous usage statistics are off, and so is the UI's first-visit dialog
+# (it asks for an e-mail address for Dagster's newsletter, and covers the page until dismissed).
 telemetry:
+  enabled: false
+nux:
   enabled: false
 """
 

@@ -83,6 +83,7 @@ def test_the_default_dagster_home_is_beside_the_warehouse_and_keeps_both_nights(
         runs = instance.get_runs()
         assert instance.get_concurrency_config().run_queue_config.max_concurrent_runs == 1
         assert not instance.telemetry_enabled  # nothing leaves the machine
+        assert not instance.nux_enabled  # no first-visit dialog over the UI
     assert [run.status for run in runs] == [dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.SUCCESS]
 
 
