@@ -19,6 +19,7 @@ loader. Their rows never leave the database:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gzip
 import hashlib
 import re
@@ -48,8 +49,10 @@ from cost_pipeline.ingest.lib.warehouse import (
     FirstSeen,
     IngestReport,
     begin_source,
+    contract_columns,
     file_pattern,
     quote,
+    raw_columns,
     record_duplicate,
     record_file,
     retracted_contents,
@@ -281,6 +284,8 @@ def load_in_database(
         f"{typed}, failed_rule varchar, failed_message varchar)"
     )
     files: list[tuple[str, str, list[Rejection]]] = []
+    reused = reusable_files(con, name, source)
+    reusing: dict[str, str] = {}  # present files whose bytes this loader loaded before: not read again
     duplicate_of: dict[str, str] = {}
     # A file holding a retracted file's bytes under another name: read and counted, then quarantined whole. Not
     # for a source whose same bytes may be another night's data (``identity``): for it they are not a copy.
@@ -300,6 +305,10 @@ def load_in_database(
             if sha in copies and (source_file, sha) not in retracted:
                 copy_of[source_file] = copies[sha]
             original = None if source_file in copy_of else seen.original_of(source_file, identity)
+            if original is None and (source_file, sha) in reused and source_file not in copy_of:
+                reusing[source_file] = sha
+                _flag(source, path, source_file, report)
+                continue
             if original is not None:  # same bytes (and identity) as an earlier file: not read, a duplicate
                 duplicate_of[source_file] = original
                 files.append((source_file, sha, []))
@@ -326,16 +335,93 @@ def load_in_database(
                 files.append((source_file, sha, [whole_file(rule, message, records)]))
                 continue
             files.append((source_file, sha, broken))
-            flagged = None if source.flag is None else source.flag(path)
-            if flagged is not None:
-                report.flags.append(f"{source_file}: {flagged}")
+            _flag(source, path, source_file, report)
     for table in _TEMPORARY:
         con.execute(f"drop table if exists {table}")
     try:
-        _write_checked(con, name, source, files, duplicate_of, copy_of, report)
+        _write_checked(con, name, source, files, reusing, duplicate_of, copy_of, report)
     finally:
         con.execute("drop table if exists checked_rows")
     return report
+
+
+def _flag(source: InDatabaseSource, path: Path, source_file: str, report: IngestReport) -> None:
+    flagged = None if source.flag is None else source.flag(path)
+    if flagged is not None:
+        report.flags.append(f"{source_file}: {flagged}")
+
+
+def loader_sha256(name: str, source: InDatabaseSource) -> str:
+    """What a file's loaded rows depend on besides its bytes: the source's name, raw columns, typed select and rules,
+    and every file of the code that reads and checks it (``cost_pipeline/ingest`` and the contract, each version)."""
+    digest = hashlib.sha256(repr((name, list(source.columns), source.typed_select, list(source.rules))).encode())
+    digest.update(_code_sha256())
+    return digest.hexdigest()
+
+
+@functools.cache
+def _code_sha256() -> bytes:  # the installed code: hashed once a process
+    package = Path(__file__).resolve().parents[2]
+    digest = hashlib.sha256()
+    for path in sorted([*(package / "ingest").rglob("*.py"), *(package / "contract").iterdir()]):
+        if path.is_file() and path.suffix in (".py", ".yaml"):
+            digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.digest()
+
+
+_LOADERS_DDL = """
+create table if not exists ops.source_loaders (
+    source varchar not null,
+    loader_sha256 varchar not null
+)"""
+
+
+def reusable_files(con: duckdb.DuckDBPyConnection, name: str, source: InDatabaseSource) -> set[tuple[str, str]]:
+    """(file, sha256) of the files whose rows raw holds as this very loader wrote them: read tonight, they would
+    load the same rows, quarantine the same lines and write the same ledger row, so they are not read again.
+
+    None when the loader changed since (its code, the contract, the raw columns: ``loader_sha256``), when the raw
+    table's columns are not the contract's, and for a source whose reading depends on more than a file's name
+    and bytes (``bound``: an S3 inventory's manifest). A duplicate, a file refused unread and a retracted file are
+    never reused; a retracted file's copy is read (and quarantined whole) as before."""
+    con.execute("create schema if not exists ops")
+    con.execute(_LOADERS_DDL)
+    if source.bound is not None:
+        return set()
+    loaded_by = con.execute("select loader_sha256 from ops.source_loaders where source = ?", [name]).fetchall()
+    if loaded_by != [(loader_sha256(name, source),)] or raw_columns(con, name) != contract_columns(con, source.columns):
+        return set()
+    rows = con.execute(
+        "select source_file, file_sha256 from raw.ingested_files where source = ? and duplicate_of is null "
+        "and file_sha256 <> ?",
+        [name, UNREAD_SHA256],
+    ).fetchall()
+    return set(rows) - retracted_files(con, name)
+
+
+def _reused_into(con: duckdb.DuckDBPyConnection, name: str, reusing: dict[str, str], report: IngestReport) -> None:
+    """Count the reused files in tonight's report from their ledger rows and quarantined lines."""
+    if not reusing:
+        return
+    for _, rows_in, staged, quarantined in con.execute(
+        "select source_file, rows_in, rows_staged, rows_quarantined from raw.ingested_files "
+        "where source = ? and list_contains(?, source_file)",
+        [name, list(reusing)],
+    ).fetchall():
+        report.files += 1
+        report.rows_in += rows_in
+        report.rows_staged += staged
+        report.rows_quarantined += quarantined
+    report.by_rule.update(
+        dict(
+            con.execute(
+                "select q.rule, sum(case when q.line = 0 then f.rows_quarantined else 1 end) "
+                "from raw.quarantine as q join raw.ingested_files as f using (source, source_file) "
+                "where q.source = ? and list_contains(?, q.source_file) group by q.rule",
+                [name, list(reusing)],
+            ).fetchall()
+        )
+    )
 
 
 def _write_checked(
@@ -343,15 +429,21 @@ def _write_checked(
     name: str,
     source: InDatabaseSource,
     files: list[tuple[str, str, list[Rejection]]],
+    reusing: dict[str, str],
     duplicate_of: dict[str, str],
     copy_of: dict[str, str],
     report: IngestReport,
 ) -> None:
     """``checked_rows`` and each file's whole-file and structural rejections -> raw table, quarantine, ledger; a
-    copy of a retracted file (``copy_of``: file -> the retraction) quarantined whole with every record it held."""
+    copy of a retracted file (``copy_of``: file -> the retraction) quarantined whole with every record it held;
+    the files in ``reusing`` kept as they are."""
     columns = ", ".join(quote(n) for n, _ in source.columns)
-    begin_source(con, name, source.columns, {f: sha for f, sha, _ in files}, report)
+    present = {**{f: sha for f, sha, _ in files}, **reusing}
+    begin_source(con, name, source.columns, present, report, reused=reusing)
     try:
+        _reused_into(con, name, reusing, report)
+        con.execute("delete from ops.source_loaders where source = ?", [name])
+        con.execute("insert into ops.source_loaders values (?, ?)", [name, loader_sha256(name, source)])
         retracted = retracted_files(con, name)
         report.retracted.extend(f for f, sha, _ in files if (f, sha) in retracted)
         files = [entry for entry in files if (entry[0], entry[1]) not in retracted]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -276,6 +276,7 @@ def begin_source(
     columns: Sequence[tuple[str, str]],
     present: dict[str, str],
     report: IngestReport,
+    reused: Collection[str] = (),
 ) -> None:
     """Start the transaction that replaces one source's raw table, quarantine and ledger rows from ``present``
     (file -> sha256 of the files found tonight), keeping what earlier nights loaded from files now gone.
@@ -283,8 +284,10 @@ def begin_source(
     Raw is append-only by file: a file in the ledger that is not in the landing folder any more keeps its ledger
     row (``missing_since``: the night it was first not seen), its quarantined lines and its raw rows, unless its
     bytes are there under another name (moved) or it was retracted (``cost-pipeline retract``). A file found
-    again under its name is read anew: other bytes are a redelivery and replace the file's rows.
-    The raw table is created anew (its columns follow the contract) with the kept rows in it.
+    again under its name is read anew: other bytes are a redelivery and replace the file's rows. A present file
+    in ``reused`` (its bytes loaded before by the same loader, ``in_database``) keeps its rows, lines and ledger row
+    as they are. When the raw table's columns are the contract's, only the rows of files not kept are deleted;
+    otherwise the table is created anew (its columns follow the contract) with the kept rows in it.
     """
     con.execute("begin transaction")
     retracted = retracted_files(con, source)
@@ -295,7 +298,7 @@ def begin_source(
         ).fetchall()
         if f not in present and sha not in present.values() and (f, sha) not in retracted and sha != UNREAD_SHA256
     ]
-    names = [f for f, _ in kept]
+    names = [f for f, _ in kept] + sorted(reused)
     con.execute("delete from raw.quarantine where source = ? and not list_contains(?, source_file)", [source, names])
     con.execute(
         "delete from raw.ingested_files where source = ? and not list_contains(?, source_file)", [source, names]
@@ -303,28 +306,44 @@ def begin_source(
     con.execute(
         "update raw.ingested_files set missing_since = coalesce(missing_since, ?) "
         "where source = ? and list_contains(?, source_file)",
-        [datetime.now(UTC).replace(tzinfo=None), source, names],
+        [datetime.now(UTC).replace(tzinfo=None), source, [f for f, _ in kept]],
     )
     report.missing.extend(missing_files(con, source))
-    existing = {
-        name
-        for (name,) in con.execute(
-            "select column_name from information_schema.columns where table_schema = ? and table_name = ?",
-            [RAW, source],
-        ).fetchall()
-    }
-    carried = [n for n, _ in columns if n in existing] + ["source_file", "source_line", "file_sha256"]
-    if kept and existing:
+    raw_table = f"{RAW}.{quote(source)}"
+    existing = raw_columns(con, source)
+    if existing == contract_columns(con, columns):
+        con.execute(f"delete from {raw_table} where not list_contains(?, source_file)", [names])
+        return
+    existing_names = {n for n, _ in existing}
+    carried = [n for n, _ in columns if n in existing_names] + ["source_file", "source_line", "file_sha256"]
+    if names and existing:
         listed = ", ".join(quote(n) for n in carried)
         con.execute(
-            f"create or replace temp table kept_rows as select {listed} from {RAW}.{quote(source)} "
+            f"create or replace temp table kept_rows as select {listed} from {raw_table} "
             "where list_contains(?, source_file)",
             [names],
         )
     con.execute(raw_table_ddl(source, columns))
-    if kept and existing:
-        con.execute(f"insert into {RAW}.{quote(source)} ({listed}) select {listed} from kept_rows")
+    if names and existing:
+        con.execute(f"insert into {raw_table} ({listed}) select {listed} from kept_rows")
         con.execute("drop table kept_rows")
+
+
+def raw_columns(con: duckdb.DuckDBPyConnection, source: str) -> list[tuple[str, str]]:
+    """The raw table's columns and types, in order (empty when there is none)."""
+    (exists,) = con.execute(
+        "select count(*) from information_schema.tables where table_schema = ? and table_name = ?", [RAW, source]
+    ).fetchone()
+    if not exists:
+        return []
+    return [(row[0], row[1]) for row in con.execute(f"describe {RAW}.{quote(source)}").fetchall()]
+
+
+def contract_columns(con: duckdb.DuckDBPyConnection, columns: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The columns and types, as DuckDB names them, of a raw table created from the contract's ``columns``."""
+    typed = [*columns, ("source_file", "varchar"), ("source_line", "bigint"), ("file_sha256", "varchar")]
+    listed = ", ".join(f"cast(null as {sql_type}) as {quote(name)}" for name, sql_type in typed)
+    return [(row[0], row[1]) for row in con.execute(f"describe select {listed}").fetchall()]
 
 
 def record_file(

@@ -1,0 +1,164 @@
+"""A night reads only the large sources' new files (issue 15): a file whose bytes the same loader loaded before keeps
+its raw rows, quarantined lines and ledger row without being read again, and the warehouse ends exactly as a full
+reload of the same landing folder leaves it. A changed loader (code, contract, raw columns) reads everything again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from cost_pipeline.contract.schemas import DEVICE_SAMPLE_BASE_COLUMNS
+from cost_pipeline.ingest.lib import warehouse as wh
+from cost_pipeline.ingest.lib.in_database import load_in_database
+from cost_pipeline.ingest.telemetry import DEVICE_SAMPLES
+
+HEADER = ",".join(name for name, _ in DEVICE_SAMPLE_BASE_COLUMNS) + "\n"
+
+
+def _samples(host: str, day: int, bad_line: bool = False) -> str:
+    rows = [f"2026-11-{day:02d}T00:0{m}:00,{host},0,1,0.9,0.8,0.5,1e8,1e8,300\n" for m in range(3)]
+    if bad_line:
+        rows.insert(1, f"2026-11-{day:02d}T00:05:00,{host},0,1,NaN,0.8,0.5,1e8,1e8,300\n")
+    return HEADER + "".join(rows)
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+class _Night:
+    """Loads device samples into one warehouse and records which files were read."""
+
+    def __init__(self, landing: Path, warehouse: Path) -> None:
+        self.landing, self.warehouse, self.read = landing, warehouse, []
+
+    def load(self) -> wh.IngestReport:
+        loader = DEVICE_SAMPLES.loader
+
+        def counted(con, path, blank_lines):
+            self.read.append(path.relative_to(self.landing).as_posix())
+            return loader.stage(con, path, blank_lines)
+
+        con = wh.connect(self.warehouse, self.landing)
+        try:
+            self.read = []
+            files = DEVICE_SAMPLES.files(self.landing)
+            return load_in_database(
+                con, self.landing, files, DEVICE_SAMPLES.name, dataclasses.replace(loader, stage=counted)
+            )
+        finally:
+            con.close()
+
+    def state(self) -> dict[str, list[tuple]]:
+        con = wh.connect(self.warehouse)
+        try:
+            return {
+                "raw": con.execute("select * from raw.device_samples order by all").fetchall(),
+                "quarantine": con.execute(
+                    "select * from raw.quarantine where source = 'device_samples' order by all"
+                ).fetchall(),
+                "ledger": con.execute(
+                    "select * exclude (missing_since) from raw.ingested_files where source = 'device_samples' "
+                    "order by all"
+                ).fetchall(),
+            }
+        finally:
+            con.close()
+
+
+def _full_reload(landing: Path, tmp_path: Path) -> tuple[wh.IngestReport, dict]:
+    fresh = _Night(landing, tmp_path / "fresh.duckdb")
+    return fresh.load(), fresh.state()
+
+
+def _counts(report: wh.IngestReport) -> tuple:
+    return report.files, report.rows_in, report.rows_staged, report.rows_quarantined, dict(report.by_rule)
+
+
+def test_the_second_night_reads_only_the_new_file_and_ends_as_a_full_reload(tmp_path):
+    landing = tmp_path / "landing"
+    _write(landing / "telemetry" / "node1_2026-11-01.csv", _samples("gpu-a", 1, bad_line=True))
+    _write(landing / "telemetry" / "node2_2026-11-01.csv", _samples("gpu-b", 1))
+    night = _Night(landing, tmp_path / "w.duckdb")
+    night.load()
+    assert night.read == ["telemetry/node1_2026-11-01.csv", "telemetry/node2_2026-11-01.csv"]
+
+    _write(landing / "telemetry" / "node1_2026-11-02.csv", _samples("gpu-a", 2))
+    report = night.load()
+    assert night.read == ["telemetry/node1_2026-11-02.csv"]
+    full_report, full_state = _full_reload(landing, tmp_path)
+    assert night.state() == full_state
+    assert _counts(report) == _counts(full_report) == (3, 10, 9, 1, {"DCGM_FI_PROF_GR_ENGINE_ACTIVE.not_finite": 1})
+    assert report.conserved
+
+
+def test_a_redelivered_file_is_read_again_and_a_deleted_one_is_kept_unread(tmp_path):
+    landing = tmp_path / "landing"
+    first = _write(landing / "telemetry" / "node1.csv", _samples("gpu-a", 1))
+    gone = _write(landing / "telemetry" / "node2.csv", _samples("gpu-b", 1))
+    _write(landing / "telemetry" / "node3.csv", _samples("gpu-c", 1))
+    night = _Night(landing, tmp_path / "w.duckdb")
+    night.load()
+
+    _write(first, _samples("gpu-a", 3))  # the same name, other bytes: a redelivery
+    gone.unlink()
+    report = night.load()
+    assert night.read == ["telemetry/node1.csv"]
+    assert report.missing and report.missing[0][0] == "telemetry/node2.csv"
+    state = night.state()
+    assert {row[-3] for row in state["raw"]} == {"telemetry/node1.csv", "telemetry/node2.csv", "telemetry/node3.csv"}
+    assert sum(1 for row in state["raw"] if row[-3] == "telemetry/node1.csv" and row[0].day == 3) == 3
+
+
+def test_a_changed_loader_reads_every_file_again(tmp_path):
+    landing = tmp_path / "landing"
+    _write(landing / "telemetry" / "node1.csv", _samples("gpu-a", 1))
+    night = _Night(landing, tmp_path / "w.duckdb")
+    night.load()
+    night.load()
+    assert night.read == []
+
+    con = wh.connect(night.warehouse)
+    con.execute("update ops.source_loaders set loader_sha256 = 'an older release'")
+    con.close()
+    night.load()
+    assert night.read == ["telemetry/node1.csv"]
+    night.load()
+    assert night.read == []
+
+
+def test_a_copy_of_a_loaded_file_is_still_a_duplicate_of_the_reused_original(tmp_path):
+    landing = tmp_path / "landing"
+    _write(landing / "telemetry" / "b_node.csv", _samples("gpu-a", 1))
+    night = _Night(landing, tmp_path / "w.duckdb")
+    night.load()
+    _write(landing / "telemetry" / "c_copy.csv", _samples("gpu-a", 1))  # later in sorted order: a duplicate
+    report = night.load()
+    assert night.read == [] and report.duplicates == [("telemetry/c_copy.csv", "telemetry/b_node.csv")]
+    _write(landing / "telemetry" / "a_first.csv", _samples("gpu-a", 1))  # earlier in sorted order: now the original
+    night.load()
+    assert night.read == ["telemetry/a_first.csv"]
+    assert night.state() == _full_reload(landing, tmp_path)[1]
+
+
+@pytest.mark.parametrize("columns_changed", [False, True])
+def test_raw_keeps_its_table_when_its_columns_are_the_contracts(tmp_path, columns_changed):
+    landing = tmp_path / "landing"
+    _write(landing / "telemetry" / "node1.csv", _samples("gpu-a", 1))
+    night = _Night(landing, tmp_path / "w.duckdb")
+    night.load()
+    if columns_changed:  # a raw table from an older contract: one column fewer
+        con = wh.connect(night.warehouse)
+        con.execute("alter table raw.device_samples drop column DCGM_FI_DEV_POWER_USAGE")
+        con.close()
+    _write(landing / "telemetry" / "node2.csv", _samples("gpu-b", 1))
+    night.load()
+    assert night.read == (
+        ["telemetry/node1.csv", "telemetry/node2.csv"] if columns_changed else ["telemetry/node2.csv"]
+    )
+    assert night.state() == _full_reload(landing, tmp_path)[1]
