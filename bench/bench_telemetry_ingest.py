@@ -18,13 +18,13 @@ from cost_pipeline.contract.schemas import DEVICE_SAMPLE_BASE_COLUMNS
 from cost_pipeline.ingest.telemetry import load_device_samples
 
 
-def write_samples(folder: Path, rows: int) -> Path:
-    """Generate samples inside DuckDB (8 GPUs per host, 1 Hz) and write them as CSV."""
-    path = folder / "samples.csv"
+def write_samples(folder: Path, rows: int, day: int = 1) -> Path:
+    """Generate samples of November ``day`` inside DuckDB (8 GPUs per host, 1 Hz) and write them as CSV."""
+    path = folder / ("samples.csv" if day == 1 else f"samples_2026-11-{day:02d}.csv")
     con = duckdb_session.connect()
     con.execute(f"""
         copy (
-            select timestamp '2026-11-01' + to_seconds(i // 64) as "timestamp",
+            select timestamp '2026-11-{day:02d}' + to_seconds(i // 64) as "timestamp",
                    'host-' || ((i // 8) % 8) as hostname, i % 8 as gpu, cast(1000 + (i // 8) % 8 as varchar) as job_id,
                    (i % 97) / 100.0 as DCGM_FI_PROF_GR_ENGINE_ACTIVE, (i % 89) / 100.0 as DCGM_FI_PROF_SM_ACTIVE,
                    (i % 83) / 100.0 as DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, (i % 7) * 3e8 as DCGM_FI_PROF_NVLINK_TX_BYTES,

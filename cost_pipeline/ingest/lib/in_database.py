@@ -285,6 +285,7 @@ def load_in_database(
     )
     files: list[tuple[str, str, list[Rejection]]] = []
     reused = reusable_files(con, name, source)
+    reused_names = {f for f, _ in reused}
     reusing: dict[str, str] = {}  # present files whose bytes this loader loaded before: not read again
     duplicate_of: dict[str, str] = {}
     # A file holding a retracted file's bytes under another name: read and counted, then quarantined whole. Not
@@ -300,7 +301,8 @@ def load_in_database(
             if reason is not None:  # never handed to DuckDB: quarantined whole with its reason
                 files.append((source_file, UNREAD_SHA256, [unopenable(reason)]))
                 continue
-            sha, blank_lines = scan_file(path)
+            # A file that may be reused is only hashed: its empty lines are looked for only if it is read.
+            sha, blank_lines = (file_sha256(path), None) if source_file in reused_names else scan_file(path)
             identity = sha if source.identity is None else f"{sha} {source.identity(path)}"
             if sha in copies and (source_file, sha) not in retracted:
                 copy_of[source_file] = copies[sha]
@@ -314,6 +316,8 @@ def load_in_database(
                 files.append((source_file, sha, []))
                 continue
             try:
+                if blank_lines is None:
+                    blank_lines = scan_file(path)[1]
                 broken = source.stage(con, path, blank_lines)
                 # One statement: a file's rows are all checked in, or (it fails) none are and the file is quarantined.
                 con.execute(
