@@ -405,7 +405,7 @@ def test_hostile_names_and_values_through_the_real_ingest(tmp_path):
         con.close()
     assert all(report.conserved for report in reports)
     expected_tables = tables_before | {("raw", name, "BASE TABLE") for name in [*RAW_SOURCES, "device_samples"]}
-    expected_tables.add(("ops", "source_loaders", "BASE TABLE"))  # which loader wrote each in-database source
+    expected_tables.add(("ops", "loaded_files", "BASE TABLE"))  # the files each in-database source loaded
     assert _tables(warehouse) == expected_tables
     assert tables_before == {
         ("raw", "quarantine", "BASE TABLE"),

@@ -6,6 +6,7 @@ reload of the same landing folder leaves it. A changed loader (code, contract, r
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 import pytest
@@ -124,7 +125,7 @@ def test_a_changed_loader_reads_every_file_again(tmp_path):
     assert night.read == []
 
     con = wh.connect(night.warehouse)
-    con.execute("update ops.source_loaders set loader_sha256 = 'an older release'")
+    con.execute("update ops.loaded_files set loader_sha256 = 'an older release'")
     con.close()
     night.load()
     assert night.read == ["telemetry/node1.csv"]
@@ -161,4 +162,29 @@ def test_raw_keeps_its_table_when_its_columns_are_the_contracts(tmp_path, column
     assert night.read == (
         ["telemetry/node1.csv", "telemetry/node2.csv"] if columns_changed else ["telemetry/node2.csv"]
     )
+    assert night.state() == _full_reload(landing, tmp_path)[1]
+
+
+def test_a_file_is_hashed_again_when_its_size_or_time_changed_and_read_when_its_bytes_did(tmp_path, monkeypatch):
+    from cost_pipeline.ingest.lib import in_database
+
+    landing = tmp_path / "landing"
+    path = _write(landing / "telemetry" / "node1.csv", _samples("gpu-a", 1))
+    night = _Night(landing, tmp_path / "w.duckdb")
+    night.load()
+    hashed: list[str] = []
+    real_sha256 = in_database.file_sha256
+    monkeypatch.setattr(in_database, "file_sha256", lambda p: hashed.append(p.name) or real_sha256(p))
+
+    night.load()  # the same size and time: neither hashed nor read
+    assert (hashed, night.read) == ([], [])
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))  # touched: hashed, not read
+    night.load()
+    assert (hashed, night.read) == (["node1.csv"], [])
+    hashed.clear()
+    before = path.stat()
+    path.write_text(_samples("gpu-a", 2), encoding="utf-8")  # other bytes of the same size
+    assert path.stat().st_size == before.st_size
+    night.load()
+    assert (hashed, night.read) == (["node1.csv"], ["telemetry/node1.csv"])
     assert night.state() == _full_reload(landing, tmp_path)[1]

@@ -285,8 +285,8 @@ def load_in_database(
     )
     files: list[tuple[str, str, list[Rejection]]] = []
     reused = reusable_files(con, name, source)
-    reused_names = {f for f, _ in reused}
     reusing: dict[str, str] = {}  # present files whose bytes this loader loaded before: not read again
+    stats: dict[str, FileStat] = {}  # what each file's sha256 was taken from tonight
     duplicate_of: dict[str, str] = {}
     # A file holding a retracted file's bytes under another name: read and counted, then quarantined whole. Not
     # for a source whose same bytes may be another night's data (``identity``): for it they are not a copy.
@@ -301,13 +301,18 @@ def load_in_database(
             if reason is not None:  # never handed to DuckDB: quarantined whole with its reason
                 files.append((source_file, UNREAD_SHA256, [unopenable(reason)]))
                 continue
-            # A file that may be reused is only hashed: its empty lines are looked for only if it is read.
-            sha, blank_lines = (file_sha256(path), None) if source_file in reused_names else scan_file(path)
+            stat = FileStat.of(path)
+            known = reused.get(source_file)
+            if known is None:
+                sha, blank_lines = scan_file(path)
+            else:  # the ledger's sha256 while the file's size and time are the same; else hashed, and read if it is
+                sha, blank_lines = known[0] if known[1] == stat else file_sha256(path), None
+            stats[source_file] = stat
             identity = sha if source.identity is None else f"{sha} {source.identity(path)}"
             if sha in copies and (source_file, sha) not in retracted:
                 copy_of[source_file] = copies[sha]
             original = None if source_file in copy_of else seen.original_of(source_file, identity)
-            if original is None and (source_file, sha) in reused and source_file not in copy_of:
+            if original is None and known is not None and known[0] == sha and source_file not in copy_of:
                 reusing[source_file] = sha
                 _flag(source, path, source_file, report)
                 continue
@@ -344,6 +349,7 @@ def load_in_database(
         con.execute(f"drop table if exists {table}")
     try:
         _write_checked(con, name, source, files, reusing, duplicate_of, copy_of, report)
+        _remember_loaded(con, name, source, files, reusing, stats)
     finally:
         con.execute("drop table if exists checked_rows")
     return report
@@ -373,34 +379,83 @@ def _code_sha256() -> bytes:  # the installed code: hashed once a process
     return digest.digest()
 
 
-_LOADERS_DDL = """
-create table if not exists ops.source_loaders (
+_LOADED_DDL = """
+create table if not exists ops.loaded_files (
     source varchar not null,
+    source_file varchar not null,
+    file_sha256 varchar not null,
+    file_size bigint not null,
+    modified_ns bigint not null,
     loader_sha256 varchar not null
 )"""
 
 
-def reusable_files(con: duckdb.DuckDBPyConnection, name: str, source: InDatabaseSource) -> set[tuple[str, str]]:
-    """(file, sha256) of the files whose rows raw holds as this very loader wrote them: read tonight, they would
-    load the same rows, quarantine the same lines and write the same ledger row, so they are not read again.
+@dataclass(frozen=True)
+class FileStat:
+    """A landing file's size and modification time (ns), as ``os.stat`` gives them before its bytes are read."""
 
-    None when the loader changed since (its code, the contract, the raw columns: ``loader_sha256``), when the raw
-    table's columns are not the contract's, and for a source whose reading depends on more than a file's name
-    and bytes (``bound``: an S3 inventory's manifest). A duplicate, a file refused unread and a retracted file are
-    never reused; a retracted file's copy is read (and quarantined whole) as before."""
+    size: int
+    modified_ns: int
+
+    @classmethod
+    def of(cls, path: Path) -> FileStat:
+        stat = path.stat()
+        return cls(stat.st_size, stat.st_mtime_ns)
+
+
+def reusable_files(
+    con: duckdb.DuckDBPyConnection, name: str, source: InDatabaseSource
+) -> dict[str, tuple[str, FileStat]]:
+    """file -> (sha256, size and time) of the files whose rows raw holds as this very loader wrote them: read
+    tonight, they would load the same rows, quarantine the same lines and write the same ledger row, so they are not
+    read again. A file whose size and modification time are still those it had when it was loaded is not even
+    hashed (as rsync and make judge a file); any other is hashed, and read if its bytes changed.
+
+    None for a file the loader loaded before it changed (its code, the contract, the raw columns:
+    ``loader_sha256``), for all when the raw table's columns are not the contract's, and for a source whose reading
+    depends on more than a file's name and bytes (``bound``: an S3 inventory's manifest). A duplicate, a file
+    refused unread and a retracted file are never reused; a retracted file's copy is read (and quarantined whole) as
+    before."""
     con.execute("create schema if not exists ops")
-    con.execute(_LOADERS_DDL)
-    if source.bound is not None:
-        return set()
-    loaded_by = con.execute("select loader_sha256 from ops.source_loaders where source = ?", [name]).fetchall()
-    if loaded_by != [(loader_sha256(name, source),)] or raw_columns(con, name) != contract_columns(con, source.columns):
-        return set()
+    con.execute(_LOADED_DDL)
+    if source.bound is not None or raw_columns(con, name) != contract_columns(con, source.columns):
+        return {}
+    retracted = retracted_files(con, name)
     rows = con.execute(
-        "select source_file, file_sha256 from raw.ingested_files where source = ? and duplicate_of is null "
-        "and file_sha256 <> ?",
-        [name, UNREAD_SHA256],
+        "select f.source_file, f.file_sha256, l.file_size, l.modified_ns from raw.ingested_files as f "
+        "inner join ops.loaded_files as l using (source, source_file, file_sha256) "
+        "where f.source = ? and f.duplicate_of is null and f.file_sha256 <> ? and l.loader_sha256 = ?",
+        [name, UNREAD_SHA256, loader_sha256(name, source)],
     ).fetchall()
-    return set(rows) - retracted_files(con, name)
+    return {f: (sha, FileStat(size, ns)) for f, sha, size, ns in rows if (f, sha) not in retracted}
+
+
+def _remember_loaded(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    source: InDatabaseSource,
+    files: list[tuple[str, str, list[Rejection]]],
+    reusing: dict[str, str],
+    stats: dict[str, FileStat],
+) -> None:
+    """Replace the source's rows of ``ops.loaded_files`` with tonight's files: each with its sha256, the size and
+    time it had when hashed, and the loader. Written after the load committed: a night that fails before it only
+    reads more files the next night."""
+    loader = loader_sha256(name, source)
+    rows = [
+        [name, f, sha, stats[f].size, stats[f].modified_ns, loader]
+        for f, sha in [*((f, sha) for f, sha, _ in files), *reusing.items()]
+        if f in stats and sha != UNREAD_SHA256
+    ]
+    con.execute("begin transaction")
+    try:
+        con.execute("delete from ops.loaded_files where source = ?", [name])
+        if rows:
+            con.executemany("insert into ops.loaded_files values (?, ?, ?, ?, ?, ?)", rows)
+        con.execute("commit")
+    except BaseException:
+        con.execute("rollback")
+        raise
 
 
 def _reused_into(con: duckdb.DuckDBPyConnection, name: str, reusing: dict[str, str], report: IngestReport) -> None:
@@ -446,8 +501,6 @@ def _write_checked(
     begin_source(con, name, source.columns, present, report, reused=reusing)
     try:
         _reused_into(con, name, reusing, report)
-        con.execute("delete from ops.source_loaders where source = ?", [name])
-        con.execute("insert into ops.source_loaders values (?, ?)", [name, loader_sha256(name, source)])
         retracted = retracted_files(con, name)
         report.retracted.extend(f for f, sha, _ in files if (f, sha) in retracted)
         files = [entry for entry in files if (entry[0], entry[1]) not in retracted]
