@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtCliInvocation, DbtCliResource, dbt_assets
+from dagster_dbt import (
+    DagsterDbtTranslator,
+    DagsterDbtTranslatorSettings,
+    DbtCliInvocation,
+    DbtCliResource,
+    DbtProject,
+    dbt_assets,
+)
 from packaging.version import Version
 
 from cost_pipeline.contract import load_contract
@@ -29,6 +36,7 @@ from cost_pipeline.dbt_setup import (
     prune_build_folders,
     seed_partial_parse,
 )
+from cost_pipeline.dbt_test_descriptions import describe_test
 from cost_pipeline.defs.resources import Warehouse
 from cost_pipeline.duckdb_memory import dbt_environment
 
@@ -72,6 +80,15 @@ class CostDbtTranslator(DagsterDbtTranslator):
             return dbt_resource_props["config"]["schema"]
         return super().get_group_name(dbt_resource_props)
 
+    def get_asset_check_spec(
+        self, asset_spec: dg.AssetSpec, manifest: Mapping[str, Any], unique_id: str, project: DbtProject | None
+    ) -> dg.AssetCheckSpec | None:
+        """dagster-dbt's check, described: what the test checks, in words (``describe_test``)."""
+        spec = super().get_asset_check_spec(asset_spec, manifest, unique_id, project)
+        if spec is None or spec.description:
+            return spec
+        return spec._replace(description=describe_test(manifest["nodes"][unique_id]))
+
     def get_owners(self, dbt_resource_props: Mapping[str, Any]) -> Sequence[str] | None:
         named = super().get_owners(dbt_resource_props)
         if named or dbt_resource_props["resource_type"] not in ("model", "snapshot"):
@@ -85,8 +102,15 @@ ROW_COUNT_LOG = "cost_pipeline row_count "  # the post-hook's log line, then the
 def with_row_counts(
     invocation: DbtCliInvocation, context: dg.AssetExecutionContext
 ) -> Iterator[dg.Output | dg.AssetCheckResult | dg.AssetObservation | dg.AssetMaterialization]:
-    """dagster-dbt's events of ``invocation``, each model's output carrying the row count its post-hook logged."""
+    """dagster-dbt's events of ``invocation``, each model's output carrying the row count its post-hook logged, and
+    each warn-severity test's check result of warn severity whether it passed or not (dagster-dbt says ERROR for a
+    passing one)."""
     counts: dict[str, int] = {}
+    warn_tests = {
+        node["name"]
+        for node in invocation.manifest["nodes"].values()
+        if node["resource_type"] == "test" and str(node["config"].get("severity", "error")).lower() == "warn"
+    }
     for event in invocation.stream_raw_events():
         info = event.raw_event["info"]
         if info["name"] == "JinjaLogInfo" and info["msg"].startswith(ROW_COUNT_LOG):
@@ -105,6 +129,8 @@ def with_row_counts(
             counted = counts.pop(node.value, None) if isinstance(node, dg.TextMetadataValue) else None
             if isinstance(asset_event, dg.Output) and counted is not None:
                 asset_event = asset_event.with_metadata({**asset_event.metadata, "dagster/row_count": counted})
+            if isinstance(asset_event, dg.AssetCheckResult) and asset_event.check_name in warn_tests:
+                asset_event = asset_event._replace(severity=dg.AssetCheckSeverity.WARN)
             yield asset_event
 
 
