@@ -3,10 +3,14 @@ column descriptions and the warehouse's column types, and nothing fetched from e
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
+from pathlib import Path
 
+import cost_pipeline
 from cost_pipeline.cli import main
+from cost_pipeline.dbt_setup import dbt_project
 
 # An element that would load something from the network when the page opens.
 EXTERNAL = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*["']?(?:https?:)?//""", re.I)
@@ -32,3 +36,26 @@ def test_the_docs_site_needs_a_warehouse(capsys, tmp_path):
     assert main(["docs", "--site", str(tmp_path / "site.html")]) == 2
     assert "needs --warehouse" in capsys.readouterr().err
     assert main(["docs", "--site", str(tmp_path / "site.html"), "--warehouse", str(tmp_path / "none.duckdb")]) == 5
+
+
+def test_exposures_cover_every_mart_finance_the_statement_and_the_journal_read():
+    """Each reader is an exposure naming the marts it reads: the statement, the journal and the FOCUS export by the
+    marts their code queries, and the published finance file by every mart."""
+    manifest = json.loads(dbt_project.manifest_path.read_text())
+    exposures = {
+        e["name"]: {n.split(".")[-1] for n in e["depends_on"]["nodes"]} for e in manifest["exposures"].values()
+    }
+    marts = {
+        n["name"]
+        for n in manifest["nodes"].values()
+        if n["resource_type"] == "model" and n["config"]["schema"] == "marts"
+    }
+    package = Path(cost_pipeline.__file__).parent
+    for exposure, module in [
+        ("batch_statement", "statement.py"),
+        ("gl_journal", "journal.py"),
+        ("focus_export", "focus_export.py"),
+    ]:
+        read = set(re.findall(r"\bmarts\.([a-z_]+)", (package / module).read_text(encoding="utf-8"))) & marts
+        assert read and read <= exposures[exposure], (exposure, sorted(read - exposures[exposure]))
+    assert exposures["published_finance_file"] == marts

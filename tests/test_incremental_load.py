@@ -165,26 +165,59 @@ def test_raw_keeps_its_table_when_its_columns_are_the_contracts(tmp_path, column
     assert night.state() == _full_reload(landing, tmp_path)[1]
 
 
-def test_a_file_is_hashed_again_when_its_size_or_time_changed_and_read_when_its_bytes_did(tmp_path, monkeypatch):
+def _hash_counter(monkeypatch) -> list[str]:
     from cost_pipeline.ingest.lib import in_database
 
+    hashed: list[str] = []
+    real_sha256 = in_database.file_sha256
+    monkeypatch.setattr(in_database, "file_sha256", lambda p: hashed.append(p.name) or real_sha256(p))
+    return hashed
+
+
+def test_a_file_is_hashed_again_when_its_stat_changed_and_read_when_its_bytes_did(tmp_path, monkeypatch):
+    from cost_pipeline.ingest.lib import reuse
+
+    monkeypatch.setattr(reuse, "RACY_NS", 0)  # every stat trusted: the files here were all written just now
     landing = tmp_path / "landing"
     path = _write(landing / "telemetry" / "node1.csv", _samples("gpu-a", 1))
     night = _Night(landing, tmp_path / "w.duckdb")
     night.load()
-    hashed: list[str] = []
-    real_sha256 = in_database.file_sha256
-    monkeypatch.setattr(in_database, "file_sha256", lambda p: hashed.append(p.name) or real_sha256(p))
+    hashed = _hash_counter(monkeypatch)
 
-    night.load()  # the same size and time: neither hashed nor read
+    night.load()  # the same stat: neither hashed nor read
     assert (hashed, night.read) == ([], [])
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))  # touched: hashed, not read
     night.load()
     assert (hashed, night.read) == (["node1.csv"], [])
     hashed.clear()
+    # Other bytes of the same size, its modification time set back: the change time still tells.
     before = path.stat()
-    path.write_text(_samples("gpu-a", 2), encoding="utf-8")  # other bytes of the same size
-    assert path.stat().st_size == before.st_size
+    path.write_text(_samples("gpu-a", 2), encoding="utf-8")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
     night.load()
     assert (hashed, night.read) == (["node1.csv"], ["telemetry/node1.csv"])
     assert night.state() == _full_reload(landing, tmp_path)[1]
+
+
+def test_a_stat_taken_right_after_the_file_changed_is_not_trusted(tmp_path, monkeypatch):
+    landing = tmp_path / "landing"
+    _write(landing / "telemetry" / "node1.csv", _samples("gpu-a", 1))
+    night = _Night(landing, tmp_path / "w.duckdb")
+    night.load()  # within two seconds of the write: the next night hashes it
+    hashed = _hash_counter(monkeypatch)
+    night.load()
+    assert (hashed, night.read) == (["node1.csv"], [])
+
+
+def test_a_file_refused_whole_is_read_again_the_next_night(tmp_path):
+    """A refusal may have been the machine's (out of memory, say), not the file's: it is never reused."""
+    landing = tmp_path / "landing"
+    _write(landing / "telemetry" / "node1.csv", _samples("gpu-a", 1))
+    _write(landing / "telemetry" / "node2.csv", "a,b\n1,2\n")  # refused whole: no sample columns
+    night = _Night(landing, tmp_path / "w.duckdb")
+    first = night.load()
+    assert first.by_rule == {"file_format": 1}
+    second = night.load()
+    assert night.read == ["telemetry/node2.csv"]
+    assert _counts(second) == _counts(first)

@@ -155,30 +155,6 @@ def test_freshness_warns_on_an_old_delivery_and_passes_on_a_new_one(tmp_path):
     assert fresh.passed and datetime.fromisoformat(fresh.metadata["newest_delivery"].value) > old
 
 
-def test_arrivals_keep_only_the_bytes_the_ledger_holds_and_the_newest(tmp_path):
-    landing = write_demo_landing(tmp_path / "landing")
-    warehouse = tmp_path / "w.duckdb"
-    (registry,) = SOURCE.files(landing)
-    con = connect(warehouse, landing)
-    try:
-        arrivals = "select file_sha256, first_seen_at from ops.file_arrivals where source = ? order by 2"
-        for night, extra in enumerate(["", "\n", "\n\n"], start=1):  # the file redelivered with other bytes
-            registry.write_text(registry.read_text().rstrip("\n") + "\n" + extra)
-            SOURCE.load(con, landing, load_contract(), None)
-            assert record_arrivals(con, SOURCE.name, datetime(2026, 11, night)) == 1
-            ((sha, seen),) = con.execute(arrivals, [SOURCE.name]).fetchall()
-            assert seen == datetime(2026, 11, night)
-            assert con.execute(
-                "select file_sha256 from raw.ingested_files where source = ?", [SOURCE.name]
-            ).fetchall() == [(sha,)]
-        registry.unlink()  # gone: the ledger keeps it, and so do the arrivals
-        SOURCE.load(con, landing, load_contract(), None)
-        assert record_arrivals(con, SOURCE.name, datetime(2026, 11, 9)) == 0
-        assert con.execute(arrivals, [SOURCE.name]).fetchall() == [(sha, datetime(2026, 11, 3))]
-    finally:
-        con.close()
-
-
 def test_a_source_that_never_delivered_passes_only_while_an_alternative_delivers(tmp_path):
     """dcgm-exporter scrapes are not expected where DCGM CSVs come (contract operations.freshness.alternatives)."""
     warehouse = tmp_path / "w.duckdb"

@@ -8,7 +8,8 @@ figures it shows equal the marts and that its charts are drawn.
 
 The browser is Debian's ``chromium`` (``.ci/run`` installs it when missing), driven by Playwright from PyPI through
 ``executable_path``: nothing is downloaded. Without it the test is skipped, saying so. Screenshots of each page are
-kept in the test's temporary folder (``ui-*.png``).
+kept as the run's artefacts in ``test-artifacts/ui/`` (``COST_TEST_ARTIFACTS`` names another folder), each run's
+replacing the last.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from cost_pipeline.definitions import defs
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 ASSET = dg.AssetKey(["raw", "batch_registry"])
+ARTIFACTS = Path(os.environ.get("COST_TEST_ARTIFACTS", ROOT / "test-artifacts")) / "ui"
 # Generous bounds for a loaded 2-core machine; a healthy run needs a fraction of each.
 SERVER_START_S, RUN_FINISH_S, UI_WAIT_MS = 180, 240, 120_000
 
@@ -95,6 +97,7 @@ def night(demo_run, tmp_path) -> Path:
 
 @pytest.fixture
 def browser():
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
         try:
@@ -132,7 +135,7 @@ def test_launching_an_asset_from_the_ui_runs_it(night, browser, tmp_path):
 
         page.goto(f"{url}/asset-groups")  # the global asset lineage: every materialisable asset, by group
         page.get_by_text(f"Materialize all ({len(defs.resolve_asset_graph().materializable_asset_keys)})").wait_for()
-        page.screenshot(path=tmp_path / "ui-asset-graph.png")
+        page.screenshot(path=ARTIFACTS / "asset-graph.png")
 
         page.goto(f"{url}/assets/{ASSET.to_user_string()}")
         materialize = page.locator("button", has_text=re.compile(r"^Materialize$"))
@@ -140,7 +143,7 @@ def test_launching_an_asset_from_the_ui_runs_it(night, browser, tmp_path):
         launched = page.get_by_text(re.compile(r"Launched run [0-9a-f]{8}"))
         launched.wait_for()
         short_id = launched.inner_text().split()[-1]
-        page.screenshot(path=tmp_path / "ui-launched.png")
+        page.screenshot(path=ARTIFACTS / "launched.png")
 
         deadline, run = time.monotonic() + RUN_FINISH_S, None
         while time.monotonic() < deadline:
@@ -157,7 +160,7 @@ def test_launching_an_asset_from_the_ui_runs_it(night, browser, tmp_path):
 
         page.goto(f"{url}/runs/{run.run_id}")
         page.get_by_text("Success", exact=True).first.wait_for()
-        page.screenshot(path=tmp_path / "ui-run.png")
+        page.screenshot(path=ARTIFACTS / "run.png")
         # Dagster's first-visit dialog (its newsletter sign-up) is off in the home beside the warehouse: it never
         # covered a page of this visit, and the server says it will not.
         assert not page.get_by_text("Join the Dagster community").is_visible()
@@ -183,7 +186,7 @@ def test_the_statement_shows_the_marts_figures_and_draws_its_charts(demo_run, br
 
     page.route("**/*", offline)
     page.goto(statement.as_uri())
-    page.screenshot(path=tmp_path / "ui-statement.png", full_page=True)
+    page.screenshot(path=ARTIFACTS / "statement.png", full_page=True)
     assert refused == []
 
     cells = page.eval_on_selector_all(

@@ -7,6 +7,7 @@ enumeration changes validation and the dbt tests without touching code.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from datetime import date
@@ -669,6 +670,14 @@ def _contract_files() -> dict[str, Traversable]:
             if match and match.group(1) not in files:
                 files[match.group(1)] = entry
     return files
+
+
+def contract_files_sha256() -> str:
+    """One sha256 over every contract version's file (name and bytes), the package's and added directories'."""
+    digest = hashlib.sha256()
+    for version, entry in sorted(_contract_files().items()):
+        digest.update(version.encode() + b"\0" + entry.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def available_versions() -> list[str]:

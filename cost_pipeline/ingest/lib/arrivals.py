@@ -5,10 +5,6 @@ it is rebuilt by every load, and raw must stay the same table, row for row, when
 again (R16). So the first sighting of each (source, sha256) is kept beside it, in schema ``ops``, which no mart
 reads: a row is added the first time a load's ledger holds bytes the table has not seen, and never changed. A
 renamed file is no delivery (same bytes); a changed one is. A file that could not be opened is no delivery either.
-
-The table stays as small as the ledger: a row whose bytes the ledger no longer holds (a file redelivered with other
-bytes, or retracted) is removed, unless it is the source's newest arrival, which the freshness check reads. Should
-those bytes come back, they are a delivery again.
 """
 
 from __future__ import annotations
@@ -34,8 +30,8 @@ def _ensure(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def record_arrivals(con: duckdb.DuckDBPyConnection, source: str, now: datetime | None = None) -> int:
-    """Add every sha256 the ledger holds for ``source`` that was never seen before, first seen ``now`` (naive UTC),
-    and remove the source's arrivals the ledger no longer holds but its newest; returns how many were new."""
+    """Add every sha256 the ledger holds for ``source`` that was never seen before, first seen ``now`` (naive UTC);
+    returns how many were new."""
     _ensure(con)
     seen_at = now or datetime.now(UTC).replace(tzinfo=None)
     added = con.execute(
@@ -44,12 +40,6 @@ def record_arrivals(con: duckdb.DuckDBPyConnection, source: str, now: datetime |
         "where a.source = f.source and a.file_sha256 = f.file_sha256) returning file_sha256",
         [seen_at, source, UNREAD_SHA256],
     ).fetchall()
-    con.execute(
-        "delete from ops.file_arrivals as a where source = ? and not exists (select 1 from raw.ingested_files as f "
-        "where f.source = a.source and f.file_sha256 = a.file_sha256) and first_seen_at < (select max(first_seen_at) "
-        "from ops.file_arrivals where source = ?)",
-        [source, source],
-    )
     return len(added)
 
 

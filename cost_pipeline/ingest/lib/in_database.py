@@ -19,7 +19,6 @@ loader. Their rows never leave the database:
 from __future__ import annotations
 
 import dataclasses
-import functools
 import gzip
 import hashlib
 import re
@@ -45,14 +44,13 @@ from cost_pipeline.ingest.lib.records import (
     unopenable,
     whole_file,
 )
+from cost_pipeline.ingest.lib.reuse import FileStat, count_reused, remember_loaded, reusable_files
 from cost_pipeline.ingest.lib.warehouse import (
     FirstSeen,
     IngestReport,
     begin_source,
-    contract_columns,
     file_pattern,
     quote,
-    raw_columns,
     record_duplicate,
     record_file,
     retracted_contents,
@@ -284,9 +282,9 @@ def load_in_database(
         f"{typed}, failed_rule varchar, failed_message varchar)"
     )
     files: list[tuple[str, str, list[Rejection]]] = []
-    reused = reusable_files(con, name, source)
-    reusing: dict[str, str] = {}  # present files whose bytes this loader loaded before: not read again
-    stats: dict[str, FileStat] = {}  # what each file's sha256 was taken from tonight
+    reusable = reusable_files(con, name, source)
+    reused: list[str] = []  # present files whose rows raw holds as this loader wrote them: not read again
+    hashed: dict[str, tuple[str, FileStat]] = {}  # each file's sha256 tonight, and its stat before it was read
     duplicate_of: dict[str, str] = {}
     # A file holding a retracted file's bytes under another name: read and counted, then quarantined whole. Not
     # for a source whose same bytes may be another night's data (``identity``): for it they are not a copy.
@@ -302,18 +300,18 @@ def load_in_database(
                 files.append((source_file, UNREAD_SHA256, [unopenable(reason)]))
                 continue
             stat = FileStat.of(path)
-            known = reused.get(source_file)
+            known = reusable.get(source_file)
             if known is None:
                 sha, blank_lines = scan_file(path)
-            else:  # the ledger's sha256 while the file's size and time are the same; else hashed, and read if it is
-                sha, blank_lines = known[0] if known[1] == stat else file_sha256(path), None
-            stats[source_file] = stat
+            else:  # the ledger's sha256 while the stat is the same; else hashed, and read if the bytes changed
+                sha, blank_lines = known.sha256 if known.stat == stat else file_sha256(path), None
+            hashed[source_file] = (sha, stat)
             identity = sha if source.identity is None else f"{sha} {source.identity(path)}"
             if sha in copies and (source_file, sha) not in retracted:
                 copy_of[source_file] = copies[sha]
             original = None if source_file in copy_of else seen.original_of(source_file, identity)
-            if original is None and known is not None and known[0] == sha and source_file not in copy_of:
-                reusing[source_file] = sha
+            if original is None and known is not None and known.sha256 == sha and source_file not in copy_of:
+                reused.append(source_file)
                 _flag(source, path, source_file, report)
                 continue
             if original is not None:  # same bytes (and identity) as an earlier file: not read, a duplicate
@@ -348,8 +346,7 @@ def load_in_database(
     for table in _TEMPORARY:
         con.execute(f"drop table if exists {table}")
     try:
-        _write_checked(con, name, source, files, reusing, duplicate_of, copy_of, report)
-        _remember_loaded(con, name, source, files, reusing, stats)
+        _write_checked(con, name, source, files, reused, hashed, duplicate_of, copy_of, report)
     finally:
         con.execute("drop table if exists checked_rows")
     return report
@@ -361,146 +358,27 @@ def _flag(source: InDatabaseSource, path: Path, source_file: str, report: Ingest
         report.flags.append(f"{source_file}: {flagged}")
 
 
-def loader_sha256(name: str, source: InDatabaseSource) -> str:
-    """What a file's loaded rows depend on besides its bytes: the source's name, raw columns, typed select and rules,
-    and every file of the code that reads and checks it (``cost_pipeline/ingest`` and the contract, each version)."""
-    digest = hashlib.sha256(repr((name, list(source.columns), source.typed_select, list(source.rules))).encode())
-    digest.update(_code_sha256())
-    return digest.hexdigest()
-
-
-@functools.cache
-def _code_sha256() -> bytes:  # the installed code: hashed once a process
-    package = Path(__file__).resolve().parents[2]
-    digest = hashlib.sha256()
-    for path in sorted([*(package / "ingest").rglob("*.py"), *(package / "contract").iterdir()]):
-        if path.is_file() and path.suffix in (".py", ".yaml"):
-            digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
-    return digest.digest()
-
-
-_LOADED_DDL = """
-create table if not exists ops.loaded_files (
-    source varchar not null,
-    source_file varchar not null,
-    file_sha256 varchar not null,
-    file_size bigint not null,
-    modified_ns bigint not null,
-    loader_sha256 varchar not null
-)"""
-
-
-@dataclass(frozen=True)
-class FileStat:
-    """A landing file's size and modification time (ns), as ``os.stat`` gives them before its bytes are read."""
-
-    size: int
-    modified_ns: int
-
-    @classmethod
-    def of(cls, path: Path) -> FileStat:
-        stat = path.stat()
-        return cls(stat.st_size, stat.st_mtime_ns)
-
-
-def reusable_files(
-    con: duckdb.DuckDBPyConnection, name: str, source: InDatabaseSource
-) -> dict[str, tuple[str, FileStat]]:
-    """file -> (sha256, size and time) of the files whose rows raw holds as this very loader wrote them: read
-    tonight, they would load the same rows, quarantine the same lines and write the same ledger row, so they are not
-    read again. A file whose size and modification time are still those it had when it was loaded is not even
-    hashed (as rsync and make judge a file); any other is hashed, and read if its bytes changed.
-
-    None for a file the loader loaded before it changed (its code, the contract, the raw columns:
-    ``loader_sha256``), for all when the raw table's columns are not the contract's, and for a source whose reading
-    depends on more than a file's name and bytes (``bound``: an S3 inventory's manifest). A duplicate, a file
-    refused unread and a retracted file are never reused; a retracted file's copy is read (and quarantined whole) as
-    before."""
-    con.execute("create schema if not exists ops")
-    con.execute(_LOADED_DDL)
-    if source.bound is not None or raw_columns(con, name) != contract_columns(con, source.columns):
-        return {}
-    retracted = retracted_files(con, name)
-    rows = con.execute(
-        "select f.source_file, f.file_sha256, l.file_size, l.modified_ns from raw.ingested_files as f "
-        "inner join ops.loaded_files as l using (source, source_file, file_sha256) "
-        "where f.source = ? and f.duplicate_of is null and f.file_sha256 <> ? and l.loader_sha256 = ?",
-        [name, UNREAD_SHA256, loader_sha256(name, source)],
-    ).fetchall()
-    return {f: (sha, FileStat(size, ns)) for f, sha, size, ns in rows if (f, sha) not in retracted}
-
-
-def _remember_loaded(
-    con: duckdb.DuckDBPyConnection,
-    name: str,
-    source: InDatabaseSource,
-    files: list[tuple[str, str, list[Rejection]]],
-    reusing: dict[str, str],
-    stats: dict[str, FileStat],
-) -> None:
-    """Replace the source's rows of ``ops.loaded_files`` with tonight's files: each with its sha256, the size and
-    time it had when hashed, and the loader. Written after the load committed: a night that fails before it only
-    reads more files the next night."""
-    loader = loader_sha256(name, source)
-    rows = [
-        [name, f, sha, stats[f].size, stats[f].modified_ns, loader]
-        for f, sha in [*((f, sha) for f, sha, _ in files), *reusing.items()]
-        if f in stats and sha != UNREAD_SHA256
-    ]
-    con.execute("begin transaction")
-    try:
-        con.execute("delete from ops.loaded_files where source = ?", [name])
-        if rows:
-            con.executemany("insert into ops.loaded_files values (?, ?, ?, ?, ?, ?)", rows)
-        con.execute("commit")
-    except BaseException:
-        con.execute("rollback")
-        raise
-
-
-def _reused_into(con: duckdb.DuckDBPyConnection, name: str, reusing: dict[str, str], report: IngestReport) -> None:
-    """Count the reused files in tonight's report from their ledger rows and quarantined lines."""
-    if not reusing:
-        return
-    for _, rows_in, staged, quarantined in con.execute(
-        "select source_file, rows_in, rows_staged, rows_quarantined from raw.ingested_files "
-        "where source = ? and list_contains(?, source_file)",
-        [name, list(reusing)],
-    ).fetchall():
-        report.files += 1
-        report.rows_in += rows_in
-        report.rows_staged += staged
-        report.rows_quarantined += quarantined
-    report.by_rule.update(
-        dict(
-            con.execute(
-                "select q.rule, sum(case when q.line = 0 then f.rows_quarantined else 1 end) "
-                "from raw.quarantine as q join raw.ingested_files as f using (source, source_file) "
-                "where q.source = ? and list_contains(?, q.source_file) group by q.rule",
-                [name, list(reusing)],
-            ).fetchall()
-        )
-    )
-
-
 def _write_checked(
     con: duckdb.DuckDBPyConnection,
     name: str,
     source: InDatabaseSource,
     files: list[tuple[str, str, list[Rejection]]],
-    reusing: dict[str, str],
+    reused: list[str],
+    hashed: dict[str, tuple[str, FileStat]],
     duplicate_of: dict[str, str],
     copy_of: dict[str, str],
     report: IngestReport,
 ) -> None:
     """``checked_rows`` and each file's whole-file and structural rejections -> raw table, quarantine, ledger; a
     copy of a retracted file (``copy_of``: file -> the retraction) quarantined whole with every record it held;
-    the files in ``reusing`` kept as they are."""
+    the ``reused`` files kept as they are; every file hashed tonight remembered (``reuse``), all in one
+    transaction."""
     columns = ", ".join(quote(n) for n, _ in source.columns)
-    present = {**{f: sha for f, sha, _ in files}, **reusing}
-    begin_source(con, name, source.columns, present, report, reused=reusing)
+    present = {**{f: sha for f, sha, _ in files}, **{f: hashed[f][0] for f in reused}}
+    begin_source(con, name, source.columns, present, report, reused=reused)
     try:
-        _reused_into(con, name, reusing, report)
+        count_reused(con, name, reused, report)
+        remember_loaded(con, name, source, hashed)
         retracted = retracted_files(con, name)
         report.retracted.extend(f for f, sha, _ in files if (f, sha) in retracted)
         files = [entry for entry in files if (entry[0], entry[1]) not in retracted]

@@ -1,0 +1,163 @@
+"""Which landing files a large source need not read again: those whose rows raw holds as the same loader wrote them.
+
+The sources loaded inside DuckDB (``in_database``) keep, in ``ops.loaded_files``, each file they loaded tonight: its
+sha256, what ``os.stat`` said of it before its bytes were read, and the loader's fingerprint. The next night a file
+still in the ledger under the same name and bytes, loaded by the same loader, keeps its raw rows, quarantined lines
+and ledger row; it is not read. It is not even hashed while ``os.stat`` says what it said: size, modification and
+change times (the change time cannot be set back by ``touch`` or ``utime``), inode and device (a link pointed at
+another file). A stat taken within ``RACY_NS`` of the file's last change is not trusted (as git treats "racily
+clean" files): the next night hashes the file.
+
+Never reused: a file refused whole (its refusal may have been the machine's, out of memory, say: it is read again),
+a duplicate, a retracted file, any file when the raw table's columns are not the contract's, and every file of a
+source whose reading depends on more than a file's name and bytes (``bound``: an S3 inventory's manifest).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass, replace
+from importlib.metadata import version
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import duckdb
+
+from cost_pipeline.contract import contract_files_sha256
+from cost_pipeline.ingest.lib.records import UNREAD_SHA256, Rejection
+from cost_pipeline.ingest.lib.warehouse import IngestReport, contract_columns, raw_columns, retracted_files
+
+if TYPE_CHECKING:
+    from cost_pipeline.ingest.lib.in_database import InDatabaseSource
+
+RACY_NS = 2 * 10**9  # coarse file-system clocks tick in up to 2 s
+
+_LOADED_DDL = """
+create table if not exists ops.loaded_files (
+    source varchar not null,
+    source_file varchar not null,
+    file_sha256 varchar not null,
+    file_size bigint not null,
+    modified_ns bigint not null,
+    changed_ns bigint not null,
+    inode ubigint not null,
+    device ubigint not null,
+    loader_sha256 varchar not null
+)"""
+
+
+def _code_sha256() -> bytes:
+    """The code that reads and checks a file (``cost_pipeline/ingest``), as this process imported it."""
+    package = Path(__file__).resolve().parents[2]
+    digest = hashlib.sha256()
+    for path in sorted([*(package / "ingest").rglob("*.py"), *(package / "contract").glob("*.py")]):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+    for library in ("duckdb", "pandas", "pandera"):  # how a CSV is sniffed, a value cast, a row coerced
+        digest.update(f"{library}=={version(library)}".encode())
+    return digest.digest()
+
+
+_CODE_SHA256 = _code_sha256()
+
+
+def loader_sha256(name: str, source: InDatabaseSource) -> str:
+    """What a file's loaded rows depend on besides its bytes: the source's name, raw columns, typed select and rules,
+    the code and libraries that read and check it, and every contract version's file."""
+    digest = hashlib.sha256(repr((name, list(source.columns), source.typed_select, list(source.rules))).encode())
+    digest.update(_CODE_SHA256)
+    digest.update(contract_files_sha256().encode())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class FileStat:
+    """What ``os.stat`` says of a landing file (its target, for a link), taken before its bytes are read."""
+
+    size: int
+    modified_ns: int
+    changed_ns: int
+    inode: int
+    device: int
+
+    @classmethod
+    def of(cls, path: Path) -> FileStat:
+        stat = os.stat(path)
+        return cls(stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_dev)
+
+    def settled(self, now_ns: int) -> FileStat:
+        """This stat, or one that matches no later stat when it was taken too soon after the file last changed."""
+        racy = now_ns - max(self.modified_ns, self.changed_ns) < RACY_NS
+        return replace(self, changed_ns=-1) if racy else self
+
+
+@dataclass(frozen=True)
+class Reusable:
+    """A file raw holds as this loader wrote it: its ledger sha256 and its stat when it was loaded."""
+
+    sha256: str
+    stat: FileStat
+
+
+def reusable_files(con: duckdb.DuckDBPyConnection, name: str, source: InDatabaseSource) -> dict[str, Reusable]:
+    """file -> what it was when loaded, for every file of the source that may be reused tonight."""
+    con.execute("create schema if not exists ops")
+    con.execute(_LOADED_DDL)
+    if source.bound is not None or raw_columns(con, name) != contract_columns(con, source.columns):
+        return {}
+    retracted = retracted_files(con, name)
+    rows = con.execute(
+        "select f.source_file, f.file_sha256, l.file_size, l.modified_ns, l.changed_ns, l.inode, l.device "
+        "from raw.ingested_files as f inner join ops.loaded_files as l using (source, source_file, file_sha256) "
+        "where f.source = ? and f.duplicate_of is null and not f.refused_whole and f.file_sha256 <> ? "
+        "and l.loader_sha256 = ?",
+        [name, UNREAD_SHA256, loader_sha256(name, source)],
+    ).fetchall()
+    return {f: Reusable(sha, FileStat(*stat)) for f, sha, *stat in rows if (f, sha) not in retracted}
+
+
+def remember_loaded(
+    con: duckdb.DuckDBPyConnection, name: str, source: InDatabaseSource, hashed: dict[str, tuple[str, FileStat]]
+) -> None:
+    """Replace the source's rows of ``ops.loaded_files`` with tonight's files (file -> sha256 and stat), in the
+    caller's transaction: they change with raw or not at all."""
+    loader, now = loader_sha256(name, source), time.time_ns()
+    rows = [
+        [name, f, sha, *vars(stat.settled(now)).values(), loader]
+        for f, (sha, stat) in hashed.items()
+        if sha != UNREAD_SHA256
+    ]
+    con.execute("delete from ops.loaded_files where source = ?", [name])
+    if rows:
+        con.executemany("insert into ops.loaded_files values (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+
+def count_reused(con: duckdb.DuckDBPyConnection, name: str, reused: list[str], report: IngestReport) -> None:
+    """Add the reused files to tonight's report from their ledger rows and quarantined lines."""
+    if not reused:
+        return
+    chosen = "source_file in (select unnest(?::varchar[]))"
+    for rows_in, staged, quarantined in con.execute(
+        f"select rows_in, rows_staged, rows_quarantined from raw.ingested_files where source = ? and {chosen}",
+        [name, reused],
+    ).fetchall():
+        report.files += 1
+        report.rows_in += rows_in
+        report.rows_staged += staged
+        report.rows_quarantined += quarantined
+    report.by_rule.update(
+        dict(
+            con.execute(
+                f"select rule, count(*) from raw.quarantine where source = ? and {chosen} group by rule",
+                [name, reused],
+            ).fetchall()
+        )
+    )
+    room = max(0, 20 - len(report.examples))
+    examples = con.execute(
+        f"select source_file, line, rule, message from raw.quarantine where source = ? and {chosen} "
+        "order by source_file, line limit ?",
+        [name, reused, room],
+    ).fetchall()
+    report.examples.extend(Rejection(line, rule, message).describe(f) for f, line, rule, message in examples)
