@@ -264,3 +264,27 @@ def test_the_energy_counter_loads_from_each_format_and_may_be_absent(tmp_path):
         "device_samples_prometheus": [("node-02", 0, reading)],
         "device_samples": [("node-04", 0, None), ("node-03", 0, reading), ("node-03", 0, None)],
     }
+
+
+def test_a_deleted_scrape_keeps_its_samples_though_another_scrape_has_its_bytes(tmp_path):
+    """An idle node's scrapes without timestamps can be byte for byte the same: the time in the name tells them
+    apart. One deleted from the landing folder keeps its rows (raw is kept) and is named missing; it did not move
+    to the other, whose time is another. Moved to a sub-folder under the same name, it did move: counted once."""
+    folder = _telemetry(tmp_path)
+    scrape = _scrape({0: ',hpc_job="1234"'})
+    first, second = folder / "node-01_2026-11-30T10-00-00Z.prom", folder / "node-01_2026-11-30T10-01-00Z.prom"
+    first.write_text(scrape, encoding="utf-8")
+    second.write_text(scrape, encoding="utf-8")
+    times = {"2026-11-30 10:00:00", "2026-11-30 10:01:00"}
+    rows, _, _ = _load(tmp_path / "landing", "device_samples_dcgm")
+    assert {str(r["timestamp"]) for r in rows} == times
+
+    first.unlink()
+    rows, _, ledger = _load(tmp_path / "landing", "device_samples_dcgm")
+    assert {str(r["timestamp"]) for r in rows} == times
+    assert set(ledger) == {"telemetry/node-01_2026-11-30T10-00-00Z.prom", "telemetry/node-01_2026-11-30T10-01-00Z.prom"}
+
+    (folder / "rack-1").mkdir()
+    second.rename(folder / "rack-1" / second.name)
+    rows, _, _ = _load(tmp_path / "landing", "device_samples_dcgm")
+    assert sorted(str(r["timestamp"]) for r in rows) == sorted(times)  # each instant once

@@ -25,6 +25,7 @@ import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
@@ -282,6 +283,7 @@ def load_in_database(
         f"{typed}, failed_rule varchar, failed_message varchar)"
     )
     files: list[tuple[str, str, list[Rejection]]] = []
+    keys: dict[str, str] = {}  # each file's bytes, and for a source with ``identity`` what else tells it apart
     reusable = reusable_files(con, name, source)
     reused: list[str] = []  # present files whose rows raw holds as this loader wrote them: not read again
     hashed: dict[str, tuple[str, FileStat]] = {}  # each file's sha256 tonight, and its stat before it was read
@@ -307,6 +309,7 @@ def load_in_database(
                 sha, blank_lines = known.sha256 if known.stat == stat else file_sha256(path), None
             hashed[source_file] = (sha, stat)
             identity = sha if source.identity is None else f"{sha} {source.identity(path)}"
+            keys[source_file] = identity
             if sha in copies and (source_file, sha) not in retracted:
                 copy_of[source_file] = copies[sha]
             original = None if source_file in copy_of else seen.original_of(source_file, identity)
@@ -346,7 +349,8 @@ def load_in_database(
     for table in _TEMPORARY:
         con.execute(f"drop table if exists {table}")
     try:
-        _write_checked(con, name, source, files, reused, hashed, duplicate_of, copy_of, report)
+        key_of = None if source.identity is None else partial(_gone_file_key, source, landing_dir)
+        _write_checked(con, name, source, files, reused, hashed, keys, key_of, duplicate_of, copy_of, report)
     finally:
         con.execute("drop table if exists checked_rows")
     return report
@@ -358,6 +362,17 @@ def _flag(source: InDatabaseSource, path: Path, source_file: str, report: Ingest
         report.flags.append(f"{source_file}: {flagged}")
 
 
+def _gone_file_key(source: InDatabaseSource, landing_dir: Path, source_file: str, sha256: str) -> str:
+    """A file gone from the landing folder, keyed as a present file is (its bytes and identity): it moved only if a
+    present file has the same key. Its identity read from its name (a scrape's time); when that cannot be had (an
+    inventory whose manifest went with it), a key no present file has: its rows are kept."""
+    assert source.identity is not None
+    try:
+        return f"{sha256} {source.identity(landing_dir / source_file)}"
+    except (OSError, ValueError, FileRejected):
+        return f"{sha256} gone {source_file}"
+
+
 def _write_checked(
     con: duckdb.DuckDBPyConnection,
     name: str,
@@ -365,6 +380,8 @@ def _write_checked(
     files: list[tuple[str, str, list[Rejection]]],
     reused: list[str],
     hashed: dict[str, tuple[str, FileStat]],
+    keys: dict[str, str],
+    key_of: Callable[[str, str], str] | None,
     duplicate_of: dict[str, str],
     copy_of: dict[str, str],
     report: IngestReport,
@@ -374,8 +391,8 @@ def _write_checked(
     the ``reused`` files kept as they are; every file hashed tonight remembered (``reuse``), all in one
     transaction."""
     columns = ", ".join(quote(n) for n, _ in source.columns)
-    present = {**{f: sha for f, sha, _ in files}, **{f: hashed[f][0] for f in reused}}
-    begin_source(con, name, source.columns, present, report, reused=reused)
+    present = {**{f: keys.get(f, sha) for f, sha, _ in files}, **{f: keys[f] for f in reused}}
+    begin_source(con, name, source.columns, present, report, reused=reused, key_of=key_of)
     try:
         count_reused(con, name, reused, report)
         remember_loaded(con, name, source, hashed)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -277,6 +277,7 @@ def begin_source(
     present: dict[str, str],
     report: IngestReport,
     reused: Collection[str] = (),
+    key_of: Callable[[str, str], str] | None = None,
 ) -> None:
     """Start the transaction that replaces one source's raw table, quarantine and ledger rows from ``present``
     (file -> sha256 of the files found tonight), keeping what earlier nights loaded from files now gone.
@@ -284,19 +285,26 @@ def begin_source(
     Raw is append-only by file: a file in the ledger that is not in the landing folder any more keeps its ledger
     row (``missing_since``: the night it was first not seen), its quarantined lines and its raw rows, unless its
     bytes are there under another name (moved) or it was retracted (``cost-pipeline retract``). A file found
-    again under its name is read anew: other bytes are a redelivery and replace the file's rows. A present file
+    again under its name is read anew: other bytes are a redelivery and replace the file's rows. For a source whose
+    same bytes can be another file's data (``key_of``: file, sha256 -> what tells them apart; ``present`` then maps
+    each file to that), a file gone is a move only when a present file has its key, not merely its bytes. A present
+    file
     in ``reused`` (its bytes loaded before by the same loader, ``in_database``) keeps its rows, lines and ledger row
     as they are. When the raw table's columns are the contract's, only the rows of files not kept are deleted;
     otherwise the table is created anew (its columns follow the contract) with the kept rows in it.
     """
     con.execute("begin transaction")
     retracted = retracted_files(con, source)
+    moved_to = set(present.values())
     kept = [
         (f, sha)
         for f, sha in con.execute(
             "select source_file, file_sha256 from raw.ingested_files where source = ? order by source_file", [source]
         ).fetchall()
-        if f not in present and sha not in present.values() and (f, sha) not in retracted and sha != UNREAD_SHA256
+        if f not in present
+        and (sha if key_of is None else key_of(f, sha)) not in moved_to
+        and (f, sha) not in retracted
+        and sha != UNREAD_SHA256
     ]
     names = [f for f, _ in kept] + sorted(reused)
     # An IN over unnest, not list_contains: one file of thousands kept is a hash join, not a scan of the list per row.
