@@ -9,12 +9,16 @@ import os
 from pathlib import Path
 
 import dagster as dg
+import duckdb
 import pytest
 
 from cost_pipeline.cli import main
+from cost_pipeline.contract import load_contract
 from cost_pipeline.contract.schemas import DEVICE_SAMPLE_BASE_COLUMNS
 from cost_pipeline.defs.ingest import ASSETS_BY_TABLE as ASSETS
 from cost_pipeline.defs.resources import LandingZone, Warehouse
+from cost_pipeline.ingest.lib.warehouse import connect
+from cost_pipeline.ingest.registry import load_source, sources
 from tests.helpers import query
 
 REGISTRY = (
@@ -173,7 +177,14 @@ def test_a_warehouse_of_random_bytes_or_a_directory_is_one_line_and_exit_code_5(
     corrupt.write_bytes(os.urandom(1 << 16))
     folder = tmp_path / "folder.duckdb"
     folder.mkdir()
-    for warehouse, what in ((corrupt, "cannot be used"), (folder, "is a directory")):
+    truncated = tmp_path / "truncated.duckdb"  # a real warehouse cut short, as a full disk or a killed copy leaves it
+    con = duckdb.connect(str(truncated))
+    con.execute("create table t as select range as i from range(100000)")
+    con.close()
+    with open(truncated, "r+b") as handle:
+        handle.truncate(truncated.stat().st_size // 2)
+    cases = ((corrupt, "cannot be used"), (folder, "is a directory"), (truncated, "cannot be used"))
+    for warehouse, what in cases:
         assert main(["run", "--landing", str(landing), "--warehouse", str(warehouse)]) == 5
         captured = capsys.readouterr()
         assert captured.err.splitlines() == [captured.err.strip()] and what in captured.err
@@ -211,3 +222,32 @@ def test_a_copy_of_a_retracted_file_under_another_name_loads_nothing(tmp_path, c
     _materialize(landing, warehouse, name)
     assert query(warehouse, f"select count(*) from raw.{name}") == [(0,)]
     assert query(warehouse, LEDGER, [name]) == [(f"{folder}/batches_again.csv", records, 0, records)]
+
+
+@pytest.mark.parametrize("name", sorted(sources()))
+def test_every_source_opens_its_files_through_the_one_gate(tmp_path, name):
+    """Every registered source, read in Python or by DuckDB, refuses a link out of the landing folder, a directory
+    and a FIFO where its file should be: each quarantined whole, never read (``records.refusal``)."""
+    source = sources()[name]
+    landing = tmp_path / "landing"
+    folder = landing / source.folder
+    folder.mkdir(parents=True)
+    secret = _write(tmp_path / "secret" / "file", "secret,bytes\n1,2\n")
+    pattern = source.patterns[0].removeprefix("**/")  # a file directly in the folder matches a "**/" pattern too
+    refused = {
+        pattern.replace("*", "_link", 1): lambda p: p.symlink_to(secret),
+        pattern.replace("*", "_directory", 1): lambda p: p.mkdir(),
+        pattern.replace("*", "_fifo", 1): os.mkfifo,
+    }
+    for file_name, make in refused.items():
+        make(folder / file_name)
+    planted = {p.relative_to(folder).as_posix() for p in source.files(landing)}
+    assert planted == set(refused), "the planted names match the source's pattern"
+    con = connect(tmp_path / "w.duckdb", readable_dir=landing)
+    try:
+        report = load_source(con, landing, source, load_contract())
+    finally:
+        con.close()
+    assert report.conserved and report.rows_staged == 0
+    quarantined = query(tmp_path / "w.duckdb", "select source_file, line, rule from raw.quarantine order by 1")
+    assert quarantined == sorted((f"{source.folder}/{f}", 0, "file_unopenable") for f in refused)

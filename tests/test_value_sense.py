@@ -152,6 +152,34 @@ def test_a_step_ending_before_it_starts_is_quarantined(tmp_path):
     assert "ended_at at or after started_at" in quarantined[0][3]
 
 
+@pytest.mark.parametrize(
+    ("source", "path", "header", "good", "bad"),
+    [
+        (
+            "batch_rounds",
+            "registry/rounds.csv",
+            "batch_id,round,started_at,ended_at,evidence",
+            "B-1,1,2026-11-02T00:00:00,2026-11-03T00:00:00,first",
+            "B-1,2,2026-11-04T00:00:00,2026-11-03T12:00:00,second",
+        ),
+        (
+            "serving_replicas",
+            "serving/replicas.csv",
+            "replica_id,model,gpus,started_at,ended_at,gpu_hour_price",
+            "R-1,m,8,2026-11-01T00:00:00,2026-12-01T00:00:00,4.00",
+            "R-2,m,2,2026-11-15T00:00:00,2026-11-14T23:59:59,",
+        ),
+    ],
+    ids=["trial-round", "serving-replica"],
+)
+def test_a_round_or_replica_ending_before_it_starts_is_quarantined(tmp_path, source, path, header, good, bad):
+    write(tmp_path / "landing" / path, f"{header}\n{good}\n{bad}\n")
+    warehouse, quarantined = load(tmp_path, source)
+    assert len(query(warehouse, f"select * from raw.{source}")) == 1
+    assert rules(quarantined) == [(3, "ended_at.not_before_started_at")]
+    assert "ended_at at or after started_at" in quarantined[0][3]
+
+
 FOCUS_HEADER = (
     "ChargePeriodStart,ChargePeriodEnd,ChargeCategory,ChargeClass,BilledCost,EffectiveCost,ConsumedQuantity\n"
 )
