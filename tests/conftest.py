@@ -31,6 +31,7 @@ LONGEST_FIRST = (
     "test_retraction_history.py",
     "test_mig_night.py",
     "test_ui_end_to_end.py",
+    "test_dg_cli.py",
     "test_focus_validator.py",
     "test_cli_nights.py",
     "test_style.py",

@@ -14,6 +14,7 @@ import dagster as dg
 
 from cost_pipeline.demo import write_demo_landing
 from tests.helpers import query
+from tests.servers import graphql, local_dagster
 
 ROOT = Path(__file__).resolve().parents[1]
 DG = str(Path(sys.executable).parent / "dg")
@@ -48,3 +49,15 @@ def test_dg_launch_materialises_one_asset_into_the_named_warehouse(tmp_path):
         (run,) = instance.get_runs()
         assert run.status == dg.DagsterRunStatus.SUCCESS
         assert instance.get_latest_materialization_event(dg.AssetKey(["raw", "batch_registry"])) is not None
+
+
+def test_dg_dev_serves_the_definitions_assets(tmp_path):
+    from cost_pipeline.definitions import defs
+
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    env = {"COST_LANDING_DIR": str(tmp_path / "landing"), "COST_WAREHOUSE": str(tmp_path / "w.duckdb")}
+    with local_dagster([DG, "dev"], {**env, "DAGSTER_HOME": str(home)}, tmp_path / "dg-dev.log") as url:
+        served = graphql(url, "{ assetNodes { assetKey { path } } }")["assetNodes"]
+    expected = {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()}
+    assert {"/".join(node["assetKey"]["path"]) for node in served} == expected

@@ -14,16 +14,11 @@ replacing the last.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from decimal import Decimal
 from pathlib import Path
 
@@ -33,53 +28,17 @@ from playwright import sync_api
 
 from cost_pipeline.cli import main
 from cost_pipeline.definitions import defs
+from tests.servers import graphql, local_dagster
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 ASSET = dg.AssetKey(["raw", "batch_registry"])
 ARTIFACTS = Path(os.environ.get("COST_TEST_ARTIFACTS", ROOT / "test-artifacts")) / "ui"
 # Generous bounds for a loaded 2-core machine; a healthy run needs a fraction of each.
-SERVER_START_S, RUN_FINISH_S, UI_WAIT_MS = 180, 240, 120_000
+RUN_FINISH_S, UI_WAIT_MS = 240, 120_000
 
 if not CHROMIUM.exists():
     pytest.skip("Debian's chromium is not installed (apt-get install chromium; .ci/run does)", allow_module_level=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _wait_for_server(url: str, server: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + SERVER_START_S
-    while time.monotonic() < deadline:
-        assert server.poll() is None, f"dagster dev exited with {server.returncode}:\n{log.read_text()[-3000:]}"
-        try:
-            with urllib.request.urlopen(f"{url}/server_info", timeout=5):
-                return
-        except OSError:
-            time.sleep(1)
-    raise AssertionError(f"dagster dev did not answer on {url} within {SERVER_START_S} s:\n{log.read_text()[-3000:]}")
-
-
-def _graphql(url: str, query: str) -> dict:
-    request = urllib.request.Request(
-        f"{url}/graphql", json.dumps({"query": query}).encode(), {"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.load(response)["data"]
-
-
-def _stop(server: subprocess.Popen) -> None:
-    """dagster dev and its children (webserver, daemon, code server) are one process group."""
-    if server.poll() is None:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
 
 
 @pytest.fixture
@@ -107,27 +66,15 @@ def browser():
 
 
 def test_launching_an_asset_from_the_ui_runs_it(night, browser, tmp_path):
-    home, port = night / "warehouse.dagster", _free_port()
-    url = f"http://127.0.0.1:{port}"
+    home = night / "warehouse.dagster"
     env = {
-        **os.environ,
         "COST_LANDING_DIR": str(night / "landing"),
         "COST_WAREHOUSE": str(night / "warehouse.duckdb"),
         "DAGSTER_HOME": str(home),
     }
     log = tmp_path / "dagster-dev.log"
-    dagster = str(Path(sys.executable).parent / "dagster")
-    with open(log, "wb") as out:
-        server = subprocess.Popen(
-            [dagster, "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        _wait_for_server(url, server, log)
+    dagster = [str(Path(sys.executable).parent / "dagster"), "dev", "-w", "workspace.yaml"]
+    with local_dagster(dagster, env, log) as url:
         with dg.DagsterInstance.from_config(str(home)) as instance:
             before = {run.run_id for run in instance.get_runs()}
         page = browser.new_page(viewport={"width": 1400, "height": 900})
@@ -164,9 +111,7 @@ def test_launching_an_asset_from_the_ui_runs_it(night, browser, tmp_path):
         # Dagster's first-visit dialog (its newsletter sign-up) is off in the home beside the warehouse: it never
         # covered a page of this visit, and the server says it will not.
         assert not page.get_by_text("Join the Dagster community").is_visible()
-        assert _graphql(url, "{ shouldShowNux }") == {"shouldShowNux": False}
-    finally:
-        _stop(server)
+        assert graphql(url, "{ shouldShowNux }") == {"shouldShowNux": False}
 
 
 def test_the_statement_shows_the_marts_figures_and_draws_its_charts(demo_run, browser, tmp_path):
