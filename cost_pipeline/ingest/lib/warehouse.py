@@ -288,19 +288,20 @@ def begin_source(
     again under its name is read anew: other bytes are a redelivery and replace the file's rows. For a source whose
     same bytes can be another file's data (``key_of``: file, sha256 -> what tells them apart; ``present`` then maps
     each file to that), a file gone is a move only when a present file has its key, not merely its bytes. A present
-    file
-    in ``reused`` (its bytes loaded before by the same loader, ``in_database``) keeps its rows, lines and ledger row
-    as they are. When the raw table's columns are the contract's, only the rows of files not kept are deleted;
-    otherwise the table is created anew (its columns follow the contract) with the kept rows in it.
+    file in ``reused`` (its bytes loaded before by the same loader, ``in_database``) keeps its rows, lines and ledger
+    row as they are. When the raw table's columns are the contract's, only the rows of files not kept are deleted
+    (and raw is not touched when every file of the ledger is kept); otherwise the table is created anew (its columns
+    follow the contract) with the kept rows in it.
     """
     con.execute("begin transaction")
     retracted = retracted_files(con, source)
     moved_to = set(present.values())
+    ledger = con.execute(
+        "select source_file, file_sha256 from raw.ingested_files where source = ? order by source_file", [source]
+    ).fetchall()
     kept = [
         (f, sha)
-        for f, sha in con.execute(
-            "select source_file, file_sha256 from raw.ingested_files where source = ? order by source_file", [source]
-        ).fetchall()
+        for f, sha in ledger
         if f not in present
         and (sha if key_of is None else key_of(f, sha)) not in moved_to
         and (f, sha) not in retracted
@@ -320,7 +321,8 @@ def begin_source(
     raw_table = f"{RAW}.{quote(source)}"
     existing = raw_columns(con, source)
     if existing == contract_columns(con, columns):
-        con.execute(f"delete from {raw_table} where {not_kept}", [names])
+        if set(names) != {f for f, _ in ledger}:  # a file's rows leave: one pass over raw, only then
+            con.execute(f"delete from {raw_table} where {not_kept}", [names])
         return
     existing_names = {n for n, _ in existing}
     carried = [n for n, _ in columns if n in existing_names] + ["source_file", "source_line", "file_sha256"]
