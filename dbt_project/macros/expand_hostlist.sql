@@ -55,3 +55,50 @@
         ) || suffix) as hostname
     from numbered
 {% endmacro %}
+
+{% macro spark__expand_hostlist(relation, key_columns, hostlist_column) %}
+    with items as (
+        select
+            {{ key_columns | join(', ') }},
+            explode(regexp_extract_all({{ hostlist_column }}, '([^,\\[]+(\\[[^\\]]*\\][^,\\[]*)?)', 1)) as item
+        from {{ relation }}
+        where {{ hostlist_column }} is not null
+    ),
+
+    ranges as (
+        select
+            {{ key_columns | join(', ') }},
+            item,
+            regexp_extract(item, '^([^\\[]*)\\[', 1) as prefix,
+            regexp_extract(item, '\\](.*)$', 1) as suffix,
+            explode(
+                case when item like '%[%' then split(regexp_extract(item, '\\[([^\\]]*)\\]', 1), ',')
+                    else array(cast(null as string)) end
+            ) as bounds
+        from items
+    ),
+
+    numbered as (
+        select
+            {{ key_columns | join(', ') }},
+            item,
+            prefix,
+            suffix,
+            split_part(bounds, '-', 1) as low,
+            explode(sequence(
+                cast(split_part(bounds, '-', 1) as bigint),
+                cast(coalesce(nullif(split_part(bounds, '-', 2), ''), split_part(bounds, '-', 1)) as bigint)
+            )) as number
+        from ranges
+        where bounds is not null
+    )
+
+    select {{ key_columns | join(', ') }}, trim(item) as hostname from ranges where bounds is null
+    union all
+    select
+        {{ key_columns | join(', ') }},
+        trim(concat(prefix, lpad(
+            cast(number as string), greatest(length(low), length(cast(number as string))), '0'
+        ), suffix)) as hostname
+    from numbered
+{% endmacro %}

@@ -26,7 +26,7 @@
 {%- endfor %}
 {%- set key_list = keys | join(', ') %}
 snapshot_inputs as (
-    select {{ dbt.hash(dbt.listagg('file_sha256', "','", 'order by file_sha256')) }} as inputs_hash
+    select {{ dbt.hash(ordered_listagg('file_sha256', "','", 'file_sha256')) }} as inputs_hash
     from {{ source('raw', 'ingested_files') }}
 ),
 

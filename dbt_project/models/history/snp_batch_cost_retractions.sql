@@ -7,7 +7,7 @@
 -- rows are not per batch (no row there) is named by every version of that night. A retraction that changed no
 -- batch's figures gets one row with no batch. Earlier versions are never touched.
 with run_inputs as (
-    select {{ dbt.hash(dbt.listagg('file_sha256', "','", 'order by file_sha256')) }} as inputs_hash
+    select {{ dbt.hash(ordered_listagg('file_sha256', "','", 'file_sha256')) }} as inputs_hash
     from {{ source('raw', 'ingested_files') }}
 ),
 

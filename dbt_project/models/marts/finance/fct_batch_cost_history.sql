@@ -43,7 +43,7 @@ change_lists as (
     select
         batch_id,
         snapshot_version,
-        {{ dbt.listagg('column_name', "', '", 'order by column_order') }} as changed_columns
+        {{ ordered_listagg('column_name', "', '", 'column_order') }} as changed_columns
     from changes
     group by batch_id, snapshot_version
 )

@@ -1,0 +1,28 @@
+{#- A mart's not_null constraints on Spark. dbt-spark sets them with ALTER COLUMN ... SET NOT NULL, which only
+    Delta tables take; the local session stores Parquet tables, so the columns are checked once the table is
+    built instead: a null in a constrained column fails the model, as DuckDB refuses it when it builds the table.
+    (dbt's own namespace: the root project's macro replaces dbt-spark's.) -#}
+{% macro spark__persist_constraints(relation, model) %}
+    {%- if config.get('contract').enforced %}
+        {%- set columns = [] %}
+        {%- for name, column in model.columns.items() %}
+            {%- for constraint in column.constraints if constraint.type == 'not_null' %}
+                {%- do columns.append(name) %}
+            {%- endfor %}
+        {%- endfor %}
+        {%- if columns %}
+            {%- set counted = [] %}
+            {%- for name in columns %}
+                {%- do counted.append('count_if(' ~ name ~ ' is null)') %}
+            {%- endfor %}
+            {%- set counts = run_query('select ' ~ counted | join(', ') ~ ' from ' ~ relation) %}
+            {%- set nulls = [] %}
+            {%- for name in columns %}
+                {%- if counts.columns[loop.index0].values()[0] > 0 %}{% do nulls.append(name) %}{% endif %}
+            {%- endfor %}
+            {%- if nulls %}
+                {{ exceptions.raise_compiler_error(relation ~ ': null in not_null column(s) ' ~ nulls | join(', ')) }}
+            {%- endif %}
+        {%- endif %}
+    {%- endif %}
+{% endmacro %}
