@@ -24,6 +24,7 @@ from tests.helpers import query
 # their tests are handed out before the others, so the long ones never run alone at the end while the other worker
 # is idle; the many quick tests fill the gaps. The order only moves work: a file left off this list still runs.
 LONGEST_FIRST = (
+    "test_spark.py",
     "test_kill_recovery.py",
     "test_cost_history.py",
     "test_publish.py",

@@ -11,6 +11,8 @@ import subprocess
 
 from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, dbt_executable
 
+ON_RUN_START = "operation.cost_pipeline.cost_pipeline-on-run-start-0"
+
 
 def test_every_dbt_unit_test_passes(demo_run, tmp_path):
     assert demo_run.succeeded
@@ -25,7 +27,8 @@ def test_every_dbt_unit_test_passes(demo_run, tmp_path):
         text=True,
     )
     results = json.loads((target / "run_results.json").read_text(encoding="utf-8"))["results"]
-    statuses = {result["unique_id"]: result["status"] for result in results}
+    # Besides the unit tests only the project's on-run-start hook runs (a no-op off Spark: macros/spark_raw_tables.sql)
+    statuses = {result["unique_id"]: result["status"] for result in results if result["unique_id"] != ON_RUN_START}
     assert finished.returncode == 0, finished.stdout[-3000:]
     assert len(statuses) >= 20 and all(node.startswith("unit_test.") for node in statuses)
     assert set(statuses.values()) == {"pass"}

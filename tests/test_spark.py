@@ -79,7 +79,10 @@ def test_every_mart_on_spark_equals_duckdb(demo_run, spark_night: Path) -> None:
         if not files:
             assert duck_rows == 0, f"{schema}.{table}: Spark wrote no rows, DuckDB has {duck_rows}"
             continue
-        spark_columns = {name for name, *_ in con.execute(f"describe select * from read_parquet({[str(f) for f in files]})").fetchall()}
+        spark_columns = {
+            name
+            for name, *_ in con.execute(f"describe select * from read_parquet({[str(f) for f in files]})").fetchall()
+        }
         assert {name for name, _ in columns} == spark_columns, f"{schema}.{table}: columns differ"
         select = ", ".join(_compared(name, data_type) for name, data_type in kept)
         duck = f'select {select} from duck.{schema}."{table}"'

@@ -25,8 +25,8 @@ lr_exact as (
     select
         lr_shares.*,
         case
-            when lr_weight_sum > 0 then {{ total_cents }} * 1.0 * {{ weight }} / lr_weight_sum
-            else {{ total_cents }} * 1.0 / lr_parts
+            when lr_weight_sum > 0 then cast({{ total_cents }} as double) * {{ weight }} / lr_weight_sum
+            else cast({{ total_cents }} as double) / lr_parts
         end as lr_exact_cents
     from lr_shares
 ),

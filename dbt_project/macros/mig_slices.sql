@@ -23,10 +23,11 @@
 {% macro gpu_equivalents(job, kind, total_slices, counts, mig_instances=none, mig_slices=none) -%}
     {%- set instances = mig_instances or job ~ '.mig_instances_' ~ kind -%}
     {%- set slices = mig_slices or job ~ '.mig_slices_' ~ kind -%}
-    {{ job }}.gpus_{{ kind }} - {{ instances }} + {{ slices }} * 1.0 / {{ total_slices }}
+    {{ job }}.gpus_{{ kind }} - {{ instances }} + cast({{ slices }} as double) / {{ total_slices }}
         + case when {{ job }}.shards_{{ kind }} = 0 then 0
-            else {{ job }}.shards_{{ kind }} * 1.0 / {{ counts }}.shards_per_gpu end
-        + case when {{ job }}.mps_{{ kind }} = 0 then 0 else {{ job }}.mps_{{ kind }} * 1.0 / {{ counts }}.mps_per_gpu end
+            else cast({{ job }}.shards_{{ kind }} as double) / {{ counts }}.shards_per_gpu end
+        + case when {{ job }}.mps_{{ kind }} = 0 then 0
+            else cast({{ job }}.mps_{{ kind }} as double) / {{ counts }}.mps_per_gpu end
 {%- endmacro %}
 
 {#- The same x `seconds`, in whole GPU-seconds: whole GPUs' exactly, a fraction's rounded once to the second. -#}
@@ -53,7 +54,7 @@
 {#- The share of its GPU a sample stands for: 1 for a whole GPU, a MIG instance's slices over its GPU's total. -#}
 {% macro gpu_share(profile) -%}
     case when {{ profile }} is null then 1.0
-        else {{ mig_profile_slices(profile) }} * 1.0 / {{ total_slices_of() }} end
+        else cast({{ mig_profile_slices(profile) }} as double) / {{ total_slices_of() }} end
 {%- endmacro %}
 
 {#- The compute slices of a GPU model a Slurm GRES type names (mig_total_slices_model.<model>: a30 -> 4), per

@@ -42,7 +42,7 @@ select
     cast(totals.human_handoffs as bigint) as human_handoffs,
     cast(totals.escalations as bigint) as escalations,
     cast(totals.attempts as bigint) as attempts,
-    cast(round(totals.tasks_succeeded * 1.0 / totals.tasks, 4) as decimal(18, 4)) as success_rate,
+    cast(round(cast(totals.tasks_succeeded as double) / totals.tasks, 4) as decimal(18, 4)) as success_rate,
     case when calls.calls > 0
         then cast(round(calls.cost_cents / 100.0 / calls.calls, 6) as decimal(18, 6))
     end as cost_per_call,

@@ -77,7 +77,7 @@ with_categories as (
             then with_reasons.gpus_requested else with_reasons.mig_instances_requested end as request_mig_instances,
         case when with_reasons.mig_instances_requested = 0 and with_reasons.gpus_allocated > 0
             and with_reasons.mig_instances_allocated = with_reasons.gpus_allocated
-            then with_reasons.gpus_requested * 1.0 * with_reasons.mig_slices_allocated
+            then cast(with_reasons.gpus_requested as double) * with_reasons.mig_slices_allocated
             / with_reasons.mig_instances_allocated
             else with_reasons.mig_slices_requested end as request_mig_slices,
         reasons.category as termination_category,

@@ -38,7 +38,7 @@ cloud_prices as (
     select
         cloud_skus.contract_version,
         charges.month_start,
-        sum(charges.effective_cost) * 1.0
+        cast(sum(charges.effective_cost) as double)
         / sum(charges.consumed_quantity * cloud_skus.gpus_per_unit) as cloud_price_per_gpu_hour
     from {{ ref('int_focus_charges_attributed') }} as charges
     inner join cloud_skus on charges.sku_id = cloud_skus.sku_id

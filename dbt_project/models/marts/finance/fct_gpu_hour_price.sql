@@ -21,7 +21,7 @@ effective as (
     select
         costs.month_start,
         sum(case when jobs.occupied_gpu_seconds > 0
-            then jobs.effective_compute_gpu_seconds * 1.0 * costs.occupied_gpu_seconds / jobs.occupied_gpu_seconds
+            then cast(jobs.effective_compute_gpu_seconds as double) * costs.occupied_gpu_seconds / jobs.occupied_gpu_seconds
             else 0 end) as effective_compute_gpu_seconds
     from {{ ref('int_job_months_costed') }} as costs
     inner join {{ ref('int_jobs_costed') }} as jobs on costs.job_key = jobs.job_key
@@ -54,10 +54,10 @@ select
     cast(occupied_gpu_seconds / 3600.0 as decimal(18, 4)) as occupied_gpu_hours,
     cast(effective_compute_gpu_seconds / 3600.0 as decimal(18, 4)) as effective_compute_gpu_hours,
     case when occupied_gpu_seconds > 0
-        then cast(round(effective_compute_gpu_seconds * 1.0 / occupied_gpu_seconds, 6) as decimal(18, 6))
+        then cast(round(cast(effective_compute_gpu_seconds as double) / occupied_gpu_seconds, 6) as decimal(18, 6))
     end as measured_utilization,
     case when available_gpu_seconds > 0
-        then cast(round(occupied_gpu_seconds * 1.0 / available_gpu_seconds, 6) as decimal(18, 6))
+        then cast(round(cast(occupied_gpu_seconds as double) / available_gpu_seconds, 6) as decimal(18, 6))
     end as allocation_share,
     case when effective_compute_gpu_seconds > 0
         then cast(round(price_per_available_gpu_hour * occupied_gpu_seconds / effective_compute_gpu_seconds, 6)

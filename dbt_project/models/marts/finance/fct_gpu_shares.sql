@@ -132,7 +132,7 @@ shares as (
         timed.contract_version,
         timed.sample_month,
         timed.represented_seconds,
-        timed.represented_seconds * 1.0
+        cast(timed.represented_seconds as double)
         -- An instance holds its slices; the whole GPU the slices no instance holds.
         * coalesce(holders.instance_slices, greatest(timed.total_slices - timed.held_slices, 0))
         / timed.total_slices / holders.holders_sharing as gpu_seconds
@@ -159,7 +159,7 @@ shares as (
         contract_version,
         sample_month,
         represented_seconds,
-        represented_seconds * 1.0 * (total_slices - held_slices) / total_slices as gpu_seconds
+        cast(represented_seconds as double) * (total_slices - held_slices) / total_slices as gpu_seconds
     from timed
     where has_whole_gpu = 0 and held_slices < total_slices
 ),
