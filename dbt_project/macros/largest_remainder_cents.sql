@@ -5,7 +5,8 @@
     partition_by  the columns naming one total (e.g. month_start, model)
     total_cents   an integer column holding that total, repeated on each of its rows
     weight        a non-negative weight column; if a total's weights are all 0 it is shared equally
-    tie_breaker   a column that orders equal remainders deterministically
+    tie_breaker   the columns (comma-separated) that order equal remainders deterministically, nulls last on every
+                  engine (DuckDB's default; Spark's ascending default is nulls first)
 
     Returns a select of every column of relation plus allocated_cents (bigint). Each part gets the floor of its
     exact share; the cents left over go one each to the parts with the largest remainders, so no part is
@@ -13,6 +14,7 @@
 -#}
 {% macro largest_remainder_cents(relation, partition_by, total_cents, weight, tie_breaker) %}
 {%- set partition = partition_by | join(', ') -%}
+{%- set tie_order = (tie_breaker.split(',') | map('trim') | join(' nulls last, ')) ~ ' nulls last' -%}
 with lr_shares as (
     select
         {{ relation }}.*,
@@ -43,7 +45,9 @@ lr_ranked as (
     select
         lr_floored.*,
         {{ total_cents }} - sum(lr_floor_cents) over (partition by {{ partition }}) as lr_leftover,
-        row_number() over (partition by {{ partition }} order by lr_remainder desc, {{ tie_breaker }}) as lr_rank
+        row_number() over (
+            partition by {{ partition }} order by lr_remainder desc, {{ tie_order }}
+        ) as lr_rank
     from lr_floored
 )
 

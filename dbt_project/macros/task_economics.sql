@@ -44,11 +44,11 @@ select
     cast(totals.attempts as bigint) as attempts,
     cast(round(cast(totals.tasks_succeeded as double) / totals.tasks, 4) as decimal(18, 4)) as success_rate,
     case when calls.calls > 0
-        then cast(round(calls.cost_cents / 100.0 / calls.calls, 6) as decimal(18, 6))
+        then {{ cents_per_unit('calls.cost_cents', 'calls.calls') }}
     end as cost_per_call,
     cast(totals.task_cost_cents / 100.0 as decimal(18, 2)) as task_cost,
     case when totals.tasks_succeeded > 0
-        then cast(round(totals.task_cost_cents / 100.0 / totals.tasks_succeeded, 6) as decimal(18, 6))
+        then {{ cents_per_unit('totals.task_cost_cents', 'totals.tasks_succeeded') }}
     end as cost_per_successful_task,
     {{ reporting_currency() }} as currency
 from totals

@@ -54,7 +54,8 @@ select
     job_overlaps.phase,
     job_overlaps.month_start,
     cast(case when job_overlaps.span_seconds = job_overlaps.overlap_seconds then job_overlaps.occupied_gpu_seconds
-        else round(cast(job_overlaps.occupied_gpu_seconds as double) * job_overlaps.overlap_seconds / job_overlaps.span_seconds, 0)
+        else round(cast(job_overlaps.occupied_gpu_seconds as double) * job_overlaps.overlap_seconds
+            / job_overlaps.span_seconds, 0)
     end as bigint) as occupied_gpu_seconds,
     cloud_jobs.job_key is not null as is_cloud_billed
 from job_overlaps

@@ -124,9 +124,9 @@ select
     spans.first_start_at,
     spans.last_end_at,
     cast(registry.budget_gpu_hours as decimal(18, 4)) as budget_gpu_hours,
-    progress.occupied_gpu_seconds / 3600.0 as occupied_gpu_hours,
-    progress.lost_gpu_seconds / 3600.0 as lost_gpu_hours,
-    (progress.occupied_gpu_seconds - progress.lost_gpu_seconds) / 3600.0 as useful_gpu_hours,
+    cast(progress.occupied_gpu_seconds as double) / 3600 as occupied_gpu_hours,
+    cast(progress.lost_gpu_seconds as double) / 3600 as lost_gpu_hours,
+    cast(progress.occupied_gpu_seconds - progress.lost_gpu_seconds as double) / 3600 as useful_gpu_hours,
     case when not progress.is_unpriced
         then progress.whole_jobs_cost + cast(round(progress.partial_jobs_cost, 2) as decimal(18, 2))
     end as compute_cost,

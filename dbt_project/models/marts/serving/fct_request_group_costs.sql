@@ -12,8 +12,7 @@ select
     cast(sum(case when is_completed then 0 else 1 end) as bigint) as requests_not_completed,
     cast(sum(request_cost_cents) / 100.0 as decimal(18, 2)) as group_cost,
     case when sum(case when is_completed then 1 else 0 end) > 0
-        then cast(round(sum(request_cost_cents) / 100.0 / sum(case when is_completed then 1 else 0 end), 6)
-            as decimal(18, 6))
+        then {{ cents_per_unit('sum(request_cost_cents)', 'sum(case when is_completed then 1 else 0 end)') }}
     end as cost_per_request,
     {{ reporting_currency() }} as currency
 from {{ ref('int_requests_costed') }}
