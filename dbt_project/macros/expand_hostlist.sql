@@ -85,12 +85,17 @@
             prefix,
             suffix,
             split_part(bounds, '-', 1) as low,
-            explode(sequence(
-                cast(split_part(bounds, '-', 1) as bigint),
+            -- Spark's sequence counts down a descending range (n[5-3]); DuckDB's generate_series gives none.
+            explode(filter(sequence(low_number, high_number), n -> low_number <= high_number)) as number
+        from (
+            select
+                ranges.*,
+                cast(split_part(bounds, '-', 1) as bigint) as low_number,
                 cast(coalesce(nullif(split_part(bounds, '-', 2), ''), split_part(bounds, '-', 1)) as bigint)
-            )) as number
-        from ranges
-        where bounds is not null
+                    as high_number
+            from ranges
+            where bounds is not null
+        ) as bounded
     )
 
     select {{ key_columns | join(', ') }}, trim(item) as hostname from ranges where bounds is null

@@ -9,8 +9,8 @@
 {%- endmacro %}
 
 {% macro spark__ordered_listagg(expression, delimiter, order_by) -%}
-    array_join(transform(
+    case when count({{ expression }}) > 0 then array_join(transform(
         array_sort(collect_list(named_struct('position', {{ order_by }}, 'value', {{ expression }}))),
         item -> item.value
-    ), {{ delimiter }})
+    ), {{ delimiter }}) end
 {%- endmacro %}

@@ -3,7 +3,7 @@
     read raw where ingest wrote it: nothing to do. -#}
 {% macro spark_raw_tables() %}
     {%- if execute and target.type == 'spark' %}
-        {%- set folder = env_var('COST_SPARK_RAW') %}
+        {%- set folder = env_var('COST_SPARK_RAW') | replace('\\', '\\\\') | replace("'", "\\'") %}
         {%- do run_query('create schema if not exists raw') %}
         {%- for node in graph.sources.values() if node.source_name == 'raw' %}
             {%- do run_query('drop table if exists raw.' ~ node.name) %}

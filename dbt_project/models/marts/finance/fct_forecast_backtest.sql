@@ -27,7 +27,7 @@ select
     cast(forecasts.projected_compute_cost_high as decimal(18, 2)) as projected_compute_cost_high,
     cast(actuals.actual_compute_cost as decimal(18, 2)) as actual_compute_cost,
     case when actuals.actual_compute_cost > 0 and forecasts.projected_compute_cost_mid is not null
-        then cast(round(cast(abs(forecasts.projected_compute_cost_mid - actuals.actual_compute_cost) as double) * 100
+        then cast(round(cast(abs(forecasts.projected_compute_cost_mid - actuals.actual_compute_cost) * 100 as double)
             / actuals.actual_compute_cost, 2) as decimal(18, 2))
     end as absolute_pct_error,
     case when forecasts.projected_compute_cost_low is not null and actuals.actual_compute_cost is not null

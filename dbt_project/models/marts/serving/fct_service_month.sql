@@ -28,7 +28,7 @@ select
     cast(coalesce(requests.requests_total, 0) as bigint) as requests_total,
     cast(coalesce(requests.requests_completed, 0) as bigint) as requests_completed,
     case when requests.requests_completed > 0
-        then cast(round(costs.serving_cost_cents / 100.0 / requests.requests_completed, 6) as decimal(18, 6))
+        then {{ cents_per_unit('costs.serving_cost_cents', 'requests.requests_completed') }}
     end as cost_per_request,
     cast(coalesce(requests.allocated_cents, 0) / 100.0 as decimal(18, 2)) as allocated_to_requests,
     {{ reporting_currency() }} as currency
