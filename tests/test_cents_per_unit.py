@@ -15,7 +15,7 @@ from cost_pipeline.duckdb_session import connect
 MACRO = Path(__file__).resolve().parents[1] / "dbt_project" / "macros" / "cents_per_unit.sql"
 
 
-def price_sql(cents: str, units: str) -> str:
+def price_sql(cents: str, units: str, scale: int = 6) -> str:
     """The macro's SQL on DuckDB: `adapter.dispatch` picks the duckdb__ implementation, as dbt-duckdb does."""
     module = None
 
@@ -26,12 +26,12 @@ def price_sql(cents: str, units: str) -> str:
 
     template = jinja2.Environment().from_string(MACRO.read_text(encoding="utf-8"))
     module = template.make_module({"adapter": Adapter(), "return": lambda value: value})
-    return str(module.cents_per_unit(cents, units)).strip()
+    return str(module.cents_per_unit(cents, units, scale)).strip()
 
 
-def expected(cents: int, units: int) -> Decimal:
+def expected(cents: int, units: int, scale: int = 6) -> Decimal:
     exact = Decimal(abs(cents)) / 100 / Decimal(units)
-    rounded = exact.quantize(Decimal("0.000001"), rounding=ROUND_HALF_UP)
+    rounded = exact.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP)
     return -rounded if cents < 0 else rounded
 
 
@@ -46,3 +46,7 @@ def test_a_price_is_the_exact_quotient_rounded_half_away_from_zero():
     wrong = [(cents, units, price) for cents, units, price in rows if price != expected(cents, units)]
     assert not wrong, wrong[:5]
     assert con.execute(f"select {price_sql('856005', '160')}").fetchone()[0] == Decimal("53.500313")
+    for scale in (2, 4):
+        rows = con.execute(f"select cents, units, {price_sql('cents', 'units', scale)} from prices").fetchall()
+        wrong = [(cents, units, price) for cents, units, price in rows if price != expected(cents, units, scale)]
+        assert not wrong, (scale, wrong[:5])

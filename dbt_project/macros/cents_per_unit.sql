@@ -1,11 +1,14 @@
-{#- A price per unit to the millionth of the currency, from integer `cents` over a positive integer count `units`,
-    rounded half away from zero, exactly: integer arithmetic in millionths (cents x 10,000 / units), so no engine's
-    double or decimal division rounds first (53.5003125 is 53.500313 on every engine). decimal(18, 6). In bigint:
-    exact while |cents| < 4.6e14 (4.6 trillion in currency). -#}
-{% macro cents_per_unit(cents, units) -%}
-    {%- set millionths = integer_divide(
-        '2 * abs(cast(' ~ cents ~ ' as bigint)) * 10000 + ' ~ units, '2 * cast(' ~ units ~ ' as bigint)') %}
-    cast(cast(sign({{ cents }}) as bigint) * {{ millionths }} * 0.000001 as decimal(18, 6))
+{#- A price per unit to `scale` decimals of the currency (2 to 6; decimal(18, scale)), from integer `cents` over a
+    positive integer count `units`, rounded half away from zero, exactly: integer arithmetic in units of the last
+    decimal (cents x 10^(scale-2) / units), so no engine's double or decimal division rounds first (53.5003125 is
+    53.500313 on every engine). In bigint: exact while |cents| x 10^(scale-1) < 9.2e18 (at 6 decimals, 4.6 trillion
+    in currency). -#}
+{% macro cents_per_unit(cents, units, scale=6) -%}
+    {%- set last_decimals = integer_divide(
+        '2 * abs(cast(' ~ cents ~ ' as bigint)) * ' ~ 10 ** (scale - 2) ~ ' + ' ~ units,
+        '2 * cast(' ~ units ~ ' as bigint)') %}
+    cast(cast(sign({{ cents }}) as bigint) * {{ last_decimals }} * {{ '%.*f' | format(scale, 10 ** -scale) }}
+        as decimal(18, {{ scale }}))
 {%- endmacro %}
 
 {#- Integer division of two non-negative integers, truncated. dbt has no cross-database macro for it: `/` is a

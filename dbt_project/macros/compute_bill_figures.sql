@@ -23,7 +23,7 @@
     cast({{ relation }}.compute_cost as decimal(18, 2)) as compute_cost,
     cast({{ relation }}.rerun_compute_cost as decimal(18, 2)) as rerun_compute_cost,
     case when {{ relation }}.steps_counted > 0
-        then cast(round({{ relation }}.compute_cost / {{ relation }}.steps_counted, 4) as decimal(18, 4))
+        then {{ cents_per_unit(relation ~ '.compute_cost * 100', relation ~ '.steps_counted', 4) }}
     end as cost_per_counted_step,
     case when {{ relation }}.tokens_counted > 0
         then cast(round({{ relation }}.compute_cost * 1000000 / {{ relation }}.tokens_counted, 4) as decimal(18, 4))

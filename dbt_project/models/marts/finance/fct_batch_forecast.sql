@@ -51,7 +51,7 @@ select
     steps_counted,
     cast(compute_cost as decimal(18, 2)) as compute_cost_to_date,
     case when steps_counted > 0
-        then cast(round(compute_cost / steps_counted, 2) as decimal(18, 2))
+        then {{ cents_per_unit('compute_cost * 100', 'steps_counted', 2) }}
     end as cost_per_counted_step,
     rates_from,
     cast(round(cost_per_gpu_hour, 4) as decimal(18, 4)) as cost_per_occupied_gpu_hour,
