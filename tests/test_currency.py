@@ -106,6 +106,6 @@ def test_every_money_mart_has_a_currency_column_and_no_other_mart_does(demo_run)
     assert {name for name, columns in marts.items() if "currency" in columns} == money
     assert not {"dim_batches", "fct_step_discards"} & money
     for name in sorted(money):
-        assert marts[name]["currency"] == "varchar"
+        assert marts[name]["currency"] == "string"
         assert demo_run.query(f"select distinct currency from marts.{name}") in ([("USD",)], []), name
     assert demo_run.query("select count(*) from marts.fct_batch_costs where currency = 'USD'") == [(4,)]
