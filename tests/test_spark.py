@@ -86,16 +86,14 @@ def test_every_mart_on_spark_equals_duckdb(demo_run, spark_night: Path) -> None:
                 differences[f"{schema}.{table}"] = f"no rows on Spark, {duck_rows} on DuckDB"
             continue
         compared_with_rows += 1 if duck_rows else 0
-        spark_columns = {
-            name
-            for name, *_ in con.execute(f"describe select * from read_parquet({[str(f) for f in files]})").fetchall()
-        }
+        spark_table = f"read_parquet({[str(f) for f in files]})"
+        spark_columns = {name for name, *_ in con.execute(f"describe select * from {spark_table}").fetchall()}
         if {name for name, _ in columns} != spark_columns:
             differences[f"{schema}.{table}"] = f"columns differ: {spark_columns ^ {name for name, _ in columns}}"
             continue
         select = ", ".join(_compared(name, data_type) for name, data_type in kept)
         duck = f'select {select} from duck.{schema}."{table}"'
-        spark = f"select {select} from read_parquet({[str(f) for f in files]})"
+        spark = f"select {select} from {spark_table}"
         only_duck = con.execute(f"select count(*) from ({duck} except all {spark})").fetchone()[0]
         only_spark = con.execute(f"select count(*) from ({spark} except all {duck})").fetchone()[0]
         if only_duck or only_spark:

@@ -16,16 +16,13 @@
     {%- if config.get('contract').enforced %}
         {%- set columns = [] %}
         {%- for name, column in model.columns.items() %}
-            {%- for constraint in column.constraints if constraint.type == 'not_null' %}
+            {%- if column.constraints | selectattr('type', 'equalto', 'not_null') | list %}
                 {%- do columns.append(name) %}
-            {%- endfor %}
+            {%- endif %}
         {%- endfor %}
         {%- if columns %}
-            {%- set counted = [] %}
-            {%- for name in columns %}
-                {%- do counted.append('count_if(' ~ name ~ ' is null)') %}
-            {%- endfor %}
-            {%- set counts = run_query('select ' ~ counted | join(', ') ~ ' from ' ~ relation) %}
+            {%- set counts = run_query('select count_if(' ~ columns | join(' is null), count_if(') ~ ' is null) from '
+                                       ~ relation) %}
             {%- set nulls = [] %}
             {%- for name in columns %}
                 {%- if counts.columns[loop.index0].values()[0] > 0 %}{% do nulls.append(name) %}{% endif %}
