@@ -19,6 +19,7 @@ from typing import Any
 
 import dagster as dg
 from dagster_dbt import (
+    DagsterDbtCliRuntimeError,
     DagsterDbtTranslator,
     DagsterDbtTranslatorSettings,
     DbtCliInvocation,
@@ -29,6 +30,7 @@ from dagster_dbt import (
 from packaging.version import Version
 
 from cost_pipeline.contract import load_contract
+from cost_pipeline.dbt_failures import failed_tests, failure_report, read_places, store_failing_rows
 from cost_pipeline.dbt_setup import (
     dbt_project,
     keep_partial_parse,
@@ -96,6 +98,11 @@ class CostDbtTranslator(DagsterDbtTranslator):
         return load_contract().owners(dbt_resource_props["config"]["schema"], kind="layers")
 
 
+class DbtTestsFailed(Exception):
+    """Error-severity dbt tests failed: each named with its rule, its failing rows' landing files and lines, and
+    where the rows are stored (``cost_pipeline.dbt_failures``)."""
+
+
 ROW_COUNT_LOG = "cost_pipeline row_count "  # the post-hook's log line, then the count
 
 
@@ -154,8 +161,16 @@ def cost_models(context: dg.AssetExecutionContext, dbt: DbtCliResource, warehous
     # the last build on this warehouse so dbt does not re-parse the whole project (see dbt_setup).
     target = dbt_project.project_dir / "target" / f"{context.op_def.name}-{context.run_id[:7]}-{uuid.uuid4().hex[:7]}"
     seed_partial_parse(target, warehouse.file)
+    invocation = dbt.cli(NIGHTLY_BUILD, context=context, target_path=target)
     try:
-        yield from with_row_counts(dbt.cli(NIGHTLY_BUILD, context=context, target_path=target), context)
+        yield from with_row_counts(invocation, context)
+    except DagsterDbtCliRuntimeError as error:
+        failed = failed_tests(invocation.get_artifact("run_results.json"), invocation.manifest)
+        if not failed:
+            raise
+        # An error test failed: its failing rows, stored, name the landing file and line they came from.
+        store_failing_rows(dbt, failed, invocation.manifest, target)
+        raise DbtTestsFailed(failure_report(read_places(warehouse.file, failed), str(error))) from None
     finally:
         keep_partial_parse(target, warehouse.file)
         prune_build_folders(context.op_def.name)
