@@ -7,7 +7,8 @@ Exit codes (docs/operations.md): 0 done, 1 the run failed, 2 wrong arguments or 
 3 the warehouse is busy, 4 every row of a source was quarantined, 5 the warehouse is unusable, 6 retract: no such
 file, 7 the landing folder holds no files (--allow-empty runs anyway), 8 a source's load failed: its figures are
 stale, 9 the journal cannot be printed or the month cannot be closed, 10 the FOCUS export cannot be written,
-11 report --pdf: WeasyPrint or Pango is missing."""
+11 report --pdf: WeasyPrint or Pango is missing, 12 rows that passed the contract failed a dbt test: quarantined,
+the night built without them."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from cost_pipeline.warehouse_file import UNUSABLE_EXIT, WarehouseUnusable, check
 
 EMPTY_LANDING_EXIT = 7  # docs/operations.md lists every exit code
 STALE_EXIT = 8  # the marts were built and published, but a source's load failed: its figures are a past night's
+HELD_EXIT = 12  # the marts were built and published without landing rows that failed a dbt test (a contract defect)
 
 BATCH_COLUMNS = (
     ("batch_id", "batch", 13),
@@ -680,6 +682,14 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return STALE_EXIT
+    if findings.held:
+        print(
+            f"cost-pipeline: rows of {', '.join(findings.held)} passed the contract and failed dbt tests: they are "
+            "quarantined and tonight's figures leave them out (see the held: lines; the contract needs a rule)"
+            + (f"; {wholly}" if wholly else ""),
+            file=sys.stderr,
+        )
+        return HELD_EXIT
     if wholly:
         print(f"cost-pipeline: {wholly}", file=sys.stderr)
         return 4

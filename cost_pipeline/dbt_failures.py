@@ -1,30 +1,42 @@
-"""When an error-severity dbt test fails in the night: its failing rows stored, and the landing file and line of each
-named in the run's error (issue 10).
+"""When an error-severity dbt test fails in the night: its failing rows stored, the landing file and line of each
+named, and rows that came straight from landing files quarantined so the night builds without them (issue 10).
 
 A value that gets past the contract and then fails a dbt test is a defect of the contract. Until it is fixed, the
 night must say where the value came from, not only which model it reached. The nightly build does not store
 failures (a table per test per night); after a build in which tests failed, ``store_failing_rows`` runs those tests
 again with ``--store-failures``. Each then writes its failing rows to ``audit.<test>``; on a model that carries
 ``source_file`` and ``source_line`` (every staging model of a landing source) those rows are the model's own rows,
-provenance included (dbt_project/macros/failing_source_rows.sql). ``failure_report`` reads them back and says, per
-test, what it checks, how many rows break it, and the first files and lines.
+provenance included (dbt_project/macros/failing_source_rows.sql). ``read_places`` reads them back.
+
+When every failed test is on a staging model of a landing source and each failing row names its file and line
+(``holdable``), one bad row does not cost the night: ``hold_rows`` moves those rows from raw to ``raw.quarantine``
+(rule ``dbt:<test>``, the file ledger's counts moved with them, so rows in still equal rows staged plus quarantined)
+and the nightly job builds again without them; the night's summary names them (``held_rows``). Otherwise
+``failure_report`` is the run's error: per test, what it checks, how many rows break it, and the first files and lines.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-from dagster_dbt import DbtCliResource
 
 from cost_pipeline import duckdb_session
+from cost_pipeline.dbt_setup import seed_partial_parse
 from cost_pipeline.dbt_test_descriptions import describe_test
 from cost_pipeline.ingest.lib.warehouse import quote
 
+if TYPE_CHECKING:
+    from dagster_dbt import DbtCliResource
+
 PLACES_SHOWN = 5  # landing file and line pairs named per failed test; the stored table holds every row
+HELD_RULE = "dbt:"  # the quarantine rule of a row held after a dbt test, followed by the test's name
+# A raw row (alias r) whose file and line are among the failing rows' (temp table held).
+_HELD = "exists (select 1 from held where held.source_file = r.source_file and held.source_line = r.source_line)"
 
 
 @dataclass(frozen=True)
@@ -39,19 +51,33 @@ class FailedTest:
     rows: int | None = None  # failing rows stored; None when the table could not be read
     places: tuple[tuple[str, int], ...] = ()  # the first (source_file, source_line) of those rows
     more_places: int = 0  # further distinct places, not listed
+    unplaced: int | None = None  # stored rows without a file and line; None when the rows have no such columns
+    raw_tables: tuple[str, ...] = ()  # the raw tables a staging model reads; empty for any other model
+
+    @property
+    def holdable(self) -> bool:
+        """Its failing rows are landing rows, each named by file and line: they can be quarantined."""
+        return bool(self.raw_tables) and bool(self.rows) and bool(self.places) and self.unplaced == 0
 
     def line(self) -> str:
         """One paragraph: dbt's failure line, then what the test checks and where its failing rows came from."""
         head = f"Failure in test {self.name} ({self.path})"
-        tested = f" of {self.model}" if self.model else ""
         if self.rows is None:
-            found = f"its failing rows could not be read back from {self.stored}"
-        elif self.places:
-            listed = ", ".join(f"{file} line {line}" for file, line in self.places)
-            more = f" and {self.more_places} more" if self.more_places else ""
-            found = f"{_rows(self.rows)}{tested} break it, from {listed}{more}; all in {self.stored}"
+            found = "its failing rows were not stored (see dbt's log)"
+        elif self.unplaced is None:  # dbt's own result rows: one per failing value, group or total
+            found = (
+                f"the test returned {_rows(self.rows)} (failing values or groups, without their landing files); "
+                f"stored in {self.stored}"
+            )
         else:
-            found = f"{_rows(self.rows)}{tested} break it (no landing file: the rows are built); all in {self.stored}"
+            tested = f" of {self.model}" if self.model else ""
+            breaks = f"{_rows(self.rows)}{tested} {'breaks' if self.rows == 1 else 'break'} it"
+            if self.places:
+                listed = ", ".join(f"{file} line {line}" for file, line in self.places)
+                more = f" and {self.more_places} more" if self.more_places else ""
+                found = f"{breaks}, from {listed}{more}; stored in {self.stored}"
+            else:
+                found = f"{breaks}, none with a landing file and line; stored in {self.stored}"
         return f"{head}\n  {self.rule}: {found}"
 
 
@@ -68,6 +94,8 @@ def failed_tests(run_results: Mapping[str, Any], manifest: Mapping[str, Any]) ->
         if node is None or node["resource_type"] != "test" or result["status"] != "fail":
             continue
         tested = manifest["nodes"].get(node.get("attached_node") or "")
+        raw = [manifest["sources"].get(parent) for parent in tested["depends_on"]["nodes"]] if tested else []
+        staging = tested is not None and tested["resource_type"] == "model" and tested["schema"] == "staging"
         failed.append(
             FailedTest(
                 name=node["name"],
@@ -75,30 +103,48 @@ def failed_tests(run_results: Mapping[str, Any], manifest: Mapping[str, Any]) ->
                 rule=describe_test(node).rstrip("."),
                 model=f"{tested['schema']}.{tested['alias']}" if tested else None,
                 stored=f"{node['schema']}.{node['alias']}",
+                raw_tables=tuple(sorted(source["name"] for source in raw if source and source["source_name"] == "raw"))
+                if staging
+                else (),
             )
         )
     return sorted(failed, key=lambda test: (test.path, test.name))
 
 
-def store_failing_rows(dbt: DbtCliResource, tests: Sequence[FailedTest], manifest: Any, target: Path) -> None:
-    """Run ``tests`` again, storing their failing rows in ``audit`` (dbt exits 1 again: they still fail)."""
+def only_tests_failed(run_results: Mapping[str, Any]) -> bool:
+    """No node of the invocation errored (a model that could not be built, a test that could not run)."""
+    return not any(result["status"] == "error" for result in run_results.get("results", []))
+
+
+def store_failing_rows(
+    dbt: DbtCliResource, tests: Sequence[FailedTest], manifest: Any, target: Path, warehouse: Path
+) -> set[str]:
+    """Run ``tests`` again, storing their failing rows in ``audit``; return the names of those that failed again (and
+    so stored tonight's rows). Each test's table from an earlier night is dropped first, so none is read as
+    tonight's. ``target`` is a folder of its own: the failed build's artifacts stay as they were."""
+    with contextlib.closing(duckdb_session.connect(str(warehouse))) as con:
+        for test in tests:
+            schema, table = test.stored.split(".", 1)
+            con.execute(f"drop table if exists {quote(schema)}.{quote(table)}")
+    seed_partial_parse(target, warehouse)
     names = " ".join(sorted({test.name for test in tests}))  # one argument: dagster-dbt moves a second one
-    dbt.cli(
-        ["test", "--store-failures", "--select", names],
-        manifest=manifest,
-        target_path=target,
-        raise_on_error=False,
+    rerun = dbt.cli(
+        ["test", "--store-failures", "--select", names], manifest=manifest, target_path=target, raise_on_error=False
     ).wait()
+    results = rerun.get_artifact("run_results.json").get("results", [])
+    by_id = {node["unique_id"]: node["name"] for node in manifest["nodes"].values()}
+    return {by_id.get(result["unique_id"], "") for result in results if result["status"] == "fail"}
 
 
-def read_places(warehouse: Path, tests: Sequence[FailedTest]) -> list[FailedTest]:
-    """Each test with its stored rows counted and their first landing files and lines (when the rows carry them)."""
+def read_places(warehouse: Path, tests: Sequence[FailedTest], stored: set[str]) -> list[FailedTest]:
+    """Each test whose rows were stored (``stored``) with those rows counted and their first landing files and lines
+    (when the rows carry them); the others as they were (their rows unread)."""
     try:
         con = duckdb_session.connect(str(warehouse), read_only=True)
     except duckdb.Error:
         return list(tests)
     try:
-        return [_places(con, test) for test in tests]
+        return [_places(con, test) if test.name in stored else test for test in tests]
     finally:
         con.close()
 
@@ -115,10 +161,65 @@ def _places(con: duckdb.DuckDBPyConnection, test: FailedTest) -> FailedTest:
             f"select distinct source_file, source_line from {relation} "
             "where source_file is not null and source_line is not null order by source_file, source_line"
         ).fetchall()
+        (unplaced,) = con.execute(
+            f"select count(*) from {relation} where source_file is null or source_line is null"
+        ).fetchone()
     except duckdb.Error:
         return test
     shown = tuple((str(file), int(line)) for file, line in places[:PLACES_SHOWN])
-    return replace(test, rows=rows, places=shown, more_places=len(places) - len(shown))
+    return replace(test, rows=rows, places=shown, more_places=len(places) - len(shown), unplaced=unplaced)
+
+
+def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> int:
+    """Move the raw rows each test's stored rows came from (by raw table, file and line) to ``raw.quarantine``,
+    with rule ``dbt:<test>``, and their counts in the file ledger from staged to quarantined; in one transaction.
+    Returns how many raw rows moved."""
+    moved = 0
+    con.execute("begin transaction")
+    try:
+        for test in tests:
+            schema, table = test.stored.split(".", 1)
+            con.execute(
+                "create or replace temp table held as select distinct source_file, source_line "
+                f"from {quote(schema)}.{quote(table)} where source_file is not null and source_line is not null"
+            )
+            for source in test.raw_tables:
+                raw = f"raw.{quote(source)}"
+                per_file = con.execute(
+                    f"select source_file, count(*) from {raw} as r where {_HELD} group by source_file"
+                ).fetchall()
+                if not per_file:
+                    continue
+                con.execute(
+                    "insert into raw.quarantine (source, source_file, file_sha256, line, rule, message, raw_text) "
+                    f"select ?, r.source_file, f.file_sha256, r.source_line, ?, ?, cast(to_json(r) as varchar) "
+                    f"from {raw} as r join raw.ingested_files as f on f.source = ? and f.source_file = r.source_file "
+                    f"where {_HELD}",
+                    [source, HELD_RULE + test.name, f"{test.rule} (passed the contract, failed this dbt test)", source],
+                )
+                con.execute(f"delete from {raw} as r where {_HELD}")
+                for file, count in per_file:
+                    con.execute(
+                        "update raw.ingested_files set rows_staged = rows_staged - ?, "
+                        "rows_quarantined = rows_quarantined + ? where source = ? and source_file = ?",
+                        [count, count, source, file],
+                    )
+                    moved += count
+        con.execute("drop table if exists held")
+        con.execute("commit")
+    except BaseException:
+        con.execute("rollback")
+        raise
+    return moved
+
+
+def held_rows(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, int, str]]:
+    """The rows raw holds back after a dbt test: (source, test, rows, first file and line), by source and test."""
+    return con.execute(
+        "select source, substr(rule, ?) as test, count(*), min(source_file || ' line ' || line) "
+        "from raw.quarantine where starts_with(rule, ?) group by source, rule order by source, rule",
+        [len(HELD_RULE) + 1, HELD_RULE],
+    ).fetchall()
 
 
 def failure_report(tests: Sequence[FailedTest], dbt_error: str) -> str:

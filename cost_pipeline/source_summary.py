@@ -3,9 +3,11 @@
 One line a source (from the file ledger, ``raw.ingested_files``), in the registry's order, then one line for the
 ignored files (``raw.ignored_files``) and, when there are any, one for the files gone from the landing folder whose
 rows raw keeps (``missing_since``), and one ``stale:`` line per source whose load failed tonight
-(``raw.source_failures``): raw keeps its rows of its last good night, so its figures are as of then. The sources
-that had rows and staged none (every row quarantined) and those whose figures are stale are returned, so the CLI
-can end non-zero naming them.
+(``raw.source_failures``): raw keeps its rows of its last good night, so its figures are as of then. Then one
+``held:`` line per source and dbt test whose failing landing rows were quarantined after the build
+(``cost_pipeline.dbt_failures``): the contract passed them, so the contract has a defect. The sources that had rows
+and staged none (every row quarantined), those whose figures are stale and those with held rows are returned, so the
+CLI can end non-zero naming them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 import duckdb
 
 from cost_pipeline import duckdb_session
+from cost_pipeline.dbt_failures import held_rows
 from cost_pipeline.ingest.registry import SOURCES
 
 IGNORED_NAMED = 5  # ignored files named on the summary line; raw.ignored_files holds them all
@@ -38,6 +41,7 @@ class SummaryFindings:
 
     all_quarantined: list[str] = field(default_factory=list)  # sources with rows, every one quarantined
     stale: list[str] = field(default_factory=list)  # sources whose load failed tonight: last good night's rows
+    held: list[str] = field(default_factory=list)  # sources with rows quarantined after a failed dbt test
 
 
 def print_source_summary(warehouse: Path, out=None) -> SummaryFindings:
@@ -76,6 +80,7 @@ def print_source_summary(warehouse: Path, out=None) -> SummaryFindings:
             ).fetchall()
         except duckdb.CatalogException:  # a warehouse written before failed loads were recorded
             failures = []
+        held = held_rows(con)
     finally:
         con.close()
     print("\nPer source (raw.ingested_files):", file=out)
@@ -103,4 +108,12 @@ def print_source_summary(warehouse: Path, out=None) -> SummaryFindings:
         night = f"{since:%Y-%m-%d %H:%M} UTC" if since else "no night (it never loaded)"
         print(f"  stale: figures from {name} are as of {night}; tonight's load failed: {error}", file=out)
         findings.stale.append(name)
+    for name, test, rows, first in held:
+        print(
+            f"  held: {rows:,} row(s) of {name} passed the contract and failed dbt test {test} (first: {first}); "
+            "quarantined, the figures leave them out",
+            file=out,
+        )
+        if name not in findings.held:
+            findings.held.append(name)
     return findings

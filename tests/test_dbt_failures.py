@@ -1,10 +1,15 @@
-"""An error-severity dbt test that fails names the landing file and line of each failing row (issue 10).
+"""A dbt test that fails on landing rows costs only those rows, and every failing row is named by file and line
+(issue 10).
 
-A value that gets past the contract and fails a dbt test is a contract defect; until it is fixed, the night's error
-says where the value came from, and the failing rows are stored in `audit` (cost_pipeline/dbt_failures.py,
-dbt_project/macros/failing_source_rows.sql). The night below is the session's demo night run again on a copy whose
-raw requests were changed behind the contract's back, as a defect of the contract would let them through: the
-requests file is unchanged, so the night keeps its raw rows (the incremental load) and dbt sees the bad values.
+A value that gets past the contract and fails a dbt test is a contract defect. Until it is fixed, the night says
+where the value came from: the failing rows are stored in `audit`, whole, with their landing file and line
+(cost_pipeline/dbt_failures.py, dbt_project/macros/failing_source_rows.sql). When they are all landing rows of a
+staging model they are quarantined (rule `dbt:<test>`) and the night builds again without them: every mart is
+published, the summary names them and the CLI exits 12. Otherwise the night fails naming the test and its rows.
+
+The nights below are the session's demo night run again on a copy whose raw requests were changed behind the
+contract's back, as a defect of the contract would let them through: the requests file is unchanged, so the night
+keeps its raw rows (the incremental load) and dbt sees the bad values.
 """
 
 from __future__ import annotations
@@ -13,14 +18,14 @@ import contextlib
 import io
 import json
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
 import pytest
 from dagster._utils.error import SerializableErrorInfo
 
-from cost_pipeline.cli import main
+from cost_pipeline.cli import HELD_EXIT, main
 from cost_pipeline.dbt_failures import FailedTest, failed_tests, failure_report
 from cost_pipeline.dbt_setup import manifest_path
 from cost_pipeline.progress import root_cause
@@ -63,23 +68,18 @@ def test_the_failed_tests_are_the_error_tests_that_failed():
         rule="`status` is a value of the contract's `request_status` enumeration, in the row's contract version",
         model="staging.stg_serving__requests",
         stored=f"audit.{status['alias']}",
+        raw_tables=("serving_requests",),
     )
+    assert not failed.holdable  # until its stored rows are read back
 
 
 def test_the_root_cause_is_the_first_failed_test_with_its_files_and_lines():
-    first = FailedTest(
-        "t_one",
-        "models/a.yml",
-        "No two rows share a `k`",
-        "staging.a",
-        "audit.t_one",
-        3,
-        (("a/x.csv", 4), ("a/x.csv", 9)),
-        1,
-    )
-    built = FailedTest("t_two", "models/b.yml", "One row per `m`", "marts.b", "audit.t_two", 1)
-    unread = FailedTest("t_three", "models/c.yml", "`c` is never null", None, "audit.t_three")
-    report = failure_report([first, built, unread], "dbt's own error")
+    places = (("a/x.csv", 4), ("a/x.csv", 9))
+    first = FailedTest("t_one", "models/a.yml", "No two rows share a `k`", "staging.a", "audit.t_one", 3, places, 1, 0)
+    grouped = FailedTest("t_two", "models/b.yml", "One row per `m`", "marts.b", "audit.t_two", 1)
+    unplaced = FailedTest("t_three", "models/c.yml", "`c` is never null", "staging.c", "audit.t_three", 1, (), 0, 1)
+    unread = FailedTest("t_four", "models/d.yml", "`d` is never null", None, "audit.t_four")
+    report = failure_report([first, grouped, unplaced, unread], "dbt's own error")
     error = SerializableErrorInfo(
         'Error occurred while executing op "cost_models":',
         [],
@@ -88,17 +88,21 @@ def test_the_root_cause_is_the_first_failed_test_with_its_files_and_lines():
     )
     assert root_cause("cost_models", error) == (
         "dbt test t_one (models/a.yml): No two rows share a `k`: 3 rows of staging.a break it, from a/x.csv line 4, "
-        "a/x.csv line 9 and 1 more; all in audit.t_one; 2 more tests failed"
+        "a/x.csv line 9 and 1 more; stored in audit.t_one; 3 more tests failed"
     )
-    assert "  One row per `m`: 1 row of marts.b break it (no landing file: the rows are built); all in audit.t_two" in (
-        report
-    )
-    assert "  `c` is never null: its failing rows could not be read back from audit.t_three" in report
+    assert (
+        "  One row per `m`: the test returned 1 row (failing values or groups, without their landing files); "
+        "stored in audit.t_two"
+    ) in report
+    assert "  `c` is never null: 1 row of staging.c breaks it, none with a landing file and line; stored in " in report
+    assert "  `d` is never null: its failing rows were not stored (see dbt's log)" in report
     assert report.endswith("\n\ndbt's own error")
+    assert first.holdable is False  # not a staging model of a raw table
+    assert replace(first, raw_tables=("a",)).holdable and not replace(unplaced, raw_tables=("c",)).holdable
 
 
 @dataclass(frozen=True)
-class FailedNight:
+class Night:
     landing: Path
     warehouse: Path
     code: int
@@ -106,52 +110,133 @@ class FailedNight:
     err: str
 
 
-@pytest.fixture(scope="module")
-def failed_night(demo_run, tmp_path_factory: pytest.TempPathFactory) -> FailedNight:
-    """The demo night again, its raw requests changed behind the contract: lines 5 and 7 have a status that is no
-    contract code, line 9 has no model."""
+def _night(demo_run, root: Path, tamper: list[str], warehouse_from: Path | None = None) -> Night:
+    """The nightly job on a copy of the demo's landing folder and of ``warehouse_from`` (the demo's warehouse), after
+    ``tamper`` statements on the copy's raw tables."""
     assert demo_run.succeeded
-    root = tmp_path_factory.mktemp("dbt_failures")
     landing, warehouse = root / "landing", root / "warehouse.duckdb"
     shutil.copytree(demo_run.landing, landing)
-    shutil.copy2(demo_run.warehouse, warehouse)
+    shutil.copy2(warehouse_from or demo_run.warehouse, warehouse)
     with duckdb.connect(str(warehouse)) as con:
-        con.execute("update raw.serving_requests set status = 'bogus' where source_line in (5, 7)")
-        con.execute("update raw.serving_requests set model = null where source_line = 9")
+        for statement in tamper:
+            con.execute(statement)
     out, err = io.StringIO(), io.StringIO()
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("DAGSTER_HOME", raising=False)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = main(["run", "--landing", str(landing), "--warehouse", str(warehouse)])
-    return FailedNight(landing, warehouse, code, out.getvalue(), err.getvalue())
+    return Night(landing, warehouse, code, out.getvalue(), err.getvalue())
 
 
-def test_the_night_fails_naming_the_landing_file_and_lines(failed_night):
-    assert failed_night.code == 1
-    assert failed_night.err.strip().splitlines()[-1] == (
-        f"cost-pipeline: the run failed: dbt test {STATUS_TEST} (models/staging/serving/_serving__models.yml): "
-        "`status` is a value of the contract's `request_status` enumeration, in the row's contract version: "
-        f"2 rows of staging.stg_serving__requests break it, from {REQUESTS_FILE} line 5, {REQUESTS_FILE} line 7; "
-        f"all in audit.{_test_node(_manifest(), STATUS_TEST)['alias']}; 1 more test failed"
+BAD_LINES = [
+    "update raw.serving_requests set status = 'bogus' where source_line in (5, 7)",
+    "update raw.serving_requests set model = null where source_line = 9",
+]
+
+
+@pytest.fixture(scope="module")
+def held_night(demo_run, tmp_path_factory: pytest.TempPathFactory) -> Night:
+    """The demo night again, its raw requests changed behind the contract: lines 5 and 7 have a status that is no
+    contract code, line 9 has no model."""
+    return _night(demo_run, tmp_path_factory.mktemp("held"), BAD_LINES)
+
+
+@pytest.fixture(scope="module")
+def next_night(demo_run, held_night, tmp_path_factory: pytest.TempPathFactory) -> Night:
+    """The night after, on a copy of the held night's warehouse, nothing changed."""
+    return _night(demo_run, tmp_path_factory.mktemp("next"), [], warehouse_from=held_night.warehouse)
+
+
+def _requests_ledger(warehouse: Path) -> tuple:
+    (row,) = query(
+        warehouse,
+        "select rows_in, rows_staged, rows_quarantined from raw.ingested_files where source_file = ?",
+        [REQUESTS_FILE],
     )
-    assert f"check {NOT_NULL_TEST} on staging/stg_serving__requests failed" in failed_night.out
+    return row
 
 
-def test_the_stored_failing_rows_are_the_landing_rows(failed_night):
+def test_rows_that_fail_a_staging_test_are_quarantined_and_the_night_builds_without_them(demo_run, held_night):
+    assert held_night.code == HELD_EXIT, held_night.err
+    assert held_night.err.strip().splitlines()[-1] == (
+        "cost-pipeline: rows of serving_requests passed the contract and failed dbt tests: they are quarantined and "
+        "tonight's figures leave them out (see the held: lines; the contract needs a rule)"
+    )
+    assert (
+        f"  held: 2 row(s) of serving_requests passed the contract and failed dbt test {STATUS_TEST} (first: "
+        f"{REQUESTS_FILE} line 5); quarantined, the figures leave them out" in held_night.out
+    )
+    assert f"failed dbt test {NOT_NULL_TEST} (first: {REQUESTS_FILE} line 9)" in held_night.out
+    # Rows in = staged + quarantined, still: three rows moved from staged to quarantined in the ledger.
+    rows_in, staged, quarantined = _requests_ledger(demo_run.warehouse)
+    assert _requests_ledger(held_night.warehouse) == (rows_in, staged - 3, quarantined + 3)
+    assert query(
+        held_night.warehouse,
+        "select line, rule, raw_text like '%\"bogus\"%' from raw.quarantine where starts_with(rule, 'dbt:') "
+        "order by line",
+    ) == [(5, f"dbt:{STATUS_TEST}", True), (7, f"dbt:{STATUS_TEST}", True), (9, f"dbt:{NOT_NULL_TEST}", False)]
+    assert query(held_night.warehouse, "select count(*) from raw.serving_requests where source_line in (5, 7, 9)") == [
+        (0,)
+    ]
+    # Every mart is built and published, the requests' without those three.
+    costed = "select count(*) from intermediate.int_requests_costed"
+    assert query(held_night.warehouse, costed)[0][0] == query(demo_run.warehouse, costed)[0][0] - 3
+    assert (
+        query(
+            held_night.warehouse.with_name("warehouse.finance.duckdb"),
+            "select count(*) from marts.fct_request_group_costs",
+        )[0][0]
+        > 0
+    )
+
+
+def test_the_held_rows_stay_held_the_next_night_and_are_counted_once(held_night, next_night):
+    assert next_night.code == HELD_EXIT, next_night.err
+    assert _requests_ledger(next_night.warehouse) == _requests_ledger(held_night.warehouse)
+    held = "select source_file, line, rule from raw.quarantine where starts_with(rule, 'dbt:') order by all"
+    assert query(next_night.warehouse, held) == query(held_night.warehouse, held)
+    costed = "select count(*) from intermediate.int_requests_costed"
+    assert query(next_night.warehouse, costed) == query(held_night.warehouse, costed)
+
+
+def test_the_stored_failing_rows_are_the_landing_rows(held_night):
     """Each stored row is the model's row, with its file and line; that line of that file is the same request."""
     manifest = _manifest()
     status = _test_node(manifest, STATUS_TEST)["alias"]
     not_null = _test_node(manifest, NOT_NULL_TEST)["alias"]
     stored = query(
-        failed_night.warehouse,
+        held_night.warehouse,
         f'select request_id, status, source_file, source_line from audit."{status}" order by source_line',
     )
-    lines = (failed_night.landing / REQUESTS_FILE).read_text(encoding="utf-8").splitlines()
+    lines = (held_night.landing / REQUESTS_FILE).read_text(encoding="utf-8").splitlines()
     assert [(file, line, status) for _, status, file, line in stored] == [
         (REQUESTS_FILE, 5, "bogus"),
         (REQUESTS_FILE, 7, "bogus"),
     ]
     assert [json.loads(lines[line - 1])["request_id"] for *_, line in stored] == [r for r, *_ in stored]
-    assert query(failed_night.warehouse, f'select null_columns, source_file, source_line from audit."{not_null}"') == [
+    assert query(held_night.warehouse, f'select null_columns, source_file, source_line from audit."{not_null}"') == [
         ("model ", REQUESTS_FILE, 9)
+    ]
+
+
+def test_a_failing_row_that_is_not_a_landing_row_fails_the_night_naming_the_test(demo_run, tmp_path):
+    """A request without input tokens passes staging's tests and fails on the costed requests, which are built rows,
+    not landing rows: nothing is quarantined, and the night fails as it did, naming the test and its stored rows."""
+    night = _night(demo_run, tmp_path, ["update raw.serving_requests set input_tokens = null where source_line = 5"])
+    assert night.code == 1, night.err
+    test = next(
+        node
+        for node in _manifest()["nodes"].values()
+        if node["resource_type"] == "test" and node["name"].startswith("not_null_columns_int_requests_costed_")
+    )
+    assert night.err.strip().splitlines()[-1] == (
+        f"cost-pipeline: the run failed: dbt test {test['name']} ({test['original_file_path']}): "
+        "None of `request_id`, `input_bucket`, `output_bucket`, `latency_tier`, `request_cost_cents` is null: "
+        f"the test returned 1 row (failing values or groups, without their landing files); "
+        f"stored in audit.{test['alias']}"
+    )
+    assert f"check {test['name']} on intermediate/int_requests_costed failed" in night.out
+    assert query(night.warehouse, "select count(*) from raw.quarantine where starts_with(rule, 'dbt:')") == [(0,)]
+    assert query(night.warehouse, f'select null_columns from audit."{test["alias"]}"') == [
+        ("input_bucket request_cost_cents ",)
     ]

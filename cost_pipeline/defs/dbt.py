@@ -8,6 +8,7 @@ The manifest is prepared explicitly (``cost-pipeline prepare``, the CLI, the tes
 ``dagster dev`` through ``prepare_if_dev``; importing this module never runs dbt otherwise.
 """
 
+import contextlib
 import os
 import sys
 import uuid
@@ -30,7 +31,14 @@ from dagster_dbt import (
 from packaging.version import Version
 
 from cost_pipeline.contract import load_contract
-from cost_pipeline.dbt_failures import failed_tests, failure_report, read_places, store_failing_rows
+from cost_pipeline.dbt_failures import (
+    failed_tests,
+    failure_report,
+    hold_rows,
+    only_tests_failed,
+    read_places,
+    store_failing_rows,
+)
 from cost_pipeline.dbt_setup import (
     dbt_project,
     keep_partial_parse,
@@ -157,20 +165,61 @@ def cost_models(context: dg.AssetExecutionContext, dbt: DbtCliResource, warehous
     os.environ["COST_WAREHOUSE"] = str(warehouse.file)
     # and the run's DuckDB memory limit, which the profile's settings read.
     os.environ.update(dbt_environment(warehouse.memory_limit))
-    # A target folder of its own per build, named as dagster-dbt names them, seeded with the partial-parse file of
-    # the last build on this warehouse so dbt does not re-parse the whole project (see dbt_setup).
-    target = dbt_project.project_dir / "target" / f"{context.op_def.name}-{context.run_id[:7]}-{uuid.uuid4().hex[:7]}"
-    seed_partial_parse(target, warehouse.file)
-    invocation = dbt.cli(NIGHTLY_BUILD, context=context, target_path=target)
+    # A build whose failed tests all hold landing rows builds once more without those rows (cost_pipeline.dbt_failures).
+    # Each build's events are gathered, not streamed: the first one's models and checks, built again, report once.
     try:
-        yield from with_row_counts(invocation, context)
-    except DagsterDbtCliRuntimeError as error:
-        failed = failed_tests(invocation.get_artifact("run_results.json"), invocation.manifest)
-        if not failed:
-            raise
-        # An error test failed: its failing rows, stored, name the landing file and line they came from.
-        store_failing_rows(dbt, failed, invocation.manifest, target)
-        raise DbtTestsFailed(failure_report(read_places(warehouse.file, failed), str(error))) from None
+        for attempt in (1, 2):
+            # A target folder of its own per build, named as dagster-dbt names them, seeded with the partial-parse
+            # file of the last build on this warehouse so dbt does not re-parse the whole project (see dbt_setup).
+            target = (
+                dbt_project.project_dir
+                / "target"
+                / f"{context.op_def.name}-{context.run_id[:7]}-{uuid.uuid4().hex[:7]}"
+            )
+            seed_partial_parse(target, warehouse.file)
+            invocation = dbt.cli(NIGHTLY_BUILD, context=context, target_path=target)
+            events: list = []
+            try:
+                events.extend(with_row_counts(invocation, context))
+                break
+            except DagsterDbtCliRuntimeError as error:
+                failed = _explained(context, dbt, invocation, target, warehouse)
+                if not failed:
+                    yield from events
+                    raise
+                if attempt == 2 or not all(test.holdable for test in failed):
+                    yield from events
+                    raise DbtTestsFailed(failure_report(failed, str(error))) from None
+                with contextlib.closing(warehouse.connect()) as con:
+                    moved = hold_rows(con, failed)
+                context.log.warning(
+                    f"{moved} landing row(s) passed the contract and failed dbt tests: quarantined (rule dbt:<test>), "
+                    "building again without them.\n" + failure_report(failed, str(error))
+                )
+            finally:
+                keep_partial_parse(target, warehouse.file)
+        yield from events
     finally:
-        keep_partial_parse(target, warehouse.file)
         prune_build_folders(context.op_def.name)
+
+
+def _explained(
+    context: dg.AssetExecutionContext,
+    dbt: DbtCliResource,
+    invocation: DbtCliInvocation,
+    target: Path,
+    warehouse: Warehouse,
+) -> list:
+    """The failed tests of a build that failed only tests, their failing rows stored and read back. None when a node
+    errored (a model that could not be built is the night's cause, and dbt's own error names it), when dbt wrote no
+    results, or when explaining failed in any way: the night's error is then dbt's, unchanged."""
+    try:
+        results = invocation.get_artifact("run_results.json")
+        failed = failed_tests(results, invocation.manifest) if only_tests_failed(results) else []
+        if not failed:
+            return []
+        stored = store_failing_rows(dbt, failed, invocation.manifest, target / "store-failures", warehouse.file)
+        return read_places(warehouse.file, failed, stored)
+    except Exception as error:  # noqa: BLE001 - whatever went wrong, dbt's own error is the one to raise
+        context.log.warning(f"the failed dbt tests could not be explained: {error!r}")
+        return []
