@@ -675,20 +675,22 @@ def main(argv: list[str] | None = None) -> int:
     if not ok:
         _failed(warehouse, progress, wholly, log=None if args.verbose else run_log(warehouse))
         return 1
+    held = (
+        f"rows of {', '.join(findings.held)} passed the contract and failed dbt tests: they are quarantined and "
+        "tonight's figures leave them out (see the held: lines; the contract needs a rule)"
+        if findings.held
+        else ""
+    )
     if findings.stale:
         print(
             f"cost-pipeline: figures from {', '.join(findings.stale)} are stale: the load failed and raw keeps the "
-            "last good night's rows (see the stale: lines, raw.source_failures)" + (f"; {wholly}" if wholly else ""),
+            "last good night's rows (see the stale: lines, raw.source_failures)"
+            + "".join(f"; {also}" for also in (held, wholly) if also),
             file=sys.stderr,
         )
         return STALE_EXIT
-    if findings.held:
-        print(
-            f"cost-pipeline: rows of {', '.join(findings.held)} passed the contract and failed dbt tests: they are "
-            "quarantined and tonight's figures leave them out (see the held: lines; the contract needs a rule)"
-            + (f"; {wholly}" if wholly else ""),
-            file=sys.stderr,
-        )
+    if held:
+        print(f"cost-pipeline: {held}" + (f"; {wholly}" if wholly else ""), file=sys.stderr)
         return HELD_EXIT
     if wholly:
         print(f"cost-pipeline: {wholly}", file=sys.stderr)

@@ -4,14 +4,17 @@ named, and rows that came straight from landing files quarantined so the night b
 A value that gets past the contract and then fails a dbt test is a defect of the contract. Until it is fixed, the
 night must say where the value came from, not only which model it reached. The nightly build does not store
 failures (a table per test per night); after a build in which tests failed, ``store_failing_rows`` runs those tests
-again with ``--store-failures``. Each then writes its failing rows to ``audit.<test>``; on a model that carries
+again with ``--store-failures``. Each then writes its failing rows to ``audit``; on a model that carries
 ``source_file`` and ``source_line`` (every staging model of a landing source) those rows are the model's own rows,
 provenance included (dbt_project/macros/failing_source_rows.sql). ``read_places`` reads them back.
 
 When every failed test is on a staging model of a landing source and each failing row names its file and line
 (``holdable``), one bad row does not cost the night: ``hold_rows`` moves those rows from raw to ``raw.quarantine``
 (rule ``dbt:<test>``, the file ledger's counts moved with them, so rows in still equal rows staged plus quarantined)
-and the nightly job builds again without them; the night's summary names them (``held_rows``). Otherwise
+and the nightly job builds again without them; the night's summary names them (``held_rows``). Only a source whose
+rows stand alone (``Source.rows_stand_alone``: a request, a sample, a charge; not a register, price or job that
+other rows are read through) is held from, and only when each staging model then has exactly its failing rows
+fewer: a record delivered again in an older file would otherwise take the held row's place. Otherwise
 ``failure_report`` is the run's error: per test, what it checks, how many rows break it, and the first files and lines.
 """
 
@@ -28,13 +31,13 @@ import duckdb
 from cost_pipeline import duckdb_session
 from cost_pipeline.dbt_setup import seed_partial_parse
 from cost_pipeline.dbt_test_descriptions import describe_test
-from cost_pipeline.ingest.lib.warehouse import quote
+from cost_pipeline.ingest.lib.warehouse import HELD_RULE, quote
+from cost_pipeline.ingest.registry import SOURCES
 
 if TYPE_CHECKING:
     from dagster_dbt import DbtCliResource
 
 PLACES_SHOWN = 5  # landing file and line pairs named per failed test; the stored table holds every row
-HELD_RULE = "dbt:"  # the quarantine rule of a row held after a dbt test, followed by the test's name
 # A raw row (alias r) whose file and line are among the failing rows' (temp table held).
 _HELD = "exists (select 1 from held where held.source_file = r.source_file and held.source_line = r.source_line)"
 
@@ -52,7 +55,8 @@ class FailedTest:
     places: tuple[tuple[str, int], ...] = ()  # the first (source_file, source_line) of those rows
     more_places: int = 0  # further distinct places, not listed
     unplaced: int | None = None  # stored rows without a file and line; None when the rows have no such columns
-    raw_tables: tuple[str, ...] = ()  # the raw tables a staging model reads; empty for any other model
+    # The raw tables a staging model reads, when each is a source whose rows stand alone; else empty (not holdable).
+    raw_tables: tuple[str, ...] = ()
 
     @property
     def holdable(self) -> bool:
@@ -94,8 +98,10 @@ def failed_tests(run_results: Mapping[str, Any], manifest: Mapping[str, Any]) ->
         if node is None or node["resource_type"] != "test" or result["status"] != "fail":
             continue
         tested = manifest["nodes"].get(node.get("attached_node") or "")
-        raw = [manifest["sources"].get(parent) for parent in tested["depends_on"]["nodes"]] if tested else []
+        parents = [manifest["sources"].get(parent) for parent in tested["depends_on"]["nodes"]] if tested else []
+        raw = [source["name"] for source in parents if source and source["source_name"] == "raw"]
         staging = tested is not None and tested["resource_type"] == "model" and tested["schema"] == "staging"
+        alone = bool(raw) and all(name in SOURCES and SOURCES[name].rows_stand_alone for name in raw)
         failed.append(
             FailedTest(
                 name=node["name"],
@@ -103,9 +109,7 @@ def failed_tests(run_results: Mapping[str, Any], manifest: Mapping[str, Any]) ->
                 rule=describe_test(node).rstrip("."),
                 model=f"{tested['schema']}.{tested['alias']}" if tested else None,
                 stored=f"{node['schema']}.{node['alias']}",
-                raw_tables=tuple(sorted(source["name"] for source in raw if source and source["source_name"] == "raw"))
-                if staging
-                else (),
+                raw_tables=tuple(sorted(raw)) if staging and alone else (),
             )
         )
     return sorted(failed, key=lambda test: (test.path, test.name))
@@ -119,9 +123,9 @@ def only_tests_failed(run_results: Mapping[str, Any]) -> bool:
 def store_failing_rows(
     dbt: DbtCliResource, tests: Sequence[FailedTest], manifest: Any, target: Path, warehouse: Path
 ) -> set[str]:
-    """Run ``tests`` again, storing their failing rows in ``audit``; return the names of those that failed again (and
-    so stored tonight's rows). Each test's table from an earlier night is dropped first, so none is read as
-    tonight's. ``target`` is a folder of its own: the failed build's artifacts stay as they were."""
+    """Run ``tests`` again with their failing rows stored in ``audit``; return the names of those that failed (and so
+    stored tonight's rows). Each test's table from an earlier night is dropped first, so none is read as tonight's.
+    ``target`` is a folder of its own: the failed build's artifacts stay as they were."""
     with contextlib.closing(duckdb_session.connect(str(warehouse))) as con:
         for test in tests:
             schema, table = test.stored.split(".", 1)
@@ -132,7 +136,7 @@ def store_failing_rows(
         ["test", "--store-failures", "--select", names], manifest=manifest, target_path=target, raise_on_error=False
     ).wait()
     results = rerun.get_artifact("run_results.json").get("results", [])
-    by_id = {node["unique_id"]: node["name"] for node in manifest["nodes"].values()}
+    by_id = {unique_id: node["name"] for unique_id, node in manifest["nodes"].items()}
     return {by_id.get(result["unique_id"], "") for result in results if result["status"] == "fail"}
 
 
@@ -170,41 +174,61 @@ def _places(con: duckdb.DuckDBPyConnection, test: FailedTest) -> FailedTest:
     return replace(test, rows=rows, places=shown, more_places=len(places) - len(shown), unplaced=unplaced)
 
 
+class HoldRefused(Exception):
+    """The failing rows were not held: holding them would not have left exactly them out."""
+
+
+def _count(con: duckdb.DuckDBPyConnection, relation: str) -> int:
+    schema, table = relation.split(".", 1)
+    (rows,) = con.execute(f"select count(*) from {quote(schema)}.{quote(table)}").fetchone()
+    return rows
+
+
 def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> int:
     """Move the raw rows each test's stored rows came from (by raw table, file and line) to ``raw.quarantine``,
     with rule ``dbt:<test>``, and their counts in the file ledger from staged to quarantined; in one transaction.
+    Then each tested staging model must have exactly its held rows fewer, or nothing moves (``HoldRefused``): a
+    record delivered again in an older file would take a held row's place, and its other values would count.
     Returns how many raw rows moved."""
     moved = 0
+    held_by_model: dict[str, set[tuple[str, int]]] = {}
     con.execute("begin transaction")
     try:
+        before = {test.model: _count(con, test.model) for test in tests if test.model}
         for test in tests:
             schema, table = test.stored.split(".", 1)
             con.execute(
                 "create or replace temp table held as select distinct source_file, source_line "
                 f"from {quote(schema)}.{quote(table)} where source_file is not null and source_line is not null"
             )
+            held_by_model.setdefault(str(test.model), set()).update(con.execute("select * from held").fetchall())
             for source in test.raw_tables:
                 raw = f"raw.{quote(source)}"
-                per_file = con.execute(
-                    f"select source_file, count(*) from {raw} as r where {_HELD} group by source_file"
-                ).fetchall()
-                if not per_file:
-                    continue
-                con.execute(
+                (inserted,) = con.execute(
                     "insert into raw.quarantine (source, source_file, file_sha256, line, rule, message, raw_text) "
                     f"select ?, r.source_file, f.file_sha256, r.source_line, ?, ?, cast(to_json(r) as varchar) "
                     f"from {raw} as r join raw.ingested_files as f on f.source = ? and f.source_file = r.source_file "
                     f"where {_HELD}",
                     [source, HELD_RULE + test.name, f"{test.rule} (passed the contract, failed this dbt test)", source],
+                ).fetchone()
+                con.execute(
+                    "update raw.ingested_files as f set rows_staged = rows_staged - held_here.rows, "
+                    "rows_quarantined = rows_quarantined + held_here.rows from (select r.source_file, count(*) as rows "
+                    f"from {raw} as r where {_HELD} group by r.source_file) as held_here "
+                    "where f.source = ? and f.source_file = held_here.source_file",
+                    [source],
                 )
-                con.execute(f"delete from {raw} as r where {_HELD}")
-                for file, count in per_file:
-                    con.execute(
-                        "update raw.ingested_files set rows_staged = rows_staged - ?, "
-                        "rows_quarantined = rows_quarantined + ? where source = ? and source_file = ?",
-                        [count, count, source, file],
-                    )
-                    moved += count
+                (deleted,) = con.execute(f"delete from {raw} as r where {_HELD}").fetchone()
+                if deleted != inserted:
+                    raise HoldRefused(f"{deleted} row(s) of raw.{source} matched, {inserted} with a file ledger row")
+                moved += deleted
+        for model, held in held_by_model.items():
+            fewer = before[model] - _count(con, model)
+            if fewer != len(held):
+                raise HoldRefused(
+                    f"holding {len(held)} row(s) would leave {fewer} fewer in {model}: a record delivered again in "
+                    "another file would take a held row's place"
+                )
         con.execute("drop table if exists held")
         con.execute("commit")
     except BaseException:
@@ -216,15 +240,17 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> in
 def held_rows(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, int, str]]:
     """The rows raw holds back after a dbt test: (source, test, rows, first file and line), by source and test."""
     return con.execute(
-        "select source, substr(rule, ?) as test, count(*), min(source_file || ' line ' || line) "
+        "select source, substr(rule, ?) as test, count(*), "
+        "first(source_file || ' line ' || line order by source_file, line) "
         "from raw.quarantine where starts_with(rule, ?) group by source, rule order by source, rule",
         [len(HELD_RULE) + 1, HELD_RULE],
     ).fetchall()
 
 
-def failure_report(tests: Sequence[FailedTest], dbt_error: str) -> str:
+def failure_report(tests: Sequence[FailedTest], dbt_error: str, note: str = "") -> str:
     """The run's error: each failed test's paragraph, then dbt's own message (a model's error, if any, is there).
-    The first paragraph says how many more tests failed: a one-line summary shows only it."""
+    The first paragraph says how many more tests failed, and ``note``: a one-line summary shows only it."""
     others = len(tests) - 1
     more = f"; {others} more test{'s' if others > 1 else ''} failed" if others else ""
+    more += f"; {note}" if note else ""
     return "\n".join(test.line() + (more if i == 0 else "") for i, test in enumerate(tests)) + "\n\n" + dbt_error

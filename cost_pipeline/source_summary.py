@@ -111,7 +111,7 @@ def print_source_summary(warehouse: Path, out=None) -> SummaryFindings:
     for name, test, rows, first in held:
         print(
             f"  held: {rows:,} row(s) of {name} passed the contract and failed dbt test {test} (first: {first}); "
-            "quarantined, the figures leave them out",
+            "quarantined, left out of the marts built tonight",
             file=out,
         )
         if name not in findings.held:

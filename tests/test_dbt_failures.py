@@ -110,13 +110,16 @@ class Night:
     err: str
 
 
-def _night(demo_run, root: Path, tamper: list[str], warehouse_from: Path | None = None) -> Night:
-    """The nightly job on a copy of the demo's landing folder and of ``warehouse_from`` (the demo's warehouse), after
-    ``tamper`` statements on the copy's raw tables."""
-    assert demo_run.succeeded
+def _night(
+    root: Path, landing_from: Path, warehouse_from: Path, tamper: list[str], files: dict[str, str] | None = None
+) -> Night:
+    """The nightly job on copies of a landing folder (with ``files`` added) and of a warehouse, after ``tamper``
+    statements on the copy's raw tables."""
     landing, warehouse = root / "landing", root / "warehouse.duckdb"
-    shutil.copytree(demo_run.landing, landing)
-    shutil.copy2(warehouse_from or demo_run.warehouse, warehouse)
+    shutil.copytree(landing_from, landing)
+    for name, text in (files or {}).items():
+        (landing / name).write_text(text, encoding="utf-8")
+    shutil.copy2(warehouse_from, warehouse)
     with duckdb.connect(str(warehouse)) as con:
         for statement in tamper:
             con.execute(statement)
@@ -132,26 +135,30 @@ BAD_LINES = [
     "update raw.serving_requests set status = 'bogus' where source_line in (5, 7)",
     "update raw.serving_requests set model = null where source_line = 9",
 ]
+# An older file that delivered line 5's request before (newest_delivery keeps the newest file's copy).
+RESENT_FILE = "requests/requests_2026-10-resent.jsonl"
 
 
 @pytest.fixture(scope="module")
 def held_night(demo_run, tmp_path_factory: pytest.TempPathFactory) -> Night:
     """The demo night again, its raw requests changed behind the contract: lines 5 and 7 have a status that is no
     contract code, line 9 has no model."""
-    return _night(demo_run, tmp_path_factory.mktemp("held"), BAD_LINES)
+    assert demo_run.succeeded
+    return _night(tmp_path_factory.mktemp("held"), demo_run.landing, demo_run.warehouse, BAD_LINES)
 
 
 @pytest.fixture(scope="module")
-def next_night(demo_run, held_night, tmp_path_factory: pytest.TempPathFactory) -> Night:
-    """The night after, on a copy of the held night's warehouse, nothing changed."""
-    return _night(demo_run, tmp_path_factory.mktemp("next"), [], warehouse_from=held_night.warehouse)
+def next_night(held_night, tmp_path_factory: pytest.TempPathFactory) -> Night:
+    """The night after, on copies of the held night's landing folder and warehouse, nothing changed: the requests
+    file, whose rows were held, is read again, and its lines (sound in the file) load and pass."""
+    return _night(tmp_path_factory.mktemp("next"), held_night.landing, held_night.warehouse, [])
 
 
-def _requests_ledger(warehouse: Path) -> tuple:
+def _requests_ledger(warehouse: Path, source_file: str = REQUESTS_FILE) -> tuple:
     (row,) = query(
         warehouse,
         "select rows_in, rows_staged, rows_quarantined from raw.ingested_files where source_file = ?",
-        [REQUESTS_FILE],
+        [source_file],
     )
     return row
 
@@ -164,7 +171,7 @@ def test_rows_that_fail_a_staging_test_are_quarantined_and_the_night_builds_with
     )
     assert (
         f"  held: 2 row(s) of serving_requests passed the contract and failed dbt test {STATUS_TEST} (first: "
-        f"{REQUESTS_FILE} line 5); quarantined, the figures leave them out" in held_night.out
+        f"{REQUESTS_FILE} line 5); quarantined, left out of the marts built tonight" in held_night.out
     )
     assert f"failed dbt test {NOT_NULL_TEST} (first: {REQUESTS_FILE} line 9)" in held_night.out
     # Rows in = staged + quarantined, still: three rows moved from staged to quarantined in the ledger.
@@ -181,48 +188,77 @@ def test_rows_that_fail_a_staging_test_are_quarantined_and_the_night_builds_with
     # Every mart is built and published, the requests' without those three.
     costed = "select count(*) from intermediate.int_requests_costed"
     assert query(held_night.warehouse, costed)[0][0] == query(demo_run.warehouse, costed)[0][0] - 3
-    assert (
-        query(
-            held_night.warehouse.with_name("warehouse.finance.duckdb"),
-            "select count(*) from marts.fct_request_group_costs",
-        )[0][0]
-        > 0
-    )
+    published = held_night.warehouse.with_name("warehouse.finance.duckdb")
+    assert query(published, "select count(*) from marts.fct_request_group_costs")[0][0] > 0
 
 
-def test_the_held_rows_stay_held_the_next_night_and_are_counted_once(held_night, next_night):
-    assert next_night.code == HELD_EXIT, next_night.err
-    assert _requests_ledger(next_night.warehouse) == _requests_ledger(held_night.warehouse)
-    held = "select source_file, line, rule from raw.quarantine where starts_with(rule, 'dbt:') order by all"
-    assert query(next_night.warehouse, held) == query(held_night.warehouse, held)
+def test_a_file_with_held_rows_is_read_again_and_its_sound_rows_count_again(demo_run, held_night, next_night):
+    """The held rows' file is not reused: read again, its lines (sound in the file) load, pass and count, as a fix of
+    the contract or of dbt would release rows that no longer fail."""
+    assert next_night.code == 0, next_night.err
+    assert _requests_ledger(next_night.warehouse) == _requests_ledger(demo_run.warehouse)
+    assert query(next_night.warehouse, "select count(*) from raw.quarantine where starts_with(rule, 'dbt:')") == [(0,)]
     costed = "select count(*) from intermediate.int_requests_costed"
-    assert query(next_night.warehouse, costed) == query(held_night.warehouse, costed)
+    assert query(next_night.warehouse, costed) == query(demo_run.warehouse, costed)
 
 
 def test_the_stored_failing_rows_are_the_landing_rows(held_night):
-    """Each stored row is the model's row, with its file and line; that line of that file is the same request."""
+    """Each held row names its landing file and line, and that line of that file is the same request; each test's
+    audit table holds the model's failing rows, with their file and line."""
+    held = query(
+        held_night.warehouse,
+        "select source_file, line, raw_text from raw.quarantine where starts_with(rule, 'dbt:') order by all",
+    )
+    assert len(held) == 3
+    for source_file, line, raw_text in held:
+        landed = (held_night.landing / source_file).read_text(encoding="utf-8").splitlines()[line - 1]
+        assert json.loads(landed)["request_id"] == json.loads(raw_text)["request_id"], (source_file, line)
     manifest = _manifest()
     status = _test_node(manifest, STATUS_TEST)["alias"]
     not_null = _test_node(manifest, NOT_NULL_TEST)["alias"]
-    stored = query(
-        held_night.warehouse,
-        f'select request_id, status, source_file, source_line from audit."{status}" order by source_line',
-    )
-    lines = (held_night.landing / REQUESTS_FILE).read_text(encoding="utf-8").splitlines()
-    assert [(file, line, status) for _, status, file, line in stored] == [
-        (REQUESTS_FILE, 5, "bogus"),
-        (REQUESTS_FILE, 7, "bogus"),
-    ]
-    assert [json.loads(lines[line - 1])["request_id"] for *_, line in stored] == [r for r, *_ in stored]
+    assert query(
+        held_night.warehouse, f'select status, source_file, source_line from audit."{status}" order by source_line'
+    ) == [("bogus", REQUESTS_FILE, 5), ("bogus", REQUESTS_FILE, 7)]
     assert query(held_night.warehouse, f'select null_columns, source_file, source_line from audit."{not_null}"') == [
         ("model ", REQUESTS_FILE, 9)
     ]
 
 
+def test_a_row_an_older_delivery_would_replace_is_not_held_and_the_night_fails(demo_run, tmp_path):
+    """Line 5's request was delivered before in an older file, sound there. Holding line 5 would let the older copy
+    count in its place, so nothing is held: the night fails naming the test, its rows and why."""
+    line_5 = (demo_run.landing / REQUESTS_FILE).read_text(encoding="utf-8").splitlines()[4]
+    resent = _night(tmp_path / "resent", demo_run.landing, demo_run.warehouse, [], {RESENT_FILE: line_5 + "\n"})
+    assert resent.code == 0, resent.err
+    bad = f"update raw.serving_requests set status = 'bogus' where source_file = '{REQUESTS_FILE}' and source_line = 5"
+    night = _night(tmp_path / "night", resent.landing, resent.warehouse, [bad])
+    assert night.code == 1, night.err
+    assert (
+        night.err.strip()
+        .splitlines()[-1]
+        .endswith(
+            f"1 row of staging.stg_serving__requests breaks it, from {REQUESTS_FILE} line 5; stored in "
+            f"audit.{_test_node(_manifest(), STATUS_TEST)['alias']}; not quarantined: holding 1 row(s) would leave 0 "
+            "fewer in staging.stg_serving__requests: a record delivered again in another file would take a held row's "
+            "place"
+        )
+    )
+    assert query(night.warehouse, "select count(*) from raw.quarantine where starts_with(rule, 'dbt:')") == [(0,)]
+    assert query(
+        night.warehouse,
+        f"select status from raw.serving_requests where source_line = 5 and source_file = '{REQUESTS_FILE}'",
+    ) == [("bogus",)]
+
+
 def test_a_failing_row_that_is_not_a_landing_row_fails_the_night_naming_the_test(demo_run, tmp_path):
     """A request without input tokens passes staging's tests and fails on the costed requests, which are built rows,
     not landing rows: nothing is quarantined, and the night fails as it did, naming the test and its stored rows."""
-    night = _night(demo_run, tmp_path, ["update raw.serving_requests set input_tokens = null where source_line = 5"])
+    night = _night(
+        tmp_path,
+        demo_run.landing,
+        demo_run.warehouse,
+        ["update raw.serving_requests set input_tokens = null where source_line = 5"],
+    )
     assert night.code == 1, night.err
     test = next(
         node

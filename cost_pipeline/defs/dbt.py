@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import duckdb
 from dagster_dbt import (
     DagsterDbtCliRuntimeError,
     DagsterDbtTranslator,
@@ -32,6 +33,7 @@ from packaging.version import Version
 
 from cost_pipeline.contract import load_contract
 from cost_pipeline.dbt_failures import (
+    HoldRefused,
     failed_tests,
     failure_report,
     hold_rows,
@@ -190,11 +192,16 @@ def cost_models(context: dg.AssetExecutionContext, dbt: DbtCliResource, warehous
                 if attempt == 2 or not all(test.holdable for test in failed):
                     yield from events
                     raise DbtTestsFailed(failure_report(failed, str(error))) from None
-                with contextlib.closing(warehouse.connect()) as con:
-                    moved = hold_rows(con, failed)
+                try:
+                    with contextlib.closing(warehouse.connect()) as con:
+                        moved = hold_rows(con, failed)
+                except (HoldRefused, duckdb.Error) as refused:
+                    yield from events
+                    note = f"not quarantined: {refused}"
+                    raise DbtTestsFailed(failure_report(failed, str(error), note)) from None
                 context.log.warning(
-                    f"{moved} landing row(s) passed the contract and failed dbt tests: quarantined (rule dbt:<test>), "
-                    "building again without them.\n" + failure_report(failed, str(error))
+                    f"{moved} landing row(s) passed the contract and failed dbt tests: quarantined (rule dbt:<test>); "
+                    "the project is built again without them.\n" + failure_report(failed, str(error))
                 )
             finally:
                 keep_partial_parse(target, warehouse.file)
@@ -218,7 +225,7 @@ def _explained(
         failed = failed_tests(results, invocation.manifest) if only_tests_failed(results) else []
         if not failed:
             return []
-        stored = store_failing_rows(dbt, failed, invocation.manifest, target / "store-failures", warehouse.file)
+        stored = store_failing_rows(dbt, failed, invocation.manifest, target / "stored", warehouse.file)
         return read_places(warehouse.file, failed, stored)
     except Exception as error:  # noqa: BLE001 - whatever went wrong, dbt's own error is the one to raise
         context.log.warning(f"the failed dbt tests could not be explained: {error!r}")

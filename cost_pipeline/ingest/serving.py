@@ -19,6 +19,7 @@ SOURCES = (
         ("*.jsonl", "*.parquet"),
         "Inference requests, native or LiteLLM spend-log shape",
         RequestLoader(schemas.serving_requests),
+        rows_stand_alone=True,
     ),
     Source(
         "serving_replicas",
@@ -43,5 +44,6 @@ SOURCES = (
         ("outcomes*.csv",),
         "Task outcomes and human correction time",
         RowLoader(schemas.task_outcomes, csv_required),
+        rows_stand_alone=True,
     ),
 )

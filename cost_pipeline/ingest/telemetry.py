@@ -120,6 +120,7 @@ DEVICE_SAMPLES = Source(
     "Per-GPU DCGM samples",
     InDatabaseSource(DEVICE_SAMPLE_COLUMNS, _typed_select(), _RULES, _stage, domains=DEVICE_SAMPLE_DOMAINS),
     batch_lineage=SAMPLE_BATCHES,
+    rows_stand_alone=True,
 )
 
 # --- dcgm-exporter scrapes: the Prometheus text exposition format -------------------------------------------------
@@ -221,6 +222,7 @@ DCGM_SCRAPES = Source(
     ),
     text_format="Prometheus text exposition",
     batch_lineage=SAMPLE_BATCHES,
+    rows_stand_alone=True,
 )
 
 # --- Prometheus / Thanos /api/v1/query_range responses -------------------------------------------------------------
@@ -297,6 +299,7 @@ PROMETHEUS_RANGES = Source(
         parquet=False,
     ),
     batch_lineage=SAMPLE_BATCHES,
+    rows_stand_alone=True,
 )
 SOURCES = (DEVICE_SAMPLES, DCGM_SCRAPES, PROMETHEUS_RANGES)
 

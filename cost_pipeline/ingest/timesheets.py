@@ -132,5 +132,6 @@ SOURCES = (
         RowLoader(schemas.timesheets, lambda _schema, options: harvest_line_parser(options)),
         options=HarvestOptions,
         batch_lineage=batch_lineage("intermediate.int_labour_costed"),
+        rows_stand_alone=True,
     ),
 )

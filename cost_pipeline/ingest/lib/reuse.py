@@ -9,6 +9,8 @@ another file). A stat taken within ``RACY_NS`` of the file's last change is not 
 clean" files): the next night hashes the file.
 
 Never reused: a file refused whole (its refusal may have been the machine's, out of memory, say: it is read again),
+a file with rows held after a dbt test (``cost_pipeline.dbt_failures``: read again, they are held again only if they
+still fail, so a fix in dbt releases them),
 a duplicate, a retracted file, any file when the raw table's columns are not the contract's, and every file of a
 source whose reading depends on more than a file's name and bytes (``bound``: an S3 inventory's manifest).
 """
@@ -27,7 +29,13 @@ import duckdb
 
 from cost_pipeline.contract import contract_files_sha256
 from cost_pipeline.ingest.lib.records import UNREAD_SHA256, Rejection
-from cost_pipeline.ingest.lib.warehouse import IngestReport, contract_columns, raw_columns, retracted_files
+from cost_pipeline.ingest.lib.warehouse import (
+    HELD_RULE,
+    IngestReport,
+    contract_columns,
+    raw_columns,
+    retracted_files,
+)
 
 if TYPE_CHECKING:
     from cost_pipeline.ingest.lib.in_database import InDatabaseSource
@@ -111,8 +119,9 @@ def reusable_files(con: duckdb.DuckDBPyConnection, name: str, source: InDatabase
         "select f.source_file, f.file_sha256, l.file_size, l.modified_ns, l.changed_ns, l.inode, l.device "
         "from raw.ingested_files as f inner join ops.loaded_files as l using (source, source_file, file_sha256) "
         "where f.source = ? and f.duplicate_of is null and not f.refused_whole and f.file_sha256 <> ? "
-        "and l.loader_sha256 = ?",
-        [name, UNREAD_SHA256, loader_sha256(name, source)],
+        "and l.loader_sha256 = ? and not exists (select 1 from raw.quarantine as q "
+        "where q.source = f.source and q.source_file = f.source_file and starts_with(q.rule, ?))",
+        [name, UNREAD_SHA256, loader_sha256(name, source), HELD_RULE],
     ).fetchall()
     return {f: Reusable(sha, FileStat(*stat)) for f, sha, *stat in rows if (f, sha) not in retracted}
 

@@ -129,6 +129,11 @@ class Source:
     # batch (prices and ledgers; scheduler and step records, whose label attribution may change): a retracted file
     # may move every batch.
     batch_lineage: str | None = None
+    # Each row is a fact of its own that prices, assigns or registers no other row (a request, a sample, a charge):
+    # a row that passes the contract and fails a staging dbt test may be quarantined alone and the night built
+    # without it (cost_pipeline.dbt_failures). False for registers, prices, ledgers, rules, jobs and replicas, which
+    # other rows are read through: leaving one out would move other rows' costs.
+    rows_stand_alone: bool = False
 
     def __post_init__(self) -> None:
         self.formats()  # every pattern has a known format

@@ -36,6 +36,8 @@ from cost_pipeline.duckdb_memory import limit_memory
 from cost_pipeline.ingest.lib.records import UNREAD_SHA256, ParsedFile, Rejection, file_sha256, refusal, whole_file
 
 RAW = "raw"
+# The quarantine rule of a row held after a dbt test (cost_pipeline.dbt_failures), followed by the test's name.
+HELD_RULE = "dbt:"
 # The bookkeeping tables every source writes to, with their descriptions (the dbt source's).
 BOOKKEEPING_TABLES = {
     "quarantine": "Every input row that broke the contract, with file, line, rule and message.",
