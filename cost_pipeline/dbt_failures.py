@@ -12,9 +12,10 @@ When every failed test is on a staging model of a landing source and each failin
 (``holdable``), one bad row does not cost the night: ``hold_rows`` moves those rows from raw to ``raw.quarantine``
 (rule ``dbt:<test>``, the file ledger's counts moved with them, so rows in still equal rows staged plus quarantined)
 and the nightly job builds again without them; the night's summary names them (``held_rows``). Only a source whose
-rows stand alone (``Source.rows_stand_alone``: a request, a sample, a charge; not a register, price or job that
-other rows are read through) is held from, and only when each staging model then has exactly its failing rows
-fewer: a record delivered again in an older file would otherwise take the held row's place. Otherwise
+rows stand alone (``Source.rows_stand_alone``: a request, a device sample, a timesheet entry; not a register,
+price, job or bill that other rows are read through) is held from, and only when each staging model then has
+exactly its failing rows fewer: a record delivered again in an older file would otherwise take the held row's
+place. A held row is left out as if the contract had quarantined it at ingest. Otherwise
 ``failure_report`` is the run's error: per test, what it checks, how many rows break it, and the first files and lines.
 """
 
@@ -220,14 +221,16 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> in
                 )
                 (deleted,) = con.execute(f"delete from {raw} as r where {_HELD}").fetchone()
                 if deleted != inserted:
-                    raise HoldRefused(f"{deleted} row(s) of raw.{source} matched, {inserted} with a file ledger row")
+                    raise HoldRefused(
+                        f"{deleted} row(s) of raw.{source} matched, {inserted} of them with a file ledger row"
+                    )
                 moved += deleted
         for model, held in held_by_model.items():
             fewer = before[model] - _count(con, model)
             if fewer != len(held):
                 raise HoldRefused(
-                    f"holding {len(held)} row(s) would leave {fewer} fewer in {model}: a record delivered again in "
-                    "another file would take a held row's place"
+                    f"holding {len(held)} row(s) would leave {fewer} fewer in {model} (a record delivered again in "
+                    "another file would take a held row's place)"
                 )
         con.execute("drop table if exists held")
         con.execute("commit")

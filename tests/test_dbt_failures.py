@@ -239,8 +239,8 @@ def test_a_row_an_older_delivery_would_replace_is_not_held_and_the_night_fails(d
         .endswith(
             f"1 row of staging.stg_serving__requests breaks it, from {REQUESTS_FILE} line 5; stored in "
             f"audit.{_test_node(_manifest(), STATUS_TEST)['alias']}; not quarantined: holding 1 row(s) would leave 0 "
-            "fewer in staging.stg_serving__requests: a record delivered again in another file would take a held row's "
-            "place"
+            "fewer in staging.stg_serving__requests (a record delivered again in another file would take a held row's "
+            "place)"
         )
     )
     assert query(night.warehouse, "select count(*) from raw.quarantine where starts_with(rule, 'dbt:')") == [(0,)]

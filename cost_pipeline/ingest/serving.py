@@ -44,6 +44,5 @@ SOURCES = (
         ("outcomes*.csv",),
         "Task outcomes and human correction time",
         RowLoader(schemas.task_outcomes, csv_required),
-        rows_stand_alone=True,
     ),
 )

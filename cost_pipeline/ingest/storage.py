@@ -406,7 +406,6 @@ INVENTORY = Source(
     # read beside the data files: the manifest, and the checksum AWS delivers with it
     companions=(f"**/{MANIFEST_GLOB}", "**/manifest.checksum"),
     batch_lineage=batch_lineage("intermediate.int_storage_objects_costed"),
-    rows_stand_alone=True,
 )
 SOURCES = (INVENTORY, PREFIX_RULES, PRICES)
 

@@ -129,10 +129,13 @@ class Source:
     # batch (prices and ledgers; scheduler and step records, whose label attribution may change): a retracted file
     # may move every batch.
     batch_lineage: str | None = None
-    # Each row is a fact of its own that prices, assigns or registers no other row (a request, a sample, a charge):
-    # a row that passes the contract and fails a staging dbt test may be quarantined alone and the night built
-    # without it (cost_pipeline.dbt_failures). False for registers, prices, ledgers, rules, jobs and replicas, which
-    # other rows are read through: leaving one out would move other rows' costs.
+    # A row that passes the contract and fails a staging dbt test may be quarantined alone and the night built
+    # without it (cost_pipeline.dbt_failures): it is then left out as if the contract had quarantined it at ingest.
+    # True only where that leaves other rows as they are, but for shares they take of a pool (a request's share of
+    # a model-month's spend, a sample's interval taken by the sample before it). False for registers, prices,
+    # ledgers, rules, jobs, replicas and bills, through which other rows are read, priced or classified (a FOCUS
+    # line makes a job cloud-billed, a task outcome classifies its requests), and for sources whose later models
+    # keep one of several deliveries (invoices by invoice id, inventories by their latest listing).
     rows_stand_alone: bool = False
 
     def __post_init__(self) -> None:
