@@ -185,13 +185,13 @@ def _count(con: duckdb.DuckDBPyConnection, relation: str) -> int:
     return rows
 
 
-def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> int:
+def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> dict[str, int]:
     """Move the raw rows each test's stored rows came from (by raw table, file and line) to ``raw.quarantine``,
     with rule ``dbt:<test>``, and their counts in the file ledger from staged to quarantined; in one transaction.
     Then each tested staging model must have exactly its held rows fewer, or nothing moves (``HoldRefused``): a
     record delivered again in an older file would take a held row's place, and its other values would count.
-    Returns how many raw rows moved."""
-    moved = 0
+    Returns how many raw rows moved, by source."""
+    moved: dict[str, int] = {}
     held_by_model: dict[str, set[tuple[str, int]]] = {}
     con.execute("begin transaction")
     try:
@@ -224,7 +224,7 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> in
                     raise HoldRefused(
                         f"{deleted} row(s) of raw.{source} matched, {inserted} of them with a file ledger row"
                     )
-                moved += deleted
+                moved[source] = moved.get(source, 0) + deleted
         for model, held in held_by_model.items():
             fewer = before[model] - _count(con, model)
             if fewer != len(held):

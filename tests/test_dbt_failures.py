@@ -21,11 +21,13 @@ import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import dagster as dg
 import duckdb
 import pytest
 from dagster._utils.error import SerializableErrorInfo
 
 from cost_pipeline.cli import HELD_EXIT, main
+from cost_pipeline.dagster_home import warehouse_instance
 from cost_pipeline.dbt_failures import FailedTest, failed_tests, failure_report
 from cost_pipeline.dbt_setup import manifest_path
 from cost_pipeline.progress import root_cause
@@ -190,6 +192,18 @@ def test_rows_that_fail_a_staging_test_are_quarantined_and_the_night_builds_with
     assert query(held_night.warehouse, costed)[0][0] == query(demo_run.warehouse, costed)[0][0] - 3
     published = held_night.warehouse.with_name("warehouse.finance.duckdb")
     assert query(published, "select count(*) from marts.fct_request_group_costs")[0][0] > 0
+    # In Dagster: the requests' raw asset has an observation of the rows held, beside its ingest's counts.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("DAGSTER_HOME", raising=False)
+        with warehouse_instance(held_night.warehouse) as instance:
+            (run,) = instance.get_runs(limit=1)
+            observed = [
+                event.dagster_event.event_specific_data.asset_observation
+                for event in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_OBSERVATION)
+            ]
+    assert [(o.asset_key, o.metadata["rows_held"].value) for o in observed if "rows_held" in o.metadata] == [
+        (dg.AssetKey(["raw", "serving_requests"]), 3)
+    ]
 
 
 def test_a_file_with_held_rows_is_read_again_and_its_sound_rows_count_again(demo_run, held_night, next_night):

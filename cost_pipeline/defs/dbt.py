@@ -51,6 +51,7 @@ from cost_pipeline.dbt_setup import (
 from cost_pipeline.dbt_test_descriptions import describe_test
 from cost_pipeline.defs.resources import Warehouse
 from cost_pipeline.duckdb_memory import dbt_environment
+from cost_pipeline.ingest.lib.warehouse import HELD_RULE
 
 # Under `dagster dev` the manifest is rebuilt at load so model edits show at once. dagster-dbt's own preparer
 # looks for dbt on PATH, which an unactivated venv lacks; prepare_manifest uses the dbt beside this Python.
@@ -169,6 +170,7 @@ def cost_models(context: dg.AssetExecutionContext, dbt: DbtCliResource, warehous
     os.environ.update(dbt_environment(warehouse.memory_limit))
     # A build whose failed tests all hold landing rows builds once more without those rows (cost_pipeline.dbt_failures).
     # Each build's events are gathered, not streamed: the first one's models and checks, built again, report once.
+    held: dict[str, int] = {}  # raw rows quarantined after a failed test, by source
     try:
         for attempt in (1, 2):
             # A target folder of its own per build, named as dagster-dbt names them, seeded with the partial-parse
@@ -200,12 +202,19 @@ def cost_models(context: dg.AssetExecutionContext, dbt: DbtCliResource, warehous
                     note = f"not quarantined: {refused}"
                     raise DbtTestsFailed(failure_report(failed, str(error), note)) from None
                 context.log.warning(
-                    f"{moved} landing row(s) passed the contract and failed dbt tests: quarantined (rule dbt:<test>); "
-                    "the project is built again without them.\n" + failure_report(failed, str(error))
+                    f"{sum(moved.values())} landing row(s) passed the contract and failed dbt tests: quarantined "
+                    "(rule dbt:<test>); the project is built again without them.\n" + failure_report(failed, str(error))
                 )
+                held.update(moved)
             finally:
                 keep_partial_parse(target, warehouse.file)
         yield from events
+        for source, rows in held.items():  # on the raw asset the rows came from, beside its ingest's counts
+            yield dg.AssetObservation(
+                asset_key=dg.AssetKey(["raw", source]),
+                metadata={"rows_held": dg.MetadataValue.int(rows), "rule": dg.MetadataValue.text(HELD_RULE + "<test>")},
+                description="Rows that passed the contract and failed a dbt test: quarantined, left out of the marts.",
+            )
     finally:
         prune_build_folders(context.op_def.name)
 
