@@ -205,17 +205,18 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> di
             held_by_model.setdefault(str(test.model), set()).update(con.execute("select * from held").fetchall())
             for source in test.raw_tables:
                 raw = f"raw.{quote(source)}"
+                # One pass over raw to find the rows; the quarantine and the ledger are written from them.
+                con.execute(f"create or replace temp table held_raw as select * from {raw} as r where {_HELD}")
                 (inserted,) = con.execute(
                     "insert into raw.quarantine (source, source_file, file_sha256, line, rule, message, raw_text) "
-                    f"select ?, r.source_file, f.file_sha256, r.source_line, ?, ?, cast(to_json(r) as varchar) "
-                    f"from {raw} as r join raw.ingested_files as f on f.source = ? and f.source_file = r.source_file "
-                    f"where {_HELD}",
+                    "select ?, r.source_file, f.file_sha256, r.source_line, ?, ?, cast(to_json(r) as varchar) "
+                    "from held_raw as r join raw.ingested_files as f on f.source = ? and f.source_file = r.source_file",
                     [source, HELD_RULE + test.name, f"{test.rule} (passed the contract, failed this dbt test)", source],
                 ).fetchone()
                 con.execute(
                     "update raw.ingested_files as f set rows_staged = rows_staged - held_here.rows, "
-                    "rows_quarantined = rows_quarantined + held_here.rows from (select r.source_file, count(*) as rows "
-                    f"from {raw} as r where {_HELD} group by r.source_file) as held_here "
+                    "rows_quarantined = rows_quarantined + held_here.rows from (select source_file, count(*) as rows "
+                    "from held_raw group by source_file) as held_here "
                     "where f.source = ? and f.source_file = held_here.source_file",
                     [source],
                 )
@@ -233,6 +234,7 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> di
                     "another file would take a held row's place)"
                 )
         con.execute("drop table if exists held")
+        con.execute("drop table if exists held_raw")
         con.execute("commit")
     except BaseException:
         con.execute("rollback")
