@@ -15,7 +15,9 @@ and the nightly job builds again without them; the night's summary names them (`
 rows stand alone (``Source.rows_stand_alone``: a request, a device sample, a timesheet entry; not a register,
 price, job or bill that other rows are read through) is held from, and only when each staging model then has
 exactly its failing rows fewer: a record delivered again in an older file would otherwise take the held row's
-place. A held row is left out as if the contract had quarantined it at ingest. Otherwise
+place. A held row is left out as if the contract had quarantined it at ingest. Held rows are tested again every
+night: a file with held rows is read again, and a gone file's held rows go back into raw before the build
+(``cost_pipeline.ingest.lib.warehouse.release_held_rows``). Otherwise
 ``failure_report`` is the run's error: per test, what it checks, how many rows break it, and the first files and lines.
 """
 

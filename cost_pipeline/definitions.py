@@ -8,7 +8,7 @@ from __future__ import annotations
 import dagster as dg
 
 from cost_pipeline.dbt_setup import dbt_executable, dbt_project
-from cost_pipeline.defs.dbt import ProjectDbtCli, cost_models
+from cost_pipeline.defs.dbt import ProjectDbtCli, cost_models, held_rows_checks
 from cost_pipeline.defs.freshness import freshness_checks
 from cost_pipeline.defs.ingest import bookkeeping_specs, ingest_assets
 from cost_pipeline.defs.monthly import monthly_after_nightly, monthly_assets, monthly_deliverables_job
@@ -19,7 +19,7 @@ from cost_pipeline.defs.sensors import landing_sensors
 
 defs = dg.Definitions(
     assets=[*ingest_assets, *bookkeeping_specs, cost_models, *publish_assets, *monthly_assets],
-    asset_checks=freshness_checks,
+    asset_checks=[*freshness_checks, held_rows_checks],
     jobs=[nightly_cost_refresh_job, monthly_deliverables_job],
     schedules=[nightly_cost_refresh],
     sensors=[*landing_sensors, monthly_after_nightly],

@@ -192,18 +192,32 @@ def test_rows_that_fail_a_staging_test_are_quarantined_and_the_night_builds_with
     assert query(held_night.warehouse, costed)[0][0] == query(demo_run.warehouse, costed)[0][0] - 3
     published = held_night.warehouse.with_name("warehouse.finance.duckdb")
     assert query(published, "select count(*) from marts.fct_request_group_costs")[0][0] > 0
-    # In Dagster: the requests' raw asset has an observation of the rows held, beside its ingest's counts.
+    # In Dagster: the requests' raw asset's no_held_rows check warns, naming the rows; the other sources' pass.
+    assert _held_checks(held_night.warehouse) == {
+        "serving_requests": (False, 3, {STATUS_TEST: 2, NOT_NULL_TEST: 1}),
+        "timesheets": (True, 0, {}),
+        "device_samples": (True, 0, {}),
+        "device_samples_dcgm": (True, 0, {}),
+        "device_samples_prometheus": (True, 0, {}),
+    }
+
+
+def _held_checks(warehouse: Path) -> dict[str, tuple[bool, int, dict[str, int]]]:
+    """The last run's no_held_rows results, by source: (passed, rows held, rows held by test); all of WARN severity."""
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("DAGSTER_HOME", raising=False)
-        with warehouse_instance(held_night.warehouse) as instance:
+        with warehouse_instance(warehouse) as instance:
             (run,) = instance.get_runs(limit=1)
-            observed = [
-                event.dagster_event.event_specific_data.asset_observation
-                for event in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_OBSERVATION)
+            evaluations = [
+                event.dagster_event.event_specific_data
+                for event in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
             ]
-    assert [(o.asset_key, o.metadata["rows_held"].value) for o in observed if "rows_held" in o.metadata] == [
-        (dg.AssetKey(["raw", "serving_requests"]), 3)
-    ]
+    held = [e for e in evaluations if e.check_name == "no_held_rows"]
+    assert {e.severity for e in held} == {dg.AssetCheckSeverity.WARN}
+    return {
+        e.asset_key.path[-1]: (e.passed, e.metadata["rows_held"].value, e.metadata["rows_held_by_test"].value)
+        for e in held
+    }
 
 
 def test_a_file_with_held_rows_is_read_again_and_its_sound_rows_count_again(demo_run, held_night, next_night):
@@ -214,6 +228,60 @@ def test_a_file_with_held_rows_is_read_again_and_its_sound_rows_count_again(demo
     assert query(next_night.warehouse, "select count(*) from raw.quarantine where starts_with(rule, 'dbt:')") == [(0,)]
     costed = "select count(*) from intermediate.int_requests_costed"
     assert query(next_night.warehouse, costed) == query(demo_run.warehouse, costed)
+
+
+def _gone_night(demo_run, held_night: Night, root: Path, mend: dict[int, dict[str, str]]) -> Night:
+    """The night after the held night with the requests file gone from the landing folder, its held lines first mended
+    in the quarantine's copy of each row (line -> columns put back to the demo's values), as a fix of the contract
+    would make them pass."""
+    landing = root / "from"
+    shutil.copytree(held_night.landing, landing)
+    (landing / REQUESTS_FILE).unlink()
+    mended = []
+    for line, columns in mend.items():
+        for column in columns:
+            ((value,),) = query(
+                demo_run.warehouse,
+                f"select {column} from raw.serving_requests where source_file = ? and source_line = ?",
+                [REQUESTS_FILE, line],
+            )
+            patch = json.dumps({column: value})
+            mended.append(
+                f"update raw.quarantine set raw_text = cast(json_merge_patch(raw_text, '{patch}') as varchar) "
+                f"where source_file = '{REQUESTS_FILE}' and line = {line}"
+            )
+    return _night(root / "night", landing, held_night.warehouse, mended)
+
+
+def test_held_rows_of_a_gone_file_are_tested_again_and_released_when_they_pass(demo_run, held_night, tmp_path):
+    """The requests file is gone from the landing folder: raw keeps its rows, and its held rows go back into raw from
+    the quarantine's copy and are tested again. Lines 5 and 7, mended, pass and count; line 9 still fails and is
+    held again."""
+    night = _gone_night(demo_run, held_night, tmp_path, {5: ["status"], 7: ["status"]})
+    assert night.code == HELD_EXIT, night.err
+    assert f"failed dbt test {STATUS_TEST}" not in night.out
+    assert f"  held: 1 row(s) of serving_requests passed the contract and failed dbt test {NOT_NULL_TEST}" in night.out
+    rows_in, staged, quarantined = _requests_ledger(demo_run.warehouse)
+    assert _requests_ledger(night.warehouse) == (rows_in, staged - 1, quarantined + 1)
+    assert query(night.warehouse, "select line, rule from raw.quarantine where starts_with(rule, 'dbt:')") == [
+        (9, f"dbt:{NOT_NULL_TEST}")
+    ]
+    costed = "select count(*) from intermediate.int_requests_costed"
+    assert query(night.warehouse, costed)[0][0] == query(demo_run.warehouse, costed)[0][0] - 1
+    # Every row of the file, the released ones too, is in raw as the demo loaded it, typed as before.
+    back = f"select * from raw.serving_requests where source_file = '{REQUESTS_FILE}' and source_line <> 9"
+    assert sorted(query(night.warehouse, back)) == sorted(query(demo_run.warehouse, back))
+    assert _held_checks(night.warehouse)["serving_requests"] == (False, 1, {NOT_NULL_TEST: 1})
+
+
+def test_held_rows_of_a_gone_file_that_all_pass_again_end_the_warning(demo_run, held_night, tmp_path):
+    """Mended through and through (line 9's model back too), the gone file's rows all count again: exit 0."""
+    night = _gone_night(demo_run, held_night, tmp_path, {5: ["status"], 7: ["status"], 9: ["model"]})
+    assert night.code == 0, night.err
+    assert _requests_ledger(night.warehouse) == _requests_ledger(demo_run.warehouse)
+    every = f"select * from raw.serving_requests where source_file = '{REQUESTS_FILE}'"
+    assert sorted(query(night.warehouse, every)) == sorted(query(demo_run.warehouse, every))
+    assert _held_checks(night.warehouse)["serving_requests"] == (True, 0, {})
 
 
 def test_the_stored_failing_rows_are_the_landing_rows(held_night):

@@ -102,6 +102,15 @@ def test_every_source_has_a_stopped_sensor_that_runs_its_asset_and_what_is_downs
     assert dg.AssetKey(["raw", "batch_registry"]) not in selected  # other sources are not re-read
 
 
+def test_every_job_builds_and_a_sensors_job_checks_held_rows_of_its_own_source_only():
+    """Each sensor's job selects one source's raw asset and what is downstream: of the multi-check on held rows it
+    runs that source's check, not the others' (the check can be subset; without it no job would build)."""
+    assert {job.name for job in defs.get_repository_def().get_all_jobs()} >= {s.job.name for s in landing_sensors}
+    job = defs.resolve_job_def(defs.resolve_sensor_def("serving_requests_files").job.name)
+    held = {key for key in job.asset_layer.asset_graph.asset_check_keys if key.name == "no_held_rows"}
+    assert held == {dg.AssetCheckKey(dg.AssetKey(["raw", "serving_requests"]), "no_held_rows")}
+
+
 def freshness(landing: Path, warehouse: Path) -> dg.AssetCheckEvaluation:
     """Run only the batch registry's freshness check."""
     check = freshness_check(SOURCE)

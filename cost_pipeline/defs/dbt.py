@@ -36,6 +36,7 @@ from cost_pipeline.dbt_failures import (
     HoldRefused,
     failed_tests,
     failure_report,
+    held_rows,
     hold_rows,
     only_tests_failed,
     read_places,
@@ -52,6 +53,7 @@ from cost_pipeline.dbt_test_descriptions import describe_test
 from cost_pipeline.defs.resources import Warehouse
 from cost_pipeline.duckdb_memory import dbt_environment
 from cost_pipeline.ingest.lib.warehouse import HELD_RULE
+from cost_pipeline.ingest.registry import SOURCES
 
 # Under `dagster dev` the manifest is rebuilt at load so model edits show at once. dagster-dbt's own preparer
 # looks for dbt on PATH, which an unactivated venv lacks; prepare_manifest uses the dbt beside this Python.
@@ -170,7 +172,6 @@ def cost_models(context: dg.AssetExecutionContext, dbt: DbtCliResource, warehous
     os.environ.update(dbt_environment(warehouse.memory_limit))
     # A build whose failed tests all hold landing rows builds once more without those rows (cost_pipeline.dbt_failures).
     # Each build's events are gathered, not streamed: the first one's models and checks, built again, report once.
-    held: dict[str, int] = {}  # raw rows quarantined after a failed test, by source
     try:
         for attempt in (1, 2):
             # A target folder of its own per build, named as dagster-dbt names them, seeded with the partial-parse
@@ -205,16 +206,9 @@ def cost_models(context: dg.AssetExecutionContext, dbt: DbtCliResource, warehous
                     f"{sum(moved.values())} landing row(s) passed the contract and failed dbt tests: quarantined "
                     "(rule dbt:<test>); the project is built again without them.\n" + failure_report(failed, str(error))
                 )
-                held.update(moved)
             finally:
                 keep_partial_parse(target, warehouse.file)
         yield from events
-        for source, rows in held.items():  # on the raw asset the rows came from, beside its ingest's counts
-            yield dg.AssetObservation(
-                asset_key=dg.AssetKey(["raw", source]),
-                metadata={"rows_held": dg.MetadataValue.int(rows), "rule": dg.MetadataValue.text(HELD_RULE + "<test>")},
-                description="Rows that passed the contract and failed a dbt test: quarantined, left out of the marts.",
-            )
     finally:
         prune_build_folders(context.op_def.name)
 
@@ -239,3 +233,47 @@ def _explained(
     except Exception as error:  # noqa: BLE001 - whatever went wrong, dbt's own error is the one to raise
         context.log.warning(f"the failed dbt tests could not be explained: {error!r}")
         return []
+
+
+HELD_CHECK = "no_held_rows"
+
+
+def _held_check_spec(source: str) -> dg.AssetCheckSpec:
+    """The check on ``raw/<source>``, evaluated after the dbt models built from it."""
+    raw = dg.AssetKey(["raw", source])
+    return dg.AssetCheckSpec(
+        HELD_CHECK,
+        asset=raw,
+        additional_deps=[key for key, upstream in cost_models.asset_deps.items() if raw in upstream],
+        description=f"Warns when rows of {source} passed the contract and failed a dbt test after the night's build: "
+        f"they are quarantined (rule {HELD_RULE}<test>) and tonight's figures leave them out (the contract needs a "
+        "rule).",
+    )
+
+
+@dg.multi_asset_check(
+    specs=[_held_check_spec(name) for name, source in SOURCES.items() if source.rows_stand_alone],
+    name="held_rows_checks",
+    can_subset=True,  # a job of one source's raw asset (its sensor's) runs that source's check only
+)
+def held_rows_checks(context: dg.AssetCheckExecutionContext, warehouse: Warehouse) -> Iterator[dg.AssetCheckResult]:
+    """One result per source whose rows can be held (``Source.rows_stand_alone``): the rows raw holds back after a
+    failed dbt test, by test, and the first file and line (``cost_pipeline.dbt_failures.held_rows``)."""
+    with contextlib.closing(warehouse.connect()) as con:
+        held = held_rows(con)
+    for check in context.selected_asset_check_keys:
+        source = check.asset_key.path[-1]
+        mine = [(test, rows, first) for name, test, rows, first in held if name == source]
+        rows = sum(rows for _, rows, _ in mine)
+        yield dg.AssetCheckResult(
+            asset_key=check.asset_key,
+            check_name=HELD_CHECK,
+            passed=rows == 0,
+            severity=dg.AssetCheckSeverity.WARN,
+            description=None if rows == 0 else f"{rows:,} row(s) held, first: {mine[0][2]}",
+            metadata={
+                "rows_held": rows,
+                "rows_held_by_test": dg.MetadataValue.json({test: n for test, n, _ in mine}),
+                "first_held": mine[0][2] if mine else "",
+            },
+        )

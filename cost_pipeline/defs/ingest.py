@@ -139,6 +139,11 @@ def report_result(
         context.log.warning(f"missing: {source_file} is gone from the landing folder since {since}; its rows are kept")
     for source_file in report.retracted:
         context.log.warning(f"retracted: {source_file} was retracted (raw.retractions); it loaded 0 rows")
+    for source_file, rows in report.released:
+        context.log.info(
+            f"released: {rows} row(s) of {source_file}, gone from the landing folder, that a dbt test held are back in "
+            "raw: tonight's build tests them again"
+        )
     missing = dg.MetadataValue.json({source_file: since for source_file, since in report.missing})
     by_rule = dict(sorted(report.by_rule.items()))
     metadata = {

@@ -19,6 +19,7 @@ only under that folder, cannot attach, copy out, install or load extensions, and
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
@@ -133,6 +134,8 @@ class IngestReport:
     retracted: list[str] = field(default_factory=list)  # present files whose bytes were retracted: not loaded
     # Files loaded with something assumed that the file did not say ("<file>: <what>"): loaded, but flagged.
     flags: list[str] = field(default_factory=list)
+    # Files gone from the landing folder whose rows a dbt test held: (file, rows put back into raw to be tested again).
+    released: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def conserved(self) -> bool:
@@ -286,7 +289,8 @@ def begin_source(
 
     Raw is append-only by file: a file in the ledger that is not in the landing folder any more keeps its ledger
     row (``missing_since``: the night it was first not seen), its quarantined lines and its raw rows, unless its
-    bytes are there under another name (moved) or it was retracted (``cost-pipeline retract``). A file found
+    bytes are there under another name (moved) or it was retracted (``cost-pipeline retract``); its rows that a dbt
+    test held go back into raw to be tested again (``release_held_rows``). A file found
     again under its name is read anew: other bytes are a redelivery and replace the file's rows. For a source whose
     same bytes can be another file's data (``key_of``: file, sha256 -> what tells them apart; ``present`` then maps
     each file to that), a file gone is a move only when a present file has its key, not merely its bytes. A present
@@ -320,11 +324,20 @@ def begin_source(
         [datetime.now(UTC).replace(tzinfo=None), source, [f for f, _ in kept]],
     )
     report.missing.extend(missing_files(con, source))
+    _replace_raw_table(con, source, columns, names, keep_all=set(names) == {f for f, _ in ledger})
+    report.released.extend(release_held_rows(con, source, [f for f, _ in kept]))
+
+
+def _replace_raw_table(
+    con: duckdb.DuckDBPyConnection, source: str, columns: Sequence[tuple[str, str]], names: list[str], keep_all: bool
+) -> None:
+    """Keep the raw rows of the files in ``names`` and no others (``keep_all``: every file of the ledger is kept);
+    a raw table whose columns are not the contract's is created anew with the kept rows in it."""
     raw_table = f"{RAW}.{quote(source)}"
     existing = raw_columns(con, source)
     if existing == contract_columns(con, columns):
-        if set(names) != {f for f, _ in ledger}:  # a file's rows leave: one pass over raw, only then
-            con.execute(f"delete from {raw_table} where {not_kept}", [names])
+        if not keep_all:  # a file's rows leave: one pass over raw, only then
+            con.execute(f"delete from {raw_table} where source_file not in (select unnest(?::varchar[]))", [names])
         return
     existing_names = {n for n, _ in existing}
     carried = [n for n, _ in columns if n in existing_names] + ["source_file", "source_line", "file_sha256"]
@@ -339,6 +352,38 @@ def begin_source(
     if names and existing:
         con.execute(f"insert into {raw_table} ({listed}) select {listed} from kept_rows")
         con.execute("drop table kept_rows")
+
+
+def release_held_rows(con: duckdb.DuckDBPyConnection, source: str, gone: Sequence[str]) -> list[tuple[str, int]]:
+    """Put the rows a dbt test held (rule ``dbt:<test>``, cost_pipeline.dbt_failures) from files gone from the landing
+    folder back into raw, from the row each quarantine line keeps (``raw_text``), with their ledger counts: tonight's
+    build tests them again, as it tests a present file's rows when the file is read again, and holds them again only
+    if they still fail. Returns (file, rows put back) by file."""
+    released = con.execute(
+        "select source_file, count(*) from raw.quarantine where source = ? and starts_with(rule, ?) "
+        "and source_file in (select unnest(?::varchar[])) group by source_file order by source_file",
+        [source, HELD_RULE, list(gone)],
+    ).fetchall()
+    if not released:
+        return []
+    columns = raw_columns(con, source)
+    structure = json.dumps(dict(columns))
+    listed = ", ".join(quote(n) for n, _ in columns)
+    held = "source = ? and starts_with(rule, ?) and source_file in (select unnest(?::varchar[]))"
+    files = [f for f, _ in released]
+    con.execute(
+        f"insert into {RAW}.{quote(source)} ({listed}) select {listed} from (select unnest(held, recursive := false) "
+        f"from (select json_transform(raw_text, ?) as held from raw.quarantine where {held}))",
+        [structure, source, HELD_RULE, files],
+    )
+    con.execute(
+        "update raw.ingested_files as f set rows_staged = rows_staged + back.rows, "
+        "rows_quarantined = rows_quarantined - back.rows from (select unnest(?::varchar[]) as source_file, "
+        "unnest(?::bigint[]) as rows) as back where f.source = ? and f.source_file = back.source_file",
+        [files, [rows for _, rows in released], source],
+    )
+    con.execute(f"delete from raw.quarantine where {held}", [source, HELD_RULE, files])
+    return [(f, int(rows)) for f, rows in released]
 
 
 def raw_columns(con: duckdb.DuckDBPyConnection, source: str) -> list[tuple[str, str]]:
