@@ -26,11 +26,10 @@
         then {{ cents_per_unit(relation ~ '.compute_cost * 100', relation ~ '.steps_counted', 4) }}
     end as cost_per_counted_step,
     case when {{ relation }}.tokens_counted > 0
-        then cast(round({{ relation }}.compute_cost * 1000000 / {{ relation }}.tokens_counted, 4) as decimal(18, 4))
+        then {{ money_share(relation ~ '.compute_cost', '1000000', relation ~ '.tokens_counted', 4) }}
     end as cost_per_million_counted_tokens,
     case when {{ relation }}.effective_compute_gpu_seconds > 0
-        then cast(round({{ relation }}.compute_cost * 3600 / {{ relation }}.effective_compute_gpu_seconds, 4)
-            as decimal(18, 4))
+        then {{ money_share(relation ~ '.compute_cost', '3600', relation ~ '.effective_compute_gpu_seconds', 4) }}
     end as cost_per_effective_gpu_hour,
     {{ relation }}.unpriced_gpu_seconds > 0 as is_unpriced,
     cast({{ relation }}.unpriced_gpu_seconds / 3600.0 as decimal(18, 4)) as unpriced_gpu_hours

@@ -32,8 +32,7 @@ current_steps as (
         steps.is_counted,
         steps.discarded_reason,
         case when jobs.span_seconds > 0
-            then cast(round(jobs.compute_cost * steps.step_seconds / jobs.span_seconds, 4)
-                as decimal(18, 4))
+            then {{ money_share('jobs.compute_cost', 'steps.step_seconds', 'jobs.span_seconds', 4) }}
         end as step_cost
     from steps
     left join jobs on steps.job_key = jobs.job_key

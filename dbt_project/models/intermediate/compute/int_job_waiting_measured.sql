@@ -104,7 +104,7 @@ select
     *,
     {%- for figure in ['setup', 'data_and_sync_wait', 'hang_after_fault', 'tail', 'preemption_recovery_allocated'] %}
     case when {{ figure }}_gpu_seconds is not null and occupied_gpu_seconds > 0
-        then cast(round(compute_cost * {{ figure }}_gpu_seconds / occupied_gpu_seconds, 2) as decimal(18, 2))
+        then {{ money_share('compute_cost', figure ~ '_gpu_seconds', 'occupied_gpu_seconds') }}
     end as {{ figure | replace('_allocated', '') }}_cost{% if not loop.last %},{% endif %}
     {%- endfor %}
 from gpu_seconds

@@ -126,7 +126,7 @@ select
     compute_cost,
     {%- for category in ['avoidable_rerun', 'over_requested', 'discarded_steps', 'idle', 'comm_wait_excess'] %}
     {{ category }}_gpu_seconds,
-    cast(round(compute_cost * {{ category }}_gpu_seconds / occupied_gpu_seconds, 2) as decimal(18, 2))
+    {{ money_share('compute_cost', category ~ '_gpu_seconds', 'occupied_gpu_seconds') }}
         as {{ category }}_cost{% if not loop.last %},{% endif %}
     {%- endfor %}
 from split
