@@ -17,7 +17,7 @@ MACRO = Path(__file__).resolve().parents[1] / "dbt_project" / "macros" / "cents_
 
 
 def _macros():
-    """The macro file as a module on DuckDB: `adapter.dispatch` picks the duckdb__ implementation, as dbt-duckdb does."""
+    """The macro file as a module on DuckDB: `adapter.dispatch` picks duckdb__ implementations, as dbt-duckdb does."""
     module = None
 
     class Adapter:
