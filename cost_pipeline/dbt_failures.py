@@ -15,9 +15,10 @@ and the nightly job builds again without them; the night's summary names them (`
 rows stand alone (``Source.rows_stand_alone``: a request, a device sample, a timesheet entry; not a register,
 price, job or bill that other rows are read through) is held from, and only when each staging model then has
 exactly its failing rows fewer: a record delivered again in an older file would otherwise take the held row's
-place. A held row is left out as if the contract had quarantined it at ingest. Held rows are tested again every
-night: a file with held rows is read again, and a gone file's held rows go back into raw before the build
-(``cost_pipeline.ingest.lib.warehouse.release_held_rows``). Otherwise
+place (a model that keeps one delivery of a record by a key, its meta's ``record_key``, has every delivery of a
+failing record held). A held row is left out as if the contract had quarantined it at ingest. Held rows are tested
+again every night: a file with held rows is read again, and a gone file's held rows go back into raw before the
+build (``cost_pipeline.ingest.lib.warehouse.release_held_rows``). Otherwise
 ``failure_report`` is the run's error: per test, what it checks, how many rows break it, and the first files and lines.
 """
 
@@ -60,6 +61,8 @@ class FailedTest:
     unplaced: int | None = None  # stored rows without a file and line; None when the rows have no such columns
     # The raw tables a staging model reads, when each is a source whose rows stand alone; else empty (not holdable).
     raw_tables: tuple[str, ...] = ()
+    # The raw columns by which the staging model keeps one delivery of a record (its meta's record_key), if any.
+    record_key: tuple[str, ...] = ()
 
     @property
     def holdable(self) -> bool:
@@ -113,6 +116,7 @@ def failed_tests(run_results: Mapping[str, Any], manifest: Mapping[str, Any]) ->
                 model=f"{tested['schema']}.{tested['alias']}" if tested else None,
                 stored=f"{node['schema']}.{node['alias']}",
                 raw_tables=tuple(sorted(raw)) if staging and alone else (),
+                record_key=tuple(tested["config"].get("meta", {}).get("record_key", ())) if tested else (),
             )
         )
     return sorted(failed, key=lambda test: (test.path, test.name))
@@ -190,9 +194,10 @@ def _count(con: duckdb.DuckDBPyConnection, relation: str) -> int:
 def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> dict[str, int]:
     """Move the raw rows each test's stored rows came from (by raw table, file and line) to ``raw.quarantine``,
     with rule ``dbt:<test>``, and their counts in the file ledger from staged to quarantined; in one transaction.
-    Then each tested staging model must have exactly its held rows fewer, or nothing moves (``HoldRefused``): a
-    record delivered again in an older file would take a held row's place, and its other values would count.
-    Returns how many raw rows moved, by source."""
+    A staging model that keeps one delivery of a record by a key (its meta's ``record_key``) has every delivery of a
+    failing row's record held with it: an older one would otherwise take the held row's place, and its other values
+    would count. Then each tested staging model must have exactly its failing rows fewer, or nothing moves
+    (``HoldRefused``). Returns how many raw rows moved, by source."""
     moved: dict[str, int] = {}
     held_by_model: dict[str, set[tuple[str, int]]] = {}
     con.execute("begin transaction")
@@ -207,13 +212,26 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> di
             held_by_model.setdefault(str(test.model), set()).update(con.execute("select * from held").fetchall())
             for source in test.raw_tables:
                 raw = f"raw.{quote(source)}"
-                # One pass over raw to find the rows; the quarantine and the ledger are written from them.
+                # One pass over raw to find the rows (every delivery of their records, when staging keeps one by a
+                # key: an older one would otherwise take a held row's place); the quarantine and the ledger are
+                # written from them.
                 con.execute(f"create or replace temp table held_raw as select * from {raw} as r where {_HELD}")
+                if test.record_key:
+                    keys = ", ".join(quote(c) for c in test.record_key)
+                    same = " and ".join(f"k.{quote(c)} is not distinct from r.{quote(c)}" for c in test.record_key)
+                    con.execute(f"create or replace temp table held_records as select distinct {keys} from held_raw")
+                    con.execute(
+                        f"create or replace temp table held_raw as select * from {raw} as r "
+                        f"where exists (select 1 from held_records as k where {same})"
+                    )
+                failed = f"{test.rule} (passed the contract, failed this dbt test)"
+                delivered = f"{test.rule} (passed the contract; a newer delivery of this record failed this dbt test)"
                 (inserted,) = con.execute(
                     "insert into raw.quarantine (source, source_file, file_sha256, line, rule, message, raw_text) "
-                    "select ?, r.source_file, f.file_sha256, r.source_line, ?, ?, cast(to_json(r) as varchar) "
+                    "select ?, r.source_file, f.file_sha256, r.source_line, ?, "
+                    f"case when {_HELD} then ? else ? end, cast(to_json(r) as varchar) "
                     "from held_raw as r join raw.ingested_files as f on f.source = ? and f.source_file = r.source_file",
-                    [source, HELD_RULE + test.name, f"{test.rule} (passed the contract, failed this dbt test)", source],
+                    [source, HELD_RULE + test.name, failed, delivered, source],
                 ).fetchone()
                 con.execute(
                     "update raw.ingested_files as f set rows_staged = rows_staged - held_here.rows, "
@@ -222,7 +240,10 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> di
                     "where f.source = ? and f.source_file = held_here.source_file",
                     [source],
                 )
-                (deleted,) = con.execute(f"delete from {raw} as r where {_HELD}").fetchone()
+                (deleted,) = con.execute(
+                    f"delete from {raw} as r where exists (select 1 from held_raw as h "
+                    "where h.source_file = r.source_file and h.source_line = r.source_line)"
+                ).fetchone()
                 if deleted != inserted:
                     raise HoldRefused(
                         f"{deleted} row(s) of raw.{source} matched, {inserted} of them with a file ledger row"
@@ -237,6 +258,7 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> di
                 )
         con.execute("drop table if exists held")
         con.execute("drop table if exists held_raw")
+        con.execute("drop table if exists held_records")
         con.execute("commit")
     except BaseException:
         con.execute("rollback")

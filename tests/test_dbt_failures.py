@@ -28,7 +28,7 @@ from dagster._utils.error import SerializableErrorInfo
 
 from cost_pipeline.cli import HELD_EXIT, main
 from cost_pipeline.dagster_home import warehouse_instance
-from cost_pipeline.dbt_failures import FailedTest, failed_tests, failure_report
+from cost_pipeline.dbt_failures import FailedTest, HoldRefused, failed_tests, failure_report, hold_rows
 from cost_pipeline.dbt_setup import manifest_path
 from cost_pipeline.progress import root_cause
 from tests.helpers import query
@@ -71,6 +71,7 @@ def test_the_failed_tests_are_the_error_tests_that_failed():
         model="staging.stg_serving__requests",
         stored=f"audit.{status['alias']}",
         raw_tables=("serving_requests",),
+        record_key=("request_id",),  # the model's meta: every delivery of a failing request is held
     )
     assert not failed.holdable  # until its stored rows are read back
 
@@ -306,30 +307,69 @@ def test_the_stored_failing_rows_are_the_landing_rows(held_night):
     ]
 
 
-def test_a_row_an_older_delivery_would_replace_is_not_held_and_the_night_fails(demo_run, tmp_path):
-    """Line 5's request was delivered before in an older file, sound there. Holding line 5 would let the older copy
-    count in its place, so nothing is held: the night fails naming the test, its rows and why."""
+def test_every_delivery_of_a_failing_record_is_held_so_no_older_one_takes_its_place(demo_run, tmp_path):
+    """Line 5's request was delivered before in an older file, sound there. Holding line 5 alone would let the older
+    copy count in its place (staging keeps one delivery per request_id, its meta's record_key): both are held."""
     line_5 = (demo_run.landing / REQUESTS_FILE).read_text(encoding="utf-8").splitlines()[4]
     resent = _night(tmp_path / "resent", demo_run.landing, demo_run.warehouse, [], {RESENT_FILE: line_5 + "\n"})
     assert resent.code == 0, resent.err
     bad = f"update raw.serving_requests set status = 'bogus' where source_file = '{REQUESTS_FILE}' and source_line = 5"
     night = _night(tmp_path / "night", resent.landing, resent.warehouse, [bad])
-    assert night.code == 1, night.err
-    assert (
-        night.err.strip()
-        .splitlines()[-1]
-        .endswith(
-            f"1 row of staging.stg_serving__requests breaks it, from {REQUESTS_FILE} line 5; stored in "
-            f"audit.{_test_node(_manifest(), STATUS_TEST)['alias']}; not quarantined: holding 1 row(s) would leave 0 "
-            "fewer in staging.stg_serving__requests (a record delivered again in another file would take a held row's "
-            "place)"
-        )
-    )
-    assert query(night.warehouse, "select count(*) from raw.quarantine where starts_with(rule, 'dbt:')") == [(0,)]
+    assert night.code == HELD_EXIT, night.err
+    assert f"  held: 2 row(s) of serving_requests passed the contract and failed dbt test {STATUS_TEST}" in night.out
     assert query(
         night.warehouse,
-        f"select status from raw.serving_requests where source_line = 5 and source_file = '{REQUESTS_FILE}'",
-    ) == [("bogus",)]
+        "select source_file, line, message like '%a newer delivery of this record failed%' from raw.quarantine "
+        "where starts_with(rule, 'dbt:') order by source_file",
+    ) == [(RESENT_FILE, 1, True), (REQUESTS_FILE, 5, False)]
+    assert _requests_ledger(night.warehouse, RESENT_FILE) == (1, 0, 1)
+    request_id = json.loads(line_5)["request_id"]
+    assert query(
+        night.warehouse, "select count(*) from staging.stg_serving__requests where request_id = ?", [request_id]
+    ) == [(0,)]
+    costed = "select count(*) from intermediate.int_requests_costed"
+    assert query(night.warehouse, costed)[0][0] == query(resent.warehouse, costed)[0][0] - 1
+
+
+def test_a_hold_another_row_would_take_the_place_of_is_undone(demo_run, tmp_path):
+    """A staging model that keeps one delivery of a record without saying by which key (no record_key): holding the
+    newest delivery would let the older one count, so nothing moves and the reason is the error."""
+    warehouse = tmp_path / "warehouse.duckdb"
+    shutil.copyfile(demo_run.warehouse, warehouse)
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute(
+            "insert into raw.serving_requests select * replace ('requests/older.jsonl' as source_file, "
+            f"1 as source_line) from raw.serving_requests where source_file = '{REQUESTS_FILE}' and source_line = 5"
+        )
+        con.execute(
+            "insert into raw.ingested_files select * replace ('requests/older.jsonl' as source_file, 1 as rows_in, "
+            f"1 as rows_staged, 0 as rows_quarantined) from raw.ingested_files where source_file = '{REQUESTS_FILE}'"
+        )
+        con.execute(
+            "create schema if not exists scratch; create view scratch.one_per_request as select * from (select *, "
+            "row_number() over (partition by request_id order by source_file desc, source_line desc) as n "
+            "from raw.serving_requests) where n = 1"
+        )
+        con.execute(
+            "create table scratch.failing as select * from scratch.one_per_request "
+            f"where source_file = '{REQUESTS_FILE}' and source_line = 5"
+        )
+        before = con.execute("select count(*) from raw.serving_requests").fetchone()
+        test = FailedTest(
+            name="t",
+            path="p.yml",
+            rule="r",
+            model="scratch.one_per_request",
+            stored="scratch.failing",
+            raw_tables=("serving_requests",),
+        )
+        with pytest.raises(HoldRefused, match="holding 1 row.s. would leave 0 fewer in scratch.one_per_request"):
+            hold_rows(con, [test])
+        assert con.execute("select count(*) from raw.serving_requests").fetchone() == before
+        assert con.execute("select count(*) from raw.quarantine where starts_with(rule, 'dbt:')").fetchone() == (0,)
+        # Said by which key, every delivery is held and the model has the failing row fewer.
+        assert hold_rows(con, [replace(test, record_key=("request_id",))]) == {"serving_requests": 2}
+        assert con.execute("select count(*) from raw.serving_requests").fetchone() == (before[0] - 2,)
 
 
 def test_a_failing_row_that_is_not_a_landing_row_fails_the_night_naming_the_test(demo_run, tmp_path):
