@@ -1,19 +1,26 @@
-"""A night reads only the large sources' new files (issue 15): a file whose bytes the same loader loaded before keeps
-its raw rows, quarantined lines and ledger row without being read again, and the warehouse ends exactly as a full
-reload of the same landing folder leaves it. A changed loader (code, contract, raw columns) reads everything again.
+"""A night reads only new files (issues 10 and 15): a file whose bytes the same loader loaded before keeps its raw
+rows, quarantined lines and ledger row without being read again, and the warehouse ends exactly as a full reload of
+the same landing folder leaves it. A changed loader (code, contract, raw columns, options) reads everything again.
+The large sources load in DuckDB (device samples here); the small ones are read in Python (each, on the demo's files).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
+from cost_pipeline.contract import load_contract
 from cost_pipeline.contract.schemas import DEVICE_SAMPLE_BASE_COLUMNS
+from cost_pipeline.demo import write_demo_landing
+from cost_pipeline.ingest.lib import source as source_module
 from cost_pipeline.ingest.lib import warehouse as wh
 from cost_pipeline.ingest.lib.in_database import load_in_database
+from cost_pipeline.ingest.lib.source import RowLoader, Source
+from cost_pipeline.ingest.registry import SOURCES
 from cost_pipeline.ingest.telemetry import DEVICE_SAMPLES
 
 HEADER = ",".join(name for name, _ in DEVICE_SAMPLE_BASE_COLUMNS) + "\n"
@@ -221,3 +228,111 @@ def test_a_file_refused_whole_is_read_again_the_next_night(tmp_path):
     second = night.load()
     assert night.read == ["telemetry/node2.csv"]
     assert _counts(second) == _counts(first)
+
+
+# The sources read in Python (pandas + pandera) reuse files the same way: each one, on the demo's files.
+ROW_SOURCES = [source for source in SOURCES.values() if isinstance(source.loader, RowLoader)]
+
+
+@pytest.fixture(scope="module")
+def demo_landing(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_demo_landing(tmp_path_factory.mktemp("demo") / "landing")
+
+
+class _RowNight:
+    """Loads one Python-read source into one warehouse and records which files were parsed."""
+
+    def __init__(self, source: Source, landing: Path, warehouse: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.source, self.landing, self.warehouse, self.read = source, landing, warehouse, []
+        for name in ("parse_file", "parse_parquet"):
+            parse = getattr(source_module, name)
+
+            def counted(path, *args, _parse=parse):
+                self.read.append(path.relative_to(self.landing).as_posix())
+                return _parse(path, *args)
+
+            monkeypatch.setattr(source_module, name, counted)
+
+    def load(self) -> wh.IngestReport:
+        con = wh.connect(self.warehouse, self.landing)
+        try:
+            self.read = []
+            return self.source.load(con, self.landing, load_contract())
+        finally:
+            con.close()
+
+    def state(self) -> dict[str, list[tuple]]:
+        con = wh.connect(self.warehouse)
+        try:
+            name = self.source.name
+            return {
+                "raw": con.execute(f'select * from raw."{name}" order by all').fetchall(),
+                "quarantine": con.execute(
+                    "select * from raw.quarantine where source = ? order by all", [name]
+                ).fetchall(),
+                "ledger": con.execute(
+                    "select * exclude (missing_since) from raw.ingested_files where source = ? order by all", [name]
+                ).fetchall(),
+            }
+        finally:
+            con.close()
+
+
+@pytest.mark.parametrize("source", ROW_SOURCES, ids=lambda source: source.name)
+def test_a_source_read_in_python_reads_only_new_bytes_and_ends_as_a_full_reload(
+    source, demo_landing, tmp_path, monkeypatch
+):
+    landing = tmp_path / "landing"
+    files = [path.relative_to(demo_landing) for path in source.files(demo_landing)]
+    assert files, f"the demo has no {source.name} file"
+    for name in files:
+        (landing / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(demo_landing / name, landing / name)
+    night = _RowNight(source, landing, tmp_path / "w.duckdb", monkeypatch)
+    first = night.load()
+    assert night.read == [name.as_posix() for name in files]
+
+    again = night.load()  # nothing new: no file parsed, the same counts
+    assert night.read == [] and _counts(again) == _counts(first)
+
+    # A copy of the last file under a name after it is its duplicate; the original stays unread.
+    last = files[-1]
+    stem, extension = last.name.split(".", 1)
+    copy = last.with_name(f"{stem}_zz.{extension}")
+    shutil.copyfile(landing / last, landing / copy)
+    assert landing / copy in source.files(landing)
+    report = night.load()
+    assert night.read == [copy.as_posix()]
+    assert report.duplicates == [(copy.as_posix(), last.as_posix())]
+    fresh = _RowNight(source, landing, tmp_path / "fresh.duckdb", monkeypatch)
+    full = fresh.load()
+    assert night.state() == fresh.state() and _counts(report) == _counts(full)
+
+
+def test_a_source_read_in_python_reads_every_file_again_when_its_options_change(demo_landing, tmp_path, monkeypatch):
+    """Launch options change how a file is read (a delimiter, a time zone): files read under others are read again."""
+    source = SOURCES["timesheets"]
+    landing = tmp_path / "landing"
+    shutil.copytree(demo_landing / source.folder, landing / source.folder)
+    night = _RowNight(source, landing, tmp_path / "w.duckdb", monkeypatch)
+    night.load()
+    night.load()
+    assert night.read == []
+    changed = dataclasses.replace(source, options=_changed_options(source))
+    night.source = changed
+    night.load()
+    assert night.read == [p.relative_to(landing).as_posix() for p in source.files(landing)]
+
+
+def _changed_options(source: Source) -> type:
+    """The source's options class with its first option's default changed."""
+    fields = dataclasses.fields(source.options)
+    first = fields[0]
+    default = source.options()
+    value = getattr(default, first.name)
+    other = (not value) if isinstance(value, bool) else f"{value}-other" if isinstance(value, str) else value + 1
+    return dataclasses.make_dataclass(
+        source.options.__name__,
+        [(f.name, f.type, dataclasses.field(default=other if f is first else f.default)) for f in fields],
+        frozen=True,
+    )

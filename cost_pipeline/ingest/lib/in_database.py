@@ -45,7 +45,7 @@ from cost_pipeline.ingest.lib.records import (
     unopenable,
     whole_file,
 )
-from cost_pipeline.ingest.lib.reuse import FileStat, count_reused, remember_loaded, reusable_files
+from cost_pipeline.ingest.lib.reuse import FileStat, count_reused, loader_sha256, remember_loaded, reusable_files
 from cost_pipeline.ingest.lib.warehouse import (
     FirstSeen,
     IngestReport,
@@ -284,7 +284,9 @@ def load_in_database(
     )
     files: list[tuple[str, str, list[Rejection]]] = []
     keys: dict[str, str] = {}  # each file's bytes, and for a source with ``identity`` what else tells it apart
-    reusable = reusable_files(con, name, source)
+    reusable = (
+        {} if source.bound is not None else reusable_files(con, name, source.columns, loader_sha256(name, source))
+    )
     reused: list[str] = []  # present files whose rows raw holds as this loader wrote them: not read again
     hashed: dict[str, tuple[str, FileStat]] = {}  # each file's sha256 tonight, and its stat before it was read
     duplicate_of: dict[str, str] = {}
@@ -395,7 +397,7 @@ def _write_checked(
     begin_source(con, name, source.columns, present, report, reused=reused, key_of=key_of)
     try:
         count_reused(con, name, reused, report)
-        remember_loaded(con, name, source, hashed)
+        remember_loaded(con, name, loader_sha256(name, source), hashed)
         retracted = retracted_files(con, name)
         report.retracted.extend(f for f, sha, _ in files if (f, sha) in retracted)
         files = [entry for entry in files if (entry[0], entry[1]) not in retracted]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from importlib.metadata import version
 from pathlib import Path
@@ -70,13 +71,24 @@ def _code_sha256() -> bytes:
 _CODE_SHA256 = _code_sha256()
 
 
-def loader_sha256(name: str, source: InDatabaseSource) -> str:
-    """What a file's loaded rows depend on besides its bytes: the source's name, raw columns, typed select and rules,
-    the code and libraries that read and check it, and every contract version's file."""
-    digest = hashlib.sha256(repr((name, list(source.columns), source.typed_select, list(source.rules))).encode())
+def _fingerprint(described: tuple) -> str:
+    digest = hashlib.sha256(repr(described).encode())
     digest.update(_CODE_SHA256)
     digest.update(contract_files_sha256().encode())
     return digest.hexdigest()
+
+
+def loader_sha256(name: str, source: InDatabaseSource) -> str:
+    """What a file's loaded rows depend on besides its bytes: the source's name, raw columns, typed select and rules,
+    the code and libraries that read and check it, and every contract version's file."""
+    return _fingerprint((name, list(source.columns), source.typed_select, list(source.rules)))
+
+
+def row_loader_sha256(name: str, columns: Sequence[tuple[str, str]], options: object) -> str:
+    """The same for a source read in Python (``source.RowLoader``): its name, raw columns and launch options (a
+    frozen dataclass, or None), the code and libraries that parse and check it, and every contract version's file
+    (its checks are built from the contract)."""
+    return _fingerprint((name, list(columns), repr(options)))
 
 
 @dataclass(frozen=True)
@@ -108,11 +120,14 @@ class Reusable:
     stat: FileStat
 
 
-def reusable_files(con: duckdb.DuckDBPyConnection, name: str, source: InDatabaseSource) -> dict[str, Reusable]:
-    """file -> what it was when loaded, for every file of the source that may be reused tonight."""
+def reusable_files(
+    con: duckdb.DuckDBPyConnection, name: str, columns: Sequence[tuple[str, str]], loader: str
+) -> dict[str, Reusable]:
+    """file -> what it was when loaded, for every file of the source that may be reused tonight: loaded by the same
+    ``loader`` (its fingerprint) into a raw table whose ``columns`` are still the contract's."""
     con.execute("create schema if not exists ops")
     con.execute(_LOADED_DDL)
-    if source.bound is not None or raw_columns(con, name) != contract_columns(con, source.columns):
+    if raw_columns(con, name) != contract_columns(con, columns):
         return {}
     retracted = retracted_files(con, name)
     rows = con.execute(
@@ -121,17 +136,17 @@ def reusable_files(con: duckdb.DuckDBPyConnection, name: str, source: InDatabase
         "where f.source = ? and f.duplicate_of is null and not f.refused_whole and f.file_sha256 <> ? "
         "and l.loader_sha256 = ? and not exists (select 1 from raw.quarantine as q "
         "where q.source = f.source and q.source_file = f.source_file and starts_with(q.rule, ?))",
-        [name, UNREAD_SHA256, loader_sha256(name, source), HELD_RULE],
+        [name, UNREAD_SHA256, loader, HELD_RULE],
     ).fetchall()
     return {f: Reusable(sha, FileStat(*stat)) for f, sha, *stat in rows if (f, sha) not in retracted}
 
 
 def remember_loaded(
-    con: duckdb.DuckDBPyConnection, name: str, source: InDatabaseSource, hashed: dict[str, tuple[str, FileStat]]
+    con: duckdb.DuckDBPyConnection, name: str, loader: str, hashed: dict[str, tuple[str, FileStat]]
 ) -> None:
-    """Replace the source's rows of ``ops.loaded_files`` with tonight's files (file -> sha256 and stat), in the
-    caller's transaction: they change with raw or not at all."""
-    loader, now = loader_sha256(name, source), time.time_ns()
+    """Replace the source's rows of ``ops.loaded_files`` with tonight's files (file -> sha256 and stat) as ``loader``
+    (its fingerprint) read them, in the caller's transaction: they change with raw or not at all."""
+    now = time.time_ns()
     rows = [
         [name, f, sha, *vars(stat.settled(now)).values(), loader]
         for f, (sha, stat) in hashed.items()
@@ -142,10 +157,11 @@ def remember_loaded(
         con.executemany("insert into ops.loaded_files values (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
 
-def count_reused(con: duckdb.DuckDBPyConnection, name: str, reused: list[str], report: IngestReport) -> None:
+def count_reused(con: duckdb.DuckDBPyConnection, name: str, reused: Sequence[str], report: IngestReport) -> None:
     """Add the reused files to tonight's report from their ledger rows and quarantined lines."""
     if not reused:
         return
+    reused = list(reused)
     chosen = "source_file in (select unnest(?::varchar[]))"
     for rows_in, staged, quarantined in con.execute(
         f"select rows_in, rows_staged, rows_quarantined from raw.ingested_files where source = ? and {chosen}",

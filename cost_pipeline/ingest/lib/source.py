@@ -26,6 +26,7 @@ from cost_pipeline.ingest.lib.parquet import parse_parquet
 from cost_pipeline.ingest.lib.records import (
     ParsedFile,
     csv_line_parser,
+    file_sha256,
     jsonl_line_parser,
     landing_files,
     naming_file,
@@ -33,8 +34,21 @@ from cost_pipeline.ingest.lib.records import (
     refusal,
     refused_file,
 )
+from cost_pipeline.ingest.lib.reuse import (
+    FileStat,
+    count_reused,
+    remember_loaded,
+    reusable_files,
+    row_loader_sha256,
+)
 from cost_pipeline.ingest.lib.validate import validate_files
-from cost_pipeline.ingest.lib.warehouse import IngestReport, write_validated_source
+from cost_pipeline.ingest.lib.warehouse import (
+    FirstSeen,
+    IngestReport,
+    retracted_contents,
+    retracted_files,
+    write_validated_source,
+)
 
 LineParser = Callable[[list[str], ParsedFile], None]
 RowMap = Callable[[dict[str, object]], dict[str, object]]
@@ -71,21 +85,55 @@ class RowLoader:
     def load(
         self, con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Source, contract: Contract, options: Any
     ) -> IngestReport:
-        """Parse, validate and write every file of the source; the night goes on whatever one file holds."""
+        """Parse, validate and write every new file of the source; the night goes on whatever one file holds.
+
+        A file this loader (same code, contract, raw columns and options) loaded before with the same bytes is not
+        read again (nor hashed, while its ``os.stat`` is what it was then): its rows, lines and ledger row stay
+        (``reuse``), unless an earlier file tonight has its bytes (it is then that file's duplicate) or a
+        retraction took its bytes out."""
         schema = self.schema(contract)
         parser = self.parser(schema, options)
+        columns = [(c.name, c.sql_type) for c in schema.columns]
+        loader = row_loader_sha256(source.name, columns, options)
+        reusable = reusable_files(con, source.name, columns, loader)
+        retracted, copies = retracted_files(con, source.name), retracted_contents(con, source.name)
+        seen = FirstSeen()  # as write_validated_source will see the files: a reused file must be no duplicate
         parsed_files: list[ParsedFile] = []
+        reused: dict[str, str] = {}  # file -> sha256, not read tonight
+        hashed: dict[str, tuple[str, FileStat]] = {}  # each file's sha256 tonight, and its stat before it was read
         for path in source.files(landing_dir):
-            with naming_file(path.relative_to(landing_dir).as_posix()):
+            source_file = path.relative_to(landing_dir).as_posix()
+            with naming_file(source_file):
                 reason = refusal(path, landing_dir)
                 if reason is not None:
                     parsed_files.append(refused_file(path, reason))
-                elif path.suffix == ".parquet" and self.parquet_row is not None:
-                    parsed_files.append(parse_parquet(path, self.parquet_row(options)))
+                    continue
+                stat = FileStat.of(path)
+                known = reusable.get(source_file)
+                if known is not None and known.sha256 not in copies:
+                    # the ledger's sha256 while the stat is the same; else hashed, and read if the bytes changed
+                    sha = known.sha256 if known.stat == stat else file_sha256(path)
+                    if sha == known.sha256 and seen.original_of(source_file, sha) is None:
+                        reused[source_file] = sha
+                        hashed[source_file] = (sha, stat)
+                        continue
+                if path.suffix == ".parquet" and self.parquet_row is not None:
+                    parsed = parse_parquet(path, self.parquet_row(options))
                 else:
-                    parsed_files.append(parse_file(path, parser))
+                    parsed = parse_file(path, parser)
+                parsed_files.append(parsed)
+                hashed[source_file] = (parsed.sha256, stat)
+                if (source_file, parsed.sha256) not in retracted and parsed.sha256 not in copies:
+                    seen.original_of(source_file, parsed.sha256)
         valid = validate_files(parsed_files, schema, con)
-        return write_validated_source(con, schema, landing_dir, list(zip(parsed_files, valid, strict=True)))
+
+        def keep_reused(report: IngestReport) -> None:
+            count_reused(con, source.name, list(reused), report)
+            remember_loaded(con, source.name, loader, hashed)
+
+        return write_validated_source(
+            con, schema, landing_dir, list(zip(parsed_files, valid, strict=True)), reused, keep_reused
+        )
 
 
 def csv_required(schema: SourceSchema, _options: Any = None) -> LineParser:

@@ -22,7 +22,7 @@ import contextlib
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -494,21 +494,31 @@ def write_validated_source(
     schema: SourceSchema,
     landing_dir: Path,
     parsed_files: Sequence[tuple[ParsedFile, pd.DataFrame]],
+    reused: Mapping[str, str] | None = None,
+    within: Callable[[IngestReport], None] | None = None,
 ) -> IngestReport:
     """Replace ``raw.<schema.table>`` with the valid rows of every file, quarantine the rest, in one transaction.
 
     A file repeating the bytes of an earlier file in ``parsed_files`` adds neither rows nor quarantine lines;
     it is recorded as a duplicate of that file. A retracted file (these bytes under this name) is not loaded and
     has no ledger row; the same bytes under another name are quarantined whole (``retracted_content``); rows of
-    files gone from the landing folder are kept (``begin_source``).
+    files gone from the landing folder are kept (``begin_source``). The ``reused`` files (file -> sha256: present
+    and not read tonight, ``reuse``) keep their rows, lines and ledger rows; none of them follows a file with its
+    bytes (the caller read such a file instead), and a parsed file with the bytes of one is its duplicate.
+    ``within`` runs inside the transaction, after the reused files are kept (it counts and remembers them).
     """
     report = IngestReport(schema.table)
+    reused = reused or {}
     seen = FirstSeen()
+    for source_file, sha256 in reused.items():
+        seen.original_of(source_file, sha256)
     columns = [(c.name, c.sql_type) for c in schema.columns]
     select_list = ", ".join(f"cast({quote(n)} as {t})" for n, t in columns)
     present = {parsed.path.relative_to(landing_dir).as_posix(): parsed.sha256 for parsed, _ in parsed_files}
-    begin_source(con, schema.table, columns, present, report)
+    begin_source(con, schema.table, columns, {**present, **reused}, report, reused=list(reused))
     try:
+        if within is not None:
+            within(report)
         retracted = retracted_files(con, schema.table)
         copies = retracted_contents(con, schema.table)
         loaded: list[pd.DataFrame] = []
