@@ -1,7 +1,9 @@
-"""Which landing files a large source need not read again: those whose rows raw holds as the same loader wrote them.
+"""Which landing files a source need not read again: those whose rows raw holds as the same loader wrote them.
 
-The sources loaded inside DuckDB (``in_database``) keep, in ``ops.loaded_files``, each file they loaded tonight: its
-sha256, what ``os.stat`` said of it before its bytes were read, and the loader's fingerprint. The next night a file
+Every source keeps, in ``ops.loaded_files``, each file it loaded tonight: its sha256, what ``os.stat`` said of it
+before its bytes were read, and the loader's fingerprint (``loader_sha256`` for the sources loaded inside DuckDB,
+``in_database``; ``row_loader_sha256`` for those read in Python, ``source.RowLoader``, whose launch options it
+covers too). The next night a file
 still in the ledger under the same name and bytes, loaded by the same loader, keeps its raw rows, quarantined lines
 and ledger row; it is not read. It is not even hashed while ``os.stat`` says what it said: size, modification and
 change times (the change time cannot be set back by ``touch`` or ``utime``), inode and device (a link pointed at
