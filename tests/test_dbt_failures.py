@@ -30,6 +30,7 @@ from cost_pipeline.cli import HELD_EXIT, main
 from cost_pipeline.dagster_home import warehouse_instance
 from cost_pipeline.dbt_failures import FailedTest, HoldRefused, failed_tests, failure_report, hold_rows
 from cost_pipeline.dbt_setup import manifest_path
+from cost_pipeline.ingest.lib.warehouse import release_held_rows
 from cost_pipeline.progress import root_cause
 from tests.helpers import query
 
@@ -398,3 +399,42 @@ def test_a_failing_row_that_is_not_a_landing_row_fails_the_night_naming_the_test
     assert query(night.warehouse, f'select null_columns from audit."{test["alias"]}"') == [
         ("input_bucket request_cost_cents ",)
     ]
+
+
+def test_a_gone_files_held_row_goes_back_only_as_it_was_kept(demo_run, tmp_path):
+    """release_held_rows puts a held row back exactly (the same text read back as the raw table's columns), with its
+    ledger counts; after the contract changed a column's type (hours to two decimals) the row would come back
+    altered, so it stays held."""
+    warehouse = tmp_path / "warehouse.duckdb"
+    shutil.copyfile(demo_run.warehouse, warehouse)
+    with duckdb.connect(str(warehouse)) as con:
+        (source_file,) = con.execute("select min(source_file) from raw.timesheets").fetchone()
+        ledger = "select rows_staged, rows_quarantined from raw.ingested_files where source_file = ?"
+        (before,) = con.execute(ledger, [source_file]).fetchall()
+        raw = "select * from raw.timesheets where source_file = ? order by source_line"
+        rows = con.execute(raw, [source_file]).fetchall()
+
+        def hold() -> None:
+            con.execute(
+                "insert into raw.quarantine (source, source_file, file_sha256, line, rule, message, raw_text) "
+                "select 'timesheets', source_file, file_sha256, source_line, 'dbt:t', 'm', cast(to_json(r) as varchar) "
+                "from raw.timesheets as r where source_file = ? and source_line = 2",
+                [source_file],
+            )
+            con.execute("delete from raw.timesheets where source_file = ? and source_line = 2", [source_file])
+            con.execute(
+                "update raw.ingested_files set rows_staged = rows_staged - 1, rows_quarantined = rows_quarantined + 1 "
+                "where source_file = ?",
+                [source_file],
+            )
+
+        hold()
+        assert release_held_rows(con, "timesheets", [source_file]) == [(source_file, 1)]
+        assert con.execute(raw, [source_file]).fetchall() == rows
+        assert con.execute(ledger, [source_file]).fetchall() == [before]
+        assert con.execute("select count(*) from raw.quarantine where rule = 'dbt:t'").fetchone() == (0,)
+
+        hold()
+        con.execute("alter table raw.timesheets alter hours type decimal(12, 2)")
+        assert release_held_rows(con, "timesheets", [source_file]) == []
+        assert con.execute("select count(*) from raw.quarantine where rule = 'dbt:t'").fetchone() == (1,)

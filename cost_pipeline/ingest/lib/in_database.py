@@ -309,7 +309,7 @@ def load_in_database(
                 sha, blank_lines = scan_file(path)
             else:  # the ledger's sha256 while the stat is the same; else hashed, and read if the bytes changed
                 sha, blank_lines = known.sha256 if known.stat == stat else file_sha256(path), None
-            hashed[source_file] = (sha, stat)
+            hashed[source_file] = (sha, stat.settled())  # settled again once the rows are read (below)
             identity = sha if source.identity is None else f"{sha} {source.identity(path)}"
             keys[source_file] = identity
             if sha in copies and (source_file, sha) not in retracted:
@@ -333,6 +333,7 @@ def load_in_database(
                     f"{failed_message} from landing_rows",
                     [source_file, sha],
                 )
+                hashed[source_file] = (sha, stat.settled())
             except (FileRejected, duckdb.Error) as error:
                 rule, message = (
                     (error.rule, str(error).splitlines()[0])

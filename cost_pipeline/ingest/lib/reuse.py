@@ -108,8 +108,11 @@ class FileStat:
         stat = os.stat(path)
         return cls(stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_dev)
 
-    def settled(self, now_ns: int) -> FileStat:
-        """This stat, or one that matches no later stat when it was taken too soon after the file last changed."""
+    def settled(self, now_ns: int | None = None) -> FileStat:
+        """This stat, or one that matches no later stat when the file's bytes were read (``now_ns``, by default
+        now: call it right after reading them) too soon after the file last changed: a change in the same tick of a
+        coarse clock would leave the same stat and other bytes."""
+        now_ns = time.time_ns() if now_ns is None else now_ns
         racy = now_ns - max(self.modified_ns, self.changed_ns) < RACY_NS
         return replace(self, changed_ns=-1) if racy else self
 
@@ -122,13 +125,17 @@ class Reusable:
     stat: FileStat
 
 
+def _create_loaded_files(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("create schema if not exists ops")
+    con.execute(_LOADED_DDL)
+
+
 def reusable_files(
     con: duckdb.DuckDBPyConnection, name: str, columns: Sequence[tuple[str, str]], loader: str
 ) -> dict[str, Reusable]:
     """file -> what it was when loaded, for every file of the source that may be reused tonight: loaded by the same
     ``loader`` (its fingerprint) into a raw table whose ``columns`` are still the contract's."""
-    con.execute("create schema if not exists ops")
-    con.execute(_LOADED_DDL)
+    _create_loaded_files(con)
     if raw_columns(con, name) != contract_columns(con, columns):
         return {}
     retracted = retracted_files(con, name)
@@ -146,14 +153,11 @@ def reusable_files(
 def remember_loaded(
     con: duckdb.DuckDBPyConnection, name: str, loader: str, hashed: dict[str, tuple[str, FileStat]]
 ) -> None:
-    """Replace the source's rows of ``ops.loaded_files`` with tonight's files (file -> sha256 and stat) as ``loader``
-    (its fingerprint) read them, in the caller's transaction: they change with raw or not at all."""
-    now = time.time_ns()
-    rows = [
-        [name, f, sha, *vars(stat.settled(now)).values(), loader]
-        for f, (sha, stat) in hashed.items()
-        if sha != UNREAD_SHA256
-    ]
+    """Replace the source's rows of ``ops.loaded_files`` with tonight's files (file -> sha256 and stat, ``settled``
+    when its bytes had been read) as ``loader`` (its fingerprint) read them, in the caller's transaction: they
+    change with raw or not at all."""
+    rows = [[name, f, sha, *vars(stat).values(), loader] for f, (sha, stat) in hashed.items() if sha != UNREAD_SHA256]
+    _create_loaded_files(con)  # a source that reuses nothing (an S3 inventory) remembers its files all the same
     con.execute("delete from ops.loaded_files where source = ?", [name])
     if rows:
         con.executemany("insert into ops.loaded_files values (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)

@@ -115,14 +115,14 @@ class RowLoader:
                     sha = known.sha256 if known.stat == stat else file_sha256(path)
                     if sha == known.sha256 and seen.original_of(source_file, sha) is None:
                         reused[source_file] = sha
-                        hashed[source_file] = (sha, stat)
+                        hashed[source_file] = (sha, stat.settled())
                         continue
                 if path.suffix == ".parquet" and self.parquet_row is not None:
                     parsed = parse_parquet(path, self.parquet_row(options))
                 else:
                     parsed = parse_file(path, parser)
                 parsed_files.append(parsed)
-                hashed[source_file] = (parsed.sha256, stat)
+                hashed[source_file] = (parsed.sha256, stat.settled())  # its bytes are read: settled now
                 if (source_file, parsed.sha256) not in retracted and parsed.sha256 not in copies:
                     seen.original_of(source_file, parsed.sha256)
         valid = validate_files(parsed_files, schema, con)

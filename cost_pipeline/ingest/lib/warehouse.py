@@ -358,31 +358,38 @@ def release_held_rows(con: duckdb.DuckDBPyConnection, source: str, gone: Sequenc
     """Put the rows a dbt test held (rule ``dbt:<test>``, cost_pipeline.dbt_failures) from files gone from the landing
     folder back into raw, from the row each quarantine line keeps (``raw_text``), with their ledger counts: tonight's
     build tests them again, as it tests a present file's rows when the file is read again, and holds them again only
-    if they still fail. Returns (file, rows put back) by file."""
-    released = con.execute(
-        "select source_file, count(*) from raw.quarantine where source = ? and starts_with(rule, ?) "
-        "and source_file in (select unnest(?::varchar[])) group by source_file order by source_file",
-        [source, HELD_RULE, list(gone)],
-    ).fetchall()
-    if not released:
-        return []
+    if they still fail. Only a row read back exactly as it was kept goes back (its columns and their types are still
+    the raw table's: read as them, it is written as the same text); one the contract has changed the columns of since
+    stays held, and says so every night, until the file is retracted. Returns (file, rows put back) by file."""
     columns = raw_columns(con, source)
-    structure = json.dumps(dict(columns))
+    if not gone or not columns:
+        return []
     listed = ", ".join(quote(n) for n, _ in columns)
-    held = "source = ? and starts_with(rule, ?) and source_file in (select unnest(?::varchar[]))"
-    files = [f for f, _ in released]
     con.execute(
-        f"insert into {RAW}.{quote(source)} ({listed}) select {listed} from (select unnest(held, recursive := false) "
-        f"from (select json_transform(raw_text, ?) as held from raw.quarantine where {held}))",
-        [structure, source, HELD_RULE, files],
+        "create or replace temp table released as select source_file, line, rule, row from (select source_file, line, "
+        "rule, raw_text, json_transform(raw_text, ?) as row from raw.quarantine where source = ? "
+        "and starts_with(rule, ?) and source_file in (select unnest(?::varchar[]))) "
+        "where cast(to_json(row) as varchar) = raw_text",
+        [json.dumps(dict(columns)), source, HELD_RULE, list(gone)],
     )
-    con.execute(
-        "update raw.ingested_files as f set rows_staged = rows_staged + back.rows, "
-        "rows_quarantined = rows_quarantined - back.rows from (select unnest(?::varchar[]) as source_file, "
-        "unnest(?::bigint[]) as rows) as back where f.source = ? and f.source_file = back.source_file",
-        [files, [rows for _, rows in released], source],
-    )
-    con.execute(f"delete from raw.quarantine where {held}", [source, HELD_RULE, files])
+    released = con.execute("select source_file, count(*) from released group by 1 order by 1").fetchall()
+    if released:
+        con.execute(
+            f"insert into {RAW}.{quote(source)} ({listed}) select {listed} from "
+            "(select unnest(row, recursive := false) from released)"
+        )
+        con.execute(
+            "update raw.ingested_files as f set rows_staged = rows_staged + back.rows, "
+            "rows_quarantined = rows_quarantined - back.rows from (select source_file, count(*) as rows from released "
+            "group by source_file) as back where f.source = ? and f.source_file = back.source_file",
+            [source],
+        )
+        con.execute(
+            "delete from raw.quarantine as q where q.source = ? and exists (select 1 from released as r "
+            "where r.source_file = q.source_file and r.line = q.line and r.rule = q.rule)",
+            [source],
+        )
+    con.execute("drop table released")
     return [(f, int(rows)) for f, rows in released]
 
 
