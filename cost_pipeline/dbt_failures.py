@@ -41,6 +41,8 @@ from cost_pipeline.ingest.registry import SOURCES
 if TYPE_CHECKING:
     from dagster_dbt import DbtCliResource
 
+# The message of a held row that is an earlier delivery of a failing record (not itself the failing row).
+_DELIVERED = "a newer delivery of this record failed this dbt test"
 PLACES_SHOWN = 5  # landing file and line pairs named per failed test; the stored table holds every row
 # A raw row (alias r) whose file and line are among the failing rows' (temp table held).
 _HELD = "exists (select 1 from held where held.source_file = r.source_file and held.source_line = r.source_line)"
@@ -225,7 +227,7 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> di
                         f"where exists (select 1 from held_records as k where {same})"
                     )
                 failed = f"{test.rule} (passed the contract, failed this dbt test)"
-                delivered = f"{test.rule} (passed the contract; a newer delivery of this record failed this dbt test)"
+                delivered = f"{test.rule} (passed the contract; {_DELIVERED})"
                 (inserted,) = con.execute(
                     "insert into raw.quarantine (source, source_file, file_sha256, line, rule, message, raw_text) "
                     "select ?, r.source_file, f.file_sha256, r.source_line, ?, "
@@ -266,11 +268,14 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> di
     return moved
 
 
-def held_rows(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, int, str]]:
-    """The rows raw holds back after a dbt test: (source, test, rows, first file and line), by source and test."""
+def held_rows(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, int, int, str]]:
+    """The rows raw holds back after a dbt test: (source, test, rows that failed it, earlier deliveries of their
+    records held with them, first failing file and line), by source and test."""
+    delivered = f"message like '%{_DELIVERED}%'"
     return con.execute(
-        "select source, substr(rule, ?) as test, count(*), "
-        "first(source_file || ' line ' || line order by source_file, line) "
+        "select source, substr(rule, ?) as test, count(*) filter (where not " + delivered + "), "
+        "count(*) filter (where " + delivered + "), "
+        "first(source_file || ' line ' || line order by source_file, line) filter (where not " + delivered + ") "
         "from raw.quarantine where starts_with(rule, ?) group by source, rule order by source, rule",
         [len(HELD_RULE) + 1, HELD_RULE],
     ).fetchall()

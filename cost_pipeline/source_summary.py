@@ -108,9 +108,10 @@ def print_source_summary(warehouse: Path, out=None) -> SummaryFindings:
         night = f"{since:%Y-%m-%d %H:%M} UTC" if since else "no night (it never loaded)"
         print(f"  stale: figures from {name} are as of {night}; tonight's load failed: {error}", file=out)
         findings.stale.append(name)
-    for name, test, rows, first in held:
+    for name, test, rows, deliveries, first in held:
+        also = f", with {deliveries:,} earlier deliver{'y' if deliveries == 1 else 'ies'} of them" if deliveries else ""
         print(
-            f"  held: {rows:,} row(s) of {name} passed the contract and failed dbt test {test} (first: {first}); "
+            f"  held: {rows:,} row(s) of {name} passed the contract and failed dbt test {test} (first: {first}){also}; "
             "quarantined, left out of the marts built tonight",
             file=out,
         )

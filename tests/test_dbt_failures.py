@@ -317,7 +317,10 @@ def test_every_delivery_of_a_failing_record_is_held_so_no_older_one_takes_its_pl
     bad = f"update raw.serving_requests set status = 'bogus' where source_file = '{REQUESTS_FILE}' and source_line = 5"
     night = _night(tmp_path / "night", resent.landing, resent.warehouse, [bad])
     assert night.code == HELD_EXIT, night.err
-    assert f"  held: 2 row(s) of serving_requests passed the contract and failed dbt test {STATUS_TEST}" in night.out
+    assert (
+        f"  held: 1 row(s) of serving_requests passed the contract and failed dbt test {STATUS_TEST} (first: "
+        f"{REQUESTS_FILE} line 5), with 1 earlier delivery of them; quarantined" in night.out
+    )
     assert query(
         night.warehouse,
         "select source_file, line, message like '%a newer delivery of this record failed%' from raw.quarantine "
@@ -403,8 +406,8 @@ def test_a_failing_row_that_is_not_a_landing_row_fails_the_night_naming_the_test
 
 def test_a_gone_files_held_row_goes_back_only_as_it_was_kept(demo_run, tmp_path):
     """release_held_rows puts a held row back exactly (the same text read back as the raw table's columns), with its
-    ledger counts; after the contract changed a column's type (hours to two decimals) the row would come back
-    altered, so it stays held."""
+    ledger counts; after the contract changed a column's type (hours to whole hours: 6.0 would come back as 6) the
+    row would come back altered, so it stays held."""
     warehouse = tmp_path / "warehouse.duckdb"
     shutil.copyfile(demo_run.warehouse, warehouse)
     with duckdb.connect(str(warehouse)) as con:
@@ -435,6 +438,6 @@ def test_a_gone_files_held_row_goes_back_only_as_it_was_kept(demo_run, tmp_path)
         assert con.execute("select count(*) from raw.quarantine where rule = 'dbt:t'").fetchone() == (0,)
 
         hold()
-        con.execute("alter table raw.timesheets alter hours type decimal(12, 2)")
+        con.execute("alter table raw.timesheets alter hours type integer")
         assert release_held_rows(con, "timesheets", [source_file]) == []
         assert con.execute("select count(*) from raw.quarantine where rule = 'dbt:t'").fetchone() == (1,)

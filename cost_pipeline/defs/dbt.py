@@ -263,7 +263,8 @@ def held_rows_checks(context: dg.AssetCheckExecutionContext, warehouse: Warehous
         held = held_rows(con)
     for check in context.selected_asset_check_keys:
         source = check.asset_key.path[-1]
-        mine = [(test, rows, first) for name, test, rows, first in held if name == source]
+        mine = [(test, rows, first) for name, test, rows, _, first in held if name == source]
+        deliveries = sum(later for name, _, _, later, _ in held if name == source)
         rows = sum(rows for _, rows, _ in mine)
         yield dg.AssetCheckResult(
             asset_key=check.asset_key,
@@ -273,6 +274,7 @@ def held_rows_checks(context: dg.AssetCheckExecutionContext, warehouse: Warehous
             description=None if rows == 0 else f"{rows:,} row(s) held, first: {mine[0][2]}",
             metadata={
                 "rows_held": rows,
+                "earlier_deliveries_held": deliveries,
                 "rows_held_by_test": dg.MetadataValue.json({test: n for test, n, _ in mine}),
                 "first_held": mine[0][2] if mine else "",
             },

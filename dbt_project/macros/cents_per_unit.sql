@@ -18,6 +18,7 @@
     10^scale stays below 4e18 (a bigint's half); above that, or for a fractional part (a MIG slice's or a discarded
     share's GPU-seconds), the share is the double quotient rounded. -#}
 {% macro money_share(amount, part, whole, scale=2) -%}
+    {%- set amount, part, whole = '(' ~ amount ~ ')', '(' ~ part ~ ')', '(' ~ whole ~ ')' %}
     {%- set units = 'abs(cast(' ~ amount ~ ' * ' ~ 10 ** scale ~ ' as bigint))' %}
     case
         when {{ part }} = floor({{ part }}) and {{ whole }} = floor({{ whole }})

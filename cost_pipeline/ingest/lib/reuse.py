@@ -20,7 +20,9 @@ source whose reading depends on more than a file's name and bytes (``bound``: an
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from cost_pipeline.contract import contract_files_sha256
+from cost_pipeline.contract import Contract, contract_files_sha256
 from cost_pipeline.ingest.lib.records import UNREAD_SHA256, Rejection
 from cost_pipeline.ingest.lib.warehouse import (
     HELD_RULE,
@@ -65,8 +67,9 @@ def _code_sha256() -> bytes:
     digest = hashlib.sha256()
     for path in sorted([*(package / "ingest").rglob("*.py"), *(package / "contract").glob("*.py")]):
         digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
-    for library in ("duckdb", "pandas", "pandera"):  # how a CSV is sniffed, a value cast, a row coerced
+    for library in ("duckdb", "pandas", "pandera", "numpy"):  # how a CSV is sniffed, a value cast, a row coerced
         digest.update(f"{library}=={version(library)}".encode())
+    digest.update(f"python {sys.version_info[:2]}".encode())  # how Python's csv, json and datetime read a value
     return digest.digest()
 
 
@@ -86,11 +89,12 @@ def loader_sha256(name: str, source: InDatabaseSource) -> str:
     return _fingerprint((name, list(source.columns), source.typed_select, list(source.rules)))
 
 
-def row_loader_sha256(name: str, columns: Sequence[tuple[str, str]], options: object) -> str:
+def row_loader_sha256(name: str, columns: Sequence[tuple[str, str]], options: object, contract: Contract) -> str:
     """The same for a source read in Python (``source.RowLoader``): its name, raw columns and launch options (a
-    frozen dataclass, or None), the code and libraries that parse and check it, and every contract version's file
-    (its checks are built from the contract)."""
-    return _fingerprint((name, list(columns), repr(options)))
+    frozen dataclass, or None), the contract its checks were built from (the one in hand, whatever the files say
+    now), the code and libraries that parse and check it, and every contract version's file."""
+    document = json.dumps(contract.document, sort_keys=True, default=str)
+    return _fingerprint((name, list(columns), repr(options), contract.version, document))
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,7 @@ class RowLoader:
         schema = self.schema(contract)
         parser = self.parser(schema, options)
         columns = [(c.name, c.sql_type) for c in schema.columns]
-        loader = row_loader_sha256(source.name, columns, options)
+        loader = row_loader_sha256(source.name, columns, options, contract)
         reusable = reusable_files(con, source.name, columns, loader)
         retracted, copies = retracted_files(con, source.name), retracted_contents(con, source.name)
         seen = FirstSeen()  # as write_validated_source will see the files: a reused file must be no duplicate

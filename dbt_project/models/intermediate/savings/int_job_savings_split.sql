@@ -1,6 +1,7 @@
 -- Avoidable compute per job (R24), split so that no GPU-second is counted twice and the categories of a job never
--- add up to more than its compute_cost (the bill's price: each amount = compute_cost x GPU-seconds / occupied
--- GPU-seconds, rounded once to the cent per job and category). In order of precedence:
+-- add up to more than its compute_cost (the bill's price: the job's avoidable amount = compute_cost x its avoidable
+-- GPU-seconds / occupied GPU-seconds, rounded once to the cent, then shared among the categories by their GPU-seconds
+-- to the cent, largest remainder, so they add up to it). In order of precedence:
 --   avoidable_rerun   the whole job when the review classes it avoidable_rework (R18, int_jobs_reviewed);
 --   over_requested    allocated GPUs whose every device sample is idle (requested - occupied GPUs), whole;
 --   discarded_steps   discarded step time x the GPUs that worked, share d of their time;
@@ -115,18 +116,51 @@ split as (
         case when is_avoidable_rerun then 0 else comm_wait_excess_gpu_seconds * (1 - discarded_share) end
             as comm_wait_excess_gpu_seconds
     from shared
+),
+{%- set categories = ['avoidable_rerun', 'over_requested', 'discarded_steps', 'idle', 'comm_wait_excess'] %}
+{%- set avoidable_gpu_seconds = categories | join('_gpu_seconds + ') ~ '_gpu_seconds' %}
+
+-- One row per job and category, each carrying the job's avoidable amount in cents (rounded once).
+parts as (
+    {%- for category in categories %}
+    select
+        job_key,
+        '{{ category }}' as category,
+        {{ category }}_gpu_seconds as gpu_seconds,
+        cast({{ money_share('compute_cost', avoidable_gpu_seconds, 'occupied_gpu_seconds') }} * 100 as bigint)
+            as avoidable_cents
+    from split
+    {%- if not loop.last %}
+    union all
+    {%- endif %}
+    {%- endfor %}
+),
+
+allocated as (
+    {{ largest_remainder_cents('parts', ['job_key'], 'avoidable_cents', 'gpu_seconds', 'category') }}
+),
+
+by_job as (
+    select
+        job_key,
+        {%- for category in categories %}
+        max(case when category = '{{ category }}' then allocated_cents end) as {{ category }}_cents
+        {%- if not loop.last %},{% endif %}
+        {%- endfor %}
+    from allocated
+    group by job_key
 )
 
 select
-    job_key,
-    job_id,
-    batch_id,
-    phase,
-    occupied_gpu_seconds,
-    compute_cost,
-    {%- for category in ['avoidable_rerun', 'over_requested', 'discarded_steps', 'idle', 'comm_wait_excess'] %}
-    {{ category }}_gpu_seconds,
-    {{ money_share('compute_cost', category ~ '_gpu_seconds', 'occupied_gpu_seconds') }}
-        as {{ category }}_cost{% if not loop.last %},{% endif %}
+    split.job_key,
+    split.job_id,
+    split.batch_id,
+    split.phase,
+    split.occupied_gpu_seconds,
+    split.compute_cost,
+    {%- for category in categories %}
+    split.{{ category }}_gpu_seconds,
+    cast(by_job.{{ category }}_cents / 100.0 as decimal(18, 2)) as {{ category }}_cost{% if not loop.last %},{% endif %}
     {%- endfor %}
 from split
+inner join by_job on split.job_key = by_job.job_key
