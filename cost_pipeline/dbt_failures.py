@@ -12,14 +12,15 @@ When every failed test is on a staging model of a landing source and each failin
 (``holdable``), one bad row does not cost the night: ``hold_rows`` moves those rows from raw to ``raw.quarantine``
 (rule ``dbt:<test>``, the file ledger's counts moved with them, so rows in still equal rows staged plus quarantined)
 and the nightly job builds again without them; the night's summary names them (``held_rows``). Only a source whose
-rows stand alone (``Source.rows_stand_alone``: a request, a device sample, a timesheet entry; not a register,
-price, job or bill that other rows are read through) is held from, and only when each staging model then has
-exactly its failing rows fewer: a record delivered again in an older file would otherwise take the held row's
-place (a model that keeps one delivery of a record by a key, its meta's ``record_key``, has every delivery of a
-failing record held). A held row is left out as if the contract had quarantined it at ingest. Held rows are tested
-again every night: a file with held rows is read again, and a gone file's held rows go back into raw before the
-build (``cost_pipeline.ingest.lib.warehouse.release_held_rows``). Otherwise
-``failure_report`` is the run's error: per test, what it checks, how many rows break it, and the first files and lines.
+rows stand alone (``Source.rows_stand_alone``: a request, a device sample, a timesheet entry; not a register, price,
+job or bill that other rows are read through) is held from, and only when each staging model then has exactly its
+failing rows fewer: a record delivered again in an older file would otherwise take the held row's place (a model
+that keeps one delivery of a record by a key, its meta's ``record_key`` or the compared columns of identical lines,
+has every delivery of a failing record held). A held row is left out as if the contract had quarantined it at
+ingest. Held rows are tested again every night: a file with held rows is read again, and a gone file's held rows go
+back into raw before the build (``cost_pipeline.ingest.lib.warehouse.release_held_rows``). Otherwise
+``failure_report`` is the run's error: per test, what it checks, how many rows break it, and the first files and
+lines.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import duckdb
 from cost_pipeline import duckdb_session
 from cost_pipeline.dbt_setup import seed_partial_parse
 from cost_pipeline.dbt_test_descriptions import describe_test
-from cost_pipeline.ingest.lib.warehouse import HELD_RULE, quote
+from cost_pipeline.ingest.lib.warehouse import HELD_RULE, quote, raw_columns
 from cost_pipeline.ingest.registry import SOURCES
 
 if TYPE_CHECKING:
@@ -65,6 +66,9 @@ class FailedTest:
     raw_tables: tuple[str, ...] = ()
     # The raw columns by which the staging model keeps one delivery of a record (its meta's record_key), if any.
     record_key: tuple[str, ...] = ()
+    # For a model that keeps one of identical lines (identical_lines_once): the raw columns it does not compare (its
+    # meta's identical_lines_ignore); every other raw column is then the record's key. None: not such a model.
+    identical_lines_ignore: tuple[str, ...] | None = None
 
     @property
     def holdable(self) -> bool:
@@ -109,6 +113,7 @@ def failed_tests(run_results: Mapping[str, Any], manifest: Mapping[str, Any]) ->
         parents = [manifest["sources"].get(parent) for parent in tested["depends_on"]["nodes"]] if tested else []
         raw = [source["name"] for source in parents if source and source["source_name"] == "raw"]
         staging = tested is not None and tested["resource_type"] == "model" and tested["schema"] == "staging"
+        meta = tested["config"].get("meta", {}) if tested else {}
         alone = bool(raw) and all(name in SOURCES and SOURCES[name].rows_stand_alone for name in raw)
         failed.append(
             FailedTest(
@@ -118,7 +123,10 @@ def failed_tests(run_results: Mapping[str, Any], manifest: Mapping[str, Any]) ->
                 model=f"{tested['schema']}.{tested['alias']}" if tested else None,
                 stored=f"{node['schema']}.{node['alias']}",
                 raw_tables=tuple(sorted(raw)) if staging and alone else (),
-                record_key=tuple(tested["config"].get("meta", {}).get("record_key", ())) if tested else (),
+                record_key=tuple(meta.get("record_key", ())),
+                identical_lines_ignore=(
+                    tuple(meta["identical_lines_ignore"]) if "identical_lines_ignore" in meta else None
+                ),
             )
         )
     return sorted(failed, key=lambda test: (test.path, test.name))
@@ -193,10 +201,20 @@ def _count(con: duckdb.DuckDBPyConnection, relation: str) -> int:
     return rows
 
 
+def _record_key(con: duckdb.DuckDBPyConnection, source: str, test: FailedTest) -> tuple[str, ...]:
+    """The raw columns that name one record of ``source`` to the tested staging model: its record_key, or for a
+    model that keeps one of identical lines every raw column it compares (not its place, not the ignored ones)."""
+    if test.identical_lines_ignore is None:
+        return test.record_key
+    skipped = {"source_file", "source_line", "file_sha256", *test.identical_lines_ignore}
+    return tuple(name for name, _ in raw_columns(con, source) if name not in skipped)
+
+
 def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> dict[str, int]:
     """Move the raw rows each test's stored rows came from (by raw table, file and line) to ``raw.quarantine``,
     with rule ``dbt:<test>``, and their counts in the file ledger from staged to quarantined; in one transaction.
-    A staging model that keeps one delivery of a record by a key (its meta's ``record_key``) has every delivery of a
+    A staging model that keeps one delivery of a record by a key (its meta's ``record_key``, or every compared column
+    of a model that keeps one of identical lines: its meta's ``identical_lines_ignore``) has every delivery of a
     failing row's record held with it: an older one would otherwise take the held row's place, and its other values
     would count. Then each tested staging model must have exactly its failing rows fewer, or nothing moves
     (``HoldRefused``). Returns how many raw rows moved, by source."""
@@ -218,9 +236,10 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> di
                 # key: an older one would otherwise take a held row's place); the quarantine and the ledger are
                 # written from them.
                 con.execute(f"create or replace temp table held_raw as select * from {raw} as r where {_HELD}")
-                if test.record_key:
-                    keys = ", ".join(quote(c) for c in test.record_key)
-                    same = " and ".join(f"k.{quote(c)} is not distinct from r.{quote(c)}" for c in test.record_key)
+                record_key = _record_key(con, source, test)
+                if record_key:
+                    keys = ", ".join(quote(c) for c in record_key)
+                    same = " and ".join(f"k.{quote(c)} is not distinct from r.{quote(c)}" for c in record_key)
                     con.execute(f"create or replace temp table held_records as select distinct {keys} from held_raw")
                     con.execute(
                         f"create or replace temp table held_raw as select * from {raw} as r "

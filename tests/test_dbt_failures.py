@@ -441,3 +441,48 @@ def test_a_gone_files_held_row_goes_back_only_as_it_was_kept(demo_run, tmp_path)
         con.execute("alter table raw.timesheets alter hours type integer")
         assert release_held_rows(con, "timesheets", [source_file]) == []
         assert con.execute("select count(*) from raw.quarantine where rule = 'dbt:t'").fetchone() == (1,)
+
+
+def test_a_timesheet_entry_exported_again_is_held_in_every_export(demo_run, tmp_path):
+    """Harvest exports a month to date again and again: an entry has no id, and staging keeps one of its identical
+    lines, from the newest export. Holding the newest alone would let an older export's copy count; the model's
+    meta names the columns it does not compare, so every copy of the entry is held."""
+    warehouse = tmp_path / "warehouse.duckdb"
+    shutil.copyfile(demo_run.warehouse, warehouse)
+    manifest = _manifest()
+    staging = manifest["nodes"]["model.cost_pipeline.stg_timesheets__entries"]
+    ignore = tuple(staging["config"]["meta"]["identical_lines_ignore"])
+    with duckdb.connect(str(warehouse)) as con:
+        (newest,) = con.execute("select max(source_file) from raw.timesheets").fetchone()
+        older = "timesheets/a_month_to_date_export.csv"  # sorts first: the older export
+        con.execute(
+            f"insert into raw.timesheets select * replace ('{older}' as source_file, 1 as source_line, "
+            "'Other client' as client) from raw.timesheets where source_file = ? and source_line = 2",
+            [newest],
+        )
+        con.execute(
+            f"insert into raw.ingested_files select * replace ('{older}' as source_file, 1 as rows_in, "
+            "1 as rows_staged, 0 as rows_quarantined) from raw.ingested_files where source_file = ?",
+            [newest],
+        )
+        con.execute(
+            "create schema if not exists scratch; create table scratch.failing as select * from "
+            "staging.stg_timesheets__entries where source_file = ? and source_line = 2",
+            [newest],
+        )
+        before = con.execute("select count(*) from staging.stg_timesheets__entries").fetchone()[0]
+        test = FailedTest(
+            name="t",
+            path="p.yml",
+            rule="r",
+            model="staging.stg_timesheets__entries",
+            stored="scratch.failing",
+            raw_tables=("timesheets",),
+        )
+        with pytest.raises(HoldRefused):
+            hold_rows(con, [test])
+        assert hold_rows(con, [replace(test, identical_lines_ignore=ignore)]) == {"timesheets": 2}
+        assert con.execute("select count(*) from staging.stg_timesheets__entries").fetchone() == (before - 1,)
+        assert con.execute(
+            "select source_file, line from raw.quarantine where rule = 'dbt:t' order by source_file"
+        ).fetchall() == [(older, 1), (newest, 2)]
