@@ -289,12 +289,15 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> di
 
 def held_rows(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, int, int, str]]:
     """The rows raw holds back after a dbt test: (source, test, rows that failed it, earlier deliveries of their
-    records held with them, first failing file and line), by source and test."""
+    records held with them, first failing file and line, or first held one when none failed tonight), by source
+    and test."""
     delivered = f"message like '%{_DELIVERED}%'"
     return con.execute(
         "select source, substr(rule, ?) as test, count(*) filter (where not " + delivered + "), "
         "count(*) filter (where " + delivered + "), "
-        "first(source_file || ' line ' || line order by source_file, line) filter (where not " + delivered + ") "
+        "coalesce(first(source_file || ' line ' || line order by source_file, line) filter (where not "
+        + delivered
+        + "), first(source_file || ' line ' || line order by source_file, line)) "
         "from raw.quarantine where starts_with(rule, ?) group by source, rule order by source, rule",
         [len(HELD_RULE) + 1, HELD_RULE],
     ).fetchall()

@@ -247,10 +247,10 @@ def _gone_night(demo_run, held_night: Night, root: Path, mend: dict[int, dict[st
                 f"select {column} from raw.serving_requests where source_file = ? and source_line = ?",
                 [REQUESTS_FILE, line],
             )
-            patch = json.dumps({column: value})
+            # The kept text as the pipeline writes it (to_json: no spaces), the column's value put back.
             mended.append(
-                f"update raw.quarantine set raw_text = cast(json_merge_patch(raw_text, '{patch}') as varchar) "
-                f"where source_file = '{REQUESTS_FILE}' and line = {line}"
+                f"update raw.quarantine set raw_text = regexp_replace(raw_text, '\"{column}\":(\"[^\"]*\"|null)', "
+                f"'\"{column}\":{json.dumps(value)}') where source_file = '{REQUESTS_FILE}' and line = {line}"
             )
     return _night(root / "night", landing, held_night.warehouse, mended)
 

@@ -269,9 +269,11 @@ def held_rows_checks(context: dg.AssetCheckExecutionContext, warehouse: Warehous
         yield dg.AssetCheckResult(
             asset_key=check.asset_key,
             check_name=HELD_CHECK,
-            passed=rows == 0,
+            passed=rows == 0 and deliveries == 0,
             severity=dg.AssetCheckSeverity.WARN,
-            description=None if rows == 0 else f"{rows:,} row(s) held, first: {mine[0][2]}",
+            description=None
+            if rows == 0 and deliveries == 0
+            else f"{rows:,} row(s) held and {deliveries:,} earlier deliveries of them, first: {mine[0][2]}",
             metadata={
                 "rows_held": rows,
                 "earlier_deliveries_held": deliveries,

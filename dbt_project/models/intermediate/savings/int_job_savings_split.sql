@@ -120,15 +120,17 @@ split as (
 {%- set categories = ['avoidable_rerun', 'over_requested', 'discarded_steps', 'idle', 'comm_wait_excess'] %}
 {%- set avoidable_gpu_seconds = categories | join('_gpu_seconds + ') ~ '_gpu_seconds' %}
 
--- One row per job and category, each carrying the job's avoidable amount in cents (rounded once).
+-- One row per job and category, each carrying the job's avoidable amount in cents (rounded once). Its GPU-seconds
+-- are capped at the occupied ones: samples can stand for more (a MIG slice's occupied GPU-seconds are rounded, a
+-- host's unlabelled idle GPUs are all attributed to its one job), and the categories must not cost more than the job.
 parts as (
     {%- for category in categories %}
     select
         job_key,
         '{{ category }}' as category,
         {{ category }}_gpu_seconds as gpu_seconds,
-        cast({{ money_share('compute_cost', avoidable_gpu_seconds, 'occupied_gpu_seconds') }} * 100 as bigint)
-            as avoidable_cents
+        cast({{ money_share('compute_cost', 'least(' ~ avoidable_gpu_seconds ~ ', occupied_gpu_seconds)',
+            'occupied_gpu_seconds') }} * 100 as bigint) as avoidable_cents
     from split
     {%- if not loop.last %}
     union all
