@@ -249,7 +249,7 @@ def _gone_night(demo_run, held_night: Night, root: Path, mend: dict[int, dict[st
             )
             # The kept text as the pipeline writes it (to_json: no spaces), the column's value put back.
             mended.append(
-                f"update raw.quarantine set raw_text = regexp_replace(raw_text, '\"{column}\":(\"[^\"]*\"|null)', "
+                f'update raw.quarantine set raw_text = regexp_replace(raw_text, \'"{column}":("[^"]*"|null)\', '
                 f"'\"{column}\":{json.dumps(value)}') where source_file = '{REQUESTS_FILE}' and line = {line}"
             )
     return _night(root / "night", landing, held_night.warehouse, mended)
