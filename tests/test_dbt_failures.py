@@ -335,20 +335,35 @@ def test_every_delivery_of_a_failing_record_is_held_so_no_older_one_takes_its_pl
     assert query(night.warehouse, costed)[0][0] == query(resent.warehouse, costed)[0][0] - 1
 
 
+def _delivered_again(
+    con: duckdb.DuckDBPyConnection, table: str, source_file: str, line: int, older: str, changed: str = ""
+) -> None:
+    """Line ``line`` of ``source_file`` delivered again as line 1 of ``older``, with its own ledger row; ``changed``:
+    further ``replace`` items (a column the staging model does not compare)."""
+    con.execute(
+        f"insert into raw.{table} select * replace ('{older}' as source_file, 1 as source_line{changed}) "
+        f"from raw.{table} where source_file = ? and source_line = ?",
+        [source_file, line],
+    )
+    con.execute(
+        f"insert into raw.ingested_files select * replace ('{older}' as source_file, 1 as rows_in, 1 as rows_staged, "
+        "0 as rows_quarantined) from raw.ingested_files where source_file = ?",
+        [source_file],
+    )
+
+
+def _failed_on(model: str, raw_table: str) -> FailedTest:
+    """A test on ``model`` (reading ``raw_table``) whose failing rows are stored in scratch.failing."""
+    return FailedTest(name="t", path="p.yml", rule="r", model=model, stored="scratch.failing", raw_tables=(raw_table,))
+
+
 def test_a_hold_another_row_would_take_the_place_of_is_undone(demo_run, tmp_path):
     """A staging model that keeps one delivery of a record without saying by which key (no record_key): holding the
     newest delivery would let the older one count, so nothing moves and the reason is the error."""
     warehouse = tmp_path / "warehouse.duckdb"
     shutil.copyfile(demo_run.warehouse, warehouse)
     with duckdb.connect(str(warehouse)) as con:
-        con.execute(
-            "insert into raw.serving_requests select * replace ('requests/older.jsonl' as source_file, "
-            f"1 as source_line) from raw.serving_requests where source_file = '{REQUESTS_FILE}' and source_line = 5"
-        )
-        con.execute(
-            "insert into raw.ingested_files select * replace ('requests/older.jsonl' as source_file, 1 as rows_in, "
-            f"1 as rows_staged, 0 as rows_quarantined) from raw.ingested_files where source_file = '{REQUESTS_FILE}'"
-        )
+        _delivered_again(con, "serving_requests", REQUESTS_FILE, 5, "requests/older.jsonl")
         con.execute(
             "create schema if not exists scratch; create view scratch.one_per_request as select * from (select *, "
             "row_number() over (partition by request_id order by source_file desc, source_line desc) as n "
@@ -359,14 +374,7 @@ def test_a_hold_another_row_would_take_the_place_of_is_undone(demo_run, tmp_path
             f"where source_file = '{REQUESTS_FILE}' and source_line = 5"
         )
         before = con.execute("select count(*) from raw.serving_requests").fetchone()
-        test = FailedTest(
-            name="t",
-            path="p.yml",
-            rule="r",
-            model="scratch.one_per_request",
-            stored="scratch.failing",
-            raw_tables=("serving_requests",),
-        )
+        test = _failed_on("scratch.one_per_request", "serving_requests")
         with pytest.raises(HoldRefused, match="holding 1 row.s. would leave 0 fewer in scratch.one_per_request"):
             hold_rows(con, [test])
         assert con.execute("select count(*) from raw.serving_requests").fetchone() == before
@@ -455,30 +463,14 @@ def test_a_timesheet_entry_exported_again_is_held_in_every_export(demo_run, tmp_
     with duckdb.connect(str(warehouse)) as con:
         (newest,) = con.execute("select max(source_file) from raw.timesheets").fetchone()
         older = "timesheets/a_month_to_date_export.csv"  # sorts first: the older export
-        con.execute(
-            f"insert into raw.timesheets select * replace ('{older}' as source_file, 1 as source_line, "
-            "'Other client' as client) from raw.timesheets where source_file = ? and source_line = 2",
-            [newest],
-        )
-        con.execute(
-            f"insert into raw.ingested_files select * replace ('{older}' as source_file, 1 as rows_in, "
-            "1 as rows_staged, 0 as rows_quarantined) from raw.ingested_files where source_file = ?",
-            [newest],
-        )
+        _delivered_again(con, "timesheets", newest, 2, older, ", 'Other client' as client")
         con.execute(
             "create schema if not exists scratch; create table scratch.failing as select * from "
             "staging.stg_timesheets__entries where source_file = ? and source_line = 2",
             [newest],
         )
         before = con.execute("select count(*) from staging.stg_timesheets__entries").fetchone()[0]
-        test = FailedTest(
-            name="t",
-            path="p.yml",
-            rule="r",
-            model="staging.stg_timesheets__entries",
-            stored="scratch.failing",
-            raw_tables=("timesheets",),
-        )
+        test = _failed_on("staging.stg_timesheets__entries", "timesheets")
         with pytest.raises(HoldRefused):
             hold_rows(con, [test])
         assert hold_rows(con, [replace(test, identical_lines_ignore=ignore)]) == {"timesheets": 2}

@@ -361,8 +361,8 @@ def release_held_rows(con: duckdb.DuckDBPyConnection, source: str, gone: Sequenc
     if they still fail. Only a row read back exactly as it was kept goes back (its columns and their types are still
     the raw table's: read as them, it is written as the same text); one the contract has changed the columns of since
     stays held, and says so every night, until the file is retracted. Returns (file, rows put back) by file."""
-    columns = raw_columns(con, source)
-    if not gone or not columns:
+    columns = raw_columns(con, source) if gone else []
+    if not columns:
         return []
     listed = ", ".join(quote(n) for n, _ in columns)
     con.execute(
