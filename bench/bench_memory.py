@@ -40,6 +40,7 @@ TELEMETRY_ASSETS = ",".join(
         "raw/device_samples",
         "staging/stg_telemetry__device_samples",
         "intermediate/int_device_samples_attributed",
+        "intermediate/int_device_samples_inputs",
         "intermediate/int_device_samples_tiered",
         "intermediate/int_job_utilization_tiered",
     ]

@@ -11,10 +11,26 @@
 -- A MIG instance's sample stands for its share of its GPU (gpu_share: its profile's compute slices over its GPU
 -- model's total, docs/fractional_gpus.md; 1 for a whole GPU): represented_gpu_seconds is represented_seconds x that
 -- share, the GPU-seconds the job's tiers and energy count.
--- A table, computed once a night: three models read it (int_job_utilization_tiered sums it per job and per job
--- after its last step, int_job_energy_measured its energy per job, month and tier, the counter's else power draw x
--- represented time, int_job_savings_split per GPU), and as a view each would compute the window over every device
--- sample again.
+-- Stored, not a view: three models read it (int_job_utilization_tiered sums it per job and per job after its last
+-- step, int_job_energy_measured its energy per job, month and tier, the counter's else power draw x represented
+-- time, int_job_savings_split per GPU), and as a view each would compute the window over every device sample again.
+-- Incremental by job: a night builds again only the jobs int_device_samples_inputs names (rebuild), from the samples
+-- of their windows only, and keeps every other job's rows (a job's samples all lie in its window, so the result is
+-- a full build's). On Spark a table, built whole (docs/spark.md).
+{{ config(
+    materialized='table' if target.type == 'spark' else 'incremental',
+    incremental_strategy='append',
+    on_schema_change='sync_all_columns',
+    pre_hook='{{ device_samples_tiered_forget() }}',
+    post_hook='{{ device_samples_tiered_remember() }}',
+) }}
+-- depends_on: {{ ref('int_device_samples_inputs') }}
+{%- if is_incremental() and execute %}
+    {%- set window = run_query(
+        'select min(span_start), max(span_end) from ' ~ ref('int_device_samples_inputs')
+        ~ " where kind = 'job' and rebuild"
+    ).rows[0] %}
+{%- endif %}
 
 with jobs as (
     select job_key, start_at, end_at, contract_version
@@ -45,6 +61,18 @@ samples as (
         samples.source_line
     from {{ ref('int_device_samples_attributed') }} as samples
     where samples.attributed_job_key is not null
+    {%- if is_incremental() %}
+        -- The rebuilt jobs' samples; the window's bounds as constants, so that the scans skip the other days.
+        {%- if window[0] is none %}
+        and 1 = 0
+        {%- else %}
+        and samples.sampled_at >= cast('{{ window[0] }}' as {{ dbt.type_timestamp() }})
+        and samples.sampled_at <= cast('{{ window[1] }}' as {{ dbt.type_timestamp() }})
+        and samples.attributed_job_key in (
+            select item from {{ ref('int_device_samples_inputs') }} where kind = 'job' and rebuild
+        )
+        {%- endif %}
+    {%- endif %}
 ),
 
 sequenced as (

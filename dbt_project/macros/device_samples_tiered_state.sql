@@ -1,0 +1,50 @@
+{#- int_device_samples_tiered is built again only for the jobs whose inputs changed (issue 15: a night pays for the new
+    day's files, not for history). int_device_samples_inputs says what it is built from and which jobs' rows are
+    built again; these macros keep, beside the table, what the last build was made from. -#}
+
+{#- Where the inputs of the last build of int_device_samples_tiered are kept: a table beside it, written by its
+    post-hook in the same transaction as its rows. -#}
+{% macro device_samples_tiered_state() -%}
+    {{ return(this.incorporate(path={'identifier': 'int_device_samples_tiered_built'})) }}
+{%- endmacro %}
+
+{#- The code int_device_samples_tiered's rows follow: its own and int_device_samples_attributed's SQL, and the
+    macros they call, rendered. Another text builds every job again. tests/test_device_samples_incremental.py checks
+    that every macro of the project the two models call is rendered here. -#}
+{% macro device_samples_tiered_code() -%}
+    {%- if not execute -%}{{ return('') }}{%- endif -%}
+    {%- set texts = [] -%}
+    {%- for name in ['int_device_samples_tiered', 'int_device_samples_attributed'] -%}
+        {%- do texts.append(graph.nodes['model.cost_pipeline.' ~ name].raw_code) -%}
+    {%- endfor -%}
+    {%- do texts.append(tier_rule_ctes()) -%}
+    {%- do texts.append(mig_slice_totals()) -%}
+    {%- do texts.append(join_slice_totals('version', 'profile')) -%}
+    {%- do texts.append(gpu_share('profile')) -%}
+    {%- do texts.append(sample_tier_precedence()) -%}
+    {%- do texts.append(seconds_between('start_at', 'end_at')) -%}
+    {%- do texts.append(contract_parameters({'parameter': 'column'})) -%}
+    {%- do texts.append(expand_hostlist('relation', ['key'], 'hostlist')) -%}
+    {%- do texts.append(held_by_alias('aliases', 'at')) -%}
+    {{- return(local_md5(texts | join('\n'))) -}}
+{%- endmacro %}
+
+{#- Pre-hook: an incremental run deletes every row but those of the jobs kept as built (a job built again, or gone,
+    loses its rows; the model's select adds the rebuilt jobs' rows). -#}
+{% macro device_samples_tiered_forget() -%}
+    {%- if is_incremental() -%}
+        delete from {{ this }}
+        where job_key not in (
+            select item from {{ ref('int_device_samples_inputs') }} where kind = 'job' and not rebuild
+        )
+    {%- endif -%}
+{%- endmacro %}
+
+{#- Post-hook: the inputs this build was made from, read by the next night's int_device_samples_inputs. -#}
+{% macro device_samples_tiered_remember() -%}
+    {%- if config.get('materialized') == 'incremental' -%}
+        create or replace table {{ device_samples_tiered_state() }} as
+        select kind, item, fingerprint, span_start, span_end
+        from {{ ref('int_device_samples_inputs') }}
+    {%- endif -%}
+{%- endmacro %}

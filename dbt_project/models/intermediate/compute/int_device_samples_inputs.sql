@@ -1,0 +1,202 @@
+-- What int_device_samples_tiered is built from tonight, and which jobs' rows it builds again (issue 15: a night pays
+-- for the new day's files, not for history). One row per input: each telemetry file in raw (kind file: its bytes'
+-- hash, rows staged and rows quarantined, and the time its samples span), each ended job (kind job: what attributes
+-- samples to it and prices its window), the contract's tier rule (kind contract) and the models' code (kind code).
+-- The last build's inputs are kept beside int_device_samples_tiered (macros/device_samples_tiered_state.sql).
+-- A job's rows are built again (rebuild) when it is new or changed, when a file that is new, changed or gone spans
+-- its window, or when a job new, changed or gone overlaps its window in time (a sample without a job label belongs
+-- to the one job on its host: another job there takes it away); every job when the contract's tier rule or the code
+-- changed, or nothing was built yet. A job's samples all lie in its window, so its rows never depend on another
+-- job's samples: building a job again gives what a full build gives.
+{%- set state = load_relation(device_samples_tiered_state()) if execute else none %}
+{%- set text = 'cast({} as ' ~ dbt.type_string() ~ ')' %}
+
+with quarantined as (
+    select
+        source,
+        source_file,
+        file_sha256,
+        {{ ordered_listagg(dbt.concat([text.format('line'), "':'", 'rule']), "','", 'line, rule') }} as lines
+    from {{ source('raw', 'quarantine') }}
+    group by source, source_file, file_sha256
+),
+
+files as (
+    select
+        {{ dbt.concat(['files.source', "'/'", 'files.source_file']) }} as item,
+        files.source_file,
+        {{ dbt.hash(dbt.concat([
+            'files.file_sha256', "':'", text.format('files.rows_staged'), "':'", "coalesce(quarantined.lines, '')"
+        ])) }} as fingerprint
+    from {{ source('raw', 'ingested_files') }} as files
+    left join quarantined
+        on files.source = quarantined.source
+        and files.source_file = quarantined.source_file
+        and files.file_sha256 = quarantined.file_sha256
+    where
+        files.source in ('device_samples', 'device_samples_dcgm', 'device_samples_prometheus')
+        and files.rows_staged > 0
+),
+
+aliases as (
+    select
+        job_key,
+        {{ ordered_listagg(dbt.concat([
+            'alias_job_id', "'@'", "coalesce(" ~ text.format('held_from') ~ ", '')", "'-'",
+            "coalesce(" ~ text.format('held_until') ~ ", '')"
+        ]), "','", 'alias_job_id, held_from') }} as held
+    from {{ ref('int_job_aliases_resolved') }}
+    group by job_key
+),
+
+node_lists as (
+    select job_key, {{ ordered_listagg('node_list', "','", 'node_list') }} as node_lists
+    from {{ ref('stg_scheduler__sacct_jobs') }}
+    where record_type = 'allocation' and node_list is not null
+    group by job_key
+),
+
+jobs as (
+    select
+        jobs.job_key as item,
+        {{ dbt.hash(dbt.concat([
+            text.format('jobs.start_at'), "'|'", text.format('jobs.end_at'), "'|'", 'jobs.contract_version', "'|'",
+            text.format('jobs.mig_instances_allocated'), "'|'", text.format('jobs.shards_allocated'), "'|'",
+            text.format('jobs.mps_allocated'), "'|'", "coalesce(aliases.held, '')", "'|'",
+            "coalesce(node_lists.node_lists, '')"
+        ])) }} as fingerprint,
+        jobs.start_at as span_start,
+        jobs.end_at as span_end
+    from {{ ref('int_jobs_attributed') }} as jobs
+    left join aliases on jobs.job_key = aliases.job_key
+    left join node_lists on jobs.job_key = node_lists.job_key
+    where jobs.start_at is not null and jobs.end_at is not null
+),
+
+contract as (
+    select
+        'contract' as item,
+        {{ dbt.hash(ordered_listagg(
+            dbt.concat(['contract_version', "'/'", 'parameter_name', "'='", text.format('parameter_value')]),
+            "','", 'contract_version, parameter_name'
+        )) }} as fingerprint
+    from {{ ref('stg_contract__parameters') }}
+),
+
+tiers as (
+    select
+        'tiers' as item,
+        {{ dbt.hash(ordered_listagg(
+            dbt.concat([
+                'contract_version', "'/'", 'enumeration', "'/'", 'code', "'='",
+                "coalesce(" ~ text.format('lower_bound') ~ ", '')"
+            ]),
+            "','", 'contract_version, enumeration, code'
+        )) }} as fingerprint
+    from {{ ref('stg_contract__enumerations') }}
+    where enumeration = 'utilization_tier'
+),
+
+built as (
+    {%- if state is not none %}
+    select kind, item, fingerprint, span_start, span_end from {{ state }}
+    {%- else %}
+    select
+        cast(null as {{ dbt.type_string() }}) as kind,
+        cast(null as {{ dbt.type_string() }}) as item,
+        cast(null as {{ dbt.type_string() }}) as fingerprint,
+        cast(null as {{ dbt.type_timestamp() }}) as span_start,
+        cast(null as {{ dbt.type_timestamp() }}) as span_end
+    where 1 = 0
+    {%- endif %}
+),
+
+-- Files whose rows the last build did not read: only their samples are scanned, for the time they span.
+new_files as (
+    select files.item, files.source_file
+    from files
+    left join built on built.kind = 'file' and files.item = built.item and files.fingerprint = built.fingerprint
+    where built.item is null
+),
+
+new_spans as (
+    select
+        new_files.item,
+        min(samples.sampled_at) as span_start,
+        max(samples.sampled_at) as span_end
+    from {{ ref('stg_telemetry__device_samples') }} as samples
+    inner join new_files on samples.source_file = new_files.source_file
+    group by new_files.item
+),
+
+current_inputs as (
+    select 'file' as kind, files.item, files.fingerprint, new_spans.span_start, new_spans.span_end
+    from files
+    inner join new_spans on files.item = new_spans.item
+    union all
+    select 'file' as kind, files.item, files.fingerprint, built.span_start, built.span_end
+    from files
+    inner join built on built.kind = 'file' and files.item = built.item and files.fingerprint = built.fingerprint
+    union all
+    select 'job' as kind, item, fingerprint, span_start, span_end from jobs
+    union all
+    select 'contract' as kind, item, fingerprint, null as span_start, null as span_end from contract
+    union all
+    select 'contract' as kind, item, fingerprint, null as span_start, null as span_end from tiers
+    union all
+    select 'code' as kind, 'code' as item, '{{ device_samples_tiered_code() }}' as fingerprint, null, null
+),
+
+-- The time spans whose samples or jobs changed since the last build: new and changed inputs (tonight's span),
+-- changed and gone ones (the span they had).
+changed_spans as (
+    select current_inputs.kind, current_inputs.span_start, current_inputs.span_end
+    from current_inputs
+    left join built
+        on current_inputs.kind = built.kind
+        and current_inputs.item = built.item
+        and current_inputs.fingerprint = built.fingerprint
+    where current_inputs.kind in ('file', 'job') and built.item is null
+    union all
+    select built.kind, built.span_start, built.span_end
+    from built
+    left join current_inputs
+        on built.kind = current_inputs.kind
+        and built.item = current_inputs.item
+        and built.fingerprint = current_inputs.fingerprint
+    where built.kind in ('file', 'job') and current_inputs.item is null
+),
+
+-- Everything is built again when the tier rule, the code or nothing was built before.
+everything as (
+    select count(*) as unchanged
+    from current_inputs
+    inner join built
+        on current_inputs.kind = built.kind
+        and current_inputs.item = built.item
+        and current_inputs.fingerprint = built.fingerprint
+    where current_inputs.kind in ('contract', 'code')
+),
+
+-- The jobs whose window overlaps a changed span.
+overlapping as (
+    select current_inputs.item
+    from current_inputs
+    inner join changed_spans
+        on
+            current_inputs.kind = 'job'
+            and changed_spans.span_start <= current_inputs.span_end
+            and changed_spans.span_end >= current_inputs.span_start
+    group by current_inputs.item
+)
+
+select
+    current_inputs.kind,
+    current_inputs.item,
+    current_inputs.fingerprint,
+    current_inputs.span_start,
+    current_inputs.span_end,
+    current_inputs.kind = 'job' and (everything.unchanged < 3 or overlapping.item is not null) as rebuild
+from current_inputs
+cross join everything
+left join overlapping on current_inputs.kind = 'job' and current_inputs.item = overlapping.item

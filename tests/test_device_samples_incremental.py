@@ -1,0 +1,140 @@
+"""int_device_samples_tiered is built again only for the jobs whose inputs changed (issue 15), and what it keeps plus
+what it builds is what a full build gives, whatever changed in raw: a late file for one job, that file gone, a row
+held by a dbt test, a job's end, the contract's tier rule. Each change is made to raw on a copy of the demo night's
+warehouse, the models up to the tiered table are run incrementally, and the table is compared with a full refresh."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, dbt_executable, dbt_project
+from tests.helpers import query
+
+TIERED = "intermediate.int_device_samples_tiered"
+INPUTS = "intermediate.int_device_samples_inputs"
+
+
+def _run(warehouse: Path, tmp_path: Path, *args: str) -> None:
+    subprocess.run(
+        [dbt_executable(), "run", "--quiet", "--select", "+int_device_samples_tiered", *args]
+        + ["--target-path", str(tmp_path / "target")],
+        cwd=DBT_PROJECT_DIR,
+        env={**os.environ, "COST_WAREHOUSE": str(warehouse), "DBT_LOG_PATH": str(tmp_path / "logs")},
+        check=True,
+        capture_output=True,
+    )
+
+
+def _rows(warehouse: Path) -> list[tuple]:
+    return query(warehouse, f"select * from {TIERED} order by all")
+
+
+def _rebuilt(warehouse: Path) -> set[str]:
+    return {job for (job,) in query(warehouse, f"select item from {INPUTS} where kind = 'job' and rebuild")}
+
+
+def _change(warehouse: Path, *statements: str) -> None:
+    con = duckdb.connect(str(warehouse))
+    try:
+        for statement in statements:
+            con.execute(statement)
+    finally:
+        con.close()
+
+
+def _incremental_equals_full(warehouse: Path, tmp_path: Path) -> set[str]:
+    """Run incrementally, then compare with a full refresh; returns the jobs the incremental run built again."""
+    before = _rows(warehouse)
+    _run(warehouse, tmp_path)
+    rebuilt, incremental = _rebuilt(warehouse), _rows(warehouse)
+    assert incremental != before  # every change below changes some sample's figures
+    _run(warehouse, tmp_path, "--full-refresh")
+    assert incremental == _rows(warehouse)
+    return rebuilt
+
+
+def _job(warehouse: Path, job_id: str) -> str:
+    ((key,),) = query(warehouse, f"select job_key from intermediate.int_jobs_attributed where job_id = '{job_id}'")
+    return key
+
+
+@pytest.fixture
+def warehouse(demo_run, tmp_path: Path) -> Path:
+    copy = tmp_path / "warehouse.duckdb"
+    shutil.copy(demo_run.warehouse, copy)
+    return copy
+
+
+def test_a_night_builds_again_only_the_jobs_whose_inputs_changed(warehouse: Path, tmp_path: Path):
+    _run(warehouse, tmp_path)  # the demo night's inputs are the ones kept: nothing to build again
+    assert _rebuilt(warehouse) == set()
+    jobs = {job for (job,) in query(warehouse, f"select item from {INPUTS} where kind = 'job'")}
+
+    # A late file: one GPU of job 1003 sampled again half an interval after each sample. Only the jobs its time
+    # spans are built again, and their samples now stand for half the time.
+    _change(
+        warehouse,
+        "insert into raw.device_samples by name select * replace ("
+        "  timestamp + interval 30 second as timestamp, 'telemetry/late.csv' as source_file,"
+        "  row_number() over (order by timestamp) as source_line, 'late' as file_sha256)"
+        " from raw.device_samples where job_id = '1003' and gpu = 0 and hostname = 'gpu-a'",
+        "insert into raw.ingested_files by name select 'device_samples' as source, 'telemetry/late.csv' as source_file,"
+        " 'late' as file_sha256, count(*) as rows_in, count(*) as rows_staged, 0 as rows_quarantined"
+        " from raw.device_samples where source_file = 'telemetry/late.csv'",
+    )
+    assert _incremental_equals_full(warehouse, tmp_path) == {_job(warehouse, "1003")}
+
+    # The file gone again (retracted): the same job is built again, from the samples left.
+    _change(
+        warehouse,
+        "delete from raw.device_samples where source_file = 'telemetry/late.csv'",
+        "delete from raw.ingested_files where source_file = 'telemetry/late.csv'",
+    )
+    assert _incremental_equals_full(warehouse, tmp_path) == {_job(warehouse, "1003")}
+
+    # A row held by a dbt test: it leaves raw, the ledger counts one row less and the quarantine names it.
+    _change(
+        warehouse,
+        "delete from raw.device_samples where source_file = 'telemetry/dcgm_b7.csv' and source_line = 2",
+        "update raw.ingested_files set rows_staged = rows_staged - 1 where source_file = 'telemetry/dcgm_b7.csv'",
+        "insert into raw.quarantine values ('device_samples', 'telemetry/dcgm_b7.csv', "
+        " (select file_sha256 from raw.ingested_files where source_file = 'telemetry/dcgm_b7.csv'), 2,"
+        " 'dbt:a_test', 'held', null)",
+    )
+    rebuilt = _incremental_equals_full(warehouse, tmp_path)
+    assert _job(warehouse, "1001") in rebuilt and rebuilt < jobs  # the file spans several days' jobs, not all
+
+    # A job's end moves an hour earlier: it and the jobs its old or new window overlaps are built again.
+    _change(warehouse, "update raw.scheduler_jobs set end_at = end_at - interval 1 hour where job_id like '2003%'")
+    assert _incremental_equals_full(warehouse, tmp_path) == {_job(warehouse, "2003")}
+
+    # The contract's tier rule changes: every job is built again.
+    _change(
+        warehouse,
+        "update raw.contract_parameters set value = 0.9 where name = 'effective_min_gr_engine_active'",
+    )
+    assert _incremental_equals_full(warehouse, tmp_path) == jobs
+
+
+def test_the_code_fingerprint_renders_every_macro_the_two_models_call():
+    """device_samples_tiered_code (macros/device_samples_tiered_state.sql) renders the project's macros the tiered
+    model and the attribution view call: a change to one of them builds every job again."""
+    manifest = json.loads(dbt_project.manifest_path.read_text())
+    called = {
+        macro.split(".")[-1]
+        for name in ("int_device_samples_tiered", "int_device_samples_attributed")
+        for macro in manifest["nodes"][f"model.cost_pipeline.{name}"]["depends_on"]["macros"]
+        if macro.startswith("macro.cost_pipeline.")
+    }
+    fingerprint = (DBT_PROJECT_DIR / "macros" / "device_samples_tiered_state.sql").read_text()
+    rendered = fingerprint.split("macro device_samples_tiered_code()")[1].split("endmacro")[0]
+    called -= {"device_samples_tiered_forget", "device_samples_tiered_remember", "log_row_count"}  # hooks
+    missing = {macro for macro in called if f"{macro.split('__')[-1]}(" not in rendered}  # dispatched: its name
+    assert not missing, f"device_samples_tiered_code does not render {sorted(missing)}"
