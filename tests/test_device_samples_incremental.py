@@ -19,12 +19,26 @@ from tests.helpers import query
 
 TIERED = "intermediate.int_device_samples_tiered"
 INPUTS = "intermediate.int_device_samples_inputs"
+BUILT = "int_device_samples_tiered_built"
+# A late file: one GPU of job 1003 sampled again half an interval after each of its samples; and the file gone.
+LATE_FILE = (
+    "insert into raw.device_samples by name select * replace ("
+    "  timestamp + interval 30 second as timestamp, 'telemetry/late.csv' as source_file,"
+    "  row_number() over (order by timestamp) as source_line, 'late' as file_sha256)"
+    " from raw.device_samples where job_id = '1003' and gpu = 0 and hostname = 'gpu-a'",
+    "insert into raw.ingested_files by name select 'device_samples' as source, 'telemetry/late.csv' as source_file,"
+    " 'late' as file_sha256, count(*) as rows_in, count(*) as rows_staged, 0 as rows_quarantined"
+    " from raw.device_samples where source_file = 'telemetry/late.csv'",
+)
+LATE_FILE_GONE = (
+    "delete from raw.device_samples where source_file = 'telemetry/late.csv'",
+    "delete from raw.ingested_files where source_file = 'telemetry/late.csv'",
+)
 
 
-def _run(warehouse: Path, tmp_path: Path, *args: str) -> None:
+def _run(warehouse: Path, tmp_path: Path, *args: str, select: str = "+int_device_samples_tiered") -> None:
     subprocess.run(
-        [dbt_executable(), "run", "--quiet", "--select", "+int_device_samples_tiered", *args]
-        + ["--target-path", str(tmp_path / "target")],
+        [dbt_executable(), "run", "--quiet", "--select", select, *args] + ["--target-path", str(tmp_path / "target")],
         cwd=DBT_PROJECT_DIR,
         env={**os.environ, "COST_WAREHOUSE": str(warehouse), "DBT_LOG_PATH": str(tmp_path / "logs")},
         check=True,
@@ -77,27 +91,26 @@ def test_a_night_builds_again_only_the_jobs_whose_inputs_changed(warehouse: Path
     assert _rebuilt(warehouse) == set()
     jobs = {job for (job,) in query(warehouse, f"select item from {INPUTS} where kind = 'job'")}
 
-    # A late file: one GPU of job 1003 sampled again half an interval after each sample. Only the jobs its time
-    # spans are built again, and their samples now stand for half the time.
-    _change(
-        warehouse,
-        "insert into raw.device_samples by name select * replace ("
-        "  timestamp + interval 30 second as timestamp, 'telemetry/late.csv' as source_file,"
-        "  row_number() over (order by timestamp) as source_line, 'late' as file_sha256)"
-        " from raw.device_samples where job_id = '1003' and gpu = 0 and hostname = 'gpu-a'",
-        "insert into raw.ingested_files by name select 'device_samples' as source, 'telemetry/late.csv' as source_file,"
-        " 'late' as file_sha256, count(*) as rows_in, count(*) as rows_staged, 0 as rows_quarantined"
-        " from raw.device_samples where source_file = 'telemetry/late.csv'",
-    )
+    # A late file (LATE_FILE): only the job its time spans is built again, its samples now standing for half the time.
+    _change(warehouse, *LATE_FILE)
     assert _incremental_equals_full(warehouse, tmp_path) == {_job(warehouse, "1003")}
 
     # The file gone again (retracted): the same job is built again, from the samples left.
-    _change(
-        warehouse,
-        "delete from raw.device_samples where source_file = 'telemetry/late.csv'",
-        "delete from raw.ingested_files where source_file = 'telemetry/late.csv'",
-    )
+    _change(warehouse, *LATE_FILE_GONE)
     assert _incremental_equals_full(warehouse, tmp_path) == {_job(warehouse, "1003")}
+
+    # The tier table selected alone after the file came back: the inputs table is the last run's, so every job is
+    # built again and the kept inputs are dropped; the next run with its inputs builds every job again, without it.
+    _change(warehouse, *LATE_FILE)
+    _run(warehouse, tmp_path, select="int_device_samples_tiered")
+    alone = _rows(warehouse)
+    assert not query(warehouse, f"select 1 from information_schema.tables where table_name = '{BUILT}'")
+    full = tmp_path / "full.duckdb"
+    shutil.copy(warehouse, full)
+    _run(full, tmp_path, "--full-refresh")
+    assert alone == _rows(full)
+    _change(warehouse, *LATE_FILE_GONE)
+    assert _incremental_equals_full(warehouse, tmp_path) == jobs
 
     # A row held by a dbt test: it leaves raw, the ledger counts one row less and the quarantine names it.
     _change(
@@ -129,7 +142,7 @@ def test_the_code_fingerprint_renders_every_macro_the_two_models_call():
     manifest = json.loads(dbt_project.manifest_path.read_text())
     called = {
         macro.split(".")[-1]
-        for name in ("int_device_samples_tiered", "int_device_samples_attributed")
+        for name in ("int_device_samples_tiered", "int_device_samples_attributed", "stg_telemetry__device_samples")
         for macro in manifest["nodes"][f"model.cost_pipeline.{name}"]["depends_on"]["macros"]
         if macro.startswith("macro.cost_pipeline.")
     }

@@ -8,13 +8,14 @@
     {{ return(this.incorporate(path={'identifier': 'int_device_samples_tiered_built'})) }}
 {%- endmacro %}
 
-{#- The code int_device_samples_tiered's rows follow: its own and int_device_samples_attributed's SQL, and the
-    macros they call, rendered. Another text builds every job again. tests/test_device_samples_incremental.py checks
+{#- The code int_device_samples_tiered's rows follow: its own, int_device_samples_attributed's and
+    stg_telemetry__device_samples' SQL, and the macros they call, rendered. Another text builds every job again. tests/test_device_samples_incremental.py checks
     that every macro of the project the two models call is rendered here. -#}
 {% macro device_samples_tiered_code() -%}
     {%- if not execute -%}{{ return('') }}{%- endif -%}
     {%- set texts = [] -%}
-    {%- for name in ['int_device_samples_tiered', 'int_device_samples_attributed'] -%}
+    {%- set models = ['int_device_samples_tiered', 'int_device_samples_attributed', 'stg_telemetry__device_samples'] -%}
+    {%- for name in models -%}
         {%- do texts.append(graph.nodes['model.cost_pipeline.' ~ name].raw_code) -%}
     {%- endfor -%}
     {%- do texts.append(tier_rule_ctes()) -%}
@@ -29,22 +30,40 @@
     {{- return(local_md5(texts | join('\n'))) -}}
 {%- endmacro %}
 
+{#- Whether int_device_samples_inputs was built in this dbt invocation. When it was not (the tiered model selected
+    without it), what it names may be stale: every job is built again and the kept inputs are dropped, so that the
+    next build with it builds every job again too. -#}
+{% macro device_samples_inputs_fresh() -%}
+    {%- if not execute -%}{{ return(false) }}{%- endif -%}
+    {%- set inputs = load_relation(ref('int_device_samples_inputs')) -%}
+    {%- if inputs is none -%}{{ return(false) }}{%- endif -%}
+    {%- set built_by = run_query('select max(built_by) from ' ~ inputs).rows[0][0] -%}
+    {{ return(built_by == invocation_id) }}
+{%- endmacro %}
+
 {#- Pre-hook: an incremental run deletes every row but those of the jobs kept as built (a job built again, or gone,
-    loses its rows; the model's select adds the rebuilt jobs' rows). -#}
+    loses its rows; the model's select adds the rebuilt jobs' rows); every row when the inputs are not this run's. -#}
 {% macro device_samples_tiered_forget() -%}
     {%- if is_incremental() -%}
         delete from {{ this }}
+        {%- if device_samples_inputs_fresh() %}
         where job_key not in (
             select item from {{ ref('int_device_samples_inputs') }} where kind = 'job' and not rebuild
         )
+        {%- endif -%}
     {%- endif -%}
 {%- endmacro %}
 
-{#- Post-hook: the inputs this build was made from, read by the next night's int_device_samples_inputs. -#}
+{#- Post-hook: the inputs this build was made from, read by the next night's int_device_samples_inputs; none when
+    the inputs are not this run's. -#}
 {% macro device_samples_tiered_remember() -%}
     {%- if config.get('materialized') == 'incremental' -%}
+        {%- if device_samples_inputs_fresh() -%}
         create or replace table {{ device_samples_tiered_state() }} as
         select kind, item, fingerprint, span_start, span_end
         from {{ ref('int_device_samples_inputs') }}
+        {%- else -%}
+        drop table if exists {{ device_samples_tiered_state() }}
+        {%- endif -%}
     {%- endif -%}
 {%- endmacro %}

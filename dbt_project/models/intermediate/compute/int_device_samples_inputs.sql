@@ -9,14 +9,19 @@
 -- changed, or nothing was built yet. A job's samples all lie in its window, so its rows never depend on another
 -- job's samples: building a job again gives what a full build gives.
 {%- set state = load_relation(device_samples_tiered_state()) if execute else none %}
-{%- set text = 'cast({} as ' ~ dbt.type_string() ~ ')' %}
+{#- The loader each file was read with (cost_pipeline/ingest/lib/reuse.py): another loader (its code, the contract,
+    the raw table's columns) reads the same bytes into other rows. Bookkeeping of the ingest, not a dbt source. -#}
+{%- set loaders = adapter.get_relation(this.database, 'ops', 'loaded_files') if execute else none %}
+{#- A value as text for a fingerprint: null as the empty text, so that one null does not make the whole hash null. -#}
+{%- set text = "coalesce(cast({} as " ~ dbt.type_string() ~ "), '')" %}
 
 with quarantined as (
     select
         source,
         source_file,
         file_sha256,
-        {{ ordered_listagg(dbt.concat([text.format('line'), "':'", 'rule']), "','", 'line, rule') }} as lines
+        {%- set line = dbt.concat([text.format('line'), "':'", 'rule']) %}
+        {{ ordered_listagg(line, "','", line) }} as lines
     from {{ source('raw', 'quarantine') }}
     group by source, source_file, file_sha256
 ),
@@ -26,13 +31,20 @@ files as (
         {{ dbt.concat(['files.source', "'/'", 'files.source_file']) }} as item,
         files.source_file,
         {{ dbt.hash(dbt.concat([
-            'files.file_sha256', "':'", text.format('files.rows_staged'), "':'", "coalesce(quarantined.lines, '')"
+            'files.file_sha256', "':'", text.format('files.rows_staged'), "':'", "coalesce(quarantined.lines, '')",
+            "':'", text.format('loaders.loader_sha256' if loaders is not none else 'null')
         ])) }} as fingerprint
     from {{ source('raw', 'ingested_files') }} as files
     left join quarantined
         on files.source = quarantined.source
         and files.source_file = quarantined.source_file
         and files.file_sha256 = quarantined.file_sha256
+    {%- if loaders is not none %}
+    left join {{ loaders }} as loaders
+        on files.source = loaders.source
+        and files.source_file = loaders.source_file
+        and files.file_sha256 = loaders.file_sha256
+    {%- endif %}
     where
         files.source in ('device_samples', 'device_samples_dcgm', 'device_samples_prometheus')
         and files.rows_staged > 0
@@ -41,10 +53,10 @@ files as (
 aliases as (
     select
         job_key,
-        {{ ordered_listagg(dbt.concat([
-            'alias_job_id', "'@'", "coalesce(" ~ text.format('held_from') ~ ", '')", "'-'",
-            "coalesce(" ~ text.format('held_until') ~ ", '')"
-        ]), "','", 'alias_job_id, held_from') }} as held
+        {%- set held = dbt.concat([
+            'alias_job_id', "'@'", text.format('held_from'), "'-'", text.format('held_until')
+        ]) %}
+        {{ ordered_listagg(held, "','", held) }} as held
     from {{ ref('int_job_aliases_resolved') }}
     group by job_key
 ),
@@ -60,7 +72,8 @@ jobs as (
     select
         jobs.job_key as item,
         {{ dbt.hash(dbt.concat([
-            text.format('jobs.start_at'), "'|'", text.format('jobs.end_at'), "'|'", 'jobs.contract_version', "'|'",
+            text.format('jobs.start_at'), "'|'", text.format('jobs.end_at'), "'|'",
+            text.format('jobs.contract_version'), "'|'",
             text.format('jobs.mig_instances_allocated'), "'|'", text.format('jobs.shards_allocated'), "'|'",
             text.format('jobs.mps_allocated'), "'|'", "coalesce(aliases.held, '')", "'|'",
             "coalesce(node_lists.node_lists, '')"
@@ -73,26 +86,22 @@ jobs as (
     where jobs.start_at is not null and jobs.end_at is not null
 ),
 
+-- Every parameter of the contract (a change to one the tier rule does not read builds every job again all the same).
 contract as (
+    {%- set parameter = dbt.concat([
+        'contract_version', "'/'", 'parameter_name', "'='", text.format('parameter_value')
+    ]) %}
     select
         'contract' as item,
-        {{ dbt.hash(ordered_listagg(
-            dbt.concat(['contract_version', "'/'", 'parameter_name', "'='", text.format('parameter_value')]),
-            "','", 'contract_version, parameter_name'
-        )) }} as fingerprint
+        {{ dbt.hash(ordered_listagg(parameter, "','", parameter)) }} as fingerprint
     from {{ ref('stg_contract__parameters') }}
 ),
 
 tiers as (
+    {%- set tier = dbt.concat(['contract_version', "'/'", 'code', "'='", text.format('lower_bound')]) %}
     select
         'tiers' as item,
-        {{ dbt.hash(ordered_listagg(
-            dbt.concat([
-                'contract_version', "'/'", 'enumeration', "'/'", 'code', "'='",
-                "coalesce(" ~ text.format('lower_bound') ~ ", '')"
-            ]),
-            "','", 'contract_version, enumeration, code'
-        )) }} as fingerprint
+        {{ dbt.hash(ordered_listagg(tier, "','", tier)) }} as fingerprint
     from {{ ref('stg_contract__enumerations') }}
     where enumeration = 'utilization_tier'
 ),
@@ -144,7 +153,12 @@ current_inputs as (
     union all
     select 'contract' as kind, item, fingerprint, null as span_start, null as span_end from tiers
     union all
-    select 'code' as kind, 'code' as item, '{{ device_samples_tiered_code() }}' as fingerprint, null, null
+    select
+        'code' as kind,
+        'code' as item,
+        '{{ device_samples_tiered_code() }}' as fingerprint,
+        null as span_start,
+        null as span_end
 ),
 
 -- The time spans whose samples or jobs changed since the last build: new and changed inputs (tonight's span),
@@ -196,7 +210,9 @@ select
     current_inputs.fingerprint,
     current_inputs.span_start,
     current_inputs.span_end,
-    current_inputs.kind = 'job' and (everything.unchanged < 3 or overlapping.item is not null) as rebuild
+    current_inputs.kind = 'job' and (everything.unchanged < 3 or overlapping.item is not null) as rebuild,
+    -- The dbt invocation that built this table: int_device_samples_tiered trusts it only from its own run.
+    '{{ invocation_id }}' as built_by
 from current_inputs
 cross join everything
 left join overlapping on current_inputs.kind = 'job' and current_inputs.item = overlapping.item

@@ -16,7 +16,8 @@
 -- time, int_job_savings_split per GPU), and as a view each would compute the window over every device sample again.
 -- Incremental by job: a night builds again only the jobs int_device_samples_inputs names (rebuild), from the samples
 -- of their windows only, and keeps every other job's rows (a job's samples all lie in its window, so the result is
--- a full build's). On Spark a table, built whole (docs/spark.md).
+-- a full build's). Selected without int_device_samples_inputs, it builds every job. On Spark a table, built whole
+-- (docs/spark.md).
 {{ config(
     materialized='table' if target.type == 'spark' else 'incremental',
     incremental_strategy='append',
@@ -25,7 +26,8 @@
     post_hook='{{ device_samples_tiered_remember() }}',
 ) }}
 -- depends_on: {{ ref('int_device_samples_inputs') }}
-{%- if is_incremental() and execute %}
+{%- set incremental = is_incremental() and device_samples_inputs_fresh() %}
+{%- if incremental %}
     {%- set window = run_query(
         'select min(span_start), max(span_end) from ' ~ ref('int_device_samples_inputs')
         ~ " where kind = 'job' and rebuild"
@@ -61,7 +63,7 @@ samples as (
         samples.source_line
     from {{ ref('int_device_samples_attributed') }} as samples
     where samples.attributed_job_key is not null
-    {%- if is_incremental() %}
+    {%- if incremental %}
         -- The rebuilt jobs' samples; the window's bounds as constants, so that the scans skip the other days.
         {%- if window[0] is none %}
         and 1 = 0
