@@ -216,13 +216,17 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> di
     A staging model that keeps one delivery of a record by a key (its meta's ``record_key``, or every compared column
     of a model that keeps one of identical lines: its meta's ``identical_lines_ignore``) has every delivery of a
     failing row's record held with it: an older one would otherwise take the held row's place, and its other values
-    would count. Then each tested staging model must have exactly its failing rows fewer, or nothing moves
-    (``HoldRefused``). Returns how many raw rows moved, by source."""
+    would count. A row that fails several tests is held under the first; its message names the others. Then each
+    tested staging model must have exactly its failing rows fewer, or nothing moves (``HoldRefused``). Returns how
+    many raw rows moved, by source."""
     moved: dict[str, int] = {}
     held_by_model: dict[str, set[tuple[str, int]]] = {}
     con.execute("begin transaction")
     try:
         before = {test.model: _count(con, test.model) for test in tests if test.model}
+        # The raw rows held by this call so far: one that fails a later test too was held under the first; its
+        # quarantine message names the others.
+        con.execute("create or replace temp table held_tonight (source varchar, source_file varchar, line bigint)")
         for test in tests:
             schema, table = test.stored.split(".", 1)
             con.execute(
@@ -232,6 +236,13 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> di
             held_by_model.setdefault(str(test.model), set()).update(con.execute("select * from held").fetchall())
             for source in test.raw_tables:
                 raw = f"raw.{quote(source)}"
+                con.execute(
+                    "update raw.quarantine as q set message = message || ? where q.source = ? and exists "
+                    "(select 1 from held_tonight as t join held as h on h.source_file = t.source_file "
+                    "and h.source_line = t.line where t.source = q.source and t.source_file = q.source_file "
+                    "and t.line = q.line)",
+                    [f"; it failed dbt test {test.name} too", source],
+                )
                 # One pass over raw to find the rows (every delivery of their records, when staging keeps one by a
                 # key: an older one would otherwise take a held row's place); the quarantine and the ledger are
                 # written from them.
@@ -261,6 +272,10 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> di
                     "where f.source = ? and f.source_file = held_here.source_file",
                     [source],
                 )
+                con.execute(
+                    "insert into held_tonight select ?, source_file, source_line from held_raw",
+                    [source],
+                )
                 (deleted,) = con.execute(
                     f"delete from {raw} as r where exists (select 1 from held_raw as h "
                     "where h.source_file = r.source_file and h.source_line = r.source_line)"
@@ -280,6 +295,7 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> di
         con.execute("drop table if exists held")
         con.execute("drop table if exists held_raw")
         con.execute("drop table if exists held_records")
+        con.execute("drop table if exists held_tonight")
         con.execute("commit")
     except BaseException:
         con.execute("rollback")

@@ -384,6 +384,32 @@ def test_a_hold_another_row_would_take_the_place_of_is_undone(demo_run, tmp_path
         assert con.execute("select count(*) from raw.serving_requests").fetchone() == (before[0] - 2,)
 
 
+def test_a_row_that_fails_two_tests_is_held_once_and_names_both(demo_run, tmp_path):
+    """Line 5 fails two tests, line 6 only the second: each raw row is held once (under the first test that failed
+    it), and line 5's quarantine message names the second test too, so mending one cause is not taken for all."""
+    warehouse = tmp_path / "warehouse.duckdb"
+    shutil.copyfile(demo_run.warehouse, warehouse)
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("create schema if not exists scratch")
+        con.execute("create view scratch.requests as select * from raw.serving_requests")
+        for name, lines in (("first", "(5)"), ("second", "(5, 6)")):
+            con.execute(
+                f"create table scratch.{name} as select * from raw.serving_requests "
+                f"where source_file = '{REQUESTS_FILE}' and source_line in {lines}"
+            )
+        test = _failed_on("scratch.requests", "serving_requests")
+        first, second = (
+            replace(test, name="t1", stored="scratch.first"),
+            replace(test, stored="scratch.second", name="t2"),
+        )
+        assert hold_rows(con, [first, second]) == {"serving_requests": 2}
+        held = con.execute(
+            "select line, rule, message from raw.quarantine where starts_with(rule, 'dbt:') order by line"
+        ).fetchall()
+    assert [(line, rule) for line, rule, _ in held] == [(5, "dbt:t1"), (6, "dbt:t2")]
+    assert held[0][2].endswith("; it failed dbt test t2 too") and "t1" not in held[1][2]
+
+
 def test_a_failing_row_that_is_not_a_landing_row_fails_the_night_naming_the_test(demo_run, tmp_path):
     """A request without input tokens passes staging's tests and fails on the costed requests, which are built rows,
     not landing rows: nothing is quarantined, and the night fails as it did, naming the test and its stored rows."""
