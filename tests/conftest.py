@@ -35,6 +35,7 @@ LONGEST_FIRST = (
     "test_dg_cli.py",
     "test_focus_validator.py",
     "test_cli_nights.py",
+    "test_device_samples_incremental.py",
     "test_style.py",
     "test_rerun_determinism.py",
     "test_redelivery.py",

@@ -136,6 +136,42 @@ def test_a_night_builds_again_only_the_jobs_whose_inputs_changed(warehouse: Path
     assert _incremental_equals_full(warehouse, tmp_path) == jobs
 
 
+def _late_csv(landing: Path) -> None:
+    """telemetry/late.csv, as DCGM writes the wide format: GPU 0 of gpu-a for job 1003, 30 s after each sample."""
+    con = duckdb.connect()
+    con.execute(
+        "copy (select strftime(timestamp + interval 30 second, '%Y-%m-%dT%H:%M:%S') as timestamp,"
+        " * exclude (timestamp)"
+        f" from read_csv('{landing / 'telemetry' / 'dcgm_b7.csv'}') where job_id = 1003 and gpu = 0"
+        f" and hostname = 'gpu-a' order by 1) to '{landing / 'telemetry' / 'late.csv'}' (header)"
+    )
+    con.close()
+
+
+def test_a_night_with_a_late_telemetry_file_builds_its_job_again_as_a_new_warehouse_would(demo_run, tmp_path: Path):
+    """The nightly job, end to end: the demo night's warehouse gets a late device-sample file for job 1003. The next
+    night builds that job's tiers again, and only it, and its tier table and per-job figures equal those of a new
+    warehouse that reads the same landing folder in one night."""
+    from cost_pipeline.cli import run_pipeline
+
+    landing, warehouse = tmp_path / "landing", tmp_path / "warehouse.duckdb"
+    shutil.copytree(demo_run.landing, landing)
+    shutil.copy(demo_run.warehouse, warehouse)
+    _late_csv(landing)
+    assert run_pipeline(landing, warehouse)
+    assert _rebuilt(warehouse) == {_job(warehouse, "1003")}
+    new = tmp_path / "new" / "warehouse.duckdb"
+    new.parent.mkdir()
+    assert run_pipeline(landing, new)
+    for table in (TIERED, "intermediate.int_job_utilization_tiered", "marts.fct_batch_costs"):
+        rows = query(warehouse, f"select * from {table} order by all")
+        assert rows == query(new, f"select * from {table} order by all"), table
+    late = query(warehouse, f"select count(*) from {TIERED} where represented_seconds = 30")
+    assert late == [
+        (query(warehouse, "select 2 * count(*) from raw.device_samples where source_file like '%late.csv'")[0][0],)
+    ]
+
+
 def test_the_code_fingerprint_renders_every_macro_the_two_models_call():
     """device_samples_tiered_code (macros/device_samples_tiered_state.sql) renders the project's macros the tiered
     model and the attribution view call: a change to one of them builds every job again."""
