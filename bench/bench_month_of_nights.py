@@ -1,0 +1,141 @@
+"""Benchmark: a run of nightly runs, each bringing one more day of a generated cluster, timed as nights.
+
+Run on demand (not part of the test suite):
+
+    cd bench && ../.venv/bin/python bench_month_of_nights.py --days 10 --hosts 60
+
+On top of the demo's landing folder it generates, for each day from 2026-11-11, ``--hosts`` hosts of 8 GPUs, each
+running ``--jobs-per-day`` jobs back to back through the day (Slurm ``sacct --parsable2`` rows, batch B-7, training),
+and their device samples at the contract's 60 s interval with the demo's tier pattern (Parquet, one file per day):
+``hosts x 8 x 1,440`` samples a day. Night 1 loads the demo and day 1; each later night adds the next day's sacct
+file and sample file, and runs the whole nightly job (``cost-pipeline run``, start-up included) on the same warehouse.
+The last night is run twice, back to back: as it is, and on a copy of the warehouse from before it whose device-sample
+tier table has to be built whole (its kept inputs dropped), and the two tier tables must be equal, or the benchmark
+fails. It prints each night's wall time and its ratio to night 1 (issue 15: days 2 to 30 each within 1.2x of day 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from bench_incremental_night import equal_tiers
+from bench_memory import BIN, forget_built, measured
+
+from cost_pipeline import duckdb_session
+from cost_pipeline.demo import write_demo_landing
+
+FIRST_DAY = datetime(2026, 11, 11)
+SACCT_HEADER = (
+    "JobID|JobIDRaw|JobName|Account|Partition|User|WCKey|State|ExitCode|DerivedExitCode|Reason|FailedNode|Restarts|"
+    "Submit|Eligible|Start|End|Elapsed|Timelimit|NNodes|NodeList|ReqTRES|AllocTRES|Comment|AdminComment"
+)
+TRES = "billing=64,cpu=64,gres/gpu=8,mem=512G,node=1"
+
+
+def write_day(held: Path, day: int, hosts: int, jobs_per_day: int) -> tuple[Path, Path]:
+    """Day ``day``'s sacct file and device-sample file under ``held``: every host runs its jobs back to back."""
+    start_of_day = FIRST_DAY + timedelta(days=day)
+    length = timedelta(days=1) / jobs_per_day
+    jobs = []
+    for host in range(hosts):
+        for number in range(jobs_per_day):
+            job_id = 900_000 + day * 10_000 + host * jobs_per_day + number
+            start = start_of_day + number * length
+            jobs.append((str(job_id), f"gen-{host:04d}", start, start + length))
+    stamp = "%Y-%m-%dT%H:%M:%S"
+    sacct = held / f"sacct_{start_of_day:%Y-%m-%d}.txt"
+    lines = [SACCT_HEADER]
+    for job_id, host, start, end in jobs:
+        elapsed = int((end - start).total_seconds())
+        lines.append(
+            f"{job_id}|{job_id}|gen|post-training|gpu|trainer|*|COMPLETED|0:0|0:0|None||0|"
+            f"{(start - timedelta(minutes=5)).strftime(stamp)}|{(start - timedelta(minutes=5)).strftime(stamp)}|"
+            f"{start.strftime(stamp)}|{end.strftime(stamp)}|{elapsed // 3600:02d}:{elapsed // 60 % 60:02d}:00|"
+            f"1-00:00:00|1|{host}|{TRES}|{TRES}|batch=B-7;phase=training;reason=planned_experiment|"
+        )
+    sacct.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    samples = held / f"samples_{start_of_day:%Y-%m-%d}.parquet"
+    con = duckdb_session.connect()
+    con.execute("create table jobs (label varchar, host varchar, start_at timestamp, end_at timestamp)")
+    con.executemany("insert into jobs values (?, ?, ?, ?)", jobs)
+    # The demo's pattern by minute of the job: idle while setting up, every 10th minute waiting on NVLink.
+    con.execute(
+        f"""
+        copy (
+            select start_at + to_minutes(m) as "timestamp", host as hostname, cast(g as integer) as gpu,
+                   label as job_id,
+                   case when m < 10 then 0.02 when m % 10 = 9 then 0.30 else 0.85 end as DCGM_FI_PROF_GR_ENGINE_ACTIVE,
+                   case when m < 10 then 0.01 when m % 10 = 9 then 0.20 else 0.80 end as DCGM_FI_PROF_SM_ACTIVE,
+                   case when m < 10 then 0.0 when m % 10 = 9 then 0.01 else 0.60 end
+                       as DCGM_FI_PROF_PIPE_TENSOR_ACTIVE,
+                   case when m < 10 then 1.0e6 when m % 10 = 9 then 1.0e9 else 1.5e8 end
+                       as DCGM_FI_PROF_NVLINK_TX_BYTES,
+                   case when m < 10 then 1.0e6 when m % 10 = 9 then 1.0e9 else 1.5e8 end
+                       as DCGM_FI_PROF_NVLINK_RX_BYTES,
+                   case when m < 10 then 120.0 else 650.0 end as DCGM_FI_DEV_POWER_USAGE
+            from jobs, range(cast(date_diff('minute', start_at, end_at) as bigint)) as minutes(m), range(8) as gpus(g)
+            order by "timestamp", hostname, gpu
+        ) to '{samples}' (format parquet)
+        """
+    )
+    con.close()
+    return sacct, samples
+
+
+def night(landing: Path, warehouse: Path, env: dict[str, str]) -> dict[str, float]:
+    command = [str(BIN / "cost-pipeline"), "run", "--landing", str(landing), "--warehouse", str(warehouse)]
+    return measured(command, env)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--days", type=int, default=10)
+    parser.add_argument("--hosts", type=int, default=60)
+    parser.add_argument("--jobs-per-day", type=int, default=4)
+    parser.add_argument("--dir", type=Path, help="work folder (default: a temporary one, removed afterwards)")
+    args = parser.parse_args()
+    work = args.dir or Path(tempfile.mkdtemp(prefix="bench-month-of-nights-"))
+    rows = []
+    try:
+        landing = write_demo_landing(work / "landing")
+        held = work / "held"
+        held.mkdir()
+        warehouse, full = work / "warehouse.duckdb", work / "full.duckdb"
+        env = {**os.environ, "DAGSTER_HOME": str(work / "dagster")}
+        for day in range(args.days):
+            sacct, samples = write_day(held, day, args.hosts, args.jobs_per_day)
+            shutil.copy(sacct, landing / "scheduler" / sacct.name)
+            shutil.copy(samples, landing / "telemetry" / samples.name)
+            if day == args.days - 1:
+                shutil.copy(warehouse, full)
+                forget_built(full)
+            rows.append((day + 1, night(landing, warehouse, env)))
+        whole = night(landing, full, env)
+        tiered = equal_tiers(warehouse, full)
+    finally:
+        if args.dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    per_day = args.hosts * 8 * 1440
+    print(f"{args.days} nights of {per_day:,} generated device samples a day ({args.hosts} hosts x 8 GPUs);")
+    print(f"the last night's tier table ({tiered:,} samples) equal to a full build's")
+    print("| night | wall s | CPU s | peak RSS MB | / night 1 |")
+    print("|---|---|---|---|---|")
+    first = rows[0][1]["wall"]
+    for number, figures in rows:
+        print(
+            f"| {number} | {figures['wall']:.1f} | {figures['cpu']:.1f} | {figures['rss_mb']:.0f} "
+            f"| {figures['wall'] / first:.2f}x |"
+        )
+    print(
+        f"| {args.days}, tier table built whole | {whole['wall']:.1f} | {whole['cpu']:.1f} | {whole['rss_mb']:.0f} "
+        f"| {whole['wall'] / first:.2f}x |"
+    )
+
+
+if __name__ == "__main__":
+    main()
