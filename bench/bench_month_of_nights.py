@@ -99,6 +99,8 @@ def main() -> None:
     parser.add_argument("--jobs-per-day", type=int, default=4)
     parser.add_argument("--dir", type=Path, help="work folder (default: a temporary one, removed afterwards)")
     args = parser.parse_args()
+    if args.days < 2:
+        parser.error("--days: at least 2 (the last night is compared with a full build of it)")
     work = args.dir or Path(tempfile.mkdtemp(prefix="bench-month-of-nights-"))
     rows = []
     try:

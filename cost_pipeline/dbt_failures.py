@@ -237,7 +237,8 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> di
             for source in test.raw_tables:
                 raw = f"raw.{quote(source)}"
                 con.execute(
-                    "update raw.quarantine as q set message = message || ? where q.source = ? and exists "
+                    "update raw.quarantine as q set message = message || ? where q.source = ? "
+                    f"and starts_with(q.rule, '{HELD_RULE}') and exists "
                     "(select 1 from held_tonight as t join held as h on h.source_file = t.source_file "
                     "and h.source_line = t.line where t.source = q.source and t.source_file = q.source_file "
                     "and t.line = q.line)",

@@ -9,12 +9,16 @@
 {%- endmacro %}
 
 {#- The code int_device_samples_tiered's rows follow: its own, int_device_samples_attributed's and
-    stg_telemetry__device_samples' SQL, and the macros they call, rendered. Another text builds every job again. tests/test_device_samples_incremental.py checks
+    stg_telemetry__device_samples' SQL, and the macros they call, rendered; and int_device_samples_inputs' SQL, the
+    rules that decide what is built again (a fix to them builds every job once). Another text builds every job again. tests/test_device_samples_incremental.py checks
     that every macro of the project the two models call is rendered here. -#}
 {% macro device_samples_tiered_code() -%}
     {%- if not execute -%}{{ return('') }}{%- endif -%}
     {%- set texts = [] -%}
-    {%- set models = ['int_device_samples_tiered', 'int_device_samples_attributed', 'stg_telemetry__device_samples'] -%}
+    {%- set models = [
+        'int_device_samples_tiered', 'int_device_samples_attributed', 'stg_telemetry__device_samples',
+        'int_device_samples_inputs',
+    ] -%}
     {%- for name in models -%}
         {%- do texts.append(graph.nodes['model.cost_pipeline.' ~ name].raw_code) -%}
     {%- endfor -%}
