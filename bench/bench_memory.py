@@ -48,6 +48,16 @@ TELEMETRY_ASSETS = ",".join(
 )
 SAMPLE_SECONDS = 60  # the contract's sample_interval_seconds
 BIN = Path(sys.executable).parent
+# The demo's pattern by minute ``m`` of the job: idle while setting up, every 10th minute waiting on NVLink. The
+# metric columns of a generated device sample, shared by the generators of bench/.
+DEMO_PATTERN = """
+    case when m < 10 then 0.02 when m % 10 = 9 then 0.30 else 0.85 end as DCGM_FI_PROF_GR_ENGINE_ACTIVE,
+    case when m < 10 then 0.01 when m % 10 = 9 then 0.20 else 0.80 end as DCGM_FI_PROF_SM_ACTIVE,
+    case when m < 10 then 0.0 when m % 10 = 9 then 0.01 else 0.60 end as DCGM_FI_PROF_PIPE_TENSOR_ACTIVE,
+    case when m < 10 then 1.0e6 when m % 10 = 9 then 1.0e9 else 1.5e8 end as DCGM_FI_PROF_NVLINK_TX_BYTES,
+    case when m < 10 then 1.0e6 when m % 10 = 9 then 1.0e9 else 1.5e8 end as DCGM_FI_PROF_NVLINK_RX_BYTES,
+    case when m < 10 then 120.0 else 650.0 end as DCGM_FI_DEV_POWER_USAGE
+"""
 
 
 def write_samples(telemetry: Path, samples: int) -> int:
@@ -65,21 +75,12 @@ def write_samples(telemetry: Path, samples: int) -> int:
     con = duckdb_session.connect()
     con.execute("create table jobs (label varchar, start_at timestamp, end_at timestamp, host varchar, gpus int)")
     con.executemany("insert into jobs values (?, ?, ?, ?, ?)", jobs)
-    # The demo's pattern by minute of the job: idle while setting up, every 10th minute waiting on NVLink.
     con.execute(
         f"""
         copy (
             select start_at + to_seconds({SAMPLE_SECONDS} * m) as "timestamp", host as hostname,
                    cast(g as integer) as gpu, label as job_id,
-                   case when m < 10 then 0.02 when m % 10 = 9 then 0.30 else 0.85 end as DCGM_FI_PROF_GR_ENGINE_ACTIVE,
-                   case when m < 10 then 0.01 when m % 10 = 9 then 0.20 else 0.80 end as DCGM_FI_PROF_SM_ACTIVE,
-                   case when m < 10 then 0.0 when m % 10 = 9 then 0.01 else 0.60 end
-                       as DCGM_FI_PROF_PIPE_TENSOR_ACTIVE,
-                   case when m < 10 then 1.0e6 when m % 10 = 9 then 1.0e9 else 1.5e8 end
-                       as DCGM_FI_PROF_NVLINK_TX_BYTES,
-                   case when m < 10 then 1.0e6 when m % 10 = 9 then 1.0e9 else 1.5e8 end
-                       as DCGM_FI_PROF_NVLINK_RX_BYTES,
-                   case when m < 10 then 120.0 else 650.0 end as DCGM_FI_DEV_POWER_USAGE
+                   {DEMO_PATTERN}
             from jobs,
                  range(cast(date_diff('minute', start_at, end_at) as bigint)) as minutes(m),
                  range(cast(gpus * {replicas} as bigint)) as gpus(g)

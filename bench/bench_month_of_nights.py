@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from bench_incremental_night import equal_tiers
-from bench_memory import BIN, forget_built, measured
+from bench_memory import BIN, DEMO_PATTERN, forget_built, measured
 
 from cost_pipeline import duckdb_session
 from cost_pipeline.demo import write_demo_landing
@@ -63,21 +63,12 @@ def write_day(held: Path, day: int, hosts: int, jobs_per_day: int) -> tuple[Path
     con = duckdb_session.connect()
     con.execute("create table jobs (label varchar, host varchar, start_at timestamp, end_at timestamp)")
     con.executemany("insert into jobs values (?, ?, ?, ?)", jobs)
-    # The demo's pattern by minute of the job: idle while setting up, every 10th minute waiting on NVLink.
     con.execute(
         f"""
         copy (
             select start_at + to_minutes(m) as "timestamp", host as hostname, cast(g as integer) as gpu,
                    label as job_id,
-                   case when m < 10 then 0.02 when m % 10 = 9 then 0.30 else 0.85 end as DCGM_FI_PROF_GR_ENGINE_ACTIVE,
-                   case when m < 10 then 0.01 when m % 10 = 9 then 0.20 else 0.80 end as DCGM_FI_PROF_SM_ACTIVE,
-                   case when m < 10 then 0.0 when m % 10 = 9 then 0.01 else 0.60 end
-                       as DCGM_FI_PROF_PIPE_TENSOR_ACTIVE,
-                   case when m < 10 then 1.0e6 when m % 10 = 9 then 1.0e9 else 1.5e8 end
-                       as DCGM_FI_PROF_NVLINK_TX_BYTES,
-                   case when m < 10 then 1.0e6 when m % 10 = 9 then 1.0e9 else 1.5e8 end
-                       as DCGM_FI_PROF_NVLINK_RX_BYTES,
-                   case when m < 10 then 120.0 else 650.0 end as DCGM_FI_DEV_POWER_USAGE
+                   {DEMO_PATTERN}
             from jobs, range(cast(date_diff('minute', start_at, end_at) as bigint)) as minutes(m), range(8) as gpus(g)
             order by "timestamp", hostname, gpu
         ) to '{samples}' (format parquet)
