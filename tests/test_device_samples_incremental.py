@@ -1,14 +1,17 @@
-"""int_device_samples_tiered is built again only for the jobs whose inputs changed (issue 15), and what it keeps plus
-what it builds is what a full build gives, whatever changed in raw: a late file for one job, that file gone, a row
-held by a dbt test, a job's end, the contract's tier rule. Each change is made to raw on a copy of the demo night's
-warehouse, the models up to the tiered table are run incrementally, and the table is compared with a full refresh."""
+"""int_device_samples_tiered is built again only for the jobs whose inputs changed, int_gpu_share_days only for the
+days (issue 15), and what they keep plus what they build is what a full build gives, whatever changed in raw: a late
+file for one job, that file gone, a row held by a dbt test, a job's end, the contract's tier rule. Each change is made
+to raw on a copy of the demo night's warehouse, the models up to the tiered table and fct_gpu_shares are run
+incrementally, and the tables are compared with a full refresh."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
+from datetime import date, timedelta
 from pathlib import Path
 
 import duckdb
@@ -18,6 +21,8 @@ from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, dbt_executable, dbt_project
 from tests.helpers import query
 
 TIERED = "intermediate.int_device_samples_tiered"
+# The incremental tables, and the mart that closes the share days' last instants.
+COMPARED = (TIERED, "intermediate.int_gpu_share_days", "marts.fct_gpu_shares")
 INPUTS = "intermediate.int_device_samples_inputs"
 BUILT = "int_device_samples_tiered_built"
 # A late file: one GPU of job 1003 sampled again half an interval after each of its samples; and the file gone.
@@ -36,7 +41,9 @@ LATE_FILE_GONE = (
 )
 
 
-def _run(warehouse: Path, tmp_path: Path, *args: str, select: str = "+int_device_samples_tiered") -> None:
+def _run(
+    warehouse: Path, tmp_path: Path, *args: str, select: str = "+int_device_samples_tiered +fct_gpu_shares"
+) -> None:
     subprocess.run(
         [dbt_executable(), "run", "--quiet", "--select", select, *args] + ["--target-path", str(tmp_path / "target")],
         cwd=DBT_PROJECT_DIR,
@@ -46,8 +53,18 @@ def _run(warehouse: Path, tmp_path: Path, *args: str, select: str = "+int_device
     )
 
 
-def _rows(warehouse: Path) -> list[tuple]:
-    return query(warehouse, f"select * from {TIERED} order by all")
+def _rows(warehouse: Path) -> dict[str, list[tuple]]:
+    return {table: query(warehouse, f"select * from {table} order by all") for table in COMPARED}
+
+
+def _days_built(tmp_path: Path) -> list[tuple[date, date]] | None:
+    """The day ranges the last run built int_gpu_share_days again, as its SQL names them; None for every day."""
+    sql = next((tmp_path / "target" / "compiled").rglob("int_gpu_share_days.sql")).read_text()
+    if "sampled_at >= cast(" not in sql:
+        return [] if "where 1 = 0" in sql else None
+    bounds = re.findall(r"sampled_at (?:>=|<) cast\('(\d{4}-\d{2}-\d{2})", sql)
+    days = [date.fromisoformat(bound) for bound in bounds]
+    return list(zip(days[::2], days[1::2], strict=True))
 
 
 def _rebuilt(warehouse: Path) -> set[str]:
@@ -63,15 +80,25 @@ def _change(warehouse: Path, *statements: str) -> None:
         con.close()
 
 
-def _incremental_equals_full(warehouse: Path, tmp_path: Path) -> set[str]:
-    """Run incrementally, then compare with a full refresh; returns the jobs the incremental run built again."""
+def _incremental_equals_full(warehouse: Path, tmp_path: Path) -> tuple[set[str], list[tuple[date, date]] | None]:
+    """Run incrementally, then compare with a full refresh; returns the jobs and the days the incremental run built
+    again."""
     before = _rows(warehouse)
     _run(warehouse, tmp_path)
-    rebuilt, incremental = _rebuilt(warehouse), _rows(warehouse)
-    assert incremental != before  # every change below changes some sample's figures
+    rebuilt, days, incremental = _rebuilt(warehouse), _days_built(tmp_path), _rows(warehouse)
+    assert incremental[TIERED] != before[TIERED]  # every change below changes some sample's figures
     _run(warehouse, tmp_path, "--full-refresh")
-    assert incremental == _rows(warehouse)
-    return rebuilt
+    assert _rows(warehouse) == incremental
+    return rebuilt, days
+
+
+def _late_file_days(warehouse: Path) -> list[tuple[date, date]]:
+    """The days the late file's samples span, as the one range [first day, day after the last)."""
+    ((first, last),) = query(
+        warehouse,
+        "select min(timestamp)::date, max(timestamp)::date from raw.device_samples where source_file like '%late.csv'",
+    )
+    return [(first, last + timedelta(days=1))]
 
 
 def _job(warehouse: Path, job_id: str) -> str:
@@ -86,54 +113,75 @@ def warehouse(demo_run, tmp_path: Path) -> Path:
     return copy
 
 
-def test_a_night_builds_again_only_the_jobs_whose_inputs_changed(warehouse: Path, tmp_path: Path):
+def _span_days(warehouse: Path, where: str, table: str = "raw.device_samples", at: str = "timestamp") -> list:
+    """The days the rows ``where`` span, as the one range [first day, day after the last)."""
+    ((first, last),) = query(warehouse, f"select min({at})::date, max({at})::date from {table} where {where}")
+    return [(first, last + timedelta(days=1))]
+
+
+def test_a_night_builds_again_only_the_jobs_and_days_whose_inputs_changed(warehouse: Path, tmp_path: Path):
     _run(warehouse, tmp_path)  # the demo night's inputs are the ones kept: nothing to build again
-    assert _rebuilt(warehouse) == set()
+    assert _rebuilt(warehouse) == set() and _days_built(tmp_path) == []
     jobs = {job for (job,) in query(warehouse, f"select item from {INPUTS} where kind = 'job'")}
 
-    # A late file (LATE_FILE): only the job its time spans is built again, its samples now standing for half the time.
+    # A late file (LATE_FILE): only the job and the days its time spans are built again, its samples now standing
+    # for half the time.
     _change(warehouse, *LATE_FILE)
-    assert _incremental_equals_full(warehouse, tmp_path) == {_job(warehouse, "1003")}
+    late_days = _span_days(warehouse, "source_file = 'telemetry/late.csv'")
+    assert _incremental_equals_full(warehouse, tmp_path) == ({_job(warehouse, "1003")}, late_days)
 
-    # The file gone again (retracted): the same job is built again, from the samples left.
+    # The file gone again (retracted): the same job and days are built again, from the samples left.
     _change(warehouse, *LATE_FILE_GONE)
-    assert _incremental_equals_full(warehouse, tmp_path) == {_job(warehouse, "1003")}
+    assert _incremental_equals_full(warehouse, tmp_path) == ({_job(warehouse, "1003")}, late_days)
 
     # The tier table selected alone after the file came back: the inputs table is the last run's, so every job is
     # built again and the kept inputs are dropped; the next run with its inputs builds every job again, without it.
+    # The share days keep their own inputs: the file came and went between their builds, so no day is built again.
     _change(warehouse, *LATE_FILE)
     _run(warehouse, tmp_path, select="int_device_samples_tiered")
-    alone = _rows(warehouse)
+    alone = _rows(warehouse)[TIERED]
     assert not query(warehouse, f"select 1 from information_schema.tables where table_name = '{BUILT}'")
     full = tmp_path / "full.duckdb"
     shutil.copy(warehouse, full)
     _run(full, tmp_path, "--full-refresh")
-    assert alone == _rows(full)
+    assert alone == _rows(full)[TIERED]
     _change(warehouse, *LATE_FILE_GONE)
-    assert _incremental_equals_full(warehouse, tmp_path) == jobs
+    assert _incremental_equals_full(warehouse, tmp_path) == (jobs, [])
 
-    # A row held by a dbt test: it leaves raw, the ledger counts one row less and the quarantine names it.
+    # A row held by a dbt test: it leaves raw, the ledger counts one row less and the quarantine names it. The days
+    # the file spans are built again.
+    dcgm = "source_file = 'telemetry/dcgm_b7.csv'"
     _change(
         warehouse,
-        "delete from raw.device_samples where source_file = 'telemetry/dcgm_b7.csv' and source_line = 2",
-        "update raw.ingested_files set rows_staged = rows_staged - 1 where source_file = 'telemetry/dcgm_b7.csv'",
+        f"delete from raw.device_samples where {dcgm} and source_line = 2",
+        f"update raw.ingested_files set rows_staged = rows_staged - 1 where {dcgm}",
         "insert into raw.quarantine values ('device_samples', 'telemetry/dcgm_b7.csv', "
-        " (select file_sha256 from raw.ingested_files where source_file = 'telemetry/dcgm_b7.csv'), 2,"
-        " 'dbt:a_test', 'held', null)",
+        f" (select file_sha256 from raw.ingested_files where {dcgm}), 2, 'dbt:a_test', 'held', null)",
     )
-    rebuilt = _incremental_equals_full(warehouse, tmp_path)
+    rebuilt, days = _incremental_equals_full(warehouse, tmp_path)
     assert _job(warehouse, "1001") in rebuilt and rebuilt < jobs  # the file spans several days' jobs, not all
+    assert days == _span_days(warehouse, dcgm)
 
-    # A job's end moves an hour earlier: it and the jobs its old or new window overlaps are built again.
+    # A job's end moves an hour earlier: it and the jobs its old or new window overlaps are built again, and the
+    # days of its window.
+    window = _span_days(warehouse, "job_id like '2003%'", "intermediate.int_jobs_attributed", "start_at")
     _change(warehouse, "update raw.scheduler_jobs set end_at = end_at - interval 1 hour where job_id like '2003%'")
-    assert _incremental_equals_full(warehouse, tmp_path) == {_job(warehouse, "2003")}
+    ((end_day,),) = query(warehouse, "select max(end_at)::date from raw.scheduler_jobs where job_id like '2003%'")
+    days = [(window[0][0], max(window[0][1], end_day + timedelta(days=1)))]
+    assert _incremental_equals_full(warehouse, tmp_path) == ({_job(warehouse, "2003")}, days)
 
-    # The contract's tier rule changes: every job is built again.
+    # The contract's tier rule changes: every job and every day is built again.
     _change(
         warehouse,
         "update raw.contract_parameters set value = 0.9 where name = 'effective_min_gr_engine_active'",
     )
-    assert _incremental_equals_full(warehouse, tmp_path) == jobs
+    assert _incremental_equals_full(warehouse, tmp_path) == (jobs, None)
+
+    # The share days selected alone: their inputs are not this run's, so every day is built again and their kept
+    # inputs are dropped.
+    _run(warehouse, tmp_path, select="int_gpu_share_days")
+    assert _days_built(tmp_path) is None
+    assert not query(warehouse, "select 1 from information_schema.tables where table_name = 'int_gpu_share_days_built'")
 
 
 def _late_csv(landing: Path) -> None:
@@ -172,18 +220,34 @@ def test_a_night_with_a_late_telemetry_file_builds_its_job_again_as_a_new_wareho
     ]
 
 
-def test_the_code_fingerprint_renders_every_macro_the_two_models_call():
-    """device_samples_tiered_code (macros/device_samples_tiered_state.sql) renders the project's macros the tiered
-    model and the attribution view call: a change to one of them builds every job again."""
+def test_the_code_fingerprint_renders_every_macro_the_incremental_models_call():
+    """device_samples_code (macros/device_samples_tiered_state.sql) renders the project's macros the incremental
+    models and the attribution view call: a change to one of them builds every job and every day again."""
     manifest = json.loads(dbt_project.manifest_path.read_text())
+    models = (
+        "int_device_samples_tiered",
+        "int_gpu_share_days",
+        "int_device_samples_attributed",
+        "stg_telemetry__device_samples",
+    )
     called = {
         macro.split(".")[-1]
-        for name in ("int_device_samples_tiered", "int_device_samples_attributed", "stg_telemetry__device_samples")
+        for name in models
         for macro in manifest["nodes"][f"model.cost_pipeline.{name}"]["depends_on"]["macros"]
         if macro.startswith("macro.cost_pipeline.")
     }
     fingerprint = (DBT_PROJECT_DIR / "macros" / "device_samples_tiered_state.sql").read_text()
-    rendered = fingerprint.split("macro device_samples_tiered_code()")[1].split("endmacro")[0]
-    called -= {"device_samples_tiered_forget", "device_samples_tiered_remember", "log_row_count"}  # hooks
+    rendered = fingerprint.split("macro device_samples_code(models)")[1].split("endmacro")[0]
+    hooks = {"device_samples_tiered_forget", "device_samples_remember", "sample_days_forget", "log_row_count"}
+    # The state's own macros decide what is built, not how a row is computed.
+    state = {
+        "device_samples_inputs_fresh",
+        "device_samples_state",
+        "device_samples_tiered_state",
+        "device_samples_tiered_code",
+        "device_samples_code",
+        "sample_days_to_build",
+    }
+    called -= hooks | state
     missing = {macro for macro in called if f"{macro.split('__')[-1]}(" not in rendered}  # dispatched: its name
-    assert not missing, f"device_samples_tiered_code does not render {sorted(missing)}"
+    assert not missing, f"device_samples_code does not render {sorted(missing)}"

@@ -5,32 +5,43 @@
 {#- Where the inputs of the last build of int_device_samples_tiered are kept: a table beside it, written by its
     post-hook in the same transaction as its rows. -#}
 {% macro device_samples_tiered_state() -%}
-    {{ return(this.incorporate(path={'identifier': 'int_device_samples_tiered_built'})) }}
+    {{ return(device_samples_state('int_device_samples_tiered')) }}
+{%- endmacro %}
+
+{#- Where the inputs of ``model``'s last build are kept: a table beside it (``model``_built). -#}
+{% macro device_samples_state(model) -%}
+    {{ return(this.incorporate(path={'identifier': model ~ '_built'})) }}
 {%- endmacro %}
 
 {#- The code int_device_samples_tiered's rows follow: its own, int_device_samples_attributed's and
     stg_telemetry__device_samples' SQL, and the macros they call, rendered; and int_device_samples_inputs' SQL, the
-    rules that decide what is built again (a fix to them builds every job once). Another text builds every job again. tests/test_device_samples_incremental.py checks
-    that every macro of the project the two models call is rendered here. -#}
+    rules that decide what is built again (a fix to them builds every job once). Another text builds every job again.
+    tests/test_device_samples_incremental.py checks that every macro of the project the models call is rendered. -#}
 {% macro device_samples_tiered_code() -%}
+    {{ return(device_samples_code(['int_device_samples_tiered'])) }}
+{%- endmacro %}
+
+{#- The code ``models``' rows follow (see device_samples_tiered_code), as one hash: their SQL, the attribution view's,
+    the staging view's and the inputs model's, and every macro they call, rendered. -#}
+{% macro device_samples_code(models) -%}
     {%- if not execute -%}{{ return('') }}{%- endif -%}
     {%- set texts = [] -%}
-    {%- set models = [
-        'int_device_samples_tiered', 'int_device_samples_attributed', 'stg_telemetry__device_samples',
-        'int_device_samples_inputs',
-    ] -%}
-    {%- for name in models -%}
+    {%- set names = models + ['int_device_samples_attributed', 'stg_telemetry__device_samples', 'int_device_samples_inputs'] -%}
+    {%- for name in names -%}
         {%- do texts.append(graph.nodes['model.cost_pipeline.' ~ name].raw_code) -%}
     {%- endfor -%}
     {%- do texts.append(tier_rule_ctes()) -%}
     {%- do texts.append(mig_slice_totals()) -%}
     {%- do texts.append(join_slice_totals('version', 'profile')) -%}
     {%- do texts.append(gpu_share('profile')) -%}
+    {%- do texts.append(total_slices_of()) -%}
+    {%- do texts.append(latest_contract_version()) -%}
     {%- do texts.append(sample_tier_precedence()) -%}
     {%- do texts.append(seconds_between('start_at', 'end_at')) -%}
     {%- do texts.append(contract_parameters({'parameter': 'column'})) -%}
     {%- do texts.append(expand_hostlist('relation', ['key'], 'hostlist')) -%}
     {%- do texts.append(held_by_alias('aliases', 'at')) -%}
+    {%- do texts.append(sample_days_where([], 'at')) -%}
     {{- return(local_md5(texts | join('\n'))) -}}
 {%- endmacro %}
 
@@ -58,16 +69,19 @@
     {%- endif -%}
 {%- endmacro %}
 
-{#- Post-hook: the inputs this build was made from, read by the next night's int_device_samples_inputs; none when
-    the inputs are not this run's. -#}
-{% macro device_samples_tiered_remember() -%}
+{#- Post-hook: the inputs this build was made from (tonight's files, jobs and contract, and ``code``), read by the
+    next night's build; none when the inputs are not this run's. -#}
+{% macro device_samples_remember(state, code) -%}
     {%- if config.get('materialized') == 'incremental' -%}
         {%- if device_samples_inputs_fresh() -%}
-        create or replace table {{ device_samples_tiered_state() }} as
+        create or replace table {{ state }} as
         select kind, item, fingerprint, span_start, span_end
         from {{ ref('int_device_samples_inputs') }}
+        where kind <> 'code'
+        union all
+        select 'code' as kind, 'code' as item, '{{ code }}' as fingerprint, null as span_start, null as span_end
         {%- else -%}
-        drop table if exists {{ device_samples_tiered_state() }}
+        drop table if exists {{ state }}
         {%- endif -%}
     {%- endif -%}
 {%- endmacro %}

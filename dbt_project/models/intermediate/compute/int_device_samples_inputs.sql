@@ -1,13 +1,14 @@
--- What int_device_samples_tiered is built from tonight, and which jobs' rows it builds again (issue 15: a night pays
--- for the new day's files, not for history). One row per input: each telemetry file in raw (kind file: its bytes'
--- hash, rows staged and rows quarantined, and the time its samples span), each ended job (kind job: what attributes
--- samples to it and prices its window), the contract's tier rule (kind contract) and the models' code (kind code).
--- The last build's inputs are kept beside int_device_samples_tiered (macros/device_samples_tiered_state.sql).
+-- What int_device_samples_tiered and int_gpu_share_days are built from tonight, and which jobs' rows the tier table
+-- builds again (issue 15: a night pays for the new day's files, not for history). One row per input: each telemetry
+-- file in raw (kind file: its bytes' hash, rows staged and rows quarantined, and the time its samples span), each
+-- ended job (kind job: what attributes samples to it and prices its window), the contract's parameters and
+-- enumerations (kind contract) and the tier table's code (kind code). Each model keeps the inputs of its last build
+-- beside it (macros/device_samples_tiered_state.sql); int_gpu_share_days compares them itself (macros/sample_days.sql).
 -- A job's rows are built again (rebuild) when it is new or changed, when a file that is new, changed or gone spans
 -- its window, or when a job new, changed or gone overlaps its window in time (a sample without a job label belongs
--- to the one job on its host: another job there takes it away); every job when the contract's tier rule or the code
--- changed, or nothing was built yet. A job's samples all lie in its window, so its rows never depend on another
--- job's samples: building a job again gives what a full build gives.
+-- to the one job on its host: another job there takes it away); every job when the contract or the code changed,
+-- or nothing was built yet. A job's samples all lie in its window, so its rows never depend on another job's
+-- samples: building a job again gives what a full build gives.
 {%- set state = load_relation(device_samples_tiered_state()) if execute else none %}
 {#- The loader each file was read with (cost_pipeline/ingest/lib/reuse.py): another loader (its code, the contract,
     the raw table's columns) reads the same bytes into other rows. Bookkeeping of the ingest, not a dbt source. -#}
@@ -97,13 +98,15 @@ contract as (
     from {{ ref('stg_contract__parameters') }}
 ),
 
-tiers as (
-    {%- set tier = dbt.concat(['contract_version', "'/'", 'code', "'='", text.format('lower_bound')]) %}
+-- Every code of the contract's enumerations: the utilization tiers, the shared-GPU rule, and the rest.
+enumerations as (
+    {%- set code = dbt.concat([
+        'contract_version', "'/'", 'enumeration', "'/'", 'code', "'='", text.format('lower_bound')
+    ]) %}
     select
-        'tiers' as item,
-        {{ dbt.hash(ordered_listagg(tier, "','", tier)) }} as fingerprint
+        'enumerations' as item,
+        {{ dbt.hash(ordered_listagg(code, "','", code)) }} as fingerprint
     from {{ ref('stg_contract__enumerations') }}
-    where enumeration = 'utilization_tier'
 ),
 
 built as (
@@ -151,7 +154,7 @@ current_inputs as (
     union all
     select 'contract' as kind, item, fingerprint, null as span_start, null as span_end from contract
     union all
-    select 'contract' as kind, item, fingerprint, null as span_start, null as span_end from tiers
+    select 'contract' as kind, item, fingerprint, null as span_start, null as span_end from enumerations
     union all
     select
         'code' as kind,

@@ -23,7 +23,7 @@
     incremental_strategy='append',
     on_schema_change='sync_all_columns',
     pre_hook='{{ device_samples_tiered_forget() }}',
-    post_hook='{{ device_samples_tiered_remember() }}',
+    post_hook='{{ device_samples_remember(device_samples_tiered_state(), device_samples_tiered_code()) }}',
 ) }}
 -- depends_on: {{ ref('int_device_samples_inputs') }}
 {%- set incremental = is_incremental() and device_samples_inputs_fresh() %}
