@@ -61,18 +61,20 @@ def night(warehouse: Path, env: dict[str, str]) -> dict[str, float]:
     return measured(command + ["--select", TELEMETRY_ASSETS], {**env, "COST_WAREHOUSE": str(warehouse)})
 
 
-def equal_tiers(incremental: Path, full: Path) -> int:
-    """Rows of the tier table; raises unless both warehouses hold the same rows."""
+def equal_tiers(incremental: Path, full: Path, tables: tuple[str, ...] = (TIERED,)) -> int:
+    """Rows of the tier table; raises unless both warehouses hold the same rows in each of ``tables``."""
     con = duckdb_session.connect(str(incremental), read_only=True)
     con.execute(f"attach '{full}' as full_build (read_only)")
-    differ = con.execute(
-        f"select count(*) from ((select * from {TIERED} except all select * from full_build.{TIERED})"
-        f" union all (select * from full_build.{TIERED} except all select * from {TIERED}))"
-    ).fetchone()[0]
+    for table in tables:
+        differ = con.execute(
+            f"select count(*) from ((select * from {table} except all select * from full_build.{table})"
+            f" union all (select * from full_build.{table} except all select * from {table}))"
+        ).fetchone()[0]
+        if differ:
+            con.close()
+            raise SystemExit(f"the incremental {table} differs from the full build's in {differ} rows")
     rows = con.execute(f"select count(*) from {TIERED}").fetchone()[0]
     con.close()
-    if differ:
-        raise SystemExit(f"the incremental tier table differs from the full build's in {differ} rows")
     return rows
 
 

@@ -164,9 +164,11 @@ def baseline(warehouse: Path, files: str, memory_limit: str, out: Path) -> None:
 
 
 def forget_built(warehouse: Path) -> None:
-    """Drop the inputs int_device_samples_tiered keeps of its last build: the next build rebuilds every job."""
+    """Drop the inputs the incremental device-sample tables keep of their last build: the next build rebuilds every
+    job of int_device_samples_tiered and every day of int_gpu_share_days."""
     con = duckdb_session.connect(str(warehouse))
-    con.execute("drop table if exists intermediate.int_device_samples_tiered_built")
+    for table in ("int_device_samples_tiered_built", "int_gpu_share_days_built"):
+        con.execute(f"drop table if exists intermediate.{table}")
     con.close()
 
 

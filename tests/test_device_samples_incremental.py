@@ -22,8 +22,16 @@ from tests.helpers import query
 
 TIERED = "intermediate.int_device_samples_tiered"
 # The incremental tables, and the mart that closes the share days' last instants.
-COMPARED = (TIERED, "intermediate.int_gpu_share_days", "marts.fct_gpu_shares")
+BY_DAY = ("int_gpu_share_days", "int_unattributed_gpu_days")
+COMPARED = (
+    TIERED,
+    *(f"intermediate.{model}" for model in BY_DAY),
+    "marts.fct_gpu_shares",
+    "marts.fct_unattributed_gpu_hours",
+)
 INPUTS = "intermediate.int_device_samples_inputs"
+# What each run builds: the incremental tables and the marts that read them.
+MODELS = ("int_device_samples_tiered", "fct_gpu_shares", "fct_unattributed_gpu_hours")
 BUILT = "int_device_samples_tiered_built"
 # A late file: one GPU of job 1003 sampled again half an interval after each of its samples; and the file gone.
 LATE_FILE = (
@@ -41,9 +49,7 @@ LATE_FILE_GONE = (
 )
 
 
-def _run(
-    warehouse: Path, tmp_path: Path, *args: str, select: str = "+int_device_samples_tiered +fct_gpu_shares"
-) -> None:
+def _run(warehouse: Path, tmp_path: Path, *args: str, select: str = " ".join(f"+{model}" for model in MODELS)) -> None:
     subprocess.run(
         [dbt_executable(), "run", "--quiet", "--select", select, *args] + ["--target-path", str(tmp_path / "target")],
         cwd=DBT_PROJECT_DIR,
@@ -58,13 +64,17 @@ def _rows(warehouse: Path) -> dict[str, list[tuple]]:
 
 
 def _days_built(tmp_path: Path) -> list[tuple[date, date]] | None:
-    """The day ranges the last run built int_gpu_share_days again, as its SQL names them; None for every day."""
-    sql = next((tmp_path / "target" / "compiled").rglob("int_gpu_share_days.sql")).read_text()
-    if "sampled_at >= cast(" not in sql:
-        return [] if "where 1 = 0" in sql else None
-    bounds = re.findall(r"sampled_at (?:>=|<) cast\('(\d{4}-\d{2}-\d{2})", sql)
-    days = [date.fromisoformat(bound) for bound in bounds]
-    return list(zip(days[::2], days[1::2], strict=True))
+    """The day ranges the last run built the tables incremental by day again, as their SQL names them (the same for
+    both); None for every day."""
+    built = []
+    for model in BY_DAY:
+        sql = next((tmp_path / "target" / "compiled").rglob(f"{model}.sql")).read_text()
+        bounds = re.findall(r"sampled_at (?:>=|<) cast\('(\d{4}-\d{2}-\d{2})", sql)
+        days = [date.fromisoformat(bound) for bound in bounds]
+        nothing = re.search(r"(?<![\w.])1 = 0", sql)  # sample_days_where of no range
+        built.append(list(zip(days[::2], days[1::2], strict=True)) if days else [] if nothing else None)
+    assert built[0] == built[1], built
+    return built[0]
 
 
 def _rebuilt(warehouse: Path) -> set[str]:
@@ -86,7 +96,7 @@ def _incremental_equals_full(warehouse: Path, tmp_path: Path) -> tuple[set[str],
     before = _rows(warehouse)
     _run(warehouse, tmp_path)
     rebuilt, days, incremental = _rebuilt(warehouse), _days_built(tmp_path), _rows(warehouse)
-    assert incremental[TIERED] != before[TIERED]  # every change below changes some sample's figures
+    assert incremental != before  # every change below changes some sample's figures
     _run(warehouse, tmp_path, "--full-refresh")
     assert _rows(warehouse) == incremental
     return rebuilt, days
@@ -162,6 +172,22 @@ def test_a_night_builds_again_only_the_jobs_and_days_whose_inputs_changed(wareho
     assert _job(warehouse, "1001") in rebuilt and rebuilt < jobs  # the file spans several days' jobs, not all
     assert days == _span_days(warehouse, dcgm)
 
+    # A file of samples without a job label from a host no job held: GPU time no job claims, on the days it spans.
+    _change(
+        warehouse,
+        *(
+            statement.replace("'telemetry/late.csv'", "'telemetry/unclaimed.csv'").replace("'late'", "'unclaimed'")
+            for statement in LATE_FILE
+        ),
+        "update raw.device_samples set hostname = 'gpu-z', job_id = null where source_file = 'telemetry/unclaimed.csv'",
+    )
+    assert _incremental_equals_full(warehouse, tmp_path)[1] == _span_days(
+        warehouse, "source_file = 'telemetry/unclaimed.csv'"
+    )
+    assert query(warehouse, "select sum(samples) from marts.fct_unattributed_gpu_hours") == query(
+        warehouse, "select count(*) from raw.device_samples where source_file = 'telemetry/unclaimed.csv'"
+    )
+
     # A job's end moves an hour earlier: it and the jobs its old or new window overlaps are built again, and the
     # days of its window.
     window = _span_days(warehouse, "job_id like '2003%'", "intermediate.int_jobs_attributed", "start_at")
@@ -177,11 +203,12 @@ def test_a_night_builds_again_only_the_jobs_and_days_whose_inputs_changed(wareho
     )
     assert _incremental_equals_full(warehouse, tmp_path) == (jobs, None)
 
-    # The share days selected alone: their inputs are not this run's, so every day is built again and their kept
+    # The tables by day selected alone: their inputs are not this run's, so every day is built again and their kept
     # inputs are dropped.
-    _run(warehouse, tmp_path, select="int_gpu_share_days")
+    _run(warehouse, tmp_path, select=" ".join(BY_DAY))
     assert _days_built(tmp_path) is None
-    assert not query(warehouse, "select 1 from information_schema.tables where table_name = 'int_gpu_share_days_built'")
+    for model in BY_DAY:
+        assert not query(warehouse, f"select 1 from information_schema.tables where table_name = '{model}_built'")
 
 
 def _late_csv(landing: Path) -> None:
@@ -227,6 +254,7 @@ def test_the_code_fingerprint_renders_every_macro_the_incremental_models_call():
     models = (
         "int_device_samples_tiered",
         "int_gpu_share_days",
+        "int_unattributed_gpu_days",
         "int_device_samples_attributed",
         "stg_telemetry__device_samples",
     )

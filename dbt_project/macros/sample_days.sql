@@ -85,3 +85,35 @@
         {%- if days is not none %} where {{ sample_days_where(days, 'sample_day') }}{% endif -%}
     {%- endif -%}
 {%- endmacro %}
+
+{#- Closes the days of ``relation`` (incremental by sample day: int_gpu_share_days, int_unattributed_gpu_days): one row
+    per day and ``partition_by`` (a GPU, or a GPU's instance), with the seconds its last sample of the day stands for,
+    to its first sample of its next day with samples, capped at max_gap_factor x the nominal interval, or the nominal
+    interval when none follows (last_instant_seconds); ``carried`` columns of the day come along. Reads the model's
+    `parameters` CTE (interval_seconds, max_gap_factor by contract version); the newest contract version applies. -#}
+{% macro close_sample_days(relation, partition_by, carried=[]) %}
+    {%- set columns = partition_by + carried %}
+    select
+        closing.sample_day,
+        {%- for column in columns %}
+        closing.{{ column }},
+        {%- endfor %}
+        least(
+            coalesce({{ seconds_between('closing.last_sampled_at', 'closing.next_sampled_at') }},
+                parameters.interval_seconds),
+            parameters.interval_seconds * parameters.max_gap_factor
+        ) as last_instant_seconds
+    from (
+        select
+            sample_day,
+            {{ columns | join(', ') }},
+            last_sampled_at,
+            lead(first_sampled_at) over (partition by {{ partition_by | join(', ') }} order by sample_day)
+                as next_sampled_at
+        from (
+            select distinct sample_day, {{ columns | join(', ') }}, first_sampled_at, last_sampled_at
+            from {{ relation }}
+        ) as sample_days
+    ) as closing
+    inner join parameters on parameters.contract_version = {{ latest_contract_version() }}
+{% endmacro %}

@@ -26,30 +26,7 @@ days as (
 
 -- Each GPU-day's last instant stands for the time to the GPU's next instant: its first on its next day.
 gpu_days as (
-    select
-        closing.sample_day,
-        closing.hostname,
-        closing.gpu_index,
-        closing.gpu_day_seconds,
-        least(
-            coalesce({{ seconds_between('closing.last_sampled_at', 'closing.next_sampled_at') }},
-                parameters.interval_seconds),
-            parameters.interval_seconds * parameters.max_gap_factor
-        ) as last_instant_seconds
-    from (
-        select
-            sample_day,
-            hostname,
-            gpu_index,
-            gpu_day_seconds,
-            last_sampled_at,
-            lead(first_sampled_at) over (partition by hostname, gpu_index order by sample_day) as next_sampled_at
-        from (
-            select distinct sample_day, hostname, gpu_index, first_sampled_at, last_sampled_at, gpu_day_seconds
-            from days
-        ) as distinct_days
-    ) as closing
-    inner join parameters on parameters.contract_version = {{ latest_contract_version() }}
+    {{ close_sample_days('days', ['hostname', 'gpu_index'], ['gpu_day_seconds']) }}
 ),
 
 closed as (

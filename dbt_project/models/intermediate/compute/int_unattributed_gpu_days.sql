@@ -1,0 +1,142 @@
+-- GPU time no job claims (R5), per day: the device samples int_device_samples_attributed could give to no job, in
+-- GPU-seconds per day, GPU or MIG instance, utilization tier and reason. fct_unattributed_gpu_hours sums the days
+-- into months. Without a job there is no batch and no contract version of its own, so the newest version's tier
+-- rule applies. Each sample stands for the time to the same GPU's (or instance's) next unattributed sample, capped
+-- at max_gap_factor x the nominal interval; a sample delivered twice counts once. A MIG instance's sample counts its
+-- share of the GPU (its slices over the GPU's total, docs/fractional_gpus.md).
+-- The day's last sample of a GPU stands for time that runs into a later day, so the day leaves it open: a row
+-- states the seconds of its other samples (gpu_seconds), and whether it holds the last one (last_sample) with its
+-- share of the GPU (last_sample_share); fct_unattributed_gpu_hours closes it with the GPU's first unattributed
+-- sample of its next day. So a day's rows depend on that day's samples only.
+-- Incremental by day, as int_gpu_share_days (macros/sample_days.sql). On Spark a table, built whole.
+{{ config(
+    materialized='table' if target.type == 'spark' else 'incremental',
+    incremental_strategy='append',
+    on_schema_change='sync_all_columns',
+    pre_hook="{{ sample_days_forget('int_unattributed_gpu_days') }}",
+    post_hook="{{ device_samples_remember(device_samples_state('int_unattributed_gpu_days'),"
+        ~ " device_samples_code(['int_unattributed_gpu_days'])) }}",
+) }}
+-- depends_on: {{ ref('int_device_samples_inputs') }}
+{%- set days = sample_days_to_build('int_unattributed_gpu_days') %}
+
+with samples as (
+    select * from {{ ref('int_device_samples_attributed') }}
+    where
+        attributed_job_key is null
+        {%- if days is not none %}
+        -- The days built again only.
+        and {{ sample_days_where(days, 'sampled_at') }}
+        {%- endif %}
+),
+
+{{ tier_rule_ctes() }}
+
+slice_totals as (
+    {{ mig_slice_totals() }}
+),
+
+sequenced as (
+    select
+        samples.hostname,
+        samples.gpu_index,
+        samples.gpu_instance_id,
+        samples.sampled_at,
+        cast({{ dbt.date_trunc('day', 'samples.sampled_at') }} as date) as sample_day,
+        samples.attribution,
+        {{ gpu_share('samples.gpu_instance_profile') }} as gpu_share,
+        samples.gr_engine_active,
+        samples.tensor_active,
+        samples.nvlink_tx_bytes_per_second + samples.nvlink_rx_bytes_per_second as nvlink_bytes_per_second,
+        parameters.comm_min_nvlink,
+        parameters.comm_max_tensor,
+        parameters.effective_min_gr,
+        parameters.interval_seconds,
+        parameters.max_gap_factor,
+        tier_precedence.contract_version,
+        tier_precedence.comm_wait_precedence,
+        tier_precedence.effective_compute_precedence,
+        tier_precedence.idle_precedence,
+        -- The next sample on the same day; none for the day's last, which fct_unattributed_gpu_hours closes.
+        lead(samples.sampled_at) over (
+            partition by
+                samples.hostname, samples.gpu_index, samples.gpu_instance_id,
+                cast({{ dbt.date_trunc('day', 'samples.sampled_at') }} as date)
+            order by samples.sampled_at, samples.source_file, samples.source_line
+        ) as next_sampled_at
+    from samples
+    inner join parameters on parameters.contract_version = {{ latest_contract_version() }}
+    inner join tier_precedence on parameters.contract_version = tier_precedence.contract_version
+    {{ join_slice_totals('parameters.contract_version', 'samples.gpu_instance_profile') }}
+),
+
+classified as (
+    select
+        sample_day,
+        hostname,
+        gpu_index,
+        gpu_instance_id,
+        sampled_at,
+        attribution,
+        contract_version,
+        gpu_share,
+        case when next_sampled_at is null then 1 else 0 end as last_sample,
+        -- least() skips a null: the day's last sample is 0 here by a case.
+        case when next_sampled_at is not null then least(
+            {{ seconds_between('sampled_at', 'next_sampled_at') }},
+            interval_seconds * max_gap_factor
+        ) else 0 end as represented_seconds,
+        {{ sample_tier_precedence() }} as tier_precedence
+    from sequenced
+    -- A sample delivered twice (the same GPU at the same instant, from two files) is one sample: the last copy.
+    where next_sampled_at is null or next_sampled_at > sampled_at
+),
+
+-- Each GPU's (or instance's) first and last sample of the day.
+gpu_days as (
+    select
+        sample_day,
+        hostname,
+        gpu_index,
+        gpu_instance_id,
+        min(sampled_at) as first_sampled_at,
+        max(sampled_at) as last_sampled_at
+    from classified
+    group by sample_day, hostname, gpu_index, gpu_instance_id
+),
+
+daily as (
+    select
+        classified.sample_day,
+        classified.hostname,
+        classified.gpu_index,
+        classified.gpu_instance_id,
+        tiers.tier,
+        classified.attribution as reason,
+        classified.contract_version,
+        count(*) as samples,
+        sum(classified.represented_seconds * classified.gpu_share) as gpu_seconds,
+        sum(classified.last_sample) as last_sample,
+        sum(classified.last_sample * classified.gpu_share) as last_sample_share
+    from classified
+    inner join tiers
+        on classified.contract_version = tiers.contract_version
+        and classified.tier_precedence = tiers.precedence
+    group by
+        classified.sample_day, classified.hostname, classified.gpu_index, classified.gpu_instance_id, tiers.tier,
+        classified.attribution, classified.contract_version
+)
+
+select
+    daily.*,
+    gpu_days.first_sampled_at,
+    gpu_days.last_sampled_at
+from daily
+inner join gpu_days
+    on daily.sample_day = gpu_days.sample_day
+    and daily.hostname = gpu_days.hostname
+    and daily.gpu_index = gpu_days.gpu_index
+    and (
+        daily.gpu_instance_id = gpu_days.gpu_instance_id
+        or (daily.gpu_instance_id is null and gpu_days.gpu_instance_id is null)
+    )
