@@ -8,13 +8,12 @@
 -- be nobody's (fractional_gpu_without_job_label). Every other sample is GPU time no job claims, with the reason:
 -- fct_unattributed_gpu_hours shows it. Hosts match by short name (node-01 and node-01.cluster.example are one host).
 -- A view: int_device_samples_tiered reads the attributed samples, fct_unattributed_gpu_hours the rest.
+-- Written so that a filter on sampled_at (the days a model incremental by day builds again) reaches every scan of
+-- the samples: each branch reads the staging view itself (a CTE read twice is materialized whole), and the
+-- unlabelled samples' matches are grouped and joined back by their time too.
 {{ config(materialized='view') }}
 
-with samples as (
-    select * from {{ ref('stg_telemetry__device_samples') }}
-),
-
-jobs as (
+with jobs as (
     select
         job_key,
         start_at,
@@ -24,8 +23,17 @@ jobs as (
     where start_at is not null and end_at is not null
 ),
 
-job_aliases as (
-    select * from {{ ref('int_job_aliases_resolved') }}
+-- Each id a label may name a job by, with the job's run interval.
+alias_jobs as (
+    select
+        job_aliases.alias_job_id,
+        job_aliases.held_from,
+        job_aliases.held_until,
+        jobs.job_key,
+        jobs.start_at,
+        jobs.end_at
+    from {{ ref('int_job_aliases_resolved') }} as job_aliases
+    inner join jobs on job_aliases.job_key = jobs.job_key
 ),
 
 allocations as (
@@ -50,42 +58,43 @@ host_jobs as (
     inner join jobs on allocation_hosts.job_key = jobs.job_key
 ),
 
+-- A labelled sample: one row per job its label names at its time, or one row without a job when it names none
+-- running then (label_names_no_running_job).
 labelled as (
     select
         samples.*,
-        jobs.job_key as attributed_job_key
-    from samples
-    inner join job_aliases
+        alias_jobs.job_key as attributed_job_key,
+        case when alias_jobs.job_key is not null then 'job_label' else 'label_names_no_running_job' end
+            as attribution
+    from {{ ref('stg_telemetry__device_samples') }} as samples
+    left join alias_jobs
         on
-            samples.job_id = job_aliases.alias_job_id
-            and {{ held_by_alias('job_aliases', 'samples.sampled_at') }}
-    inner join jobs
-        on job_aliases.job_key = jobs.job_key
-        and samples.sampled_at >= jobs.start_at
-        and samples.sampled_at < jobs.end_at
+            samples.job_id = alias_jobs.alias_job_id
+            and {{ held_by_alias('alias_jobs', 'samples.sampled_at') }}
+            and samples.sampled_at >= alias_jobs.start_at
+            and samples.sampled_at < alias_jobs.end_at
+    where samples.job_id is not null
 ),
 
 unlabelled_matches as (
     select
         samples.source_file,
         samples.source_line,
+        samples.sampled_at,
         count(host_jobs.job_key) as jobs_on_host,
         max(host_jobs.job_key) as only_job_key,
         max(case when host_jobs.holds_gpu_share or samples.gpu_instance_id is not null then 1 else 0 end)
             as is_fractional
-    from samples
+    from {{ ref('stg_telemetry__device_samples') }} as samples
     left join host_jobs
         on lower(split_part(samples.hostname, '.', 1)) = host_jobs.host
         and samples.sampled_at >= host_jobs.start_at
         and samples.sampled_at < host_jobs.end_at
     where samples.job_id is null
-    group by samples.source_file, samples.source_line
+    group by samples.source_file, samples.source_line, samples.sampled_at
 )
 
-select
-    labelled.*,
-    'job_label' as attribution
-from labelled
+select * from labelled
 
 union all
 
@@ -99,22 +108,8 @@ select
         when unlabelled_matches.jobs_on_host = 0 then 'no_job_on_host'
         else 'several_jobs_on_host'
     end as attribution
-from samples
+from {{ ref('stg_telemetry__device_samples') }} as samples
 inner join unlabelled_matches
     on samples.source_file = unlabelled_matches.source_file
     and samples.source_line = unlabelled_matches.source_line
-
-union all
-
--- A job label that names no job running at the sample time.
-select
-    samples.*,
-    cast(null as {{ dbt.type_string() }}) as attributed_job_key,
-    'label_names_no_running_job' as attribution
-from samples
-where
-    samples.job_id is not null
-    and not exists (
-        select 1 from labelled
-        where labelled.source_file = samples.source_file and labelled.source_line = samples.source_line
-    )
+    and samples.sampled_at = unlabelled_matches.sampled_at
