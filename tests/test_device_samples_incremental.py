@@ -196,12 +196,32 @@ def test_a_night_builds_again_only_the_jobs_and_days_whose_inputs_changed(wareho
     days = [(window[0][0], max(window[0][1], end_day + timedelta(days=1)))]
     assert _incremental_equals_full(warehouse, tmp_path) == ({_job(warehouse, "2003")}, days)
 
+    # A job gone from the scheduler's export: its samples name no running job now, GPU time no job claims, on the
+    # days of its window.
+    ((start, end),) = query(
+        warehouse, "select start_at::date, end_at::date from intermediate.int_jobs_attributed where job_id = '1002'"
+    )
+    gone = _job(warehouse, "1002")
+    _change(warehouse, "delete from raw.scheduler_jobs where job_id like '1002%'")
+    rebuilt, days = _incremental_equals_full(warehouse, tmp_path)
+    assert gone not in rebuilt and days == [(start, end + timedelta(days=1))]
+    # Its samples (and those the earlier job's end left outside its window), each counted once.
+    no_job = "label_names_no_running_job"
+    assert query(
+        warehouse, f"select count(*) from intermediate.int_device_samples_attributed where attribution = '{no_job}'"
+    ) == query(warehouse, f"select sum(samples) from marts.fct_unattributed_gpu_hours where reason = '{no_job}'")
+    assert query(
+        warehouse,
+        f"select count(*) from intermediate.int_device_samples_attributed where attribution = '{no_job}'"
+        " and job_id = '1002'",
+    ) == query(warehouse, "select count(*) from raw.device_samples where job_id = '1002'")
+
     # The contract's tier rule changes: every job and every day is built again.
     _change(
         warehouse,
         "update raw.contract_parameters set value = 0.9 where name = 'effective_min_gr_engine_active'",
     )
-    assert _incremental_equals_full(warehouse, tmp_path) == (jobs, None)
+    assert _incremental_equals_full(warehouse, tmp_path) == (jobs - {gone}, None)
 
     # The tables by day selected alone: their inputs are not this run's, so every day is built again and their kept
     # inputs are dropped.

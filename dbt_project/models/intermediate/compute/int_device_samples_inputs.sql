@@ -3,7 +3,7 @@
 -- file in raw (kind file: its bytes' hash, rows staged and rows quarantined, and the time its samples span), each
 -- ended job (kind job: what attributes samples to it and prices its window), the contract's parameters and
 -- enumerations (kind contract) and the tier table's code (kind code). Each model keeps the inputs of its last build
--- beside it (macros/device_samples_tiered_state.sql); int_gpu_share_days compares them itself (macros/sample_days.sql).
+-- beside it (macros/device_samples_tiered_state.sql); the tables by day compare them themselves (macros/sample_days.sql).
 -- A job's rows are built again (rebuild) when it is new or changed, when a file that is new, changed or gone spans
 -- its window, or when a job new, changed or gone overlaps its window in time (a sample without a job label belongs
 -- to the one job on its host: another job there takes it away); every job when the contract or the code changed,
@@ -13,6 +13,10 @@
 {#- The loader each file was read with (cost_pipeline/ingest/lib/reuse.py): another loader (its code, the contract,
     the raw table's columns) reads the same bytes into other rows. Bookkeeping of the ingest, not a dbt source. -#}
 {%- set loaders = adapter.get_relation(this.database, 'ops', 'loaded_files') if execute else none %}
+{#- The staging view's SQL, which gives the samples their times: a file's span (kept from the last build) holds
+    only under the same SQL, so another SQL makes every file new and scanned again. -#}
+{%- set staging_code = local_md5(graph.nodes['model.cost_pipeline.stg_telemetry__device_samples'].raw_code)
+    if execute else '' %}
 {#- A value as text for a fingerprint: null as the empty text, so that one null does not make the whole hash null. -#}
 {%- set text = "coalesce(cast({} as " ~ dbt.type_string() ~ "), '')" %}
 
@@ -33,7 +37,8 @@ files as (
         files.source_file,
         {{ dbt.hash(dbt.concat([
             'files.file_sha256', "':'", text.format('files.rows_staged'), "':'", "coalesce(quarantined.lines, '')",
-            "':'", text.format('loaders.loader_sha256' if loaders is not none else 'null')
+            "':'", text.format('loaders.loader_sha256' if loaders is not none else 'null'), "':'",
+            "'" ~ staging_code ~ "'"
         ])) }} as fingerprint
     from {{ source('raw', 'ingested_files') }} as files
     left join quarantined
