@@ -238,17 +238,36 @@ def _explained(
 HELD_CHECK = "no_held_rows"
 
 
+def _built_from(raw: dg.AssetKey) -> list[dg.AssetKey]:
+    """The dbt models built from ``raw`` (its staging views)."""
+    return [key for key, upstream in cost_models.asset_deps.items() if raw in upstream]
+
+
 def _held_check_spec(source: str) -> dg.AssetCheckSpec:
     """The check on ``raw/<source>``, evaluated after the dbt models built from it."""
     raw = dg.AssetKey(["raw", source])
     return dg.AssetCheckSpec(
         HELD_CHECK,
         asset=raw,
-        additional_deps=[key for key, upstream in cost_models.asset_deps.items() if raw in upstream],
+        additional_deps=_built_from(raw),
         description=f"Warns when rows of {source} passed the contract and failed a dbt test after the night's build: "
         f"they are quarantined (rule {HELD_RULE}<test>) and tonight's figures leave them out (the contract needs a "
-        "rule).",
+        "rule); and when raw was loaded after the dbt models built from it last ran, so its rows are not tested yet.",
     )
+
+
+def _untested(instance: dg.DagsterInstance, raw: dg.AssetKey) -> list[str]:
+    """The dbt models built from ``raw`` that were not materialised since ``raw`` last was (a raw asset materialised
+    alone): until they run, its new rows are not tested, and none of them can be held."""
+    loaded = instance.get_latest_materialization_event(raw)
+    if loaded is None:
+        return []
+    untested = []
+    for key in _built_from(raw):
+        built = instance.get_latest_materialization_event(key)
+        if built is None or built.timestamp < loaded.timestamp:
+            untested.append(key.to_user_string())
+    return untested
 
 
 @dg.multi_asset_check(
@@ -266,18 +285,26 @@ def held_rows_checks(context: dg.AssetCheckExecutionContext, warehouse: Warehous
         mine = [(test, rows, first) for name, test, rows, _, first in held if name == source]
         deliveries = sum(later for name, _, _, later, _ in held if name == source)
         rows = sum(rows for _, rows, _ in mine)
+        untested = _untested(context.instance, check.asset_key)
+        found = []
+        if rows or deliveries:
+            found.append(f"{rows:,} row(s) held and {deliveries:,} earlier deliveries of them, first: {mine[0][2]}")
+        if untested:
+            found.append(
+                f"raw/{source} was loaded after {', '.join(untested)} last ran: its new rows are not tested yet "
+                "(materialise the models built from it)"
+            )
         yield dg.AssetCheckResult(
             asset_key=check.asset_key,
             check_name=HELD_CHECK,
-            passed=rows == 0 and deliveries == 0,
+            passed=not found,
             severity=dg.AssetCheckSeverity.WARN,
-            description=None
-            if rows == 0 and deliveries == 0
-            else f"{rows:,} row(s) held and {deliveries:,} earlier deliveries of them, first: {mine[0][2]}",
+            description="; ".join(found) or None,
             metadata={
                 "rows_held": rows,
                 "earlier_deliveries_held": deliveries,
                 "rows_held_by_test": dg.MetadataValue.json({test: n for test, n, _ in mine}),
                 "first_held": mine[0][2] if mine else "",
+                "models_not_run_since_load": dg.MetadataValue.json(untested),
             },
         )
