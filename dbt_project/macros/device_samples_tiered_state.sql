@@ -22,7 +22,8 @@
 {%- endmacro %}
 
 {#- The code ``models``' rows follow (see device_samples_tiered_code), as one hash: their SQL, the attribution view's,
-    the staging view's and the inputs model's, and every macro they call, rendered. -#}
+    the staging view's and the inputs model's, every macro they call, rendered, and the macros that decide what is
+    built again, as written. -#}
 {% macro device_samples_code(models) -%}
     {%- if not execute -%}{{ return('') }}{%- endif -%}
     {%- set texts = [] -%}
@@ -42,6 +43,14 @@
     {%- do texts.append(expand_hostlist('relation', ['key'], 'hostlist')) -%}
     {%- do texts.append(held_by_alias('aliases', 'at')) -%}
     {%- do texts.append(sample_days_where([], 'at')) -%}
+    {#- The rules that decide what is built again, as written: a fix to them builds every job and day once. -#}
+    {%- set rules = [
+        sample_days_to_build, sample_days_forget, device_samples_inputs_fresh, device_samples_tiered_forget,
+        device_samples_remember,
+    ] -%}
+    {%- for rule in rules -%}
+        {%- do texts.append(rule.macro.macro_sql) -%}
+    {%- endfor -%}
     {{- return(local_md5(texts | join('\n'))) -}}
 {%- endmacro %}
 
