@@ -294,6 +294,7 @@ def test_the_code_fingerprint_renders_every_macro_the_incremental_models_call():
         "device_samples_inputs_fresh",
         "device_samples_tiered_forget",
         "device_samples_remember",
+        "changed_inputs",
     }
     named = {"device_samples_state", "device_samples_tiered_state", "device_samples_tiered_code", "device_samples_code"}
     listed = rendered.split("set rules = [")[1].split("]")[0]

@@ -46,7 +46,7 @@
     {#- The rules that decide what is built again, as written: a fix to them builds every job and day once. -#}
     {%- set rules = [
         sample_days_to_build, sample_days_forget, device_samples_inputs_fresh, device_samples_tiered_forget,
-        device_samples_remember,
+        device_samples_remember, changed_inputs,
     ] -%}
     {%- for rule in rules -%}
         {%- do texts.append(rule.macro.macro_sql) -%}

@@ -25,21 +25,7 @@
         ),
 
         changed as (
-            select current_inputs.kind, current_inputs.span_start, current_inputs.span_end
-            from current_inputs
-            left join built
-                on current_inputs.kind = built.kind
-                and current_inputs.item = built.item
-                and current_inputs.fingerprint = built.fingerprint
-            where built.item is null
-            union all
-            select built.kind, built.span_start, built.span_end
-            from built
-            left join current_inputs
-                on built.kind = current_inputs.kind
-                and built.item = current_inputs.item
-                and built.fingerprint = current_inputs.fingerprint
-            where current_inputs.item is null
+            {{ changed_inputs('current_inputs', 'built') }}
         )
 
         select
@@ -116,4 +102,25 @@
         ) as sample_days
     ) as closing
     inner join parameters on parameters.contract_version = {{ latest_contract_version() }}
+{% endmacro %}
+
+{#- The inputs (kind, span_start, span_end) of ``current`` not in ``built`` (new or changed: tonight's span) and of
+    ``built`` not in ``current`` (changed or gone: the span they had), both relations of kind, item, fingerprint and
+    span (int_device_samples_inputs, and the inputs kept beside a model). -#}
+{% macro changed_inputs(current, built) %}
+    select {{ current }}.kind, {{ current }}.span_start, {{ current }}.span_end
+    from {{ current }}
+    left join {{ built }}
+        on {{ current }}.kind = {{ built }}.kind
+        and {{ current }}.item = {{ built }}.item
+        and {{ current }}.fingerprint = {{ built }}.fingerprint
+    where {{ built }}.item is null
+    union all
+    select {{ built }}.kind, {{ built }}.span_start, {{ built }}.span_end
+    from {{ built }}
+    left join {{ current }}
+        on {{ built }}.kind = {{ current }}.kind
+        and {{ built }}.item = {{ current }}.item
+        and {{ built }}.fingerprint = {{ current }}.fingerprint
+    where {{ current }}.item is null
 {% endmacro %}

@@ -172,21 +172,11 @@ current_inputs as (
 -- The time spans whose samples or jobs changed since the last build: new and changed inputs (tonight's span),
 -- changed and gone ones (the span they had).
 changed_spans as (
-    select current_inputs.kind, current_inputs.span_start, current_inputs.span_end
-    from current_inputs
-    left join built
-        on current_inputs.kind = built.kind
-        and current_inputs.item = built.item
-        and current_inputs.fingerprint = built.fingerprint
-    where current_inputs.kind in ('file', 'job') and built.item is null
-    union all
-    select built.kind, built.span_start, built.span_end
-    from built
-    left join current_inputs
-        on built.kind = current_inputs.kind
-        and built.item = current_inputs.item
-        and built.fingerprint = current_inputs.fingerprint
-    where built.kind in ('file', 'job') and current_inputs.item is null
+    select kind, span_start, span_end
+    from (
+        {{ changed_inputs('current_inputs', 'built') }}
+    ) as changed
+    where kind in ('file', 'job')
 ),
 
 -- Everything is built again when the tier rule, the code or nothing was built before.
