@@ -504,31 +504,3 @@ def test_a_timesheet_entry_exported_again_is_held_in_every_export(demo_run, tmp_
         assert con.execute(
             "select source_file, line from raw.quarantine where rule = 'dbt:t' order by source_file"
         ).fetchall() == [(older, 1), (newest, 2)]
-
-
-def test_a_raw_asset_materialised_alone_warns_that_its_rows_are_not_tested(demo_run, tmp_path):
-    """A raw asset materialised alone (from the UI, or a sensor's job) loads rows no dbt test has seen, so none can be
-    held yet: its no_held_rows check warns, naming the models that did not run since, until a night builds them."""
-    from cost_pipeline.cli import run_pipeline
-
-    night = _night(tmp_path, demo_run.landing, demo_run.warehouse, [])  # in the copy's own Dagster instance
-    assert night.code == 0, night.err
-    assert _held_checks(night.warehouse)["serving_requests"] == (True, 0, {})
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv("DAGSTER_HOME", raising=False)
-        assert run_pipeline(night.landing, night.warehouse, asset_keys=[["raw", "serving_requests"]])
-        with warehouse_instance(night.warehouse) as instance:
-            (run,) = instance.get_runs(limit=1)
-            (check,) = [
-                event.dagster_event.event_specific_data
-                for event in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
-                if event.dagster_event.event_specific_data.check_name == "no_held_rows"
-            ]
-    assert not check.passed and check.severity == dg.AssetCheckSeverity.WARN
-    assert check.metadata["models_not_run_since_load"].value == ["staging/stg_serving__requests"]
-    assert "raw/serving_requests was loaded after staging/stg_serving__requests last ran" in check.description
-    # The next night, in the same instance, builds them after the load: the check passes again.
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv("DAGSTER_HOME", raising=False)
-        assert run_pipeline(night.landing, night.warehouse)
-    assert _held_checks(night.warehouse)["serving_requests"] == (True, 0, {})
