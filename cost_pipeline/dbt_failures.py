@@ -201,13 +201,26 @@ def _count(con: duckdb.DuckDBPyConnection, relation: str) -> int:
     return rows
 
 
-def _record_key(con: duckdb.DuckDBPyConnection, source: str, test: FailedTest) -> tuple[str, ...]:
-    """The raw columns that name one record of ``source`` to the tested staging model: its record_key, or for a
-    model that keeps one of identical lines every raw column it compares (not its place, not the ignored ones)."""
+# A raw row's number among the lines of its file identical in the compared columns, by line, as
+# identical_lines_once numbers them (dbt_project/macros/newest_delivery.sql).
+_COPY_NUMBER = "copy_number"
+
+
+def _records(con: duckdb.DuckDBPyConnection, source: str, test: FailedTest) -> tuple[str, tuple[str, ...]]:
+    """The raw rows of ``source`` as the tested staging model tells records apart, and the columns that name one
+    record: ``raw.<source>`` and the model's record_key; or for a model that keeps one of identical lines, each raw
+    row with its copy number within its file, named by every raw column the model compares (not its place, not the
+    ignored ones) and that number: an entry logged twice in one export is two records."""
+    raw = f"raw.{quote(source)}"
     if test.identical_lines_ignore is None:
-        return test.record_key
+        return raw, test.record_key
     skipped = {"source_file", "source_line", "file_sha256", *test.identical_lines_ignore}
-    return tuple(name for name, _ in raw_columns(con, source) if name not in skipped)
+    compared = tuple(name for name, _ in raw_columns(con, source) if name not in skipped)
+    numbered = (
+        f"(select r.*, row_number() over (partition by {', '.join(quote(c) for c in compared)}, source_file "
+        f"order by source_line) as {_COPY_NUMBER} from {raw} as r)"
+    )
+    return numbered, (*compared, _COPY_NUMBER)
 
 
 def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> dict[str, int]:
@@ -244,17 +257,22 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> di
                     "and t.line = q.line)",
                     [f"; it failed dbt test {test.name} too", source],
                 )
-                # One pass over raw to find the rows (every delivery of their records, when staging keeps one by a
-                # key: an older one would otherwise take a held row's place); the quarantine and the ledger are
+                # The rows to hold: the failing ones, or every delivery of their records when staging keeps one by
+                # a key (an older one would otherwise take a held row's place); the quarantine and the ledger are
                 # written from them.
-                con.execute(f"create or replace temp table held_raw as select * from {raw} as r where {_HELD}")
-                record_key = _record_key(con, source, test)
-                if record_key:
+                records, record_key = _records(con, source, test)
+                if not record_key:
+                    con.execute(f"create or replace temp table held_raw as select * from {raw} as r where {_HELD}")
+                else:
                     keys = ", ".join(quote(c) for c in record_key)
                     same = " and ".join(f"k.{quote(c)} is not distinct from r.{quote(c)}" for c in record_key)
-                    con.execute(f"create or replace temp table held_records as select distinct {keys} from held_raw")
                     con.execute(
-                        f"create or replace temp table held_raw as select * from {raw} as r "
+                        f"create or replace temp table held_records as select distinct {keys} "
+                        f"from {records} as r where {_HELD}"
+                    )
+                    columns = f"* exclude ({_COPY_NUMBER})" if _COPY_NUMBER in record_key else "*"
+                    con.execute(
+                        f"create or replace temp table held_raw as select {columns} from {records} as r "
                         f"where exists (select 1 from held_records as k where {same})"
                     )
                 failed = f"{test.rule} (passed the contract, failed this dbt test)"

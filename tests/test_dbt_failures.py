@@ -504,3 +504,46 @@ def test_a_timesheet_entry_exported_again_is_held_in_every_export(demo_run, tmp_
         assert con.execute(
             "select source_file, line from raw.quarantine where rule = 'dbt:t' order by source_file"
         ).fetchall() == [(older, 1), (newest, 2)]
+
+
+def test_an_entry_logged_twice_in_an_export_holds_only_the_failing_copy(demo_run, tmp_path):
+    """Two lines of one export that differ only in columns staging does not compare (the notes) are two entries: both
+    count. One fails a test: that copy is held, with the same copy of the entry in the older export (which would take
+    its place), and the other copy still counts in both exports' order."""
+    warehouse = tmp_path / "warehouse.duckdb"
+    shutil.copyfile(demo_run.warehouse, warehouse)
+    staging = _manifest()["nodes"]["model.cost_pipeline.stg_timesheets__entries"]
+    ignore = tuple(staging["config"]["meta"]["identical_lines_ignore"])
+    older = "timesheets/a_month_to_date_export.csv"  # sorts first: the older export
+    with duckdb.connect(str(warehouse)) as con:
+        (newest,) = con.execute("select max(source_file) from raw.timesheets").fetchone()
+        copy = "select * replace (? as source_file, ? as source_line, ? as notes) from raw.timesheets "
+        place = "where source_file = ? and source_line = 2"
+        for file, line, notes in ((newest, 900, "logged twice"), (older, 1, "first"), (older, 2, "second")):
+            con.execute(f"insert into raw.timesheets {copy}{place}", [file, line, notes, newest])
+        con.execute(
+            "insert into raw.ingested_files select * replace (? as source_file, 2 as rows_in, 2 as rows_staged, "
+            "0 as rows_quarantined) from raw.ingested_files where source_file = ?",
+            [older, newest],
+        )
+        con.execute(
+            "update raw.ingested_files set rows_in = rows_in + 1, rows_staged = rows_staged + 1 where source_file = ?",
+            [newest],
+        )
+        entry = "select source_file, source_line from staging.stg_timesheets__entries where notes = 'logged twice'"
+        assert con.execute(entry).fetchall() == [(newest, 900)]  # both copies of the newest export count
+        con.execute(
+            "create schema if not exists scratch; create table scratch.failing as select * from "
+            "staging.stg_timesheets__entries where source_file = ? and source_line = 900",
+            [newest],
+        )
+        before = con.execute("select count(*) from staging.stg_timesheets__entries").fetchone()[0]
+        test = replace(_failed_on("staging.stg_timesheets__entries", "timesheets"), identical_lines_ignore=ignore)
+        assert hold_rows(con, [test]) == {"timesheets": 2}
+        assert con.execute("select count(*) from staging.stg_timesheets__entries").fetchone() == (before - 1,)
+        assert con.execute(
+            "select source_file, line from raw.quarantine where rule = 'dbt:t' order by source_file"
+        ).fetchall() == [(older, 2), (newest, 900)]
+        # The other copy still counts once, from the newest export; the older export's copy 1 stays behind it.
+        kept = "select source_file, source_line from staging.stg_timesheets__entries where source_file in (?, ?) "
+        assert con.execute(kept + "and source_line in (1, 2, 900)", [older, newest]).fetchall() == [(newest, 2)]
