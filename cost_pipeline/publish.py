@@ -11,12 +11,14 @@
 
 Both files also hold ``main.inputs``: the warehouse's file ledger (source, file, sha256, row counts), so a reader
 can trace a figure to the landing files it came from, and ``main.published``: one row, ``as_of``, the night they
-were published. The marts tables do not depend on when they were published, so publishing the same warehouse twice
-gives identical marts. The files use DuckDB's v1.1.0 storage format (``STORAGE_VERSION``), so DuckDB 1.1 and later
-clients (BI drivers) open them; each column keeps its dbt description as its column comment.
+were published. Every published mart table ends with that ``as_of`` column too, so each row says which night it is
+as of; apart from it the tables do not depend on when they were published, so publishing the same warehouse twice
+gives identical marts (``cost_pipeline.fingerprint`` leaves ``as_of`` out). The files use DuckDB's v1.1.0 storage
+format (``STORAGE_VERSION``), so DuckDB 1.1 and later clients (BI drivers) open them; each column keeps its dbt
+description as its column comment.
 
 Beside each file, a folder of Parquet files, one per mart (``<warehouse stem>.<audience>/<mart>.parquet``), with the
-same columns as that audience's file plus ``as_of``; their key-value metadata holds ``as_of`` and each column's
+same columns as that audience's file (``as_of`` included); their key-value metadata holds ``as_of`` and each column's
 description (``description.<column>``).
 
 Readers never open the warehouse, so they never block the nightly writer (DuckDB: one writer per file, and a reader
@@ -43,6 +45,7 @@ import duckdb
 from cost_pipeline import duckdb_session
 from cost_pipeline.contract import Complement, OverVersions, available_versions, load_contract
 from cost_pipeline.duckdb_memory import limit_memory
+from cost_pipeline.fingerprint import PUBLISHED_AT
 from cost_pipeline.ingest.lib.warehouse import quote
 
 FINANCE = "finance"
@@ -51,7 +54,8 @@ AUDIENCES = (FINANCE, ENGINEERING)
 MARTS = "marts"
 INPUTS = "inputs"  # main.inputs in each published file
 PUBLISHED = "published"  # main.published: as_of, the night the file was published
-AS_OF = "as_of"
+AS_OF = PUBLISHED_AT  # the last column of every published mart table, and main.published's one column
+AS_OF_DESCRIPTION = "The night these figures were published (UTC): the same on every row of this publication."
 # DuckDB 1.1 and later open files of this storage version; the default of duckdb 2.x is unreadable for 1.x clients.
 STORAGE_VERSION = "v1.1.0"
 _INPUT_COLUMNS = ("source", "source_file", "file_sha256", "rows_in", "rows_staged", "rows_quarantined", "duplicate_of")
@@ -290,6 +294,12 @@ def publish(warehouse: Path, as_of: datetime | None = None, memory_limit: str | 
         columns = _marts_columns(con, source)
         if not columns:
             raise RuntimeError(f"the warehouse {warehouse} has no {MARTS} tables: nothing to publish")
+        clashing = sorted(t for t, cols in columns.items() if AS_OF in (c.lower() for c in cols))
+        if clashing:
+            raise RuntimeError(
+                f"the {MARTS} table(s) {', '.join(clashing)} have a column named {AS_OF}, which publishing adds to "
+                "every table (the night it was published): rename it in the dbt model"
+            )
         confidential = confidential_columns()
         present = {(t.lower(), c.lower()) for t, cols in columns.items() for c in cols}
         listed = _listed_columns()
@@ -431,10 +441,11 @@ def _write(
     _copy_permissions(target, temporary)
     try:
         con.execute(f"create schema {alias}.{MARTS}")
+        stamp = f"cast({_literal(as_of.isoformat())} as timestamptz) as {AS_OF}"
         for table, expressions in plan.items():
             con.execute(
-                f"create table {alias}.{MARTS}.{quote(table)} as "
-                f"select {', '.join(expressions)} from {quote(source)}.{MARTS}.{quote(table)} as t order by all"
+                f"create table {alias}.{MARTS}.{quote(table)} as select {', '.join(expressions)}, {stamp} "
+                f"from {quote(source)}.{MARTS}.{quote(table)} as t order by all"
             )
         con.execute(
             f"create table {alias}.main.{INPUTS} as select {', '.join(ledger)} from {quote(source)}.raw.ingested_files "
@@ -443,6 +454,8 @@ def _write(
         (inputs,) = con.execute(f"select count(*) from {alias}.main.{INPUTS}").fetchone()
         con.execute(f"create table {alias}.main.{PUBLISHED} as select cast(? as timestamptz) as {AS_OF}", [as_of])
         _copy_comments(con, source, alias)
+        for table in plan:
+            con.execute(f"comment on column {alias}.{MARTS}.{quote(table)}.{AS_OF} is {_literal(AS_OF_DESCRIPTION)}")
         con.execute(f"checkpoint {alias}")
         _write_parquet(con, alias, list(plan), as_of, folder, parquet)
     finally:
@@ -489,8 +502,8 @@ def _write_parquet(
     folder: Path,
     written: dict[Path, Path],
 ) -> None:
-    """One Parquet file per published mart, under a temporary name in ``folder``: the table's columns plus
-    ``as_of``; key-value metadata ``as_of`` and ``description.<column>`` (the column's comment)."""
+    """One Parquet file per published mart, under a temporary name in ``folder``: the table's columns (``as_of``
+    last); key-value metadata ``as_of`` and ``description.<column>`` (the column's comment)."""
     folder.mkdir(exist_ok=True)
     stamp = _literal(as_of.isoformat())
     for table in tables:
@@ -507,7 +520,7 @@ def _write_parquet(
             [f"{_literal(AS_OF)}: {stamp}", *(f"{_literal('description.' + c)}: {_literal(d)}" for c, d in described)]
         )
         con.execute(
-            f"copy (select *, cast({stamp} as timestamptz) as {AS_OF} from {alias}.{MARTS}.{quote(table)}) "
+            f"copy (select * from {alias}.{MARTS}.{quote(table)}) "
             f"to {_literal(str(temporary))} (format parquet, kv_metadata {{{metadata}}})"
         )
         _copy_permissions(target, temporary)

@@ -105,9 +105,16 @@ def test_the_nightly_run_publishes_a_finance_and_an_engineering_file(demo_run):
 
     marts = tables(demo_run.warehouse, "marts")
     assert len(marts) >= 13
-    assert tables(finance, "marts") == marts  # every table, every column
-    assert table_fingerprints(finance) == table_fingerprints(demo_run.warehouse)
-    published = tables(engineering, "marts")
+    # every table, every column, and last the night it is as of: on every row, main.published's one value
+    assert tables(finance, "marts") == {t: [*c, "as_of"] for t, c in marts.items()}
+    assert table_fingerprints(finance) == table_fingerprints(demo_run.warehouse)  # as_of left out
+    as_of = published_as_of(finance)
+    for path in (finance, engineering):
+        with duckdb.connect(str(path), read_only=True) as con:
+            stamped = {t: con.execute(f"select distinct as_of from marts.{quote(t)}").fetchall() for t in marts}
+            rows = {t: con.execute(f"select count(*) from marts.{quote(t)}").fetchone()[0] for t in marts}
+        assert stamped == {t: [(as_of,)] if rows[t] else [] for t in marts}
+    published = {t: [c for c in cols if c != "as_of"] for t, cols in tables(engineering, "marts").items()}
     assert set(published) == set(marts)  # every table ...
     assert "human_cost" in marts["fct_task_costs"]
     assert "human_cost" not in published["fct_task_costs"]  # ... minus the confidential columns
@@ -215,8 +222,8 @@ def test_a_new_mart_is_published_and_a_listed_column_never_is(demo_run, tmp_path
     listed = {**publishing.confidential_columns(), ("fct_new_mart", "vendor_discount"): "a contract discount"}
     monkeypatch.setattr(publishing, "confidential_columns", lambda: listed)
     files = publish_marts(warehouse)
-    assert tables(files[FINANCE], "marts")["fct_new_mart"] == ["batch_id", "vendor_discount"]
-    assert tables(files[ENGINEERING], "marts")["fct_new_mart"] == ["batch_id"]
+    assert tables(files[FINANCE], "marts")["fct_new_mart"] == ["batch_id", "vendor_discount", "as_of"]
+    assert tables(files[ENGINEERING], "marts")["fct_new_mart"] == ["batch_id", "as_of"]
 
 
 def test_a_listed_column_the_warehouse_lacks_stops_publishing(demo_run, tmp_path, monkeypatch):
@@ -422,10 +429,12 @@ def test_a_canary_rate_appears_nowhere_outside_the_finance_file(demo_run, tmp_pa
 
 # ------------------------------------------------------------------------------ files BI tools open (issue 11)
 def mart_descriptions() -> dict[tuple[str, str], str]:
-    """(mart, column) -> the column's description in the dbt yml, whitespace folded as dbt persists it."""
+    """(mart, column) -> the column's description in the dbt yml, whitespace folded as dbt persists it; and each
+    mart's as_of, which publishing adds, described by publishing."""
     descriptions = {}
     for path in (Path(__file__).parents[1] / "dbt_project" / "models" / "marts").rglob("_*__models.yml"):
         for model in yaml.safe_load(path.read_text(encoding="utf-8"))["models"]:
+            descriptions[(model["name"], "as_of")] = publishing.AS_OF_DESCRIPTION
             for column in model.get("columns", []):
                 descriptions[(model["name"], column["name"])] = " ".join(str(column["description"]).split())
     return descriptions
@@ -465,7 +474,7 @@ def test_each_mart_is_also_a_parquet_file_that_pyarrow_opens(demo_run):
         as_of = published_as_of(database)
         for table, columns in marts.items():
             parquet = pq.read_table(folder / f"{table}.parquet")
-            assert parquet.column_names == [*columns, "as_of"]
+            assert parquet.column_names == columns and columns[-1] == "as_of"
             (count,) = (
                 duckdb.connect(str(database), read_only=True)
                 .execute(f"select count(*) from marts.{quote(table)}")
