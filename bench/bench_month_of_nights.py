@@ -4,10 +4,10 @@ Run on demand (not part of the test suite):
 
     cd bench && ../.venv/bin/python bench_month_of_nights.py --days 10 --hosts 60
 
-On top of the demo's landing folder it generates, for each day from 2026-11-11, ``--hosts`` hosts of 8 GPUs, each
-running ``--jobs-per-day`` jobs back to back through the day (Slurm ``sacct --parsable2`` rows, batch B-7, training),
-and their device samples at the contract's 60 s interval with the demo's tier pattern (Parquet, one file per day):
-``hosts x 8 x 1,440`` samples a day. Night 1 loads the demo and day 1; each later night adds the next day's sacct
+On top of the demo's landing folder it generates, for each day from ``--first-day`` (2026-11-11), ``--hosts`` hosts of
+8 GPUs, each running ``--jobs-per-day`` jobs back to back through the day (Slurm ``sacct --parsable2`` rows, batch B-7,
+training), and their device samples at the contract's 60 s interval with the demo's tier pattern (Parquet, one file per
+day): ``hosts x 8 x 1,440`` samples a day. Night 1 loads the demo and day 1; each later night adds the next day's sacct
 file and sample file, and runs the whole nightly job (``cost-pipeline run``, start-up included) on the same warehouse.
 The last night is run twice, back to back: as it is, and on a copy of the warehouse from before it whose incremental
 device-sample tables (the tier table, the GPU share days) have to be built whole (their kept inputs dropped), and the
@@ -40,9 +40,12 @@ SACCT_HEADER = (
 TRES = "billing=64,cpu=64,gres/gpu=8,mem=512G,node=1"
 
 
-def write_day(held: Path, day: int, hosts: int, jobs_per_day: int) -> tuple[Path, Path]:
-    """Day ``day``'s sacct file and device-sample file under ``held``: every host runs its jobs back to back."""
-    start_of_day = FIRST_DAY + timedelta(days=day)
+def write_day(
+    held: Path, day: int, hosts: int, jobs_per_day: int, first_day: datetime = FIRST_DAY
+) -> tuple[Path, Path]:
+    """Day ``day`` (from ``first_day``)'s sacct file and device-sample file under ``held``: every host runs its jobs
+    back to back."""
+    start_of_day = first_day + timedelta(days=day)
     length = timedelta(days=1) / jobs_per_day
     jobs = []
     for host in range(hosts):
@@ -92,6 +95,12 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=60)
     parser.add_argument("--jobs-per-day", type=int, default=4)
     parser.add_argument("--dir", type=Path, help="work folder (default: a temporary one, removed afterwards)")
+    parser.add_argument(
+        "--first-day",
+        type=datetime.fromisoformat,
+        default=FIRST_DAY,
+        help=f"the first generated day (default {FIRST_DAY:%Y-%m-%d}); 30 days from 2026-11-01 stay in the past",
+    )
     args = parser.parse_args()
     if args.days < 2:
         parser.error("--days: at least 2 (the last night is compared with a full build of it)")
@@ -104,13 +113,14 @@ def main() -> None:
         warehouse, full = work / "warehouse.duckdb", work / "full.duckdb"
         env = {**os.environ, "DAGSTER_HOME": str(work / "dagster")}
         for day in range(args.days):
-            sacct, samples = write_day(held, day, args.hosts, args.jobs_per_day)
+            sacct, samples = write_day(held, day, args.hosts, args.jobs_per_day, args.first_day)
             shutil.copy(sacct, landing / "scheduler" / sacct.name)
             shutil.copy(samples, landing / "telemetry" / samples.name)
             if day == args.days - 1:
                 shutil.copy(warehouse, full)
                 forget_built(full)
             rows.append((day + 1, night(landing, warehouse, env)))
+            print(f"night {day + 1}: {rows[-1][1]['wall']:.1f} s", flush=True)  # progress; the table is below
         whole = night(landing, full, env)
         tiered = equal_tiers(warehouse, full, (TIERED, *INCREMENTAL_BY_DAY))
     finally:
