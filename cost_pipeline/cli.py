@@ -600,7 +600,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    from cost_pipeline.command_error import CommandError
+
+    try:
+        return _command(_parser().parse_args(argv))
+    except CommandError as refused:  # one that escaped its command: a dbt project that does not parse
+        print(f"cost-pipeline: {refused}", file=sys.stderr)
+        return refused.exit_code
+
+
+def _command(args: argparse.Namespace) -> int:
 
     if args.command == "retract":
         return _retract(args.warehouse, args.file, args.reason, args.by)

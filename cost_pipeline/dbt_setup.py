@@ -35,6 +35,7 @@ from pathlib import Path
 
 from dagster_dbt import DbtProject
 
+from cost_pipeline.command_error import CommandError
 from cost_pipeline.duckdb_memory import MEMORY_LIMIT_VARIABLE
 
 DBT_PROJECT_DIR = Path(__file__).resolve().parents[1] / "dbt_project"
@@ -119,6 +120,18 @@ def _replace_atomically(path: Path, text: str) -> None:
     os.replace(handle.name, path)
 
 
+class ProjectDoesNotParse(CommandError):
+    """``dbt parse`` failed: dbt's own error, which names the model or yml file, on one line (exit 1)."""
+
+
+def _dbt_error(output: str) -> str:
+    """dbt's error output on one line: no colours, no time stamps, no "Encountered an error:" heading."""
+    lines = (
+        re.sub(r"^\d\d:\d\d:\d\d\s+", "", re.sub(r"\x1b\[[0-9;]*m", "", line)).strip() for line in output.splitlines()
+    )
+    return ": ".join(line for line in lines if line and line != "Encountered an error:") or "dbt printed no error"
+
+
 def _parse_into(project_dir: Path, target: Path) -> None:
     """``dbt parse`` into a private folder, then move its manifest and partial-parse file into ``target``.
 
@@ -129,7 +142,7 @@ def _parse_into(project_dir: Path, target: Path) -> None:
         scratch_path = Path(scratch)
         if (target / PARTIAL_PARSE_FILE).exists():
             shutil.copyfile(target / PARTIAL_PARSE_FILE, scratch_path / PARTIAL_PARSE_FILE)
-        subprocess.run(
+        parsed = subprocess.run(
             [
                 dbt_executable(),
                 "parse",
@@ -141,9 +154,15 @@ def _parse_into(project_dir: Path, target: Path) -> None:
                 "--target-path",
                 str(scratch_path),
             ],
-            check=True,
             cwd=project_dir,
+            capture_output=True,
+            text=True,
         )
+        if parsed.returncode != 0:
+            raise ProjectDoesNotParse(
+                f"the dbt project does not parse (dbt parse exited {parsed.returncode}), nothing ran: "
+                + _dbt_error(parsed.stdout + "\n" + parsed.stderr)
+            )
         os.replace(scratch_path / PARTIAL_PARSE_FILE, target / PARTIAL_PARSE_FILE)
         os.replace(scratch_path / "manifest.json", target / "manifest.json")
 

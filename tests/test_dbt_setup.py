@@ -158,3 +158,24 @@ def test_the_dbt_resource_knows_the_version_dbt_itself_reports():
     ours = ProjectDbtCli(project_dir=dbt_project, dbt_executable=dbt_executable())
     asked = DbtCliResource(project_dir=dbt_project, dbt_executable=dbt_executable())
     assert ours._cli_version == asked._cli_version
+
+
+def test_a_project_that_does_not_parse_ends_the_night_with_dbt_s_error_last(project, tmp_path, monkeypatch, capsys):
+    """A model that names a model that does not exist: dbt parse fails before anything runs, and the CLI's last line
+    is dbt's error, naming the model's file (no traceback), with exit 1."""
+    from cost_pipeline import dbt_setup
+    from cost_pipeline.cli import main
+
+    (project / "models" / "marts" / "zz_broken.sql").write_text("select {{ ref('no_such_model') }} as x\n")
+    monkeypatch.setattr(dbt_setup, "prepare_manifest", lambda: prepare_manifest(project))
+    landing = tmp_path / "landing" / "scheduler"
+    landing.mkdir(parents=True)
+    (landing / "sacct.txt").write_text("JobID|State\n", encoding="utf-8")
+    warehouse = tmp_path / "night" / "warehouse.duckdb"
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
+    assert main(["run", "--landing", str(landing.parent), "--warehouse", str(warehouse)]) == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "cost-pipeline: the dbt project does not parse (dbt parse exited 2), nothing ran: Compilation Error: Model "
+        "'model.cost_pipeline.zz_broken' (models/marts/zz_broken.sql) depends on a node named 'no_such_model' which "
+        "was not found"
+    )
