@@ -264,3 +264,25 @@ def test_pdf_without_weasyprint_is_one_line_naming_what_to_install(statements, m
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1 and ".[pdf]" in err and "libpango" in err
     assert not path.exists()
+
+
+def test_the_three_misread_fields_stand_beside_their_figures_with_the_contract_s_reading(statements, demo_run):
+    """R17: each misread field's row shows the mart's figures and, beside them, the contract's reading of them."""
+    import html
+
+    from cost_pipeline.contract import load_contract
+
+    compute = demo_run.row("select * from marts.fct_batch_compute where batch_id = ?", [statements.batch])
+    readings = load_contract(compute["contract_version"]).document["misread_fields"]
+    page = (statements.warehouse.parent / "batch.html").read_text(encoding="utf-8")
+    shown = {
+        "cumulative_cost": ("compute_cost", "rerun_compute_cost", "rerun_gpu_hours", "failed_gpu_hours"),
+        "unit_cost": ("cost_per_counted_step", "steps_counted", "steps_run"),
+        "allocation_vs_utilization": ("occupied_gpu_hours", "effective_compute_gpu_hours"),
+    }
+    for field, figures in shown.items():
+        (row,) = re.findall(rf'<tr data-row="{field}">(.*?)</tr>', page, re.S)
+        reading = html.escape(" ".join(readings[field].split()))
+        assert f'<td class="reading" data-reading="{field}">{reading}</td>' in row
+        for figure in figures:
+            assert statements.batch_figures.value("misread", field, figure) == compute[figure], (field, figure)
