@@ -1,8 +1,7 @@
-"""cost-pipeline: run the nightly job on the demo scenario or on real exports, from a terminal; keep the generated
-docs current; export the general-ledger journal and close a month; write a batch's or a team's HTML or PDF statement;
-export
-the resource book as FOCUS 1.2; write a month's journal, FOCUS export and team statements as its monthly
-partition.
+"""cost-pipeline: run the nightly job on the demo scenario or on real exports, from a terminal; start the Dagster UI
+on the same run history; keep the generated docs current; export the general-ledger journal and close a month;
+write a batch's or a team's HTML or PDF statement; export the resource book as FOCUS 1.2; write a month's journal,
+FOCUS export and team statements as its monthly partition.
 Exit codes (docs/operations.md): 0 done, 1 the run failed, 2 wrong arguments or config (an unknown batch or team),
 3 the warehouse is busy, 4 every row of a source was quarantined, 5 the warehouse is unusable, 6 retract: no such
 file, 7 the landing folder holds no files (--allow-empty runs anyway), 8 a source's load failed: its figures are
@@ -107,6 +106,27 @@ def nightly_job():
     from cost_pipeline.definitions import defs
 
     return defs.resolve_job_def("nightly_cost_refresh_job")
+
+
+def _ui(landing: Path, warehouse: Path, host: str, port: int) -> int:
+    """``dagster dev`` on the code location, in the warehouse's persistent Dagster home (``dagster_home``: the folder
+    beside the warehouse unless ``DAGSTER_HOME`` is set), so the UI shows the runs of ``cost-pipeline run|demo``
+    and its runs write the same warehouse. The manifest is prepared first; then this process becomes ``dagster dev``."""
+    from cost_pipeline.dbt_setup import prepare_manifest
+
+    if not landing.is_dir():
+        print(f"cost-pipeline: landing folder {landing} does not exist", file=sys.stderr)
+        return 2
+    prepare_manifest()
+    with warehouse_instance(warehouse):  # the home beside the warehouse, with its dagster.yaml, on first use
+        pass
+    _point_at(landing, warehouse)
+    os.environ["DAGSTER_HOME"] = str(dagster_home(warehouse).resolve())
+    dagster = str(Path(sys.executable).parent / "dagster")
+    command = [dagster, "dev", "-m", "cost_pipeline.definitions", "--host", host, "--port", str(port)]
+    print(f"cost-pipeline: the Dagster UI on http://{host}:{port}, home {os.environ['DAGSTER_HOME']}", flush=True)
+    os.execv(dagster, command)
+    return 0  # not reached: execv replaces this process
 
 
 def _point_at(landing: Path, warehouse: Path) -> None:
@@ -542,6 +562,14 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument(
             "-v", "--verbose", action="store_true", help="show Dagster's and dbt's log instead of one line per asset"
         )
+    ui = commands.add_parser(
+        "ui",
+        help="start the Dagster UI (dagster dev) on a landing folder and warehouse, sharing the CLI's run history",
+    )
+    ui.add_argument("--landing", type=Path, required=True, help="landing folder, one sub-folder per source")
+    ui.add_argument("--warehouse", type=Path, required=True, help="DuckDB warehouse file (created if missing)")
+    ui.add_argument("--host", default="127.0.0.1", help="address the UI listens on (default 127.0.0.1)")
+    ui.add_argument("--port", type=int, default=3000, help="port the UI listens on (default 3000)")
     commands.add_parser("prepare", help="write dbt_project/target/manifest.json (dbt parse only if anything changed)")
     docs = commands.add_parser(
         "docs",
@@ -634,6 +662,9 @@ def _command(args: argparse.Namespace) -> int:
         return _docs_site(args.site, args.warehouse)
     if args.command == "docs":
         return _docs(check=args.check)
+
+    if args.command == "ui":
+        return _ui(args.landing, args.warehouse, args.host, args.port)
 
     if args.command == "prepare":
         from cost_pipeline.dbt_setup import prepare_manifest

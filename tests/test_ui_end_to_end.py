@@ -65,18 +65,18 @@ def browser():
             chromium.close()
 
 
-def test_launching_an_asset_from_the_ui_runs_it(night, browser, tmp_path):
+def test_launching_an_asset_from_the_ui_runs_it(night, browser, tmp_path, monkeypatch):
+    """`cost-pipeline ui` starts `dagster dev` in the Dagster home beside the warehouse: the CLI night's history."""
     home = night / "warehouse.dagster"
-    env = {
-        "COST_LANDING_DIR": str(night / "landing"),
-        "COST_WAREHOUSE": str(night / "warehouse.duckdb"),
-        "DAGSTER_HOME": str(home),
-    }
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
     log = tmp_path / "dagster-dev.log"
-    dagster = [str(Path(sys.executable).parent / "dagster"), "dev", "-w", "workspace.yaml"]
-    with local_dagster(dagster, env, log) as url:
+    ui = [str(Path(sys.executable).parent / "cost-pipeline"), "ui", "--landing", str(night / "landing")]
+    with local_dagster([*ui, "--warehouse", str(night / "warehouse.duckdb")], {}, log) as url:
         with dg.DagsterInstance.from_config(str(home)) as instance:
             before = {run.run_id for run in instance.get_runs()}
+        # The UI shows the CLI's night: its run is in the server's run history.
+        runs = graphql(url, "{ runsOrError { ... on Runs { results { runId } } } }")["runsOrError"]["results"]
+        assert before and before <= {run["runId"] for run in runs}
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         page.set_default_timeout(UI_WAIT_MS)
 
