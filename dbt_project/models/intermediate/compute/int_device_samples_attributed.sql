@@ -5,7 +5,11 @@
 -- label belongs to the Slurm allocation whose node list held its host at that time, when exactly one did (an
 -- exclusive node) and it held whole GPUs: a MIG instance's sample, or a sample on the node of a job holding only a
 -- share of a GPU (MIG instances, Slurm shards), needs its job label, since the node's other GPUs or instances may
--- be nobody's (fractional_gpu_without_job_label). Every other sample is GPU time no job claims, with the reason:
+-- be nobody's (fractional_gpu_without_job_label). So does a sample of an instant at which the host reported more
+-- GPUs without a label than the job was allocated per node (its GPUs over its hosts): which of them are the job's
+-- is not known, and the others are idle time nobody holds (host_has_unallocated_gpus). Instants, not days or
+-- windows, so that a day's or a job's samples alone decide; an exporter that stamps each GPU at another time is not
+-- caught by this rule. Every other sample is GPU time no job claims, with the reason:
 -- fct_unattributed_gpu_hours shows it. Hosts match by short name (node-01 and node-01.cluster.example are one host).
 -- A view: int_device_samples_tiered reads the attributed samples, fct_unattributed_gpu_hours the rest.
 -- Written so that a filter on sampled_at (the days a model incremental by day builds again) reaches every scan of
@@ -18,7 +22,8 @@ with jobs as (
         job_key,
         start_at,
         end_at,
-        mig_instances_allocated > 0 or shards_allocated > 0 or mps_allocated > 0 as holds_gpu_share
+        mig_instances_allocated > 0 or shards_allocated > 0 or mps_allocated > 0 as holds_gpu_share,
+        gpus_allocated
     from {{ ref('int_jobs_attributed') }}
     where start_at is not null and end_at is not null
 ),
@@ -47,15 +52,28 @@ allocation_hosts as (
 ),
 
 -- The jobs that held each host, with their run intervals (a job named twice by its node list counts once).
-host_jobs as (
+job_hosts as (
     select distinct
         lower(split_part(allocation_hosts.hostname, '.', 1)) as host,
         jobs.job_key,
         jobs.start_at,
         jobs.end_at,
-        jobs.holds_gpu_share
+        jobs.holds_gpu_share,
+        jobs.gpus_allocated
     from allocation_hosts
     inner join jobs on allocation_hosts.job_key = jobs.job_key
+),
+
+-- ... with the GPUs each was allocated per host (null: the scheduler did not say).
+host_jobs as (
+    select
+        host,
+        job_key,
+        start_at,
+        end_at,
+        holds_gpu_share,
+        cast(gpus_allocated as {{ dbt.type_float() }}) / count(*) over (partition by job_key) as gpus_per_host
+    from job_hosts
 ),
 
 -- A labelled sample: one row per job its label names at its time, or one row without a job when it names none
@@ -81,17 +99,50 @@ unlabelled_matches as (
         samples.source_file,
         samples.source_line,
         samples.sampled_at,
+        lower(split_part(samples.hostname, '.', 1)) as host,
         count(host_jobs.job_key) as jobs_on_host,
         max(host_jobs.job_key) as only_job_key,
         max(case when host_jobs.holds_gpu_share or samples.gpu_instance_id is not null then 1 else 0 end)
-            as is_fractional
+            as is_fractional,
+        max(host_jobs.gpus_per_host) as gpus_per_host
     from {{ ref('stg_telemetry__device_samples') }} as samples
     left join host_jobs
         on lower(split_part(samples.hostname, '.', 1)) = host_jobs.host
         and samples.sampled_at >= host_jobs.start_at
         and samples.sampled_at < host_jobs.end_at
     where samples.job_id is null
-    group by samples.source_file, samples.source_line, samples.sampled_at
+    group by
+        samples.source_file, samples.source_line, samples.sampled_at, lower(split_part(samples.hostname, '.', 1))
+),
+
+-- The GPUs each host reported without a label at each instant.
+host_instants as (
+    select
+        lower(split_part(hostname, '.', 1)) as host,
+        sampled_at,
+        count(distinct gpu_index) as gpus_reported
+    from {{ ref('stg_telemetry__device_samples') }}
+    where job_id is null
+    group by lower(split_part(hostname, '.', 1)), sampled_at
+),
+
+unlabelled_decided as (
+    select
+        unlabelled_matches.source_file,
+        unlabelled_matches.source_line,
+        unlabelled_matches.sampled_at,
+        unlabelled_matches.only_job_key,
+        case
+            when unlabelled_matches.jobs_on_host = 0 then 'no_job_on_host'
+            when unlabelled_matches.jobs_on_host > 1 then 'several_jobs_on_host'
+            when unlabelled_matches.is_fractional = 1 then 'fractional_gpu_without_job_label'
+            when host_instants.gpus_reported > unlabelled_matches.gpus_per_host then 'host_has_unallocated_gpus'
+            else 'host_and_time'
+        end as attribution
+    from unlabelled_matches
+    left join host_instants
+        on unlabelled_matches.host = host_instants.host
+        and unlabelled_matches.sampled_at = host_instants.sampled_at
 )
 
 select * from labelled
@@ -100,16 +151,11 @@ union all
 
 select
     samples.*,
-    case when unlabelled_matches.jobs_on_host = 1 and unlabelled_matches.is_fractional = 0
-        then unlabelled_matches.only_job_key end as attributed_job_key,
-    case
-        when unlabelled_matches.jobs_on_host = 1 and unlabelled_matches.is_fractional = 0 then 'host_and_time'
-        when unlabelled_matches.jobs_on_host = 1 then 'fractional_gpu_without_job_label'
-        when unlabelled_matches.jobs_on_host = 0 then 'no_job_on_host'
-        else 'several_jobs_on_host'
-    end as attribution
+    case when unlabelled_decided.attribution = 'host_and_time' then unlabelled_decided.only_job_key end
+        as attributed_job_key,
+    unlabelled_decided.attribution
 from {{ ref('stg_telemetry__device_samples') }} as samples
-inner join unlabelled_matches
-    on samples.source_file = unlabelled_matches.source_file
-    and samples.source_line = unlabelled_matches.source_line
-    and samples.sampled_at = unlabelled_matches.sampled_at
+inner join unlabelled_decided
+    on samples.source_file = unlabelled_decided.source_file
+    and samples.source_line = unlabelled_decided.source_line
+    and samples.sampled_at = unlabelled_decided.sampled_at

@@ -81,7 +81,8 @@ jobs as (
             text.format('jobs.start_at'), "'|'", text.format('jobs.end_at'), "'|'",
             text.format('jobs.contract_version'), "'|'",
             text.format('jobs.mig_instances_allocated'), "'|'", text.format('jobs.shards_allocated'), "'|'",
-            text.format('jobs.mps_allocated'), "'|'", "coalesce(aliases.held, '')", "'|'",
+            text.format('jobs.mps_allocated'), "'|'", text.format('jobs.gpus_allocated'), "'|'",
+            "coalesce(aliases.held, '')", "'|'",
             "coalesce(node_lists.node_lists, '')"
         ])) }} as fingerprint,
         jobs.start_at as span_start,
