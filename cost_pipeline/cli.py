@@ -117,10 +117,10 @@ def _ui(landing: Path, warehouse: Path, host: str, port: int) -> int:
     if not landing.is_dir():
         print(f"cost-pipeline: landing folder {landing} does not exist", file=sys.stderr)
         return 2
+    _point_at(landing, warehouse)  # the manifest names the warehouse's database: prepared for this one
     prepare_manifest()
     with warehouse_instance(warehouse):  # the home beside the warehouse, with its dagster.yaml, on first use
         pass
-    _point_at(landing, warehouse)
     os.environ["DAGSTER_HOME"] = str(dagster_home(warehouse).resolve())
     dagster = str(Path(sys.executable).parent / "dagster")
     command = [dagster, "dev", "-m", "cost_pipeline.definitions", "--host", host, "--port", str(port)]

@@ -6,10 +6,11 @@
 -- exclusive node) and it held whole GPUs: a MIG instance's sample, or a sample on the node of a job holding only a
 -- share of a GPU (MIG instances, Slurm shards), needs its job label, since the node's other GPUs or instances may
 -- be nobody's (fractional_gpu_without_job_label). So does a sample of an instant at which the host reported more
--- GPUs without a label than the job was allocated per node (its GPUs over its hosts): which of them are the job's
--- is not known, and the others are idle time nobody holds (host_has_unallocated_gpus). Instants, not days or
--- windows, so that a day's or a job's samples alone decide; an exporter that stamps each GPU at another time is not
--- caught by this rule. Every other sample is GPU time no job claims, with the reason:
+-- GPUs without a label than the job was allocated (a CPU-only job: none): which of them are the job's is not known,
+-- and the others are idle time nobody holds (host_has_unallocated_gpus). The bound is the job's whole allocation,
+-- not a share per host: Slurm may split a job's GPUs unevenly over its nodes, and a node list can name a node
+-- without GPUs. Instants, not days or windows, so that a day's or a job's samples alone decide; an exporter that
+-- stamps each GPU at another time is not caught by this rule. Every other sample is GPU time no job claims, with the reason:
 -- fct_unattributed_gpu_hours shows it. Hosts match by short name (node-01 and node-01.cluster.example are one host).
 -- A view: int_device_samples_tiered reads the attributed samples, fct_unattributed_gpu_hours the rest.
 -- Written so that a filter on sampled_at (the days a model incremental by day builds again) reaches every scan of
@@ -51,8 +52,8 @@ allocation_hosts as (
     {{ expand_hostlist('allocations', ['job_key'], 'node_list') }}
 ),
 
--- The jobs that held each host, with their run intervals (a job named twice by its node list counts once).
-job_hosts as (
+-- The jobs that held each host, with their run intervals and GPUs (a job named twice by its node list counts once).
+host_jobs as (
     select distinct
         lower(split_part(allocation_hosts.hostname, '.', 1)) as host,
         jobs.job_key,
@@ -62,18 +63,6 @@ job_hosts as (
         jobs.gpus_allocated
     from allocation_hosts
     inner join jobs on allocation_hosts.job_key = jobs.job_key
-),
-
--- ... with the GPUs each was allocated per host (null: the scheduler did not say).
-host_jobs as (
-    select
-        host,
-        job_key,
-        start_at,
-        end_at,
-        holds_gpu_share,
-        cast(gpus_allocated as {{ dbt.type_float() }}) / count(*) over (partition by job_key) as gpus_per_host
-    from job_hosts
 ),
 
 -- A labelled sample: one row per job its label names at its time, or one row without a job when it names none
@@ -104,7 +93,7 @@ unlabelled_matches as (
         max(host_jobs.job_key) as only_job_key,
         max(case when host_jobs.holds_gpu_share or samples.gpu_instance_id is not null then 1 else 0 end)
             as is_fractional,
-        max(host_jobs.gpus_per_host) as gpus_per_host
+        max(host_jobs.gpus_allocated) as gpus_allocated
     from {{ ref('stg_telemetry__device_samples') }} as samples
     left join host_jobs
         on lower(split_part(samples.hostname, '.', 1)) = host_jobs.host
@@ -136,7 +125,7 @@ unlabelled_decided as (
             when unlabelled_matches.jobs_on_host = 0 then 'no_job_on_host'
             when unlabelled_matches.jobs_on_host > 1 then 'several_jobs_on_host'
             when unlabelled_matches.is_fractional = 1 then 'fractional_gpu_without_job_label'
-            when host_instants.gpus_reported > unlabelled_matches.gpus_per_host then 'host_has_unallocated_gpus'
+            when host_instants.gpus_reported > unlabelled_matches.gpus_allocated then 'host_has_unallocated_gpus'
             else 'host_and_time'
         end as attribution
     from unlabelled_matches
