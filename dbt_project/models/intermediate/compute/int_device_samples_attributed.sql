@@ -6,8 +6,9 @@
 -- exclusive node) and it held whole GPUs: a MIG instance's sample, or a sample on the node of a job holding only a
 -- share of a GPU (MIG instances, Slurm shards), needs its job label, since the node's other GPUs or instances may
 -- be nobody's (fractional_gpu_without_job_label). So does a sample of an instant at which the host reported more
--- GPUs without a label than the job was allocated (a CPU-only job: none): which of them are the job's is not known,
--- and the others are idle time nobody holds (host_has_unallocated_gpus). The bound is the job's whole allocation,
+-- GPUs, labelled or not, than the job was allocated (a CPU-only job: none): which of them are the job's is not
+-- known, and the others are idle time nobody holds (host_has_unallocated_gpus). dcgm-exporter's job mapping labels
+-- only the GPUs a job holds, so a host's unlabelled GPUs beside labelled ones are nobody's. The bound is the job's whole allocation,
 -- not a share per host: Slurm may split a job's GPUs unevenly over its nodes, and a node list can name a node
 -- without GPUs. Instants, not days or windows, so that a day's or a job's samples alone decide; an exporter that
 -- stamps each GPU at another time is not caught by this rule. Every other sample is GPU time no job claims, with the reason:
@@ -104,14 +105,13 @@ unlabelled_matches as (
         samples.source_file, samples.source_line, samples.sampled_at, lower(split_part(samples.hostname, '.', 1))
 ),
 
--- The GPUs each host reported without a label at each instant.
+-- The GPUs each host reported at each instant, with a job label or without.
 host_instants as (
     select
         lower(split_part(hostname, '.', 1)) as host,
         sampled_at,
         count(distinct gpu_index) as gpus_reported
     from {{ ref('stg_telemetry__device_samples') }}
-    where job_id is null
     group by lower(split_part(hostname, '.', 1)), sampled_at
 ),
 
