@@ -105,14 +105,27 @@ unlabelled_matches as (
         samples.source_file, samples.source_line, samples.sampled_at, lower(split_part(samples.hostname, '.', 1))
 ),
 
--- The GPUs each host reported at each instant, with a job label or without.
+-- The GPUs each host reported, with a job label or without, at each instant it reported one without: only those
+-- instants are counted, so labelled telemetry costs one scan that finds none. (Read from the staging view, not from
+-- unlabelled_matches: a CTE read twice is materialized whole, and a filter on sampled_at would no longer reach it.)
+unlabelled_instants as (
+    select distinct
+        lower(split_part(hostname, '.', 1)) as host,
+        sampled_at
+    from {{ ref('stg_telemetry__device_samples') }}
+    where job_id is null
+),
+
 host_instants as (
     select
-        lower(split_part(hostname, '.', 1)) as host,
-        sampled_at,
-        count(distinct gpu_index) as gpus_reported
-    from {{ ref('stg_telemetry__device_samples') }}
-    group by lower(split_part(hostname, '.', 1)), sampled_at
+        unlabelled_instants.host,
+        unlabelled_instants.sampled_at,
+        count(distinct samples.gpu_index) as gpus_reported
+    from {{ ref('stg_telemetry__device_samples') }} as samples
+    inner join unlabelled_instants
+        on lower(split_part(samples.hostname, '.', 1)) = unlabelled_instants.host
+        and samples.sampled_at = unlabelled_instants.sampled_at
+    group by unlabelled_instants.host, unlabelled_instants.sampled_at
 ),
 
 unlabelled_decided as (
