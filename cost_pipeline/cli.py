@@ -515,11 +515,12 @@ def _monthly(warehouse: Path, month: str | None, first: str | None, last: str | 
             print(f"cost-pipeline: the monthly run of {key} failed; see {run_log(warehouse)}", file=sys.stderr)
             return 1
         journal, focus = metadata["monthly/gl_journal"], metadata["monthly/focus_export"]
-        statements = metadata["monthly/chargeback_statements"]
+        statements, marts = metadata["monthly/chargeback_statements"], metadata["monthly/cost_marts"]
         state = "closed: the frozen lines" if journal["closed"] else "open"
         print(
             f"{key}: {Path(journal['path']).parent}: {journal['lines']} journal lines ({state}), "
-            f"{focus['rows']} FOCUS rows, {statements['teams']} team statement(s)"
+            f"{focus['rows']} FOCUS rows, {statements['teams']} team statement(s), "
+            f"{marts['dagster/row_count']} rows of {marts['marts']} month-keyed marts"
         )
     return 0
 

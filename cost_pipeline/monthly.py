@@ -7,7 +7,10 @@ byte for byte what the command writes for the month:
   an open month's lines as tonight states them (plus, in the first open month, the adjustments);
 - ``focus.csv``: ``cost-pipeline export --focus --month`` (``focus_export.write_focus``);
 - ``statements/<team>.html``: ``cost-pipeline report --team --month`` (``statement.team_statement``), one per
-  team with a cost line that month (unattributed cost has no team: it is in the journal, under the fallback centre).
+  team with a cost line that month (unattributed cost has no team: it is in the journal, under the fallback centre);
+- ``marts/<mart>.parquet``: the month's rows of every month-keyed mart (``month_marts``: a ``month`` date column),
+  sorted, with the columns' descriptions as key-value metadata, as tonight's marts state them (a closed month's
+  too: its journal stays frozen, its restatement posts as an adjustment in the first open month).
 
 The folder is written whole under a hidden temporary name, flushed, and swapped in atomically: the month's name is
 a symbolic link to the folder of its latest write (``.<YYYY-MM>.<pid>-<hex>``), replaced by one ``os.replace``; a
@@ -27,13 +30,16 @@ from pathlib import Path
 import duckdb
 
 from cost_pipeline.focus_export import write_focus
+from cost_pipeline.ingest.lib.warehouse import quote
 from cost_pipeline.journal import journal_lines, write_csv
-from cost_pipeline.publish import _fsync, _process_is_alive
+from cost_pipeline.publish import MARTS, _fsync, _process_is_alive, column_descriptions, copy_to_parquet
 from cost_pipeline.statement import team_statement
 
 JOURNAL_FILE = "journal.csv"
 FOCUS_FILE = "focus.csv"
 STATEMENTS_FOLDER = "statements"
+MARTS_FOLDER = "marts"
+MONTH_COLUMN = "month"
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,7 @@ class MonthFiles:
     focus_billed_cents: int
     statements: dict[str, Path]  # team -> its chargeback statement
     statement_cents: dict[str, int | None]  # team -> its cost lines' total (None: an unpriced line)
+    marts: dict[str, int]  # month-keyed mart -> its rows of the month, in marts/<mart>.parquet
 
 
 def monthly_root(warehouse: Path) -> Path:
@@ -87,6 +94,29 @@ def _team_cents(con: duckdb.DuckDBPyConnection, team: str, month: date) -> int |
     return None if unpriced else _cents(total)
 
 
+def month_marts(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The month-keyed marts: the tables of the warehouse's ``marts`` schema with a ``month`` column of type date."""
+    rows = con.execute(
+        "select table_name from duckdb_columns() where database_name = current_database() and schema_name = ? "
+        "and column_name = ? and data_type = 'DATE' order by 1",
+        [MARTS, MONTH_COLUMN],
+    ).fetchall()
+    return [table for (table,) in rows]
+
+
+def _write_mart(con: duckdb.DuckDBPyConnection, table: str, month: date, path: Path) -> int:
+    """``table``'s rows of ``month`` into the Parquet file ``path``, sorted; returns how many."""
+    where = f"from {MARTS}.{quote(table)} where {MONTH_COLUMN} = date '{month.isoformat()}'"
+    database = con.execute("select current_database()").fetchone()[0]
+    copy_to_parquet(
+        con,
+        f"select * {where} order by all",
+        path,
+        {"month": f"{month:%Y-%m}", **column_descriptions(con, database, table)},
+    )
+    return con.execute(f"select count(*) {where}").fetchone()[0]
+
+
 def _statement_name(team: str) -> str:
     """A file name for ``team``: its characters that are not letters, digits, ``-`` or ``_`` become ``_``."""
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in team) + ".html"
@@ -115,6 +145,11 @@ def write_month(con: duckdb.DuckDBPyConnection, warehouse: Path, month: date) ->
             path.write_text(team_statement(con, team, month), encoding="utf-8")
             statements[team] = target / STATEMENTS_FOLDER / path.name
             statement_cents[team] = _team_cents(con, team, month)
+        (written / MARTS_FOLDER).mkdir()
+        marts = {
+            table: _write_mart(con, table, month, written / MARTS_FOLDER / f"{table}.parquet")
+            for table in month_marts(con)
+        }
         _fsync_tree(written)
         _swap(target, written)
     except BaseException:
@@ -133,6 +168,7 @@ def write_month(con: duckdb.DuckDBPyConnection, warehouse: Path, month: date) ->
         focus_billed_cents=_cents(focus_billed),
         statements=statements,
         statement_cents=statement_cents,
+        marts=marts,
     )
 
 

@@ -505,26 +505,38 @@ def _write_parquet(
     """One Parquet file per published mart, under a temporary name in ``folder``: the table's columns (``as_of``
     last); key-value metadata ``as_of`` and ``description.<column>`` (the column's comment)."""
     folder.mkdir(exist_ok=True)
-    stamp = _literal(as_of.isoformat())
     for table in tables:
         target = folder / f"{table}.parquet"
         _remove_abandoned_temporaries(target)
         temporary = _temporary_path(target)
         written[target] = temporary
-        described = con.execute(
-            "select column_name, comment from duckdb_columns() where database_name = ? and schema_name = ? "
-            "and table_name = ? and coalesce(comment, '') <> '' order by column_index",
-            [alias, MARTS, table],
-        ).fetchall()
-        metadata = ", ".join(
-            [f"{_literal(AS_OF)}: {stamp}", *(f"{_literal('description.' + c)}: {_literal(d)}" for c, d in described)]
-        )
-        con.execute(
-            f"copy (select * from {alias}.{MARTS}.{quote(table)}) "
-            f"to {_literal(str(temporary))} (format parquet, kv_metadata {{{metadata}}})"
+        copy_to_parquet(
+            con,
+            f"select * from {alias}.{MARTS}.{quote(table)}",
+            temporary,
+            {AS_OF: as_of.isoformat(), **column_descriptions(con, alias, table)},
         )
         _copy_permissions(target, temporary)
         _fsync(temporary)
+
+
+def column_descriptions(con: duckdb.DuckDBPyConnection, database: str, table: str) -> dict[str, str]:
+    """``description.<column>`` -> the column's comment, for each described column of ``database``.marts.``table``."""
+    return {
+        f"description.{column}": comment
+        for column, comment in con.execute(
+            "select column_name, comment from duckdb_columns() where database_name = ? and schema_name = ? "
+            "and table_name = ? and coalesce(comment, '') <> '' order by column_index",
+            [database, MARTS, table],
+        ).fetchall()
+    }
+
+
+def copy_to_parquet(con: duckdb.DuckDBPyConnection, select: str, path: Path, metadata: dict[str, str]) -> None:
+    """The rows of ``select`` into the Parquet file ``path``, ``metadata`` its key-value metadata (COPY takes no
+    parameters: ``select`` holds only quoted names and literals)."""
+    pairs = ", ".join(f"{_literal(key)}: {_literal(value)}" for key, value in metadata.items())
+    con.execute(f"copy ({select}) to {_literal(str(path))} (format parquet, kv_metadata {{{pairs}}})")
 
 
 def _swap_parquet(folder: Path, written: dict[Path, Path]) -> None:

@@ -1,6 +1,7 @@
-"""Monthly partitions (docs/operations.md "Monthly partitions"): a month's journal, FOCUS export and team statements
-written beside the warehouse by a partition run, one month at a time, and the sensor that refreshes the open months
-after a night. Every test reads a copy of the session's demo night (its warehouse and its Dagster home)."""
+"""Monthly partitions (docs/operations.md "Monthly partitions"): a month's journal, FOCUS export, team statements and
+month-keyed marts written beside the warehouse by a partition run, one month at a time, and the sensor that
+refreshes the open months after a night. Every test reads a copy of the session's demo night (its warehouse and its
+Dagster home)."""
 
 from __future__ import annotations
 
@@ -19,16 +20,18 @@ from cost_pipeline.cli import main, run_months
 from cost_pipeline.contract import load_contract
 from cost_pipeline.dagster_home import warehouse_instance
 from cost_pipeline.defs.monthly import (
+    COST_MARTS,
     FOCUS,
     JOURNAL,
     STATEMENTS,
+    month_keyed_marts,
     monthly_after_nightly,
     monthly_partitions,
     months_to_refresh,
     previous_month,
 )
 from cost_pipeline.journal import close_month, next_month
-from cost_pipeline.monthly import month_folder
+from cost_pipeline.monthly import month_folder, month_marts
 from tests.helpers import query
 
 pytestmark = pytest.mark.xdist_group("monthly_partitions")
@@ -78,7 +81,7 @@ def _files(folder: Path) -> dict[str, tuple[bytes, int]]:
 
 def test_a_backfill_materialises_each_month_as_a_partition_in_the_instance(warehouse):
     with warehouse_instance(warehouse) as instance:
-        for key in (JOURNAL, FOCUS, STATEMENTS):
+        for key in (JOURNAL, FOCUS, STATEMENTS, COST_MARTS):
             assert instance.get_materialized_partitions(key) == {"2026-10", "2026-11"}
         runs = instance.get_runs(filters=dg.RunsFilter(job_name="monthly_deliverables_job"))
     assert sorted(run.tags["dagster/partition"] for run in runs) == ["2026-10", "2026-11"]
@@ -128,6 +131,46 @@ def test_a_partition_writes_the_months_files_with_the_marts_figures(warehouse):
     october = month_folder(warehouse, OCTOBER)
     assert (october / "journal.csv").read_text(encoding="utf-8").count("\n") == 1
     assert not list((october / "statements").iterdir())
+
+
+def test_a_partition_writes_the_months_rows_of_every_month_keyed_mart(warehouse):
+    con = duckdb_session.connect(str(warehouse), read_only=True)
+    try:
+        marts = month_marts(con)
+        # The asset depends on the marts it writes: the yml's month columns are the warehouse's.
+        assert [["marts", table] for table in marts] == month_keyed_marts()
+        assert {"fct_cost_lines", "fct_gl_journal", "fct_resource_book", "fct_service_month"} <= set(marts)
+        rows = {}
+        for month in (NOVEMBER, OCTOBER):
+            folder = month_folder(warehouse, month) / "marts"
+            assert sorted(path.name for path in folder.iterdir()) == [f"{table}.parquet" for table in marts]
+            for table in marts:
+                written = str(folder / f"{table}.parquet")
+                expected = con.execute(f"select * from marts.{table} where month = ? order by all", [month]).fetchall()
+                assert con.execute("select * from read_parquet(?)", [written]).fetchall() == expected, table
+                rows[month, table] = len(expected)
+            ((described,),) = con.execute(
+                "select count(*) from parquet_kv_metadata(?) where decode(key) = 'description.amount'",
+                [str(folder / "fct_cost_lines.parquet")],
+            ).fetchall()
+            assert described == 1
+        ((lines, amount),) = con.execute(
+            "select count(*), sum(amount) from read_parquet(?)",
+            [str(month_folder(warehouse, NOVEMBER) / "marts" / "fct_cost_lines.parquet")],
+        ).fetchall()
+        assert (lines, amount) == con.execute(
+            "select count(*), sum(amount) from marts.fct_cost_lines where month = ?", [NOVEMBER]
+        ).fetchone()
+        assert lines > 0 and amount > 0
+    finally:
+        con.close()
+    # The month before the demo's has no cost line, but the cash book pays a purchase in it.
+    assert rows[OCTOBER, "fct_cost_lines"] == 0 and rows[OCTOBER, "fct_cash_book"] == 1
+    with warehouse_instance(warehouse) as instance:
+        event = instance.get_latest_materialization_event(COST_MARTS).asset_materialization
+    assert event.partition == "2026-11"
+    assert event.metadata["rows"].value == {table: rows[NOVEMBER, table] for table in marts}
+    assert event.metadata["dagster/row_count"].value == sum(rows[NOVEMBER, table] for table in marts)
 
 
 def test_rematerialising_one_month_leaves_the_other_months_files_untouched(warehouse):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 import os
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
@@ -109,6 +109,23 @@ def test_every_job_builds_and_a_sensors_job_checks_held_rows_of_its_own_source_o
     job = defs.resolve_job_def(defs.resolve_sensor_def("serving_requests_files").job.name)
     held = {key for key in job.asset_layer.asset_graph.asset_check_keys if key.name == "no_held_rows"}
     assert held == {dg.AssetCheckKey(dg.AssetKey(["raw", "serving_requests"]), "no_held_rows")}
+
+
+def test_the_nightly_schedule_runs_every_unpartitioned_asset_at_two_and_the_months_follow_its_success():
+    """The schedule (running by default) asks for one run of the nightly job at 02:00 UTC: every asset but the
+    monthly partitions, which ``monthly_after_nightly`` requests when that job succeeds (test_monthly_partitions)."""
+    schedule = defs.resolve_schedule_def("nightly_cost_refresh")
+    assert (schedule.cron_schedule, schedule.execution_timezone) == ("0 2 * * *", "UTC")
+    assert schedule.default_status == dg.DefaultScheduleStatus.RUNNING
+    tick = datetime(2026, 12, 2, 2, 0, tzinfo=UTC)
+    with dg.build_schedule_context(scheduled_execution_time=tick) as context:
+        (request,) = schedule.evaluate_tick(context).run_requests
+    assert request.partition_key is None and schedule.job_name == "nightly_cost_refresh_job"
+    graph = defs.resolve_asset_graph()
+    selected = schedule.job.selection.resolve(graph)
+    monthly = {key for key in graph.get_all_asset_keys() if key.path[0] == "monthly"}
+    assert monthly and selected == graph.materializable_asset_keys - monthly
+    assert {dg.AssetKey(["raw", "device_samples"]), dg.AssetKey(["published", "marts"])} <= selected
 
 
 def freshness(landing: Path, warehouse: Path) -> dg.AssetCheckEvaluation:

@@ -3,15 +3,16 @@
 Costs are closed by month, so the files finance takes each month are partitioned by month
 (``monthly_partitions``: from the contract's ``operations.first_month`` to the current month, UTC, which is the open
 month). One partition run writes that month's folder beside the warehouse (``cost_pipeline.monthly``): the GL journal
-(``monthly/gl_journal``), the FOCUS 1.2 export (``monthly/focus_export``) and one chargeback statement per team
-(``monthly/chargeback_statements``). They read the marts, which stay one full nightly rebuild; a partition run
-never changes a table.
+(``monthly/gl_journal``), the FOCUS 1.2 export (``monthly/focus_export``), one chargeback statement per team
+(``monthly/chargeback_statements``) and the month's rows of every month-keyed mart (``monthly/cost_marts``). They
+read the marts, which stay one full nightly rebuild; a partition run never changes a table.
 
 The nightly job stays unpartitioned (a run is one partition of every asset or none). The ``monthly_after_nightly``
 sensor watches it: when a night succeeds it requests the partition of the open month, and of the previous month while
 it is not closed (``cost-pipeline close``); closed months keep the files of the run that last wrote them.
 """
 
+import json
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -19,10 +20,11 @@ import dagster as dg
 
 from cost_pipeline import duckdb_session
 from cost_pipeline.contract import load_contract
+from cost_pipeline.dbt_setup import dbt_project
 from cost_pipeline.defs.resources import Warehouse
 from cost_pipeline.defs.schedules import nightly_cost_refresh_job
 from cost_pipeline.journal import latest_closed
-from cost_pipeline.monthly import MonthFiles, write_month
+from cost_pipeline.monthly import MARTS_FOLDER, MONTH_COLUMN, MonthFiles, write_month
 
 GROUP = "monthly"
 MONTH_FORMAT = "%Y-%m"
@@ -34,8 +36,23 @@ monthly_partitions = dg.MonthlyPartitionsDefinition(
 JOURNAL = dg.AssetKey(["monthly", "gl_journal"])
 FOCUS = dg.AssetKey(["monthly", "focus_export"])
 STATEMENTS = dg.AssetKey(["monthly", "chargeback_statements"])
+COST_MARTS = dg.AssetKey(["monthly", "cost_marts"])
 _OWNERS = load_contract().owners(GROUP, kind="layers")
 _FOLDER = "<warehouse stem>.monthly/<YYYY-MM>/"
+
+
+def month_keyed_marts() -> list[list[str]]:
+    """The dbt marts whose yml declares a ``month`` column, as asset key paths (the manifest's; the partition run
+    writes the warehouse's tables with a ``month`` date column, ``cost_pipeline.monthly.month_marts``)."""
+    manifest = json.loads(dbt_project.manifest_path.read_text(encoding="utf-8"))
+    return sorted(
+        [node["config"]["schema"], node["name"]]
+        for node in manifest["nodes"].values()
+        if node["resource_type"] == "model" and node["config"]["schema"] == "marts" and MONTH_COLUMN in node["columns"]
+    )
+
+
+_KINDS = {JOURNAL: {"csv"}, FOCUS: {"csv"}, STATEMENTS: {"html"}, COST_MARTS: {"parquet"}}
 
 
 def _spec(key: dg.AssetKey, deps: list[list[str]], description: str) -> dg.AssetSpec:
@@ -43,7 +60,7 @@ def _spec(key: dg.AssetKey, deps: list[list[str]], description: str) -> dg.Asset
         key=key,
         group_name=GROUP,
         owners=_OWNERS,
-        kinds={"csv"} if key != STATEMENTS else {"html"},
+        kinds=_KINDS[key],
         deps=[dg.AssetKey(dep) for dep in deps],
         description=description,
     )
@@ -69,6 +86,12 @@ def _spec(key: dg.AssetKey, deps: list[list[str]], description: str) -> dg.Asset
             [["marts", "fct_cost_lines"], ["marts", "dim_batches"]],
             f"One chargeback statement per team with cost in the month, {_FOLDER}statements/<team>.html, as "
             "`cost-pipeline report --team --month` writes it.",
+        ),
+        _spec(
+            COST_MARTS,
+            month_keyed_marts(),
+            f"The month's rows of every mart with a `month` column, {_FOLDER}{MARTS_FOLDER}/<mart>.parquet, sorted, "
+            "as tonight's marts state them (a closed month's too; its journal stays frozen).",
         ),
     ],
     partitions_def=monthly_partitions,
@@ -116,12 +139,22 @@ def _results(files: MonthFiles):
             "total_cents": dg.MetadataValue.json(files.statement_cents),
         },
     )
+    yield dg.MaterializeResult(
+        asset_key=COST_MARTS,
+        metadata={
+            "folder": dg.MetadataValue.path(str(files.folder / MARTS_FOLDER)),
+            "marts": len(files.marts),
+            "rows": dg.MetadataValue.json(files.marts),
+            "dagster/row_count": sum(files.marts.values()),
+        },
+    )
 
 
 monthly_deliverables_job = dg.define_asset_job(
     "monthly_deliverables_job",
     selection=dg.AssetSelection.groups(GROUP),  # partitioned as its assets are (monthly_partitions)
-    description="Write one month's journal, FOCUS export and chargeback statements beside the warehouse.",
+    description="Write one month's journal, FOCUS export, chargeback statements and month-keyed marts beside the "
+    "warehouse.",
 )
 
 
