@@ -106,15 +106,20 @@ def render_contract() -> str:
         )
         lines += ["", "#### Owners and expected delivery (operations)", ""]
         lines += table(
-            ["raw table", "owners", "max age of the newest delivery (h)"],
-            (
-                [f"`raw.{name}`", ", ".join(contract.owners(name)), _number(contract.max_age_hours(name))]
-                for name in sources()
-            ),
+            ["raw table", "owners", "delivery expected"],
+            ([f"`raw.{name}`", ", ".join(contract.owners(name)), _expected(contract, name)] for name in sources()),
         )
         lines.append("")
     lines += ["### Value domains", "", render_domains()]
     return "\n".join(lines)
+
+
+def _expected(contract: Contract, source: str) -> str:
+    """When ``source`` is expected to deliver (``operations.freshness``), in words."""
+    if not contract.delivery_expected(source):
+        return "not expected"
+    due = contract.delivery_due(source)
+    return f"due {due}" if due else f"newest at most {_number(contract.max_age_hours(source))} h old"
 
 
 BLOCKS: dict[str, DocBlock] = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import duckdb
 import pytest
 
 from cost_pipeline.contract import Contract, load_contract
+from cost_pipeline.contract.due import parse_due
 from cost_pipeline.definitions import defs
 from cost_pipeline.defs.freshness import CHECK, delivery_result, freshness_check
 from cost_pipeline.defs.ingest import ASSETS_BY_TABLE
@@ -241,7 +243,81 @@ def test_every_source_has_a_warning_freshness_check_with_its_contract_age():
     for name in SOURCES:
         key = dg.AssetCheckKey(dg.AssetKey(["raw", name]), CHECK)
         assert key in graph.asset_check_keys
-        assert f"{contract.max_age_hours(name):g} h" in graph.get_check_spec(key).description
+        due = contract.delivery_due(name)
+        expected = f"{contract.max_age_hours(name):g} h" if due is None else f"due {due}"
+        assert expected in graph.get_check_spec(key).description
+    assert str(contract.delivery_due("service_invoices")) == "monthly, day 6 00:00 UTC"
+
+
+@pytest.mark.parametrize(
+    ("spec", "now", "latest", "before"),
+    [
+        ({"at": "01:30"}, "2026-12-02 01:29", "2026-12-01 01:30", "2026-11-30 01:30"),
+        ({"at": "01:30"}, "2026-12-02 01:30", "2026-12-02 01:30", "2026-12-01 01:30"),
+        ({"weekday": "Monday", "at": "09:00"}, "2026-12-02 12:00", "2026-11-30 09:00", "2026-11-23 09:00"),
+        ({"weekday": "wednesday", "at": "09:00"}, "2026-12-02 08:59", "2026-11-25 09:00", "2026-11-18 09:00"),
+        ({"day": 6, "at": "00:00"}, "2026-12-02 00:00", "2026-11-06 00:00", "2026-10-06 00:00"),
+        ({"day": 6, "at": "00:00"}, "2026-12-06 00:00", "2026-12-06 00:00", "2026-11-06 00:00"),
+        ({"day": 28, "at": "23:59"}, "2027-01-05 00:00", "2026-12-28 23:59", "2026-11-28 23:59"),
+        ({"day": 1, "at": "00:00"}, "2027-01-01 00:00", "2027-01-01 00:00", "2026-12-01 00:00"),
+    ],
+)
+def test_a_due_time_recurs_daily_weekly_or_monthly(spec, now, latest, before):
+    due = parse_due(spec, "test")
+    found = due.latest(datetime.fromisoformat(now))
+    assert (found, due.before(found)) == (datetime.fromisoformat(latest), datetime.fromisoformat(before))
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"at": 90}, "is not a time HH:MM"),  # YAML reads an unquoted 01:30 as 90 (minutes, base 60)
+        ({"at": "24:00"}, "is not a time HH:MM"),
+        ({"day": 29, "at": "00:00"}, "from 1 to 28"),
+        ({"day": True, "at": "00:00"}, "from 1 to 28"),
+        ({"weekday": "mon", "at": "00:00"}, "is not one of monday"),
+        ({"weekday": "monday", "day": 1, "at": "00:00"}, "both a weekday and a day"),
+        ({"day": 1}, "is not {at: HH:MM}"),
+        ("daily", "is not {at: HH:MM}"),
+    ],
+)
+def test_a_due_time_the_contract_cannot_mean_is_refused(spec, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_due(spec, "contract v1: operations.freshness of x")
+
+
+def test_a_source_with_a_due_time_warns_once_a_due_time_passed_with_nothing_since_the_one_before(tmp_path):
+    """Invoices due on the 6th: the October export (delivered 3 November) is enough until 6 December; from then
+    the November export is due. ``max_age_hours`` is not used."""
+    due = parse_due({"day": 6, "at": "00:00"}, "test")
+    con = connect(tmp_path / "w.duckdb")
+    try:
+        record_arrivals(con, "service_invoices")  # an empty ledger: nothing arrived yet
+        con.execute("insert into ops.file_arrivals values ('service_invoices', 'ef56', '2026-11-03 10:00:00')")
+
+        def result(now: str) -> dg.AssetCheckResult:
+            return delivery_result(con, "service_invoices", 1, now=datetime.fromisoformat(now), due=due)
+
+        waiting = result("2026-12-05 23:59")
+        assert waiting.passed and "the delivery due 2026-11-06 00:00 UTC came" in waiting.description
+        assert waiting.metadata["latest_due"].value == "2026-11-06 00:00:00" and "max_age_hours" not in waiting.metadata
+        late = result("2026-12-06 00:00")
+        assert not late.passed
+        assert late.description == (
+            "service_invoices last delivered 2026-11-03 10:00 UTC, 782.0 h ago; due monthly, day 6 00:00 UTC: the "
+            "delivery due 2026-12-06 00:00 UTC has not come (nothing since 2026-11-06 00:00 UTC)"
+        )
+        con.execute("insert into ops.file_arrivals values ('service_invoices', 'ab78', '2026-12-08 09:00:00')")
+        assert result("2026-12-08 09:01").passed  # late, but in
+        # A delivery counts for the period it arrives in (a file does not say which it covers): the late one
+        # stands for December's export too, until 6 February.
+        assert result("2027-02-05 23:59").passed and not result("2027-02-06 00:00").passed
+    finally:
+        con.close()
+    document = copy.deepcopy(load_contract().document)
+    document["operations"]["freshness"]["sources"]["service_invoices"] = {"max_age_hours": 840, "due": {"at": "01:00"}}
+    with pytest.raises(ValueError, match="give max_age_hours or due, not both"):
+        Contract(version="v1", document=document).delivery_due("service_invoices")
 
 
 def test_a_rewrite_of_the_same_size_within_the_clocks_tick_is_still_new_bytes(tmp_path, instance):

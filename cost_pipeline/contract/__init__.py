@@ -20,6 +20,8 @@ from typing import Any
 
 import yaml
 
+from cost_pipeline.contract.due import DeliveryDue, parse_due
+
 _FILE_PATTERN = re.compile(r"^definitions_(v\d+)\.yaml$")
 # A MIG profile (docs/fractional_gpus.md): its compute slices first (the group `slices`), then g., its memory and the
 # options newer drivers add: 1g.10gb, 3g.40gb, 1g.10gb+me, 1g.10gb+me.all, 1g.10gb+gfx.
@@ -347,6 +349,17 @@ class Contract:
                 f"contract {self.version}: operations.freshness of {source}: expected {expected!r} is not true or false"
             )
         return expected
+
+    def delivery_due(self, source: str) -> DeliveryDue | None:
+        """When ``source``'s delivery is due (``operations.freshness.sources.<source>.due``, ``contract.due``), or
+        None: then its newest delivery may be ``max_age_hours`` old."""
+        spec = (self._operations("freshness").get("sources") or {}).get(source) or {}
+        if "due" not in spec:
+            return None
+        where = f"contract {self.version}: operations.freshness of {source}"
+        if "max_age_hours" in spec:
+            raise ValueError(f"{where}: give max_age_hours or due, not both")
+        return parse_due(spec["due"], where)
 
     def max_age_hours(self, source: str) -> float:
         """How old a source's newest delivery may be before its freshness check warns (``operations.freshness``)."""
