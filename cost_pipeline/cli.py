@@ -28,7 +28,7 @@ from cost_pipeline.demo import write_demo_landing
 from cost_pipeline.progress import LOGGER, NightProgress
 from cost_pipeline.run_config import RunConfigError, check_run_config, read_run_config
 from cost_pipeline.run_lock import WarehouseBusy, warehouse_run_lock
-from cost_pipeline.source_summary import SummaryFindings, print_source_summary
+from cost_pipeline.source_summary import SummaryFindings, as_of, print_source_summary, source_failures
 from cost_pipeline.warehouse_file import UNUSABLE_EXIT, WarehouseUnusable, check_warehouse
 
 EMPTY_LANDING_EXIT = 7  # docs/operations.md lists every exit code
@@ -268,6 +268,8 @@ def report(warehouse: Path, out: TextIO | None = None) -> None:
             print(f"\n{len(quarantined)} row(s) quarantined (see raw.quarantine):", file=out)
             for source, source_file, line, rule, message in quarantined[:20]:
                 print(f"  [{source}] {source_file}, line {line}: rule {rule}: {message}", file=out)
+        for name, _, since in source_failures(con):  # before the tables, which hold its rows of that night
+            print(f"\nstale: the tables below hold {name}'s rows as of {as_of(since)}: tonight's load failed", file=out)
         _unpriced(con, out)
         _table(
             con,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import duckdb
@@ -42,6 +43,19 @@ class SummaryFindings:
     all_quarantined: list[str] = field(default_factory=list)  # sources with rows, every one quarantined
     stale: list[str] = field(default_factory=list)  # sources whose load failed tonight: last good night's rows
     held: list[str] = field(default_factory=list)  # sources with rows quarantined after a failed dbt test
+
+
+def source_failures(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, datetime | None]]:
+    """The sources whose load failed tonight (``raw.source_failures``): name, error, last good load."""
+    try:
+        return con.execute("select source, error, last_good_load from raw.source_failures order by source").fetchall()
+    except duckdb.CatalogException:  # a warehouse written before failed loads were recorded
+        return []
+
+
+def as_of(last_good_load: datetime | None) -> str:
+    """The night a stale source's rows are from, in words."""
+    return f"{last_good_load:%Y-%m-%d %H:%M} UTC" if last_good_load else "no night (it never loaded)"
 
 
 def print_source_summary(warehouse: Path, out=None) -> SummaryFindings:
@@ -74,12 +88,7 @@ def print_source_summary(warehouse: Path, out=None) -> SummaryFindings:
             ]
         except duckdb.CatalogException:
             ignored = []
-        try:
-            failures = con.execute(
-                "select source, error, last_good_load from raw.source_failures order by source"
-            ).fetchall()
-        except duckdb.CatalogException:  # a warehouse written before failed loads were recorded
-            failures = []
+        failures = source_failures(con)
         held = held_rows(con)
     finally:
         con.close()
@@ -105,8 +114,7 @@ def print_source_summary(warehouse: Path, out=None) -> SummaryFindings:
             file=out,
         )
     for name, error, since in failures:
-        night = f"{since:%Y-%m-%d %H:%M} UTC" if since else "no night (it never loaded)"
-        print(f"  stale: figures from {name} are as of {night}; tonight's load failed: {error}", file=out)
+        print(f"  stale: figures from {name} are as of {as_of(since)}; tonight's load failed: {error}", file=out)
         findings.stale.append(name)
     for name, test, rows, deliveries, first in held:
         also = f", with {deliveries:,} earlier deliver{'y' if deliveries == 1 else 'ies'} of them" if deliveries else ""

@@ -106,4 +106,7 @@ def test_the_summary_says_which_figures_are_stale(stale_night):
     night = f"{stale_night.last_good:%Y-%m-%d %H:%M} UTC"
     assert f"  stale: figures from {SOURCE} are as of {night}; tonight's load failed: {BAD_FILE}" in stale_night.out
     assert "Full cost per batch (marts.fct_batch_costs)" in stale_night.out  # the tables are printed
+    # ... after a line that says which of their rows are from an earlier night
+    notice = f"stale: the tables below hold {SOURCE}'s rows as of {night}: tonight's load failed"
+    assert 0 <= stale_night.out.find(notice) < stale_night.out.find("Compute bill per batch")
     assert f"figures from {SOURCE} are stale" in stale_night.err.strip().splitlines()[-1]

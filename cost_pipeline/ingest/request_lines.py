@@ -131,7 +131,12 @@ def _json_ok(text: str) -> str:
 
 
 def _unique_keys(x: str) -> str:
-    return f"(len(json_keys({x})) = len(list_distinct(json_keys({x}))))"
+    """No key of the JSON object ``x`` repeats: each key is first found where it is (the keys read once, through
+    ``list_apply``; ``list_distinct`` hashes every row's list and took four times as long)."""
+    return (
+        f"(list_apply([json_keys({x})], lambda k: len(list_filter(k, lambda key, i: list_position(k, key) <> i)))[1]"
+        " = 0)"
+    )
 
 
 def _mapped_sql(schema: SourceSchema) -> str:
@@ -329,14 +334,17 @@ def _jsonl_in_python(lines: list[tuple[int, str]], path: Path) -> ParsedFile:
     return parsed
 
 
+# The file's lines, numbered, a byte-order mark dropped: split at \r\n, \r or \n, by the faster string_split when
+# the file has no \r.
 _LINES = r"""
     create or replace temp table landing_lines as
     select * from (
         select unnest(lines) as text, cast(unnest(generate_series(1, len(lines))) as bigint) as line
-        from (select regexp_split_to_array(
-                  case when starts_with(content, chr(65279)) then substr(content, 2) else content end,
-                  '\r\n|\r|\n') as lines
-              from read_text(?))
+        from (select case when contains(content, chr(13)) then regexp_split_to_array(content, '\r\n|\r|\n')
+                          else string_split(content, chr(10)) end as lines
+              from (select case when starts_with(content, chr(65279)) then substr(content, 2) else content end
+                           as content
+                    from read_text(?)))
     ) where trim(text) <> ''
 """
 
