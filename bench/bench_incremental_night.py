@@ -81,7 +81,7 @@ def equal_tiers(incremental: Path, full: Path, tables: tuple[str, ...] = (TIERED
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--samples", type=int, default=2_000_000)
-    parser.add_argument("--memory-limit", default="4GiB")
+    parser.add_argument("--memory-limit", default="3GiB")
     parser.add_argument("--dir", type=Path, help="work folder (default: a temporary one, removed afterwards)")
     args = parser.parse_args()
     work = args.dir or Path(tempfile.mkdtemp(prefix="bench-incremental-night-"))

@@ -2,7 +2,7 @@
 
 Run on demand (not part of the test suite); it needs a few GB of disk per 10 M samples:
 
-    .venv/bin/python bench/bench_memory.py --samples 2000000 --memory-limit 4GiB
+    .venv/bin/python bench/bench_memory.py --samples 2000000 --memory-limit 3GiB
 
 It writes the demo's landing folder with its device samples replaced by ``--samples`` generated ones (the demo's
 jobs, hosts and tier pattern at the contract's 60 s interval, more GPUs per host), as Parquet; runs one whole night
@@ -215,7 +215,7 @@ def check_equal(warehouse: Path, out: Path) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--samples", type=int, default=2_000_000)
-    parser.add_argument("--memory-limit", default="4GiB")
+    parser.add_argument("--memory-limit", default="3GiB")
     parser.add_argument("--dir", type=Path, help="work folder (default: a temporary one, removed afterwards)")
     parser.add_argument("--baseline", nargs=3, metavar=("WAREHOUSE", "FILES", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()

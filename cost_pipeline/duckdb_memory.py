@@ -10,7 +10,7 @@ spill folder again once it has spilled, even to the same folder, and dbt-duckdb 
 every cursor. Only publishing's in-memory connection is given it.
 
 The limit is, first found: the warehouse resource's ``memory_limit`` (Dagster run config), the environment
-variable ``COST_DUCKDB_MEMORY_LIMIT``, else ``DEFAULT_MEMORY_LIMIT``. It is in DuckDB's units (``4GiB``,
+variable ``COST_DUCKDB_MEMORY_LIMIT``, else ``DEFAULT_MEMORY_LIMIT``. It is in DuckDB's units (``3GiB``,
 ``500MB``). It bounds DuckDB's buffers, not the whole process: a process holds its Python objects besides.
 DuckDB's thread count stays its default (one per core).
 """
@@ -23,7 +23,9 @@ from pathlib import Path
 import duckdb
 
 MEMORY_LIMIT_VARIABLE = "COST_DUCKDB_MEMORY_LIMIT"
-DEFAULT_MEMORY_LIMIT = "4GiB"
+# A process holds about 0.6 GiB beside DuckDB's buffers (its Python, allocations DuckDB does not count): 3 GiB keeps
+# the night's largest process under 4 GiB (bench/bench_memory.py, 20 million samples: 3.6 GiB; 4.6 GiB under 4GiB).
+DEFAULT_MEMORY_LIMIT = "3GiB"
 
 
 def memory_limit(configured: str | None = None) -> str:

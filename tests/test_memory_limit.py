@@ -47,8 +47,8 @@ def test_an_ingest_connection_runs_under_the_resource_limit_and_spills_beside_th
 
 def test_the_limit_comes_from_the_environment_else_the_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(MEMORY_LIMIT_VARIABLE, raising=False)
-    assert DEFAULT_MEMORY_LIMIT == "4GiB"
-    assert _settings(connect(tmp_path / "w.duckdb"))[0] == "4.0 GiB"
+    assert DEFAULT_MEMORY_LIMIT == "3GiB"
+    assert _settings(connect(tmp_path / "w.duckdb"))[0] == "3.0 GiB"
     monkeypatch.setenv(MEMORY_LIMIT_VARIABLE, "700MiB")
     assert _settings(connect(tmp_path / "w.duckdb"))[0] == "700.0 MiB"
     # The resource's field, set in run config, wins over the environment.

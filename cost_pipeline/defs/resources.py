@@ -31,7 +31,7 @@ class Warehouse(dg.ConfigurableResource):
 
     path: str
     # DuckDB memory limit of every warehouse connection of the run - ingest, dbt and publishing alike - such as
-    # 4GiB or 500MB; unset: COST_DUCKDB_MEMORY_LIMIT, else 4GiB (cost_pipeline.duckdb_memory). Run config:
+    # 4GiB or 500MB; unset: COST_DUCKDB_MEMORY_LIMIT, else 3GiB (cost_pipeline.duckdb_memory). Run config:
     # resources: {warehouse: {config: {memory_limit: 2GiB}}}.
     memory_limit: str | None = None
 

@@ -196,7 +196,7 @@ def connect(
     """Open the warehouse and make sure the quarantine and the file ledger exist.
 
     The connection runs under the DuckDB memory limit (``memory_limit``, else ``COST_DUCKDB_MEMORY_LIMIT``, else
-    4 GiB) and spills beside the warehouse (``cost_pipeline.duckdb_memory``). With ``readable_dir`` (the landing
+    3 GiB) and spills beside the warehouse (``cost_pipeline.duckdb_memory``). With ``readable_dir`` (the landing
     folder, for ingest) it is then locked down to that folder (``lock_down``); without it it is unrestricted.
     """
     Path(path).parent.mkdir(parents=True, exist_ok=True)
