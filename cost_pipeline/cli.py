@@ -486,7 +486,7 @@ def _monthly(warehouse: Path, month: str | None, first: str | None, last: str | 
         months = [start]
         while months[-1] < end:
             months.append(next_month(months[-1]))
-    from cost_pipeline.defs.monthly import MONTH_FORMAT, monthly_partitions
+    from cost_pipeline.defs.partitions import MONTH_FORMAT, monthly_partitions
 
     keys = [f"{m:{MONTH_FORMAT}}" for m in months]
     partitions = monthly_partitions.get_partition_keys()
@@ -620,7 +620,9 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--warehouse", type=Path, required=True, help="DuckDB warehouse file")
     export.add_argument("--out", type=Path, required=True, metavar="FILE", help="the file; Parquet if it ends .parquet")
     monthly = commands.add_parser(
-        "monthly", help="write a month's journal, FOCUS export and team statements beside the warehouse (partitions)"
+        "monthly",
+        help="write a month's journal, FOCUS export, team statements and month-keyed marts beside the warehouse "
+        "(partitions)",
     )
     which = monthly.add_mutually_exclusive_group(required=True)
     which.add_argument("--month", help="the month, YYYY-MM")

@@ -25,6 +25,7 @@ from typing import TextIO
 
 import duckdb
 
+from cost_pipeline.calendar_months import next_month
 from cost_pipeline.command_error import CommandError
 
 JOURNAL_EXIT = 9  # docs/operations.md: the journal cannot be printed or the month cannot be closed
@@ -97,10 +98,6 @@ def parse_month(text: str) -> date:
     if not match or not 1 <= int(match.group(2)) <= 12:
         raise JournalError(f"--month {text!r} is not a month: give YYYY-MM, e.g. 2026-11", exit_code=2)
     return date(int(match.group(1)), int(match.group(2)), 1)
-
-
-def next_month(month: date) -> date:
-    return date(month.year + month.month // 12, month.month % 12 + 1, 1)
 
 
 def _sided(line: JournalLine, net: Decimal) -> JournalLine:

@@ -1,7 +1,7 @@
 """A month's deliverables as files: the folder ``<warehouse stem>.monthly/<YYYY-MM>/`` beside the warehouse.
 
-One job: write one month's folder from the warehouse, with the functions the CLI commands use, so a file here is
-byte for byte what the command writes for the month:
+One job: write one month's folder from the warehouse, with the functions the CLI commands use, so each of the first
+three is byte for byte what its command writes for the month:
 
 - ``journal.csv``: ``cost-pipeline journal --month`` (``journal.journal_lines``): a closed month's frozen lines,
   an open month's lines as tonight states them (plus, in the first open month, the adjustments);
@@ -9,8 +9,8 @@ byte for byte what the command writes for the month:
 - ``statements/<team>.html``: ``cost-pipeline report --team --month`` (``statement.team_statement``), one per
   team with a cost line that month (unattributed cost has no team: it is in the journal, under the fallback centre);
 - ``marts/<mart>.parquet``: the month's rows of every month-keyed mart (``month_marts``: a ``month`` date column),
-  sorted, with the columns' descriptions as key-value metadata, as tonight's marts state them (a closed month's
-  too: its journal stays frozen, its restatement posts as an adjustment in the first open month).
+  sorted, with key-value metadata ``month`` and the columns' descriptions, as tonight's marts state them (a closed
+  month's too: its journal stays frozen, its restatement posts as an adjustment in the first open month).
 
 The folder is written whole under a hidden temporary name, flushed, and swapped in atomically: the month's name is
 a symbolic link to the folder of its latest write (``.<YYYY-MM>.<pid>-<hex>``), replaced by one ``os.replace``; a
@@ -106,15 +106,10 @@ def month_marts(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 def _write_mart(con: duckdb.DuckDBPyConnection, table: str, month: date, path: Path) -> int:
     """``table``'s rows of ``month`` into the Parquet file ``path``, sorted; returns how many."""
-    where = f"from {MARTS}.{quote(table)} where {MONTH_COLUMN} = date '{month.isoformat()}'"
+    select = f"select * from {MARTS}.{quote(table)} where {MONTH_COLUMN} = date '{month.isoformat()}' order by all"
     database = con.execute("select current_database()").fetchone()[0]
-    copy_to_parquet(
-        con,
-        f"select * {where} order by all",
-        path,
-        {"month": f"{month:%Y-%m}", **column_descriptions(con, database, table)},
-    )
-    return con.execute(f"select count(*) {where}").fetchone()[0]
+    metadata = {"month": f"{month:%Y-%m}", **column_descriptions(con, database, table)}
+    return copy_to_parquet(con, select, path, metadata)
 
 
 def _statement_name(team: str) -> str:

@@ -532,11 +532,14 @@ def column_descriptions(con: duckdb.DuckDBPyConnection, database: str, table: st
     }
 
 
-def copy_to_parquet(con: duckdb.DuckDBPyConnection, select: str, path: Path, metadata: dict[str, str]) -> None:
+def copy_to_parquet(con: duckdb.DuckDBPyConnection, select: str, path: Path, metadata: dict[str, str]) -> int:
     """The rows of ``select`` into the Parquet file ``path``, ``metadata`` its key-value metadata (COPY takes no
-    parameters: ``select`` holds only quoted names and literals)."""
+    parameters: ``select`` holds only quoted names and literals); returns how many rows."""
     pairs = ", ".join(f"{_literal(key)}: {_literal(value)}" for key, value in metadata.items())
-    con.execute(f"copy ({select}) to {_literal(str(path))} (format parquet, kv_metadata {{{pairs}}})")
+    (rows,) = con.execute(
+        f"copy ({select}) to {_literal(str(path))} (format parquet, kv_metadata {{{pairs}}})"
+    ).fetchone()
+    return int(rows)
 
 
 def _swap_parquet(folder: Path, written: dict[Path, Path]) -> None:

@@ -246,7 +246,7 @@ def test_every_source_has_a_warning_freshness_check_with_its_contract_age():
         due = contract.delivery_due(name)
         expected = f"{contract.max_age_hours(name):g} h" if due is None else f"due {due}"
         assert expected in graph.get_check_spec(key).description
-    assert str(contract.delivery_due("service_invoices")) == "monthly, day 6 00:00 UTC"
+    assert str(contract.delivery_due("service_invoices")) == "monthly, day 6 06:00 UTC"
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,13 @@
 """When a source's delivery is due (``operations.freshness.sources.<source>.due``), in UTC.
 
 A due time recurs: daily (``{at: "01:30"}``), weekly (``{weekday: monday, at: "09:00"}``) or monthly
-(``{day: 6, at: "00:00"}``, day 1 to 28, so that every month has it). A source with a due time is on time when it
-delivered after the due time before the latest one: each period's delivery arrived, by its due time or late. Until
-a period's due time passes, the previous period's delivery is enough. A delivery counts for the period it arrives
-in (a file does not say which period it covers): an export delivered late stands for the next period's too.
+(``{day: 6, at: "06:00"}``, day 1 to 28, so that every month has it). A source with a due time is on time when it
+delivered after the due time before the latest one: at least one delivery in each period, by its due time or late.
+Until a period's due time passes, the previous period's delivery is enough. A delivery counts for the period it
+arrives in (a file does not say which period it covers): an export delivered late stands for the next period's too,
+and a source that delivers once a period on any day never warns; a period with no delivery at all does. A delivery
+is timed when a load first saw it (``ops.file_arrivals``), not when it landed: a due time must leave the run that
+loads it room.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Any
+
+from cost_pipeline.calendar_months import previous_month
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
@@ -38,8 +43,7 @@ class DeliveryDue:
     def before(self, due: datetime) -> datetime:
         """The due time before ``due`` (one of this rule's)."""
         if self.day is not None:
-            month = date(due.year - (due.month == 1), (due.month - 2) % 12 + 1, self.day)
-            return datetime.combine(month, self.at)
+            return datetime.combine(previous_month(due.date()).replace(day=self.day), self.at)
         return due - timedelta(days=7 if self.weekday is not None else 1)
 
     def __str__(self) -> str:

@@ -19,19 +19,16 @@ from pathlib import Path
 import dagster as dg
 
 from cost_pipeline import duckdb_session
+from cost_pipeline.calendar_months import previous_month
 from cost_pipeline.contract import load_contract
 from cost_pipeline.dbt_setup import dbt_project
+from cost_pipeline.defs.partitions import MONTH_FORMAT, monthly_partitions
 from cost_pipeline.defs.resources import Warehouse
 from cost_pipeline.defs.schedules import nightly_cost_refresh_job
 from cost_pipeline.journal import latest_closed
 from cost_pipeline.monthly import MARTS_FOLDER, MONTH_COLUMN, MonthFiles, write_month
 
 GROUP = "monthly"
-MONTH_FORMAT = "%Y-%m"
-
-monthly_partitions = dg.MonthlyPartitionsDefinition(
-    start_date=f"{load_contract().first_month:{MONTH_FORMAT}}", fmt=MONTH_FORMAT, timezone="UTC", end_offset=1
-)
 
 JOURNAL = dg.AssetKey(["monthly", "gl_journal"])
 FOCUS = dg.AssetKey(["monthly", "focus_export"])
@@ -42,13 +39,15 @@ _FOLDER = "<warehouse stem>.monthly/<YYYY-MM>/"
 
 
 def month_keyed_marts() -> list[list[str]]:
-    """The dbt marts whose yml declares a ``month`` column, as asset key paths (the manifest's; the partition run
-    writes the warehouse's tables with a ``month`` date column, ``cost_pipeline.monthly.month_marts``)."""
+    """The dbt marts whose yml declares a ``month`` column of type date, as asset key paths (the manifest's; the
+    partition run writes the warehouse's tables with a ``month`` date column, ``cost_pipeline.monthly.month_marts``)."""
     manifest = json.loads(dbt_project.manifest_path.read_text(encoding="utf-8"))
     return sorted(
         [node["config"]["schema"], node["name"]]
         for node in manifest["nodes"].values()
-        if node["resource_type"] == "model" and node["config"]["schema"] == "marts" and MONTH_COLUMN in node["columns"]
+        if node["resource_type"] == "model"
+        and node["config"]["schema"] == "marts"
+        and (node["columns"].get(MONTH_COLUMN, {}).get("data_type") or "").lower() == "date"
     )
 
 
@@ -156,10 +155,6 @@ monthly_deliverables_job = dg.define_asset_job(
     description="Write one month's journal, FOCUS export, chargeback statements and month-keyed marts beside the "
     "warehouse.",
 )
-
-
-def previous_month(month: date) -> date:
-    return date(month.year - (month.month == 1), (month.month - 2) % 12 + 1, 1)
 
 
 def months_to_refresh(warehouse: Path, today: date) -> list[str]:
