@@ -69,6 +69,9 @@ class FailedTest:
     # For a model that keeps one of identical lines (identical_lines_once): the raw columns it does not compare (its
     # meta's identical_lines_ignore); every other raw column is then the record's key. None: not such a model.
     identical_lines_ignore: tuple[str, ...] | None = None
+    # The tested model's compiled SQL when it is stored as a table: the hold counts its rows from the raw tables
+    # (a table keeps last build's rows until rebuilt). None: a view, whose rows follow raw at once.
+    model_sql: str | None = None
 
     @property
     def holdable(self) -> bool:
@@ -105,6 +108,7 @@ def failed_tests(run_results: Mapping[str, Any], manifest: Mapping[str, Any]) ->
     """The error-severity tests that failed in a dbt invocation (status ``fail``; a warning's is ``warn``), by file
     and name: dbt's threads finish them in any order."""
     failed = []
+    compiled = {result["unique_id"]: result.get("compiled_code") for result in run_results.get("results", [])}
     for result in run_results.get("results", []):
         node = manifest["nodes"].get(result["unique_id"])
         if node is None or node["resource_type"] != "test" or result["status"] != "fail":
@@ -126,6 +130,11 @@ def failed_tests(run_results: Mapping[str, Any], manifest: Mapping[str, Any]) ->
                 record_key=tuple(meta.get("record_key", ())),
                 identical_lines_ignore=(
                     tuple(meta["identical_lines_ignore"]) if "identical_lines_ignore" in meta else None
+                ),
+                model_sql=(
+                    compiled.get(tested["unique_id"])
+                    if tested and tested["config"].get("materialized") != "view"
+                    else None
                 ),
             )
         )
@@ -195,8 +204,20 @@ class HoldRefused(Exception):
     """The failing rows were not held: holding them would not have left exactly them out."""
 
 
-def _count(con: duckdb.DuckDBPyConnection, relation: str) -> int:
-    schema, table = relation.split(".", 1)
+def _count(con: duckdb.DuckDBPyConnection, test: FailedTest) -> int:
+    """The rows of the model ``test`` is on, as raw now makes them: its relation, or for a model stored as a table
+    its compiled SQL (``model_sql``); a table whose SQL the build did not give is not counted (HoldRefused)."""
+    schema, table = str(test.model).split(".", 1)
+    if test.model_sql is not None:
+        (rows,) = con.execute(f"select count(*) from (\n{test.model_sql}\n) as model_rows").fetchone()
+        return rows
+    (kind,) = con.execute(
+        "select coalesce(max(table_type), 'VIEW') from information_schema.tables where table_schema = ? "
+        "and table_name = ?",
+        [schema, table],
+    ).fetchone()
+    if kind != "VIEW":
+        raise HoldRefused(f"{test.model} is a table and the build gave no SQL to count its rows from raw")
     (rows,) = con.execute(f"select count(*) from {quote(schema)}.{quote(table)}").fetchone()
     return rows
 
@@ -236,7 +257,8 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> di
     held_by_model: dict[str, set[tuple[str, int]]] = {}
     con.execute("begin transaction")
     try:
-        before = {test.model: _count(con, test.model) for test in tests if test.model}
+        before = {test.model: _count(con, test) for test in tests if test.model}
+        counted = {test.model: test for test in tests if test.model}
         # The raw rows held by this call so far: one that fails a later test too was held under the first; its
         # quarantine message names the others.
         con.execute("create or replace temp table held_tonight (source varchar, source_file varchar, line bigint)")
@@ -305,7 +327,7 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> di
                     )
                 moved[source] = moved.get(source, 0) + deleted
         for model, held in held_by_model.items():
-            fewer = before[model] - _count(con, model)
+            fewer = before[model] - _count(con, counted[model])
             if fewer != len(held):
                 raise HoldRefused(
                     f"holding {len(held)} row(s) would leave {fewer} fewer in {model} (a record delivered again in "

@@ -28,7 +28,7 @@ from dagster._utils.error import SerializableErrorInfo
 
 from cost_pipeline.cli import HELD_EXIT, main
 from cost_pipeline.dagster_home import warehouse_instance
-from cost_pipeline.dbt_failures import FailedTest, HoldRefused, failed_tests, failure_report, hold_rows
+from cost_pipeline.dbt_failures import FailedTest, HoldRefused, _count, failed_tests, failure_report, hold_rows
 from cost_pipeline.dbt_setup import manifest_path
 from cost_pipeline.ingest.lib.warehouse import release_held_rows
 from cost_pipeline.progress import root_cause
@@ -61,7 +61,11 @@ def test_the_failed_tests_are_the_error_tests_that_failed():
             {"unique_id": status["unique_id"], "status": "fail"},
             {"unique_id": not_null["unique_id"], "status": "pass"},
             {"unique_id": warned["unique_id"], "status": "warn"},
-            {"unique_id": "model.cost_pipeline.stg_serving__requests", "status": "error"},
+            {
+                "unique_id": "model.cost_pipeline.stg_serving__requests",
+                "status": "success",
+                "compiled_code": "select 1",
+            },
         ]
     }
     (failed,) = failed_tests(results, manifest)
@@ -73,8 +77,26 @@ def test_the_failed_tests_are_the_error_tests_that_failed():
         stored=f"audit.{status['alias']}",
         raw_tables=("serving_requests",),
         record_key=("request_id",),  # the model's meta: every delivery of a failing request is held
+        model_sql="select 1",  # a table: the hold counts its rows from raw by the build's SQL
     )
     assert not failed.holdable  # until its stored rows are read back
+
+
+def test_a_table_is_counted_from_raw_by_its_sql_never_by_its_stored_rows(tmp_path):
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    try:
+        con.execute("create schema raw; create schema staging")
+        con.execute("create table raw.r as select range as i from range(5)")
+        con.execute("create table staging.s as select * from raw.r")
+        test = FailedTest("t", "m.yml", "rule", "staging.s", "audit.t", model_sql="select * from raw.r -- a comment")
+        con.execute("delete from raw.r where i = 4")
+        assert _count(con, test) == 4  # raw as it is now; the table still has 5
+        with pytest.raises(HoldRefused, match="staging.s is a table"):
+            _count(con, replace(test, model_sql=None))
+        con.execute("create view staging.v as select * from raw.r")
+        assert _count(con, replace(test, model="staging.v", model_sql=None)) == 4
+    finally:
+        con.close()
 
 
 def test_the_root_cause_is_the_first_failed_test_with_its_files_and_lines():

@@ -1,7 +1,9 @@
 -- A request log shipped again: each request once, from the newest file. The key is in the model's meta too: rows
--- held after a failed test are held in every delivery of their record (cost_pipeline/dbt_failures.py).
+-- held after a failed test are held in every delivery of their record (cost_pipeline/dbt_failures.py). A table,
+-- not a view: a night brings millions of requests, and its five tests and int_requests_costed would each compute
+-- the newest delivery of every request again.
 {%- set record_key = ['request_id'] %}
-{{ config(meta={'record_key': record_key}) }}
+{{ config(materialized='table', meta={'record_key': record_key}) }}
 
 with source as (
     select * from {{ source('raw', 'serving_requests') }}
