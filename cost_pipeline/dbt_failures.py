@@ -69,9 +69,10 @@ class FailedTest:
     # For a model that keeps one of identical lines (identical_lines_once): the raw columns it does not compare (its
     # meta's identical_lines_ignore); every other raw column is then the record's key. None: not such a model.
     identical_lines_ignore: tuple[str, ...] | None = None
-    # The tested model's compiled SQL when it is stored as a table: the hold counts its rows from the raw tables
-    # (a table keeps last build's rows until rebuilt). None: a view, whose rows follow raw at once.
+    # The tested model's compiled SQL in the build, if it ran, and how it is stored: the hold counts a table's rows
+    # by that SQL from the raw tables (a table keeps the last build's rows until rebuilt), a view's as they are.
     model_sql: str | None = None
+    materialized: str = "view"
 
     @property
     def holdable(self) -> bool:
@@ -131,11 +132,8 @@ def failed_tests(run_results: Mapping[str, Any], manifest: Mapping[str, Any]) ->
                 identical_lines_ignore=(
                     tuple(meta["identical_lines_ignore"]) if "identical_lines_ignore" in meta else None
                 ),
-                model_sql=(
-                    compiled.get(tested["unique_id"])
-                    if tested and tested["config"].get("materialized") != "view"
-                    else None
-                ),
+                model_sql=compiled.get(tested["unique_id"]) if tested else None,
+                materialized=tested["config"].get("materialized", "view") if tested else "view",
             )
         )
     return sorted(failed, key=lambda test: (test.path, test.name))
@@ -205,20 +203,21 @@ class HoldRefused(Exception):
 
 
 def _count(con: duckdb.DuckDBPyConnection, test: FailedTest) -> int:
-    """The rows of the model ``test`` is on, as raw now makes them: its relation, or for a model stored as a table
-    its compiled SQL (``model_sql``); a table whose SQL the build did not give is not counted (HoldRefused)."""
-    schema, table = str(test.model).split(".", 1)
-    if test.model_sql is not None:
-        (rows,) = con.execute(f"select count(*) from (\n{test.model_sql}\n) as model_rows").fetchone()
+    """The rows of the model ``test`` is on, as raw now makes them: a view's relation, a table's compiled SQL
+    (``model_sql``). Any other model, or a table the run did not build, cannot be counted: HoldRefused."""
+    if test.materialized == "view":
+        schema, table = str(test.model).split(".", 1)
+        (rows,) = con.execute(f"select count(*) from {quote(schema)}.{quote(table)}").fetchone()
         return rows
-    (kind,) = con.execute(
-        "select coalesce(max(table_type), 'VIEW') from information_schema.tables where table_schema = ? "
-        "and table_name = ?",
-        [schema, table],
-    ).fetchone()
-    if kind != "VIEW":
-        raise HoldRefused(f"{test.model} is a table and the build gave no SQL to count its rows from raw")
-    (rows,) = con.execute(f"select count(*) from {quote(schema)}.{quote(table)}").fetchone()
+    if test.materialized != "table":
+        raise HoldRefused(f"{test.model} is {test.materialized}: its rows cannot be counted from raw")
+    if not test.model_sql:
+        raise HoldRefused(
+            f"{test.model} is a table that this run did not build: materialise it with its checks, so that its rows "
+            "are counted from raw"
+        )
+    sql = test.model_sql.rstrip().rstrip(";")
+    (rows,) = con.execute(f"select count(*) from (\n{sql}\n) as model_rows").fetchone()
     return rows
 
 
@@ -257,8 +256,8 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> di
     held_by_model: dict[str, set[tuple[str, int]]] = {}
     con.execute("begin transaction")
     try:
-        before = {test.model: _count(con, test) for test in tests if test.model}
-        counted = {test.model: test for test in tests if test.model}
+        counted = {test.model: test for test in tests if test.model}  # one count per model, not per test
+        before = {model: _count(con, test) for model, test in counted.items()}
         # The raw rows held by this call so far: one that fails a later test too was held under the first; its
         # quarantine message names the others.
         con.execute("create or replace temp table held_tonight (source varchar, source_file varchar, line bigint)")

@@ -66,6 +66,7 @@ def test_the_failed_tests_are_the_error_tests_that_failed():
                 "status": "success",
                 "compiled_code": "select 1",
             },
+            {"unique_id": "model.cost_pipeline.int_requests_costed", "status": "error"},
         ]
     }
     (failed,) = failed_tests(results, manifest)
@@ -78,6 +79,7 @@ def test_the_failed_tests_are_the_error_tests_that_failed():
         raw_tables=("serving_requests",),
         record_key=("request_id",),  # the model's meta: every delivery of a failing request is held
         model_sql="select 1",  # a table: the hold counts its rows from raw by the build's SQL
+        materialized="table",
     )
     assert not failed.holdable  # until its stored rows are read back
 
@@ -88,13 +90,17 @@ def test_a_table_is_counted_from_raw_by_its_sql_never_by_its_stored_rows(tmp_pat
         con.execute("create schema raw; create schema staging")
         con.execute("create table raw.r as select range as i from range(5)")
         con.execute("create table staging.s as select * from raw.r")
-        test = FailedTest("t", "m.yml", "rule", "staging.s", "audit.t", model_sql="select * from raw.r -- a comment")
+        sql = "select * from raw.r -- a comment"
+        test = FailedTest("t", "m.yml", "rule", "staging.s", "audit.t", model_sql=sql, materialized="table")
         con.execute("delete from raw.r where i = 4")
         assert _count(con, test) == 4  # raw as it is now; the table still has 5
-        with pytest.raises(HoldRefused, match="staging.s is a table"):
+        assert _count(con, replace(test, model_sql="select * from raw.r;\n")) == 4
+        with pytest.raises(HoldRefused, match="staging.s is a table that this run did not build"):
             _count(con, replace(test, model_sql=None))
+        with pytest.raises(HoldRefused, match="staging.s is incremental"):
+            _count(con, replace(test, materialized="incremental"))
         con.execute("create view staging.v as select * from raw.r")
-        assert _count(con, replace(test, model="staging.v", model_sql=None)) == 4
+        assert _count(con, replace(test, model="staging.v", materialized="view")) == 4
     finally:
         con.close()
 

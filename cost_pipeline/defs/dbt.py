@@ -239,7 +239,7 @@ HELD_CHECK = "no_held_rows"
 
 
 def _built_from(raw: dg.AssetKey) -> list[dg.AssetKey]:
-    """The dbt models built from ``raw`` (its staging views)."""
+    """The dbt models built from ``raw`` (its staging models)."""
     return [key for key, upstream in cost_models.asset_deps.items() if raw in upstream]
 
 
