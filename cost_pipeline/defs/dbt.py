@@ -291,8 +291,8 @@ def held_rows_checks(context: dg.AssetCheckExecutionContext, warehouse: Warehous
             found.append(f"{rows:,} row(s) held and {deliveries:,} earlier deliveries of them, first: {mine[0][2]}")
         if untested:
             found.append(
-                f"raw/{source} was loaded after {', '.join(untested)} last ran: its new rows are not tested yet "
-                "(materialise the models built from it)"
+                f"raw/{source} was loaded after {', '.join(untested)} last ran: its new rows are not tested yet, "
+                "nor in the figures of a model stored as a table (materialise the models built from it)"
             )
         yield dg.AssetCheckResult(
             asset_key=check.asset_key,
