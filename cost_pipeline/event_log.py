@@ -7,6 +7,7 @@ storage writes the very same databases (one per run, plus ``index.db``) the same
 
 - one engine per database is kept for as long as the instance is open (the few most recent; runs come one at a
   time), instead of one per event;
+- a table of the index, once found, is not looked up again before every event (``has_table``);
 - commits are not fsynced one by one (``synchronous=NORMAL``). Dagster creates every one of these databases in
   write-ahead-log mode, where that setting cannot damage a database: a process killed mid-night loses nothing, and
   a power cut can lose the last events written before it, never the warehouse (its ledger is fsynced on its own).
@@ -44,6 +45,7 @@ class KeptConnectionEventLogStorage(SqliteEventLogStorage):
 
     def __init__(self, base_dir: str, inst_data=None):
         self._engines: OrderedDict[str, Engine] = OrderedDict()  # before Dagster's __init__, which writes the index
+        self._tables_found: set[str] = set()
         super().__init__(base_dir, inst_data)
 
     @classmethod
@@ -72,6 +74,14 @@ class KeptConnectionEventLogStorage(SqliteEventLogStorage):
                 self._initialized_dbs.add(shard)
             with engine.connect() as connection, connection.begin():
                 yield connection
+
+    def has_table(self, table_name: str) -> bool:
+        """Dagster asks whether a table of the index exists before it stores each asset check result or tagged
+        event, through a new engine each time. A table that exists stays (Dagster's migrations add tables, never
+        drop them), so one found is remembered; one not found is asked again."""
+        if table_name not in self._tables_found and super().has_table(table_name):
+            self._tables_found.add(table_name)
+        return table_name in self._tables_found
 
     def dispose(self) -> None:
         with self._db_lock:

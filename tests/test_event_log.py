@@ -8,6 +8,8 @@ import sqlite3
 from pathlib import Path
 
 import dagster as dg
+import pytest
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 
 from cost_pipeline.dagster_home import _event_log_override, dagster_home, warehouse_instance
 from cost_pipeline.event_log import KeptConnectionEventLogStorage
@@ -67,3 +69,25 @@ def test_a_dagster_yaml_that_names_its_own_storage_is_obeyed(tmp_path):
     }
     (tmp_path / "dagster.yaml").write_text(f"storage:\n  sqlite:\n    base_dir: {tmp_path / 'own'}\n", encoding="utf-8")
     assert _event_log_override(tmp_path) == {}
+
+
+def test_a_table_of_the_index_is_looked_up_until_found_then_remembered(tmp_path):
+    storage = KeptConnectionEventLogStorage(str(tmp_path / "runs"))
+    lookups = []
+    real = SqliteEventLogStorage.has_table
+
+    def counted_lookup(self, table_name):
+        lookups.append(table_name)
+        return real(self, table_name)
+
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(SqliteEventLogStorage, "has_table", counted_lookup)
+            assert storage.has_table("asset_check_executions") and storage.has_table("asset_check_executions")
+            assert not storage.has_table("added_later") and not storage.has_table("added_later")
+            with sqlite3.connect(tmp_path / "runs" / "index.db") as connection:
+                connection.execute("create table added_later (x int)")
+            assert storage.has_table("added_later") and storage.has_table("added_later")
+        assert lookups == ["asset_check_executions", "added_later", "added_later", "added_later"]
+    finally:
+        storage.dispose()

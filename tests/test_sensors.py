@@ -16,7 +16,7 @@ import pytest
 from cost_pipeline.contract import Contract, load_contract
 from cost_pipeline.contract.due import parse_due
 from cost_pipeline.definitions import defs
-from cost_pipeline.defs.freshness import CHECK, delivery_result, freshness_check
+from cost_pipeline.defs.freshness import CHECK, delivery_checks, delivery_result
 from cost_pipeline.defs.ingest import ASSETS_BY_TABLE
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.defs.sensors import Seen, files_sensor, landing_sensors
@@ -104,13 +104,14 @@ def test_every_source_has_a_stopped_sensor_that_runs_its_asset_and_what_is_downs
     assert dg.AssetKey(["raw", "batch_registry"]) not in selected  # other sources are not re-read
 
 
-def test_every_job_builds_and_a_sensors_job_checks_held_rows_of_its_own_source_only():
-    """Each sensor's job selects one source's raw asset and what is downstream: of the multi-check on held rows it
-    runs that source's check, not the others' (the check can be subset; without it no job would build)."""
+def test_every_job_builds_and_a_sensors_job_checks_held_rows_and_freshness_of_its_own_source_only():
+    """Each sensor's job selects one source's raw asset and what is downstream: of the multi-checks on held rows and
+    on freshness it runs that source's checks, not the others' (they can be subset; without it no job would build)."""
     assert {job.name for job in defs.get_repository_def().get_all_jobs()} >= {s.job.name for s in landing_sensors}
     job = defs.resolve_job_def(defs.resolve_sensor_def("serving_requests_files").job.name)
-    held = {key for key in job.asset_layer.asset_graph.asset_check_keys if key.name == "no_held_rows"}
-    assert held == {dg.AssetCheckKey(dg.AssetKey(["raw", "serving_requests"]), "no_held_rows")}
+    for check in ("no_held_rows", CHECK):
+        selected = {key for key in job.asset_layer.asset_graph.asset_check_keys if key.name == check}
+        assert selected == {dg.AssetCheckKey(dg.AssetKey(["raw", "serving_requests"]), check)}
 
 
 def test_the_nightly_schedule_runs_every_unpartitioned_asset_at_two_and_the_months_follow_its_success():
@@ -132,7 +133,7 @@ def test_the_nightly_schedule_runs_every_unpartitioned_asset_at_two_and_the_mont
 
 def freshness(landing: Path, warehouse: Path) -> dg.AssetCheckEvaluation:
     """Run only the batch registry's freshness check."""
-    check = freshness_check(SOURCE)
+    check = delivery_checks([SOURCE])
     job = dg.Definitions(
         assets=[ASSETS_BY_TABLE[SOURCE.name]],
         asset_checks=[check],
