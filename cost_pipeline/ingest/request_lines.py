@@ -73,8 +73,9 @@ class _Json:
 
 
 def _value(name: str) -> _Json:
+    """A field of the line: its JSON type is ``k[index + 1]`` (``k[1]`` is the line's own), its text ``t[index]``."""
     index = READ_FIELDS.index(name) + 1
-    return _Json(f"k[{index}]", f"t[{index}]")
+    return _Json(f"k[{index + 1}]", f"t[{index}]")
 
 
 def _meta(name: str) -> _Json:
@@ -148,18 +149,23 @@ def _mapped_sql(schema: SourceSchema) -> str:
     }
     statuses, tiers = _listed(listed["status"]), _listed(listed["latency_tier"])
     paths = "[" + ", ".join(f"'$.\"{name}\"'" for name in READ_FIELDS) + "]"
+    typed_paths = "['$', " + paths[1:]  # the line's own JSON type first, then its fields'
     meta_paths = "[" + ", ".join(f"'$.\"{name}\"'" for name in _META_FIELDS) + "]"
     renamed = " ".join(f"when '{k}' then '{v}'" for k, v in LITELLM_STATUS.items())
-    meta_once = _text(_value("metadata"))
+    meta = _value("metadata")
+    meta_once = _text(meta)
     litellm_status = f"coalesce(nullif({_text(_value('status'))}, ''), nullif({_text(_meta('status'))}, ''), 'success')"
     return f"""
-        with objects as (
-            select line, json_type(text, {paths}) as k, json_extract_string(text, {paths}) as t,
-                   json_extract(text, '$."metadata"') as meta_raw
-            from landing_lines
-            where {_json_ok("text")} and json_type(text) = 'OBJECT' and {_unique_keys("text")}
+        with typed as (
+            select line, text, json_type(text, {typed_paths}) as k from landing_lines where {_json_ok("text")}
+        ), objects as (
+            select line, k, json_extract_string(text, {paths}) as t
+            from typed
+            where k[1] = 'OBJECT' and {_unique_keys("text")}
         ), meta_once as (
-            select *, {meta_once} as meta_text1 from objects
+            select *, {meta_once} as meta_text1,
+                   case when {meta.kind} <> 'VARCHAR' then {meta.text}::json end as meta_raw
+            from objects
         ), meta_twice as (
             select *, case when meta_text1 is null then meta_raw
                            when {_json_ok("meta_text1")} then meta_text1::json end as m1,
