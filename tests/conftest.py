@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ LONGEST_FIRST = (
     "test_retraction_history.py",
     "test_mig_night.py",
     "test_ui_end_to_end.py",
+    "test_daemon_sensor.py",
     "test_dg_cli.py",
     "test_focus_validator.py",
     "test_cli_nights.py",
@@ -119,6 +121,18 @@ def demo_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         if not outcome.exists():
             outcome.write_text(json.dumps({"succeeded": _demo_night(root)}), encoding="utf-8")
     return DemoRun(root / "landing", root / "warehouse.duckdb", json.loads(outcome.read_text("utf-8"))["succeeded"])
+
+
+@pytest.fixture
+def demo_copy(demo_run: DemoRun, tmp_path: Path) -> Path:
+    """A copy of the demo night to change: its landing folder, warehouse and the Dagster home beside it."""
+    assert demo_run.succeeded
+    copy = tmp_path / "demo"
+    copy.mkdir()
+    shutil.copytree(demo_run.landing, copy / "landing")
+    shutil.copyfile(demo_run.warehouse, copy / "warehouse.duckdb")
+    shutil.copytree(demo_run.warehouse.with_name("warehouse.dagster"), copy / "warehouse.dagster")
+    return copy
 
 
 @pytest.fixture

@@ -42,19 +42,6 @@ if not CHROMIUM.exists():
 
 
 @pytest.fixture
-def night(demo_run, tmp_path) -> Path:
-    """A copy of the demo night: landing folder, warehouse and the Dagster home beside it."""
-    assert demo_run.succeeded
-    root = demo_run.warehouse.parent
-    copy = tmp_path / "demo"
-    copy.mkdir()
-    shutil.copytree(demo_run.landing, copy / "landing")
-    shutil.copyfile(demo_run.warehouse, copy / "warehouse.duckdb")
-    shutil.copytree(root / "warehouse.dagster", copy / "warehouse.dagster")
-    return copy
-
-
-@pytest.fixture
 def browser():
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as playwright:
@@ -65,8 +52,9 @@ def browser():
             chromium.close()
 
 
-def test_launching_an_asset_from_the_ui_runs_it(night, browser, tmp_path, monkeypatch):
+def test_launching_an_asset_from_the_ui_runs_it(demo_copy, browser, tmp_path, monkeypatch):
     """`cost-pipeline ui` starts `dagster dev` in the Dagster home beside the warehouse: the CLI night's history."""
+    night = demo_copy
     home = night / "warehouse.dagster"
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
     log = tmp_path / "dagster-dev.log"
