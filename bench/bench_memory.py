@@ -17,6 +17,9 @@ on it (setup, not timed); then times, each in a process of its own, measured bac
   each sample by its job label, windows, caps and tiers it, and sums per job. Its per-job figures are checked
   against ``int_job_utilization_tiered`` (equal, or the benchmark fails).
 
+``--dir`` keeps the work folder; ``--reuse`` then times again on the files and warehouse an earlier run of the same
+``--samples`` left there, without writing them or running the setup night again.
+
 It prints wall time, CPU time and peak RSS (the largest process: ``getrusage`` of self and children) of each and
 the ratios.
 """
@@ -231,31 +234,63 @@ def check_equal(warehouse: Path, out: Path) -> int:
     return jobs
 
 
+def set_up(landing: Path, warehouse: Path, samples: int, env: dict[str, str]) -> tuple[int, float]:
+    """Write the landing folder and its samples, then run one whole night on it: (samples written, the night's wall
+    seconds). The samples are generated in a process of its own: DuckDB's sort of them would otherwise raise this
+    process's peak RSS, which every process it starts inherits (Linux keeps the high-water mark across fork and
+    exec), and the timed runs' peaks would be this one's."""
+    write_demo_landing(landing)
+    generated = subprocess.run(
+        [sys.executable, __file__, "--samples", str(samples), "--generate", str(landing / "telemetry")],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    started = time.perf_counter()
+    subprocess.run(
+        [str(BIN / "cost-pipeline"), "run", "--landing", str(landing), "--warehouse", str(warehouse)],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    return int(generated.stdout.strip().splitlines()[-1]), time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--samples", type=int, default=2_000_000)
     parser.add_argument("--memory-limit", default="3GiB")
     parser.add_argument("--dir", type=Path, help="work folder (default: a temporary one, removed afterwards)")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="with --dir: keep the files and the warehouse an earlier run of the same --samples left there (no new "
+        "files, no setup night)",
+    )
     parser.add_argument("--baseline", nargs=3, metavar=("WAREHOUSE", "FILES", "OUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--generate", type=Path, metavar="TELEMETRY", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.baseline:
         warehouse, files, out = args.baseline
         baseline(Path(warehouse), files, args.memory_limit, Path(out))
         return
+    if args.generate:
+        print(write_samples(args.generate, args.samples))
+        return
+    if args.reuse and args.dir is None:
+        parser.error("--reuse needs --dir")
     work = args.dir or Path(tempfile.mkdtemp(prefix="bench-memory-"))
     try:
-        landing = write_demo_landing(work / "landing")
-        warehouse = work / "warehouse.duckdb"
-        samples = write_samples(landing / "telemetry", args.samples)
+        landing, warehouse = work / "landing", work / "warehouse.duckdb"
         files = str(landing / "telemetry" / "*.parquet")
         env = {**os.environ, MEMORY_LIMIT_VARIABLE: args.memory_limit}
         env |= {"COST_LANDING_DIR": str(landing), "COST_WAREHOUSE": str(warehouse), "DAGSTER_HOME": str(work)}
-        subprocess.run(
-            [str(BIN / "cost-pipeline"), "run", "--landing", str(landing), "--warehouse", str(warehouse)],
-            env=env,
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
+        setup = work / "setup.json"  # the samples written and the setup night's wall time, for --reuse
+        if args.reuse and setup.exists() and json.loads(setup.read_text())["requested"] == args.samples:
+            samples, night = (json.loads(setup.read_text())[key] for key in ("samples", "night_s"))
+        else:
+            samples, night = set_up(landing, warehouse, args.samples, env)
+            setup.write_text(json.dumps({"requested": args.samples, "samples": samples, "night_s": night}))
         forget_built(warehouse)  # the night built the tier table: the timed run builds every job again
         forget_loaded(warehouse, "device_samples")  # and loads every sample file again
         started = time.time()
@@ -275,7 +310,10 @@ def main() -> None:
     finally:
         if args.dir is None:
             shutil.rmtree(work, ignore_errors=True)
-    print(f"{samples:,} device samples, {jobs} jobs, memory_limit {args.memory_limit}; per-job figures equal")
+    print(
+        f"{samples:,} device samples, {jobs} jobs, memory_limit {args.memory_limit}; per-job figures equal; the "
+        f"setup night (every asset, not timed below) took {night:.0f} s"
+    )
     print_ratio_table(("pipeline (ingest + dbt, telemetry)", pipeline), ("bare DuckDB SQL", bare))
     print(
         f"dbt build {split['elapsed']:.1f} s: models {split['model']:.1f} s, data tests {split['test']:.1f} s "
