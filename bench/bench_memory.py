@@ -301,6 +301,7 @@ def main() -> None:
         )
         split = dbt_split(started)
         out = work / "baseline.duckdb"
+        out.unlink(missing_ok=True)  # an earlier run's, with --reuse
         bare = measured(
             [sys.executable, __file__, "--memory-limit", args.memory_limit]
             + ["--baseline", str(warehouse), files, str(out)],
