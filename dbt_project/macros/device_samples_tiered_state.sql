@@ -43,6 +43,8 @@
     {%- do texts.append(expand_hostlist('relation', ['key'], 'hostlist')) -%}
     {%- do texts.append(held_by_alias('aliases', 'at')) -%}
     {%- do texts.append(sample_days_where([], 'at')) -%}
+    {%- do texts.append(delivered_columns('samples')) -%}
+    {%- do texts.append(delivered_again_matches('samples')) -%}
     {#- The rules that decide what is built again, as written: a fix to them builds every job and day once. -#}
     {%- set rules = [
         sample_days_to_build, sample_days_forget, device_samples_inputs_fresh, device_samples_tiered_forget,

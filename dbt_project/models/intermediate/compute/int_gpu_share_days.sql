@@ -45,55 +45,98 @@ share_rules as (
     where enumeration = 'gpu_share_rule'
 ),
 
+-- The samples delivered more than once (one sample: a GPU or instance, a job label and an instant), the only ones
+-- whose newest copy has to be found. Numbering every sample's copies in a window cost a third of the model; now
+-- only these are numbered. The keys compare a missing instance or label as -1 or '': a sample can only be matched
+-- too widely here (then numbered for nothing), never too narrowly, so every copy of a sample delivered again is
+-- numbered.
+delivered_again as (
+    select
+        hostname,
+        gpu_index,
+        coalesce(gpu_instance_id, -1) as instance_key,
+        coalesce(job_id, '') as label_key,
+        sampled_at
+    from {{ ref('int_device_samples_attributed') }}
+    {%- if days is not none %}
+    where {{ sample_days_where(days, 'sampled_at') }}
+    {%- endif %}
+    group by hostname, gpu_index, coalesce(gpu_instance_id, -1), coalesce(job_id, ''), sampled_at
+    having count(*) > 1
+),
+
+-- Each sample once: as delivered, or its newest copy (the last file, then the last line). Each branch reads the
+-- attributed samples itself, so a filter on the days built reaches both.
 delivered as (
+    select
+        {{ delivered_columns('samples') }}
+    from {{ ref('int_device_samples_attributed') }} as samples
+    left join delivered_again
+        on {{ delivered_again_matches('samples') }}
+    where delivered_again.sampled_at is null
+    {%- if days is not none %}
+        and {{ sample_days_where(days, 'samples.sampled_at') }}
+    {%- endif %}
+
+    union all
+
+    select
+        {{ delivered_columns('copies') }}
+    from (
+        select
+            samples.*,
+            row_number() over (
+                partition by samples.hostname, samples.gpu_index, samples.gpu_instance_id, samples.job_id,
+                    samples.sampled_at
+                order by samples.source_file desc, samples.source_line desc
+            ) as copy_number
+        from {{ ref('int_device_samples_attributed') }} as samples
+        inner join delivered_again
+            on {{ delivered_again_matches('samples') }}
+        {%- if days is not none %}
+        where {{ sample_days_where(days, 'samples.sampled_at') }}
+        {%- endif %}
+    ) as copies
+    where copies.copy_number = 1
+),
+
+-- One row per GPU, instance and instant (the whole GPU is the instance null): how many hold it, and the slices of
+-- its profile.
+unit_holders as (
     select
         hostname,
         gpu_index,
         gpu_instance_id,
-        gpu_instance_profile,
         sampled_at,
-        cast({{ dbt.date_trunc('day', 'sampled_at') }} as date) as sample_day,
-        attributed_job_key as job_key,
-        attribution,
-        cast({{ dbt.split_part('gpu_instance_profile', "'g.'", 1) }} as integer) as instance_slices,
-        row_number() over (
-            partition by hostname, gpu_index, gpu_instance_id, job_id, sampled_at
-            order by source_file desc, source_line desc
-        ) as copy_number
-    from {{ ref('int_device_samples_attributed') }}
-    {%- if days is not none %}
-    -- The days built again only.
-    where {{ sample_days_where(days, 'sampled_at') }}
-    {%- endif %}
+        count(*) as holders_sharing,
+        max(gpu_instance_profile) as gpu_instance_profile,
+        max(instance_slices) as instance_slices
+    from delivered
+    group by hostname, gpu_index, gpu_instance_id, sampled_at
 ),
 
--- The window runs after the where: each holder of a GPU or instance at an instant is counted once.
+-- Each holder of a GPU or instance at an instant, with how many share it: one, unless its unit is among the shared
+-- ones (a join on those few, not a window over every sample).
 holders as (
     select
         delivered.*,
-        count(*) over (partition by hostname, gpu_index, gpu_instance_id, sampled_at) as holders_sharing
+        coalesce(shared.holders_sharing, 1) as holders_sharing
     from delivered
-    where copy_number = 1
+    left join (select * from unit_holders where holders_sharing > 1) as shared
+        on delivered.hostname = shared.hostname
+        and delivered.gpu_index = shared.gpu_index
+        and coalesce(delivered.gpu_instance_id, -1) = coalesce(shared.gpu_instance_id, -1)
+        and delivered.sampled_at = shared.sampled_at
 ),
 
--- One row per GPU, instance and instant (the whole GPU is the instance null), with the slices of the GPU model its
--- profile names.
+-- The units with the total slices of the GPU model its profile names.
 units as (
     select
-        grouped.*,
-        case when grouped.gpu_instance_profile is not null then {{ total_slices_of() }} end as profile_total_slices
-    from (
-        select
-            hostname,
-            gpu_index,
-            gpu_instance_id,
-            sampled_at,
-            max(gpu_instance_profile) as gpu_instance_profile,
-            max(instance_slices) as instance_slices
-        from holders
-        group by hostname, gpu_index, gpu_instance_id, sampled_at
-    ) as grouped
-    {{ join_slice_totals(latest_contract_version(), 'grouped.gpu_instance_profile') }}
+        unit_holders.*,
+        case when unit_holders.gpu_instance_profile is not null then {{ total_slices_of() }} end
+            as profile_total_slices
+    from unit_holders
+    {{ join_slice_totals(latest_contract_version(), 'unit_holders.gpu_instance_profile') }}
 ),
 
 instants as (
