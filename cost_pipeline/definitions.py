@@ -19,7 +19,7 @@ from cost_pipeline.defs.sensors import landing_sensors
 
 defs = dg.Definitions(
     assets=[*ingest_assets, *bookkeeping_specs, cost_models, *publish_assets, *monthly_assets],
-    asset_checks=[freshness_checks, held_rows_checks],
+    asset_checks=[*freshness_checks, held_rows_checks],
     jobs=[nightly_cost_refresh_job, monthly_deliverables_job],
     schedules=[nightly_cost_refresh],
     sensors=[*landing_sensors, monthly_after_nightly],

@@ -16,7 +16,7 @@ import pytest
 from cost_pipeline.contract import Contract, load_contract
 from cost_pipeline.contract.due import parse_due
 from cost_pipeline.definitions import defs
-from cost_pipeline.defs.freshness import CHECK, delivery_checks, delivery_result
+from cost_pipeline.defs.freshness import CHECK, delivery_result, freshness_check
 from cost_pipeline.defs.ingest import ASSETS_BY_TABLE
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.defs.sensors import Seen, files_sensor, landing_sensors
@@ -133,7 +133,7 @@ def test_the_nightly_schedule_runs_every_unpartitioned_asset_at_two_and_the_mont
 
 def freshness(landing: Path, warehouse: Path) -> dg.AssetCheckEvaluation:
     """Run only the batch registry's freshness check."""
-    check = delivery_checks([SOURCE])
+    check = freshness_check(SOURCE)
     job = dg.Definitions(
         assets=[ASSETS_BY_TABLE[SOURCE.name]],
         asset_checks=[check],

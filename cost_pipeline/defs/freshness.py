@@ -1,4 +1,4 @@
-"""Freshness: a ``delivered_on_time`` check (warning severity) on every landing source's raw asset, all in one step.
+"""Freshness: one ``delivered_on_time`` check (warning severity) per landing source's raw asset.
 
 A source delivers when a file with bytes the warehouse has not seen lands and is loaded (``ops.file_arrivals``,
 kept by the ingest assets): a renamed file is no delivery, a re-exported one is. The check warns when the source's
@@ -12,8 +12,8 @@ have, such as serving logs where nothing is served) passes whatever its age, and
 warehouse, so it can run on its own (from the UI, or in any run that materialises the source).
 """
 
-import contextlib
-from collections.abc import Iterable, Iterator
+from __future__ import annotations
+
 from datetime import UTC, datetime, timedelta
 
 import dagster as dg
@@ -86,58 +86,36 @@ def delivery_result(
     )
 
 
-def _description(
-    source: str, max_age_hours: float, alternatives: tuple[str, ...], expected: bool, due: DeliveryDue | None
-) -> str:
-    """What the check of ``source`` warns about, with the contract's settings for it."""
-    if not expected:
-        return f"Passes: {source} is not expected (contract operations.freshness: expected false)."
-    late = f"for more than {max_age_hours:g} h"
-    if due is not None:
-        late = f"since the due time before the latest one (due {due})"
-    return (
-        f"Warns when {source} has delivered no new file (new bytes) {late}, or never did"
-        + (f" while none of {', '.join(alternatives)} did" if alternatives else "")
-        + " (contract operations.freshness)."
-    )
-
-
-def delivery_checks(sources: Iterable[Source]) -> dg.AssetChecksDefinition:
-    """The ``delivered_on_time`` check of each source's raw asset, as one step that reads the warehouse once: a
-    check per source in a step of its own cost a night about 40 ms each in Dagster's step overhead and a warehouse
-    connection. A run that selects some of the checks (a source's sensor) evaluates only those."""
+def freshness_check(source: Source) -> dg.AssetChecksDefinition:
+    """The ``delivered_on_time`` check of one source's raw asset."""
     contract = load_contract()
-    settings = {
-        source.name: (
-            contract.max_age_hours(source.name),
-            contract.delivery_alternatives(source.name),
-            contract.delivery_expected(source.name),
-            contract.delivery_due(source.name),
-        )
-        for source in sources
-    }
-
-    @dg.multi_asset_check(
-        specs=[
-            dg.AssetCheckSpec(CHECK, asset=dg.AssetKey(["raw", name]), description=_description(name, *setting))
-            for name, setting in settings.items()
-        ],
-        name="delivered_on_time_checks",
-        can_subset=True,
+    max_age_hours, alternatives = contract.max_age_hours(source.name), contract.delivery_alternatives(source.name)
+    expected, due = contract.delivery_expected(source.name), contract.delivery_due(source.name)
+    late = (
+        f"for more than {max_age_hours:g} h" if due is None else f"since the due time before the latest one (due {due})"
     )
-    def delivered_on_time_checks(
-        context: dg.AssetCheckExecutionContext, warehouse: Warehouse
-    ) -> Iterator[dg.AssetCheckResult]:
-        with contextlib.closing(warehouse.connect()) as con:
-            for check in context.selected_asset_check_keys:
-                source = check.asset_key.path[-1]
-                max_age_hours, alternatives, expected, due = settings[source]
-                result = delivery_result(
-                    con, source, max_age_hours, alternatives=alternatives, expected=expected, due=due
-                )
-                yield result._replace(asset_key=check.asset_key, check_name=CHECK)
 
-    return delivered_on_time_checks
+    @dg.asset_check(
+        asset=dg.AssetKey(["raw", source.name]),
+        name=CHECK,
+        description=(
+            f"Warns when {source.name} has delivered no new file (new bytes) {late}, or never did"
+            + (f" while none of {', '.join(alternatives)} did" if alternatives else "")
+            + " (contract operations.freshness)."
+            if expected
+            else f"Passes: {source.name} is not expected (contract operations.freshness: expected false)."
+        ),
+    )
+    def _delivered_on_time(warehouse: Warehouse) -> dg.AssetCheckResult:
+        con = warehouse.connect()
+        try:
+            return delivery_result(
+                con, source.name, max_age_hours, alternatives=alternatives, expected=expected, due=due
+            )
+        finally:
+            con.close()
+
+    return _delivered_on_time
 
 
-freshness_checks = delivery_checks(SOURCES.values())
+freshness_checks: list[dg.AssetChecksDefinition] = [freshness_check(source) for source in SOURCES.values()]
