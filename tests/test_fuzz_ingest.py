@@ -1095,21 +1095,68 @@ def _load_folder(landing: Path, warehouse: Path, source: str) -> tuple[list[tupl
     return rows, rejected
 
 
+def _litellm_seeds() -> list[str]:
+    """LiteLLM spend-log lines whose metadata takes every shape a JSON value can: the rows of
+    tests/test_litellm_requests.py, then an object, a JSON string (once and twice encoded), null, a number, an
+    array, a boolean and none at all."""
+    from tests.test_litellm_requests import LITELLM_ROWS
+
+    shapes = [
+        {"task_id": "t-9", "attempt": 2, "business_line": "support", "status": "failure"},
+        json.dumps({"task_id": "t-9", "human_handoff": "True"}),
+        json.dumps(json.dumps({"task_id": "t-9"})),
+        None,
+        3,
+        [1, {"task_id": "t-9"}],
+        True,
+    ]
+    rows = [*LITELLM_ROWS, *({**LITELLM_ROWS[0], "metadata": shape} for shape in shapes)]
+    rows.append({key: value for key, value in LITELLM_ROWS[0].items() if key != "metadata"})
+    return [json.dumps(dict(row, request_id=f"ll-{number}")) for number, row in enumerate(rows)]
+
+
 def test_the_requests_sql_vouches_for_stages_as_the_pandas_path_would(tmp_path, demo_landing, monkeypatch):
-    """Request lines SQL maps itself (``request_lines._mapped_sql``, ``sure``) give the raw rows and quarantine
-    rows that reading every line in Python (the contract schema through pandera) gives: on 150 fuzzed files, with
-    the SQL's vouching and with none of it."""
+    """The request lines SQL maps itself (``request_lines._mapped_sql``, ``sure``) stage the raw rows and quarantine
+    rows that reading every line in Python (the contract schema through pandera) stages: on 150 fuzzed files of the
+    demo's native lines and 100 of LiteLLM lines (every shape of metadata), plus both unmutated, loaded with the
+    SQL's vouching and with none of it. SQL vouches for every unmutated line, and for most lines overall."""
     from cost_pipeline.ingest import request_lines
 
     fmt = BY_SOURCE["serving_requests"]
     landing = tmp_path / "landing"
     write_fuzz_folder(landing, demo_landing, fmt, count=150)
-    (landing / fmt.folder / "demo.jsonl").write_bytes((demo_landing / fmt.seed_file).read_bytes())
-    vouched = _load_folder(landing, tmp_path / "sql.duckdb", fmt.source)
+    folder, litellm = landing / fmt.folder, _litellm_seeds()
+    rng = random.Random(f"{SEED}:litellm")
+    for number in range(100):
+        (folder / f"litellm_{number:03d}.jsonl").write_bytes(generate(rng, fmt, None, litellm))
+    clean = {"demo.jsonl": (demo_landing / fmt.seed_file).read_text(), "litellm.jsonl": "\n".join(litellm) + "\n"}
+    for name, text in clean.items():
+        (folder / name).write_text(text, encoding="utf-8")
+
+    doubtful: dict[str, int] = {}
+    stage, in_python = request_lines._stage_jsonl, request_lines._in_python
+
+    def staged(con, path, schema):
+        doubtful[path.name] = 0
+        return stage(con, path, schema)
+
+    def counted(con, schema, lines, read):
+        doubtful[next(reversed(doubtful))] = len(lines)
+        return in_python(con, schema, lines, read)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(request_lines, "_stage_jsonl", staged)
+        patch.setattr(request_lines, "_in_python", counted)
+        vouched = _load_folder(landing, tmp_path / "sql.duckdb", fmt.source)
     mapped = request_lines._mapped_sql
     monkeypatch.setattr(
         request_lines, "_mapped_sql", lambda schema: f"select * replace (false as sure) from ({mapped(schema)})"
     )
-    in_python = _load_folder(landing, tmp_path / "python.duckdb", fmt.source)
-    assert len(vouched[0]) > 200  # the demo's requests, and the fuzzed lines still valid
-    assert vouched == in_python
+    in_python_only = _load_folder(landing, tmp_path / "python.duckdb", fmt.source)
+
+    assert vouched == in_python_only
+    assert doubtful["demo.jsonl"] == doubtful["litellm.jsonl"] == 0
+    (lines,) = query(tmp_path / "sql.duckdb", "select sum(rows_in) from raw.ingested_files")[0]
+    assert sum(doubtful.values()) < lines / 2, (sum(doubtful.values()), lines)
+    shapes = query(tmp_path / "sql.duckdb", "select request_shape, count(*) from raw.serving_requests group by 1")
+    assert dict(shapes).keys() == {"native", "litellm"}
