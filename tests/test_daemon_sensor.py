@@ -3,12 +3,13 @@
 ``cost-pipeline ui`` starts ``dagster dev`` (webserver and daemon) over a copy of the demo night. A run of the
 nightly job is launched through the UI's GraphQL API, as its Launchpad does (one asset of it, to keep the test
 short). The daemon then ticks ``monthly_after_nightly`` (RUNNING by default, nothing to switch on): when the night
-succeeds, it requests the monthly partitions of the open month and of the month before it, which is not closed,
-and its run launcher runs them. Each run writes its month's folder beside the warehouse.
+succeeds, it requests the monthly partitions of the open month and of the month before it while it is not closed
+(``months_to_refresh``), and its run launcher runs them. Each run writes its month's folder beside the warehouse.
 """
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from datetime import UTC, date, datetime
@@ -16,35 +17,56 @@ from pathlib import Path
 
 import dagster as dg
 
-from cost_pipeline.calendar_months import previous_month
-from cost_pipeline.defs.monthly import monthly_deliverables_job
+from cost_pipeline.defs.monthly import monthly_after_nightly, monthly_deliverables_job, months_to_refresh
 from cost_pipeline.defs.schedules import nightly_cost_refresh_job
 from cost_pipeline.monthly import month_folder
 from tests.servers import graphql, local_dagster
 
-# A generous bound for a loaded 2-core machine: a night of one asset, a sensor tick (every 30 s) and two month runs.
+# A generous bound for each wait on a loaded 2-core machine: the daemon's first tick, a night of one asset, a
+# sensor tick (every 30 s) and the month runs.
 FINISH_S = 420
 NIGHT_TAG = "cost_pipeline/night"
 
 
-def _launch(url: str, job: str, asset: dg.AssetKey) -> str:
-    """Launch ``asset`` of ``job`` through the UI's GraphQL API; the run's id."""
+def _repository(url: str) -> str:
+    """The selector of the code location's repository, as GraphQL takes it."""
     (repository,) = graphql(
         url, "{ repositoriesOrError { ... on RepositoryConnection { nodes { name location { name } } } } }"
     )["repositoriesOrError"]["nodes"]
+    return f'repositoryLocationName: "{repository["location"]["name"]}", repositoryName: "{repository["name"]}"'
+
+
+def _ticked(url: str, sensor: str) -> bool:
+    """Whether the daemon has ticked ``sensor`` once: a run-status sensor's first tick only sets its cursor to the
+    newest run event, so a night that ended before it would never be followed."""
+    found = graphql(
+        url,
+        f"""{{ sensorOrError(sensorSelector: {{{_repository(url)}, sensorName: "{sensor}"}}) {{
+            ... on Sensor {{ sensorState {{ ticks(limit: 1) {{ status }} }} }} }} }}""",
+    )["sensorOrError"]
+    return bool(found["sensorState"]["ticks"])
+
+
+def _launch(url: str, job: str, asset: dg.AssetKey) -> str:
+    """Launch ``asset`` of ``job`` through the UI's GraphQL API, as the Launchpad does; the run's id."""
     path = ", ".join(f'"{part}"' for part in asset.path)
     launched = graphql(
         url,
         f"""mutation {{ launchRun(executionParams: {{
-              selector: {{repositoryLocationName: "{repository["location"]["name"]}",
-                         repositoryName: "{repository["name"]}", jobName: "{job}",
-                         assetSelection: [{{path: [{path}]}}]}},
+              selector: {{{_repository(url)}, jobName: "{job}", assetSelection: [{{path: [{path}]}}]}},
               runConfigData: "{{}}" }}) {{
             __typename ... on LaunchRunSuccess {{ run {{ runId }} }} ... on PythonError {{ message }}
         }} }}""",
     )["launchRun"]
     assert launched["__typename"] == "LaunchRunSuccess", launched
     return launched["run"]["runId"]
+
+
+def _wait(until, what: str, log: Path) -> None:
+    deadline = time.monotonic() + FINISH_S
+    while not until():
+        assert time.monotonic() < deadline, f"{what} within {FINISH_S} s:\n{log.read_text()[-3000:]}"
+        time.sleep(2)
 
 
 def test_the_daemon_runs_the_open_and_previous_months_after_a_night_launched_from_the_ui(
@@ -54,25 +76,37 @@ def test_the_daemon_runs_the_open_and_previous_months_after_a_night_launched_fro
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
     log = tmp_path / "dagster-dev.log"
     ui = [str(Path(sys.executable).parent / "cost-pipeline"), "ui", "--landing", str(demo_copy / "landing")]
+    # Which months are closed, read from a copy: the warehouse is busy while the runs are.
+    closed = shutil.copyfile(warehouse, tmp_path / "closed.duckdb")
     with local_dagster([*ui, "--warehouse", str(warehouse)], {}, log) as url:
+        _wait(lambda: _ticked(url, monthly_after_nightly.name), "the daemon did not tick the monthly sensor", log)
         night = _launch(url, nightly_cost_refresh_job.name, dg.AssetKey(["raw", "batch_registry"]))
-        deadline, months = time.monotonic() + FINISH_S, []
-        while time.monotonic() < deadline:
-            with dg.DagsterInstance.from_config(str(home)) as instance:
-                night_run = instance.get_run_by_id(night)
-                months = instance.get_runs(dg.RunsFilter(tags={NIGHT_TAG: night}))
-                if night_run.is_finished and len(months) == 2 and all(run.is_finished for run in months):
-                    ended = instance.get_run_record_by_id(night).end_time
-                    break
-            time.sleep(2)
-        assert night_run.status == dg.DagsterRunStatus.SUCCESS, log.read_text()[-3000:]
-        assert len(months) == 2, f"the sensor requested {len(months)} runs:\n{log.read_text()[-3000:]}"
 
-    open_month = datetime.fromtimestamp(ended, UTC).date().replace(day=1)
-    expected = {f"{month:%Y-%m}" for month in (previous_month(open_month), open_month)}
-    assert {run.job_name for run in months} == {monthly_deliverables_job.name}
-    assert {run.tags["dagster/partition"] for run in months} == expected
-    assert all(run.status == dg.DagsterRunStatus.SUCCESS for run in months), log.read_text()[-3000:]
+        def night_ended() -> bool:
+            with dg.DagsterInstance.from_config(str(home)) as instance:
+                return instance.get_run_by_id(night).is_finished
+
+        _wait(night_ended, "the night did not end", log)
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            assert instance.get_run_by_id(night).status == dg.DagsterRunStatus.SUCCESS, log.read_text()[-3000:]
+            ended = instance.get_run_record_by_id(night).end_time
+        expected = set(months_to_refresh(closed, datetime.fromtimestamp(ended, UTC).date()))
+        assert expected  # the open month at least, whatever the date
+
+        def months() -> list[dg.DagsterRun]:
+            with dg.DagsterInstance.from_config(str(home)) as instance:
+                return list(instance.get_runs(dg.RunsFilter(tags={NIGHT_TAG: night})))
+
+        _wait(
+            lambda: len(months()) == len(expected) and all(run.is_finished for run in months()),
+            f"the sensor did not request and run {len(expected)} months",
+            log,
+        )
+
+    runs = months()
+    assert {run.job_name for run in runs} == {monthly_deliverables_job.name}
+    assert {run.tags["dagster/partition"] for run in runs} == expected
+    assert all(run.status == dg.DagsterRunStatus.SUCCESS for run in runs), log.read_text()[-3000:]
     for key in expected:
         folder = month_folder(warehouse, date.fromisoformat(f"{key}-01"))
-        assert (folder / "marts").is_dir() and any((folder / "marts").glob("*.parquet")), sorted(folder.rglob("*"))
+        assert any((folder / "marts").glob("*.parquet")), sorted(folder.rglob("*"))
