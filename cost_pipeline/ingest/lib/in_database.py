@@ -66,7 +66,7 @@ Rule = tuple[str, str, str]  # (rule, SQL condition that breaks it, message nami
 # The stage of one file: (connection, path, its empty lines) -> its structurally broken lines, after writing
 # ``landing_rows(line, ...)``; raises ``FileRejected`` when the whole file is unusable.
 Stage = Callable[[duckdb.DuckDBPyConnection, Path, list[int]], list[Rejection]]
-_TEMPORARY = ("landing_text", "landing_rows", "landing_rejects", "landing_scan")
+_TEMPORARY = ("landing_text", "landing_rejects", "landing_scan")  # and landing_rows: drop_landing_rows
 
 
 @dataclass(frozen=True)
@@ -258,13 +258,24 @@ def stage_csv(
 
 
 def stage_parquet(con: duckdb.DuckDBPyConnection, path: Path, select: Callable[[dict[str, str]], str]) -> None:
-    """Read one Parquet file into ``landing_rows(line, <select>)``, its rows numbered from 1."""
+    """``landing_rows(line, <select>)`` over one Parquet file, its rows numbered from 1: a view, so the file is read
+    once, by the check that copies its rows into ``checked_rows``, not first copied whole into a table of its own (at
+    100 M samples that copy spilled to disk, and was held until every file was loaded)."""
     selected = select(columns_of(con, "select * from read_parquet(?)", [file_pattern(path)]))
+    drop_landing_rows(con)
+    name = "'" + file_pattern(path).replace("'", "''") + "'"  # a view takes no parameters
     con.execute(
-        f"create or replace temp table landing_rows as select cast(file_row_number + 1 as bigint) as line, "
-        f"{selected} from read_parquet(?, file_row_number = true)",
-        [file_pattern(path)],
+        f"create temp view landing_rows as select cast(file_row_number + 1 as bigint) as line, "
+        f"{selected} from read_parquet({name}, file_row_number = true)"
     )
+
+
+def drop_landing_rows(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop ``landing_rows``, a table (most stages) or a view (``stage_parquet``)."""
+    (kind,) = con.execute(
+        "select coalesce((select 'view' from duckdb_views() where temporary and view_name = 'landing_rows'), 'table')"
+    ).fetchone()
+    con.execute(f"drop {kind} if exists landing_rows")
 
 
 def load_in_database(
@@ -326,6 +337,7 @@ def load_in_database(
             try:
                 if blank_lines is None:
                     blank_lines = scan_file(path)[1]
+                drop_landing_rows(con)  # the last file's rows (a table or a view): each stage writes its own
                 broken = source.stage(con, path, blank_lines)
                 # One statement: a file's rows are all checked in, or (it fails) none are and the file is quarantined.
                 con.execute(
@@ -333,6 +345,7 @@ def load_in_database(
                     f"{failed_message} from landing_rows",
                     [source_file, sha],
                 )
+                drop_landing_rows(con)  # not held beside checked_rows while the other files load
                 hashed[source_file] = (sha, stat.settled())
             except (FileRejected, duckdb.Error) as error:
                 rule, message = (
@@ -349,6 +362,7 @@ def load_in_database(
                 continue
             files.append((source_file, sha, broken))
             _flag(source, path, source_file, report)
+    drop_landing_rows(con)
     for table in _TEMPORARY:
         con.execute(f"drop table if exists {table}")
     try:
