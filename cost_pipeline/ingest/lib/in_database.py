@@ -337,7 +337,6 @@ def load_in_database(
             try:
                 if blank_lines is None:
                     blank_lines = scan_file(path)[1]
-                drop_landing_rows(con)  # the last file's rows (a table or a view): each stage writes its own
                 broken = source.stage(con, path, blank_lines)
                 # One statement: a file's rows are all checked in, or (it fails) none are and the file is quarantined.
                 con.execute(
@@ -348,6 +347,7 @@ def load_in_database(
                 drop_landing_rows(con)  # not held beside checked_rows while the other files load
                 hashed[source_file] = (sha, stat.settled())
             except (FileRejected, duckdb.Error) as error:
+                drop_landing_rows(con)  # what the file's stage left, a table or a view: the next stage writes its own
                 rule, message = (
                     (error.rule, str(error).splitlines()[0])
                     if isinstance(error, FileRejected)
