@@ -8,7 +8,7 @@ from __future__ import annotations
 import dagster as dg
 
 from cost_pipeline.dbt_setup import dbt_executable, dbt_project
-from cost_pipeline.defs.dbt import ProjectDbtCli, cost_models, held_rows_checks
+from cost_pipeline.defs.dbt import DBT_GLOBAL_FLAGS, ProjectDbtCli, cost_models, held_rows_checks
 from cost_pipeline.defs.freshness import freshness_checks
 from cost_pipeline.defs.ingest import bookkeeping_specs, ingest_assets
 from cost_pipeline.defs.monthly import monthly_after_nightly, monthly_assets, monthly_deliverables_job
@@ -26,7 +26,9 @@ defs = dg.Definitions(
     resources={
         "landing": LandingZone(path=dg.EnvVar("COST_LANDING_DIR")),
         "warehouse": Warehouse(path=dg.EnvVar("COST_WAREHOUSE")),
-        "dbt": ProjectDbtCli(project_dir=dbt_project, dbt_executable=dbt_executable()),
+        "dbt": ProjectDbtCli(
+            project_dir=dbt_project, dbt_executable=dbt_executable(), global_config_flags=DBT_GLOBAL_FLAGS
+        ),
     },
     # DuckDB allows one writer process per file: every step of a run executes in one process, in order.
     executor=dg.in_process_executor,
