@@ -89,5 +89,15 @@ def last_good_night(warehouse: Path) -> datetime | None:
     if not dagster_home(warehouse).is_dir():
         return None
     with warehouse_instance(warehouse) as instance:
-        event = instance.get_latest_materialization_event(LAST_ASSET)
-    return datetime.fromtimestamp(event.timestamp, UTC) if event is not None else None
+        return published_as_of(instance)
+
+
+def published_as_of(instance: dg.DagsterInstance) -> datetime | None:
+    """The ``as_of`` of the marts ``instance`` last published (every published row carries it); None: never."""
+    event = instance.get_latest_materialization_event(LAST_ASSET)
+    if event is None:
+        return None
+    stamped = event.asset_materialization.metadata.get("as_of") if event.asset_materialization else None
+    if stamped is not None:
+        return datetime.fromisoformat(stamped.value)
+    return datetime.fromtimestamp(event.timestamp, UTC)

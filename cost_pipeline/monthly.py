@@ -9,8 +9,9 @@ three is byte for byte what its command writes for the month:
 - ``statements/<team>.html``: ``cost-pipeline report --team --month`` (``statement.team_statement``), one per
   team with a cost line that month (unattributed cost has no team: it is in the journal, under the fallback centre);
 - ``marts/<mart>.parquet``: the month's rows of every month-keyed mart (``month_marts``: a ``month`` date column),
-  sorted, with key-value metadata ``month`` and the columns' descriptions, as tonight's marts state them (a closed
-  month's too: its journal stays frozen, its restatement posts as an adjustment in the first open month).
+  sorted, each ending with ``as_of`` (the night whose marts they are, as in the published files), with key-value
+  metadata ``month``, ``as_of`` and the columns' descriptions, as tonight's marts state them (a closed month's too:
+  its journal stays frozen, its restatement posts as an adjustment in the first open month).
 
 The folder is written whole under a hidden temporary name, flushed, and swapped in atomically: the month's name is
 a symbolic link to the folder of its latest write (``.<YYYY-MM>.<pid>-<hex>``), replaced by one ``os.replace``; a
@@ -23,7 +24,7 @@ import os
 import shutil
 import uuid
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
 
@@ -32,7 +33,15 @@ import duckdb
 from cost_pipeline.focus_export import write_focus
 from cost_pipeline.ingest.lib.warehouse import quote
 from cost_pipeline.journal import journal_lines, write_csv
-from cost_pipeline.publish import MARTS, _fsync, _process_is_alive, column_descriptions, copy_to_parquet
+from cost_pipeline.publish import (
+    AS_OF,
+    MARTS,
+    _fsync,
+    _literal,
+    _process_is_alive,
+    column_descriptions,
+    copy_to_parquet,
+)
 from cost_pipeline.statement import team_statement
 
 JOURNAL_FILE = "journal.csv"
@@ -104,11 +113,16 @@ def month_marts(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [table for (table,) in rows]
 
 
-def _write_mart(con: duckdb.DuckDBPyConnection, table: str, month: date, path: Path) -> int:
-    """``table``'s rows of ``month`` into the Parquet file ``path``, sorted; returns how many."""
-    select = f"select * from {MARTS}.{quote(table)} where {MONTH_COLUMN} = date '{month.isoformat()}' order by all"
+def _write_mart(con: duckdb.DuckDBPyConnection, table: str, month: date, as_of: datetime, path: Path) -> int:
+    """``table``'s rows of ``month`` into the Parquet file ``path``, sorted, ``as_of`` their last column; returns how
+    many."""
+    stamp = f"cast({_literal(as_of.isoformat())} as timestamptz) as {AS_OF}"
+    select = (
+        f"select *, {stamp} from (select * from {MARTS}.{quote(table)} "
+        f"where {MONTH_COLUMN} = date '{month.isoformat()}' order by all)"
+    )
     database = con.execute("select current_database()").fetchone()[0]
-    metadata = {"month": f"{month:%Y-%m}", **column_descriptions(con, database, table)}
+    metadata = {"month": f"{month:%Y-%m}", AS_OF: as_of.isoformat(), **column_descriptions(con, database, table)}
     return copy_to_parquet(con, select, path, metadata)
 
 
@@ -117,8 +131,9 @@ def _statement_name(team: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in team) + ".html"
 
 
-def write_month(con: duckdb.DuckDBPyConnection, warehouse: Path, month: date) -> MonthFiles:
-    """Write ``month``'s folder beside ``warehouse`` from ``con`` (the warehouse, read-only) and swap it in."""
+def write_month(con: duckdb.DuckDBPyConnection, warehouse: Path, month: date, as_of: datetime) -> MonthFiles:
+    """Write ``month``'s folder beside ``warehouse`` from ``con`` (the warehouse, read-only) and swap it in;
+    ``as_of`` is the night whose marts the warehouse holds (``dagster_home.published_as_of``)."""
     root = monthly_root(warehouse)
     root.mkdir(exist_ok=True)
     _remove_abandoned(root)
@@ -142,7 +157,7 @@ def write_month(con: duckdb.DuckDBPyConnection, warehouse: Path, month: date) ->
             statement_cents[team] = _team_cents(con, team, month)
         (written / MARTS_FOLDER).mkdir()
         marts = {
-            table: _write_mart(con, table, month, written / MARTS_FOLDER / f"{table}.parquet")
+            table: _write_mart(con, table, month, as_of, written / MARTS_FOLDER / f"{table}.parquet")
             for table in month_marts(con)
         }
         _fsync_tree(written)

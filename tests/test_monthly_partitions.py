@@ -20,7 +20,7 @@ import pytest
 from cost_pipeline import duckdb_session
 from cost_pipeline.cli import main, run_months
 from cost_pipeline.contract import load_contract
-from cost_pipeline.dagster_home import warehouse_instance
+from cost_pipeline.dagster_home import last_good_night, warehouse_instance
 from cost_pipeline.defs.monthly import (
     COST_MARTS,
     FOCUS,
@@ -143,7 +143,10 @@ def test_a_partition_writes_the_months_files_with_the_marts_figures(warehouse):
     assert not list((october / "statements").iterdir())
 
 
-def test_a_partition_writes_the_months_rows_of_every_month_keyed_mart(warehouse):
+def test_a_partition_writes_the_months_rows_of_every_month_keyed_mart(warehouse, demo_run):
+    published = last_good_night(warehouse)
+    with duckdb_session.connect(str(demo_run.warehouse.with_name("warehouse.finance.duckdb")), read_only=True) as fin:
+        assert fin.execute("select as_of from published").fetchall() == [(published,)]
     con = duckdb_session.connect(str(warehouse), read_only=True)
     try:
         marts = month_marts(con)
@@ -157,7 +160,15 @@ def test_a_partition_writes_the_months_rows_of_every_month_keyed_mart(warehouse)
             for table in marts:
                 written = str(folder / f"{table}.parquet")
                 expected = con.execute(f"select * from marts.{table} where month = ? order by all", [month]).fetchall()
-                assert con.execute("select * from read_parquet(?)", [written]).fetchall() == expected, table
+                got = con.execute("select * exclude (as_of) from read_parquet(?)", [written]).fetchall()
+                assert got == expected, table
+                # Every row says which night's marts it is: the night that published them.
+                stamped = con.execute("select distinct as_of from read_parquet(?)", [written]).fetchall()
+                assert stamped == ([(published,)] if expected else []), table
+                ((kv,),) = con.execute(
+                    "select decode(value) from parquet_kv_metadata(?) where decode(key) = 'as_of'", [written]
+                ).fetchall()
+                assert datetime.fromisoformat(kv) == published
                 rows[month, table] = len(expected)
             ((described,),) = con.execute(
                 "select count(*) from parquet_kv_metadata(?) where decode(key) = 'description.amount'",

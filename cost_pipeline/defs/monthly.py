@@ -21,6 +21,7 @@ import dagster as dg
 from cost_pipeline import duckdb_session
 from cost_pipeline.calendar_months import previous_month
 from cost_pipeline.contract import load_contract
+from cost_pipeline.dagster_home import published_as_of
 from cost_pipeline.dbt_setup import dbt_project
 from cost_pipeline.defs.partitions import MONTH_FORMAT, monthly_partitions
 from cost_pipeline.defs.resources import Warehouse
@@ -90,7 +91,8 @@ def _spec(key: dg.AssetKey, deps: list[list[str]], description: str) -> dg.Asset
             COST_MARTS,
             month_keyed_marts(),
             f"The month's rows of every mart with a `month` column, {_FOLDER}{MARTS_FOLDER}/<mart>.parquet, sorted, "
-            "as tonight's marts state them (a closed month's too; its journal stays frozen).",
+            "as tonight's marts state them (a closed month's too; its journal stays frozen), each row ending with "
+            "`as_of`, the night of those marts.",
         ),
     ],
     partitions_def=monthly_partitions,
@@ -98,9 +100,12 @@ def _spec(key: dg.AssetKey, deps: list[list[str]], description: str) -> dg.Asset
 )
 def monthly_deliverables(context: dg.AssetExecutionContext, warehouse: Warehouse):
     month = datetime.strptime(context.partition_key, MONTH_FORMAT).date()
+    as_of = published_as_of(context.instance)
+    if as_of is None:
+        raise dg.Failure(f"{warehouse.file}: no night has published its marts yet; a month's files are a night's marts")
     con = duckdb_session.connect(str(warehouse.file), read_only=True)
     try:
-        files = write_month(con, warehouse.file, month)
+        files = write_month(con, warehouse.file, month, as_of)
     finally:
         con.close()
     context.log.info(
