@@ -5,6 +5,7 @@ folder, --version, --help)."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import re
@@ -136,8 +137,14 @@ def test_version_and_help_are_plain_text(capsys):
         main(["--version"])
     assert done.value.code == 0
     assert re.fullmatch(r"cost-pipeline \d+\.\d+\.\d+\n", capsys.readouterr().out)
+    from cost_pipeline.cli import _parser
+
+    (subcommands,) = [action for action in _parser()._actions if isinstance(action, argparse._SubParsersAction)]
+    assert {"run", "demo", "docs", "report", "journal", "close", "export", "monthly", "retract"} <= set(
+        subcommands.choices
+    )
     texts = {}
-    for command in ("", "run", "demo", "docs"):
+    for command in ("", *subcommands.choices):
         with pytest.raises(SystemExit):
             main([command, "--help"] if command else ["--help"])
         texts[command] = capsys.readouterr().out

@@ -89,7 +89,10 @@ def _mart_columns() -> dict[str, dict[str, str]]:
 
 
 def _is_money(column: str, data_type: str) -> bool:
-    return data_type.startswith("decimal") and re.search(r"cost|amount|price|variance(?!_pct)", column) is not None
+    return (
+        data_type.startswith("decimal")
+        and re.search(r"cost|amount|price|debit|credit|bill|saving|variance(?!_pct)", column) is not None
+    )
 
 
 def test_the_currency_dbt_writes_is_the_contracts():
