@@ -26,6 +26,7 @@ from tests.servers import graphql, local_dagster
 # sensor tick (every 30 s) and the month runs.
 FINISH_S = 420
 NIGHT_TAG = "cost_pipeline/night"
+BACKFILLED = "2026-10"  # the contract's first month: no night's sensor requests it once 2026-12 has begun
 
 
 def _repository(url: str) -> str:
@@ -60,6 +61,20 @@ def _launch(url: str, job: str, asset: dg.AssetKey) -> str:
     )["launchRun"]
     assert launched["__typename"] == "LaunchRunSuccess", launched
     return launched["run"]["runId"]
+
+
+def _backfill(url: str, job: str, month: str) -> str:
+    """Launch a backfill of ``job``'s partition ``month`` through the UI's GraphQL API; the backfill's id."""
+    launched = graphql(
+        url,
+        f"""mutation {{ launchPartitionBackfill(backfillParams: {{
+              selector: {{partitionSetName: "{job}_partition_set", repositorySelector: {{{_repository(url)}}}}},
+              partitionNames: ["{month}"], forceSynchronousSubmission: true }}) {{
+            __typename ... on LaunchBackfillSuccess {{ backfillId }} ... on PythonError {{ message }}
+        }} }}""",
+    )["launchPartitionBackfill"]
+    assert launched["__typename"] == "LaunchBackfillSuccess", launched
+    return launched["backfillId"]
 
 
 def _wait(until, what: str, log: Path) -> None:
@@ -102,6 +117,16 @@ def test_the_daemon_runs_the_open_and_previous_months_after_a_night_launched_fro
             f"the sensor did not request and run {len(expected)} months",
             log,
         )
+        # A backfill of one month the sensor left alone, launched from the UI as its partitions page does: that
+        # month is written, and no other month's folder is touched.
+        refreshed = {key: month_folder(warehouse, date.fromisoformat(f"{key}-01")).readlink() for key in expected}
+        backfilled = _backfill(url, monthly_deliverables_job.name, BACKFILLED)
+
+        def backfill_runs() -> list[dg.DagsterRun]:
+            with dg.DagsterInstance.from_config(str(home)) as instance:
+                return list(instance.get_runs(dg.RunsFilter(tags={"dagster/backfill": backfilled})))
+
+        _wait(lambda: backfill_runs() and all(run.is_finished for run in backfill_runs()), "the backfill", log)
 
     runs = months()
     assert {run.job_name for run in runs} == {monthly_deliverables_job.name}
@@ -110,3 +135,8 @@ def test_the_daemon_runs_the_open_and_previous_months_after_a_night_launched_fro
     for key in expected:
         folder = month_folder(warehouse, date.fromisoformat(f"{key}-01"))
         assert any((folder / "marts").glob("*.parquet")), sorted(folder.rglob("*"))
+        assert folder.readlink() == refreshed[key]  # the backfill of another month left it as it was
+    (backfill,) = backfill_runs()
+    assert backfill.status == dg.DagsterRunStatus.SUCCESS and backfill.tags["dagster/partition"] == BACKFILLED
+    assert BACKFILLED not in expected
+    assert (month_folder(warehouse, date.fromisoformat(f"{BACKFILLED}-01")) / "journal.csv").is_file()
