@@ -109,21 +109,27 @@ def test_batch_figures_equal_the_marts(statements, demo_run):
         assert s.value("bill_by_cost_type", cost_type, "amount") == costs[f"{cost_type}_cost"], cost_type
     for level in ("billed", "measured", "assumed", "pending"):
         assert s.value("bill_by_evidence_level", level, "amount") == costs[f"{level}_cost"], level
-    by_phase = demo_run.query(
-        "select phase, sum(amount), sum(amount_low), sum(amount_high) from marts.fct_cost_lines where batch_id = ? "
-        "group by phase",
-        [b],
-    )
-    for phase, amount, low, high in by_phase:
-        assert s.value("bill_by_phase", phase, "amount") == amount
-        assert (s.value("bill_by_phase", phase, "amount_low"), s.value("bill_by_phase", phase, "amount_high")) == (
-            low,
-            high,
+    for by in ("phase", "cost_type", "evidence_level"):
+        lines = demo_run.query(
+            f"select {by}, sum(amount), sum(amount_low), sum(amount_high) from marts.fct_cost_lines "
+            f"where batch_id = ? group by {by}",
+            [b],
         )
+        assert len(lines) > 1, by
+        for key, amount, low, high in lines:
+            section = f"bill_by_{by}"
+            assert s.value(section, key, "amount") == amount, (by, key)
+            assert (s.value(section, key, "amount_low"), s.value(section, key, "amount_high")) == (low, high), (by, key)
 
     compute = demo_run.row("select * from marts.fct_batch_compute where batch_id = ?", [b])
     for column in ("requested_gpu_hours", "occupied_gpu_hours", "effective_compute_gpu_hours", "unobserved_gpu_hours"):
         assert s.value("compute_hours", column, column) == compute[column], column
+    tiers = ("effective_compute_gpu_hours", "comm_wait_gpu_hours", "idle_gpu_hours", "unobserved_gpu_hours")
+    for column in tiers[1:3]:
+        assert s.value("compute_hours", column, column) == compute[column], column
+    # The tier chart's bars are the mart's tiers, and they add up to the occupied hours.
+    assert {k: v for k, v, _ in s.charts["utilisation_tiers"]} == {column: compute[column] for column in tiers}
+    assert sum(compute[column] for column in tiers) == compute["occupied_gpu_hours"]
     for column in ("step_seconds_median", "step_seconds_max", "step_max_number", "steps_counted"):
         assert s.value("steps", "whole batch", column) == compute[column], column
     for field, column in (
@@ -144,6 +150,18 @@ def test_batch_figures_equal_the_marts(statements, demo_run):
             s.value("failures", category, "failed_compute_cost"),
         ) == (
             hours,
+            cost,
+        )
+    reruns = demo_run.query(
+        "select run_reason, count(*), sum(occupied_gpu_hours), sum(compute_cost) from marts.fct_runs "
+        "where batch_id = ? and is_rerun group by run_reason",
+        [b],
+    )
+    assert reruns  # B-7 reruns a failed job
+    for reason, runs, occupied, cost in reruns:
+        assert s.value("reruns", reason, "runs") == runs
+        assert (s.value("reruns", reason, "occupied_gpu_hours"), s.value("reruns", reason, "compute_cost")) == (
+            occupied,
             cost,
         )
     for job_key, lineage_job in demo_run.query(
