@@ -16,36 +16,33 @@
     project: Python models, grants, indexes, foreign keys, DuckDB's partitioned_by and sorted_by.
 #}
 {% materialization table, adapter="duckdb", supported_languages=["sql"] %}
-    {%- set existing_relation = load_cached_relation(this) -%}
     {%- set target_relation = this.incorporate(type="table") -%}
-    {{ run_hooks(pre_hooks, inside_transaction=False) }}
-    {{ run_hooks(pre_hooks, inside_transaction=True) }}
-    {{ duckdb_drop_in_transaction(existing_relation) }}
-    {% call statement("main") -%}
-        {{ create_table_as(False, target_relation, compiled_code, "sql") }}
-    {%- endcall %}
-    {{ run_hooks(post_hooks, inside_transaction=True) }}
-    {% do persist_docs(target_relation, model) %}
-    {{ adapter.commit() }}
-    {{ run_hooks(post_hooks, inside_transaction=False) }}
-    {{ return({"relations": [target_relation]}) }}
+    {{ return(duckdb_replace(target_relation)) }}
 {% endmaterialization %}
 
 {% materialization view, adapter="duckdb" %}
-    {%- set existing_relation = load_cached_relation(this) -%}
     {%- set target_relation = this.incorporate(type="view") -%}
+    {{ return(duckdb_replace(target_relation)) }}
+{% endmaterialization %}
+
+{# The model's relation replaced by ``target_relation`` (a table or a view), in one transaction. #}
+{% macro duckdb_replace(target_relation) %}
     {{ run_hooks(pre_hooks, inside_transaction=False) }}
     {{ run_hooks(pre_hooks, inside_transaction=True) }}
-    {{ duckdb_drop_in_transaction(existing_relation) }}
+    {{ duckdb_drop_in_transaction(load_cached_relation(this)) }}
     {% call statement("main") -%}
-        {{ get_create_view_as_sql(target_relation, sql) }}
+        {%- if target_relation.is_view -%}
+            {{ get_create_view_as_sql(target_relation, sql) }}
+        {%- else -%}
+            {{ create_table_as(False, target_relation, compiled_code, "sql") }}
+        {%- endif -%}
     {%- endcall %}
     {{ run_hooks(post_hooks, inside_transaction=True) }}
     {% do persist_docs(target_relation, model) %}
     {{ adapter.commit() }}
     {{ run_hooks(post_hooks, inside_transaction=False) }}
     {{ return({"relations": [target_relation]}) }}
-{% endmaterialization %}
+{% endmacro %}
 
 {#
     Drop ``relation`` (if any) inside the model's transaction: dbt's own drop_relation runs outside one (auto_begin
