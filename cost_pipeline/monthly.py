@@ -37,8 +37,8 @@ from cost_pipeline.publish import (
     AS_OF,
     MARTS,
     _fsync,
-    _literal,
     _process_is_alive,
+    as_of_column,
     column_descriptions,
     copy_to_parquet,
 )
@@ -116,10 +116,9 @@ def month_marts(con: duckdb.DuckDBPyConnection) -> list[str]:
 def _write_mart(con: duckdb.DuckDBPyConnection, table: str, month: date, as_of: datetime, path: Path) -> int:
     """``table``'s rows of ``month`` into the Parquet file ``path``, sorted, ``as_of`` their last column; returns how
     many."""
-    stamp = f"cast({_literal(as_of.isoformat())} as timestamptz) as {AS_OF}"
     select = (
-        f"select *, {stamp} from (select * from {MARTS}.{quote(table)} "
-        f"where {MONTH_COLUMN} = date '{month.isoformat()}' order by all)"
+        f"select *, {as_of_column(as_of)} from {MARTS}.{quote(table)} "
+        f"where {MONTH_COLUMN} = date '{month.isoformat()}' order by all"
     )
     database = con.execute("select current_database()").fetchone()[0]
     metadata = {"month": f"{month:%Y-%m}", AS_OF: as_of.isoformat(), **column_descriptions(con, database, table)}

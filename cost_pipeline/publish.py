@@ -441,7 +441,7 @@ def _write(
     _copy_permissions(target, temporary)
     try:
         con.execute(f"create schema {alias}.{MARTS}")
-        stamp = f"cast({_literal(as_of.isoformat())} as timestamptz) as {AS_OF}"
+        stamp = as_of_column(as_of)
         for table, expressions in plan.items():
             con.execute(
                 f"create table {alias}.{MARTS}.{quote(table)} as select {', '.join(expressions)}, {stamp} "
@@ -462,6 +462,11 @@ def _write(
         con.execute(f"detach {alias}")
     _fsync(temporary)
     return int(inputs)
+
+
+def as_of_column(as_of: datetime) -> str:
+    """The select-list item of a published row's last column: ``as_of``, the night it is as of."""
+    return f"cast({_literal(as_of.isoformat())} as timestamptz) as {AS_OF}"
 
 
 def _literal(text: str) -> str:
