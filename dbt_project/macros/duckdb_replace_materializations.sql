@@ -45,13 +45,13 @@
 {% endmacro %}
 
 {#
-    Drop ``relation`` (if any) inside the model's transaction: dbt's own drop_relation runs outside one (auto_begin
-    false), so a build that failed after it would have lost the old relation.
+    Drop ``relation`` (if any) inside the model's transaction, with dbt's own drop statement: dbt's drop_relation
+    runs it outside one (auto_begin false), so a build that failed after it would have lost the old relation.
 #}
 {% macro duckdb_drop_in_transaction(relation) %}
     {%- if relation is not none -%}
         {% call statement("drop_replaced", auto_begin=True) -%}
-            drop {{ relation.type }} if exists {{ relation }} cascade
+            {{ get_drop_sql(relation) }}
         {%- endcall %}
         {% do adapter.cache_dropped(relation) %}
     {%- endif -%}
