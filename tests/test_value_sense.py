@@ -8,6 +8,7 @@ Loads run under a non-UTC host zone (Asia/Kolkata, +05:30) so a time that depend
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import duckdb
@@ -26,7 +27,7 @@ from cost_pipeline.contract.schemas import (
 from cost_pipeline.ingest.lib.records import ParsedFile
 from cost_pipeline.ingest.lib.validate import validate_rows
 from cost_pipeline.ingest.lib.warehouse import connect
-from cost_pipeline.ingest.registry import load_named
+from cost_pipeline.ingest.registry import load_named, sources
 from tests.helpers import query
 
 SAMPLE_HEADER = ",".join(name for name, _ in DEVICE_SAMPLE_BASE_COLUMNS)
@@ -337,6 +338,61 @@ def test_both_ingest_paths_name_the_same_rule_for_what_broke(domain, value, rule
     finally:
         con.close()
     assert found[:1] == ([] if rule is None else [rule])
+
+
+SACCT_HEADER = (
+    "JobID|JobIDRaw|JobName|Account|Partition|User|State|ExitCode|Submit|Start|End|Elapsed|Timelimit|NNodes|"
+    "NodeList|ReqTRES|AllocTRES|Comment"
+)
+
+
+def _sacct_line(job: str, requested: int, allocated: int) -> str:
+    return (
+        f"{job}|{job}|train|ml|gpu|ann|COMPLETED|0:0|2026-11-01T00:00:00|2026-11-01T00:00:00|2026-11-01T01:00:00|"
+        f"01:00:00|02:00:00|1|gpu-a|billing=8,cpu=8,gres/gpu={requested},node=1|"
+        f"billing=8,cpu=8,gres/gpu={allocated},node=1|batch=B-1;phase=training"
+    )
+
+
+def test_a_sacct_job_allocated_more_gpus_than_it_requested_is_quarantined(tmp_path):
+    lines = [SACCT_HEADER, _sacct_line("101", 8, 8), _sacct_line("102", 8, 16), _sacct_line("103", 16, 8)]
+    write(tmp_path / "landing" / "scheduler" / "sacct.txt", "\n".join(lines) + "\n")
+    warehouse, quarantined = load(tmp_path, "scheduler_jobs")
+    assert query(warehouse, "select job_id from raw.scheduler_jobs order by 1") == [("101",), ("103",)]
+    assert rules(quarantined) == [(3, "gpus_allocated.at_most_requested")]
+
+
+NUMERIC_TYPE = re.compile(r"(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|DOUBLE|FLOAT|REAL|DECIMAL\(\d+,\d+\))")
+# A numeric column without a domain, and the check of its own that bounds it instead (a timesheet's hours: a day's).
+BOUNDED_BY_A_CHECK = {("timesheets", "hours"): "hours_of_a_day"}
+
+
+def _numeric_columns() -> list[tuple[str, str, object]]:
+    """Every numeric raw column of every source: (source, column, its declared domain or None)."""
+    contract, columns = load_contract(), []
+    for name, source in sources().items():
+        loader = source.loader
+        if hasattr(loader, "schema"):
+            declared = [(c.name, c.sql_type, c.domain) for c in loader.schema(contract).columns]
+        else:
+            declared = [(column, sql_type, loader.domains.get(column)) for column, sql_type in loader.columns]
+        columns += [(name, c, domain) for c, sql_type, domain in declared if NUMERIC_TYPE.fullmatch(sql_type)]
+    return columns
+
+
+def test_every_numeric_column_of_every_source_declares_its_domain():
+    """The contract states each numeric column's domain (finite, sign, a range that fits the warehouse type): a
+    column added without one fails here, not in dbt on a bad night."""
+    numeric = _numeric_columns()
+    assert len(numeric) > 60  # the registry was read, every source's columns
+    undeclared = {(source, column) for source, column, domain in numeric if domain is None}
+    assert undeclared == set(BOUNDED_BY_A_CHECK)
+    schema = sources()["timesheets"].loader.schema(load_contract())
+    (check,) = next(c for c in schema.columns if c.name == "hours").checks
+    assert check.name == BOUNDED_BY_A_CHECK[("timesheets", "hours")]
+    for value in ("-1", "NaN", "inf", "1e309", "24.5", "99999999999999999999"):
+        assert not pd.Series([value]).map(check._check_fn).all(), value
+    assert pd.Series(["0", "7.5", "24"]).map(check._check_fn).all()
 
 
 def test_allocated_at_most_requested_where_a_request_is_stated():

@@ -133,6 +133,7 @@ FOCUS_AMOUNT_RANGE = Domain(
 )
 QUANTITY = Domain(OUT_OF_RANGE, "a finite quantity such as 1.5", Decimal(-(10**15)), Decimal(10**15), OUT_OF_RANGE)
 HOURS_DOMAIN = Domain("non_negative", "a finite non-negative number of hours such as 7.5", Decimal(0), Decimal(10**9))
+PERCENT = Domain("non_negative", "a finite non-negative percentage such as 10.00", Decimal(0), Decimal(10**6))
 GPU_COUNT = Domain("non_negative", "a non-negative number of GPUs such as 8", Decimal(0), Decimal(10**6), whole=True)
 COUNT = Domain("non_negative", "a non-negative whole number such as 42", Decimal(0), Decimal(10**9), whole=True)
 BIG_COUNT = Domain("non_negative", "a non-negative whole number such as 42", Decimal(0), Decimal(10**15), whole=True)
@@ -338,7 +339,13 @@ def batch_plan_columns() -> tuple[Col, ...]:
         ),
         Col("max_trial_rounds", "INTEGER", nullable=True, checks=POSITIVE, domain=COUNT),
         Col("stop_condition", "VARCHAR", nullable=True),
-        Col("variance_boundary_pct", "DECIMAL(18,2)", nullable=True, checks=(pa.Check.str_matches(PLAIN_NUMBER),)),
+        Col(
+            "variance_boundary_pct",
+            "DECIMAL(18,2)",
+            nullable=True,
+            checks=(pa.Check.str_matches(PLAIN_NUMBER),),
+            domain=PERCENT,
+        ),
     )
 
 
