@@ -78,6 +78,19 @@ def host_groups(hosts: int, seed: int) -> list[tuple[str, ...]]:
     return groups
 
 
+def file_groups(groups: list[tuple[str, ...]], hosts_per_file: int) -> list[set[tuple[str, ...]]]:
+    """The groups whose samples share a file: consecutive groups, until they hold ``hosts_per_file`` hosts."""
+    files: list[set[tuple[str, ...]]] = [set()]
+    hosts = 0
+    for group in groups:
+        if hosts >= hosts_per_file:
+            files.append(set())
+            hosts = 0
+        files[-1].add(group)
+        hosts += len(group)
+    return files
+
+
 def day_jobs(groups: list[tuple[str, ...]], day: int, seed: int, first_day: datetime) -> list[Job]:
     """Every group's jobs of day ``day``, back to back from midnight to midnight; ids unique across days."""
     rng = random.Random(f"{seed}-day-{day}")
@@ -211,10 +224,9 @@ def write_cluster(
         (landing / "scheduler" / f"sacct_{stamp}.txt").write_text("\n".join(sacct_lines(jobs)) + "\n")
         steps = step_records(jobs, seed, day)
         (landing / "steps" / f"steps_{stamp}.jsonl").write_text("".join(json.dumps(s) + "\n" for s in steps))
-        for part, first in enumerate(range(0, len(groups), max(1, hosts_per_file))):
-            chunk = {host for group in groups[first : first + hosts_per_file] for host in group}
+        for part, chunk in enumerate(file_groups(groups, hosts_per_file)):
             path = landing / "telemetry" / f"samples_{stamp}_{part:03d}.parquet"
-            counts["samples"] += write_samples(path, [j for j in jobs if j.hosts[0] in chunk], interval, memory_limit)
+            counts["samples"] += write_samples(path, [j for j in jobs if j.hosts in chunk], interval, memory_limit)
         counts["jobs"] += len(jobs)
         counts["steps"] += len(steps)
     requests = requests_per_gpu_day * gpus * days

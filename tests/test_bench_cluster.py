@@ -47,6 +47,14 @@ def test_every_host_is_in_one_group_and_every_group_is_busy_from_midnight_to_mid
     assert not {job.job_id for job in jobs} & {job.job_id for job in other_day}
 
 
+def test_a_file_holds_the_samples_of_about_hosts_per_file_hosts_and_every_group_is_in_one():
+    groups = cluster.host_groups(640, seed=7)
+    files = cluster.file_groups(groups, 64)
+    assert sorted(g for chunk in files for g in chunk) == sorted(groups)
+    sizes = [sum(len(g) for g in chunk) for chunk in files]
+    assert all(64 <= size < 64 + max(cluster.GROUP_NODES) for size in sizes[:-1]) and 0 < sizes[-1] < 72
+
+
 def test_the_same_seed_writes_the_same_cluster_and_another_seed_another() -> None:
     def day(seed: int) -> list[cluster.Job]:
         return cluster.day_jobs(cluster.host_groups(80, seed), 0, seed, DAY)
@@ -98,8 +106,8 @@ def test_samples_cover_every_gpu_of_the_job_every_interval_with_the_tier_pattern
     assert all(tuple(row[2:]) == (720, job.start, last, 720) for row in per_gpu)
     minute_9, minute_11 = (
         con.execute(
-            f"select distinct cast(DCGM_FI_PROF_GR_ENGINE_ACTIVE as double), DCGM_FI_PROF_NVLINK_TX_BYTES from '{path}' "
-            "where timestamp >= ? and timestamp < ?",
+            "select distinct cast(DCGM_FI_PROF_GR_ENGINE_ACTIVE as double), DCGM_FI_PROF_NVLINK_TX_BYTES "
+            f"from '{path}' where timestamp >= ? and timestamp < ?",
             [job.start + timedelta(minutes=m), job.start + timedelta(minutes=m + 1)],
         ).fetchall()
         for m in (9, 11)
