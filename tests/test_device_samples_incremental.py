@@ -295,6 +295,10 @@ def test_the_code_fingerprint_renders_every_macro_the_incremental_models_call():
         "device_samples_tiered_forget",
         "device_samples_remember",
         "changed_inputs",
+        "device_samples_tiered_window",
+        "sample_days_filter",
+        "host_chunks_begin",
+        "host_chunks_rest",
     }
     named = {"device_samples_state", "device_samples_tiered_state", "device_samples_tiered_code", "device_samples_code"}
     listed = rendered.split("set rules = [")[1].split("]")[0]
@@ -302,3 +306,21 @@ def test_the_code_fingerprint_renders_every_macro_the_incremental_models_call():
     called -= rules | named | {"log_row_count"}
     missing = {macro for macro in called if f"{macro.split('__')[-1]}(" not in rendered}  # dispatched: its name
     assert not missing, f"device_samples_code does not render {sorted(missing)}"
+
+
+def test_a_build_in_chunks_of_hosts_equals_a_build_in_one(warehouse: Path, tmp_path: Path):
+    """The largest device-sample models are built a chunk of hosts at a time (macros/host_chunks.sql: at a
+    cluster-day their windows spilled more than the disk held). Built whole in chunks of at most 500 samples, and
+    then incrementally in chunks after a late file, they equal what one chunk builds."""
+    chunked = ("--vars", '{"host_chunk_rows": 500}')
+    one_chunk = _rows(warehouse)  # the demo night's: fewer samples than the default chunk
+    _run(warehouse, tmp_path, "--full-refresh", *chunked)
+    log = (tmp_path / "logs" / "dbt.log").read_text()
+    assert "set variable cost_pipeline_host_chunk = 1;" in log, "the build ran in more than one chunk"
+    assert _rows(warehouse) == one_chunk
+    _change(warehouse, *LATE_FILE)
+    _run(warehouse, tmp_path, *chunked)
+    incremental = _rows(warehouse)
+    assert incremental != one_chunk
+    _run(warehouse, tmp_path, "--full-refresh")
+    assert _rows(warehouse) == incremental

@@ -45,10 +45,12 @@
     {%- do texts.append(sample_days_where([], 'at')) -%}
     {%- do texts.append(delivered_columns('samples')) -%}
     {%- do texts.append(delivered_again_matches('samples')) -%}
+    {%- do texts.append(host_chunk_filter('hostname')) -%}
     {#- The rules that decide what is built again, as written: a fix to them builds every job and day once. -#}
     {%- set rules = [
         sample_days_to_build, sample_days_forget, device_samples_inputs_fresh, device_samples_tiered_forget,
-        device_samples_remember, changed_inputs,
+        device_samples_remember, changed_inputs, device_samples_tiered_window, sample_days_filter, host_chunks_begin,
+        host_chunks_rest,
     ] -%}
     {%- for rule in rules -%}
         {%- do texts.append(rule.macro.macro_sql) -%}
@@ -95,4 +97,20 @@
         drop table if exists {{ state }}
         {%- endif -%}
     {%- endif -%}
+{%- endmacro %}
+
+{#- The samples an incremental build of int_device_samples_tiered reads: ``column`` (their time) within the span of the
+    jobs it builds again, the bounds as constants so that scans skip the other days; ``1 = 0`` when it builds none;
+    none for a full build (every sample). -#}
+{% macro device_samples_tiered_window(column) -%}
+    {%- if not execute or not (is_incremental() and device_samples_inputs_fresh()) -%}{{ return(none) }}{%- endif -%}
+    {%- set window = run_query(
+        'select min(span_start), max(span_end) from ' ~ ref('int_device_samples_inputs')
+        ~ " where kind = 'job' and rebuild"
+    ).rows[0] -%}
+    {%- if window[0] is none -%}{{ return('1 = 0') }}{%- endif -%}
+    {{ return(
+        column ~ " >= cast('" ~ window[0] ~ "' as " ~ dbt.type_timestamp() ~ ") and "
+        ~ column ~ " <= cast('" ~ window[1] ~ "' as " ~ dbt.type_timestamp() ~ ")"
+    ) }}
 {%- endmacro %}

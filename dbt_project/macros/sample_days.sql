@@ -63,6 +63,11 @@
     {%- endif -%}
 {%- endmacro %}
 
+{#- ``sample_days_where`` for the days ``sample_days_to_build`` returned, or none (every day). -#}
+{% macro sample_days_filter(ranges, column) -%}
+    {{ return(none if ranges is none else sample_days_where(ranges, column)) }}
+{%- endmacro %}
+
 {#- Pre-hook: an incremental build deletes the rows of the days it builds again (every row for every day). -#}
 {% macro sample_days_forget(model) -%}
     {%- if is_incremental() -%}

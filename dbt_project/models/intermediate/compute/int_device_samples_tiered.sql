@@ -22,17 +22,17 @@
     materialized='table' if target.type == 'spark' else 'incremental',
     incremental_strategy='append',
     on_schema_change='sync_all_columns',
-    pre_hook='{{ device_samples_tiered_forget() }}',
-    post_hook='{{ device_samples_remember(device_samples_tiered_state(), device_samples_tiered_code()) }}',
+    pre_hook=[
+        '{{ device_samples_tiered_forget() }}',
+        "{{ host_chunks_begin(device_samples_tiered_window('sampled_at')) }}",
+    ],
+    post_hook=[
+        '{{ host_chunks_rest() }}',
+        '{{ device_samples_remember(device_samples_tiered_state(), device_samples_tiered_code()) }}',
+    ],
 ) }}
 -- depends_on: {{ ref('int_device_samples_inputs') }}
 {%- set incremental = is_incremental() and device_samples_inputs_fresh() %}
-{%- if incremental %}
-    {%- set window = run_query(
-        'select min(span_start), max(span_end) from ' ~ ref('int_device_samples_inputs')
-        ~ " where kind = 'job' and rebuild"
-    ).rows[0] %}
-{%- endif %}
 
 with jobs as (
     select job_key, start_at, end_at, contract_version
@@ -62,18 +62,16 @@ samples as (
         samples.source_file,
         samples.source_line
     from {{ ref('int_device_samples_attributed') }} as samples
-    where samples.attributed_job_key is not null
+    where
+        samples.attributed_job_key is not null
+        -- This chunk's hosts (macros/host_chunks.sql).
+        and {{ host_chunk_filter('samples.hostname') }}
     {%- if incremental %}
         -- The rebuilt jobs' samples; the window's bounds as constants, so that the scans skip the other days.
-        {%- if window[0] is none %}
-        and 1 = 0
-        {%- else %}
-        and samples.sampled_at >= cast('{{ window[0] }}' as {{ dbt.type_timestamp() }})
-        and samples.sampled_at <= cast('{{ window[1] }}' as {{ dbt.type_timestamp() }})
+        and {{ device_samples_tiered_window('samples.sampled_at') }}
         and samples.attributed_job_key in (
             select item from {{ ref('int_device_samples_inputs') }} where kind = 'job' and rebuild
         )
-        {%- endif %}
     {%- endif %}
 ),
 

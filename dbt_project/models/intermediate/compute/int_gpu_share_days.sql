@@ -18,9 +18,15 @@
     materialized='table' if target.type == 'spark' else 'incremental',
     incremental_strategy='append',
     on_schema_change='sync_all_columns',
-    pre_hook="{{ sample_days_forget('int_gpu_share_days') }}",
-    post_hook="{{ device_samples_remember(device_samples_state('int_gpu_share_days'),"
+    pre_hook=[
+        "{{ sample_days_forget('int_gpu_share_days') }}",
+        "{{ host_chunks_begin(sample_days_filter(sample_days_to_build('int_gpu_share_days'), 'sampled_at')) }}",
+    ],
+    post_hook=[
+        '{{ host_chunks_rest() }}',
+        "{{ device_samples_remember(device_samples_state('int_gpu_share_days'),"
         ~ " device_samples_code(['int_gpu_share_days'])) }}",
+    ],
 ) }}
 -- depends_on: {{ ref('int_device_samples_inputs') }}
 {%- set days = sample_days_to_build('int_gpu_share_days') %}
@@ -58,8 +64,10 @@ delivered_again as (
         coalesce(job_id, '') as label_key,
         sampled_at
     from {{ ref('int_device_samples_attributed') }}
+    -- This chunk's hosts (macros/host_chunks.sql), on every read of the samples.
+    where {{ host_chunk_filter('hostname') }}
     {%- if days is not none %}
-    where {{ sample_days_where(days, 'sampled_at') }}
+        and {{ sample_days_where(days, 'sampled_at') }}
     {%- endif %}
     group by hostname, gpu_index, coalesce(gpu_instance_id, -1), coalesce(job_id, ''), sampled_at
     having count(*) > 1
@@ -73,7 +81,9 @@ delivered as (
     from {{ ref('int_device_samples_attributed') }} as samples
     left join delivered_again
         on {{ delivered_again_matches('samples') }}
-    where delivered_again.sampled_at is null
+    where
+        delivered_again.sampled_at is null
+        and {{ host_chunk_filter('samples.hostname') }}
     {%- if days is not none %}
         and {{ sample_days_where(days, 'samples.sampled_at') }}
     {%- endif %}
@@ -93,8 +103,9 @@ delivered as (
         from {{ ref('int_device_samples_attributed') }} as samples
         inner join delivered_again
             on {{ delivered_again_matches('samples') }}
+        where {{ host_chunk_filter('samples.hostname') }}
         {%- if days is not none %}
-        where {{ sample_days_where(days, 'samples.sampled_at') }}
+            and {{ sample_days_where(days, 'samples.sampled_at') }}
         {%- endif %}
     ) as copies
     where copies.copy_number = 1
