@@ -276,10 +276,7 @@ def stage_parquet(con: duckdb.DuckDBPyConnection, path: Path, select: Callable[[
 
 def drop_landing_rows(con: duckdb.DuckDBPyConnection) -> None:
     """Drop ``landing_rows``, a table (most stages) or a view (``stage_parquet``)."""
-    (kind,) = con.execute(
-        "select coalesce((select 'view' from duckdb_views() where temporary and view_name = 'landing_rows'), 'table')"
-    ).fetchone()
-    con.execute(f"drop {kind} if exists landing_rows")
+    con.execute(f"drop {'view' if _staged_as_view(con) else 'table'} if exists landing_rows")
 
 
 def load_in_database(
