@@ -375,7 +375,7 @@ def load_in_database(
     try:
         key_of = None if source.identity is None else partial(_gone_file_key, source, landing_dir)
         _write_checked(
-            con, name, source, files, reused, hashed, keys, key_of, duplicate_of, copy_of, report, read_again, checked
+            con, name, source, files, reused, hashed, keys, key_of, duplicate_of, copy_of, report, read_again
         )
     finally:
         con.execute("drop table if exists checked_rows")
@@ -410,22 +410,19 @@ def _staged_as_view(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 def _insert_read_again(
-    con: duckdb.DuckDBPyConnection,
-    name: str,
-    source: InDatabaseSource,
-    source_file: str,
-    again: ReadAgain,
-    checked: str,
+    con: duckdb.DuckDBPyConnection, name: str, source: InDatabaseSource, source_file: str, again: ReadAgain
 ) -> None:
-    """A checked file's good rows, read from it again, into ``raw.<name>``; raises if the file changed since."""
+    """A checked file's good rows, read from it again, into ``raw.<name>``: every line but those its check copied
+    out (the rules are not evaluated again); raises if the file changed since."""
     if FileStat.of(again.path) != again.stat:
         raise RuntimeError(f"{source_file} changed while it was loaded; the next night loads it again")
     source.stage(con, again.path, [])
     columns = ", ".join(quote(n) for n, _ in source.columns)
     (inserted,) = con.execute(
-        f"insert into raw.{quote(name)} select {columns}, source_file, line, file_sha256 from ({checked}) "
-        "where failed_rule is null",
-        [source_file, again.sha256],
+        f"insert into raw.{quote(name)} select {columns}, source_file, line, file_sha256 "
+        f"from ({checked_select(source, 'null', 'null')}) where line not in "
+        "(select line from checked_rows where source_file = ? and file_sha256 = ?)",
+        [source_file, again.sha256, source_file, again.sha256],
     ).fetchone()
     drop_landing_rows(con)
     if inserted != again.staged:
@@ -464,7 +461,6 @@ def _write_checked(
     copy_of: dict[str, str],
     report: IngestReport,
     read_again: dict[str, ReadAgain],
-    checked: str,
 ) -> None:
     """``checked_rows`` and each file's whole-file and structural rejections -> raw table, quarantine, ledger; a
     copy of a retracted file (``copy_of``: file -> the retraction) quarantined whole with every record it held;
@@ -504,7 +500,7 @@ def _write_checked(
             "from checked_rows where failed_rule is null"
         )
         for source_file, again in read_again.items():
-            _insert_read_again(con, name, source, source_file, again, checked)
+            _insert_read_again(con, name, source, source_file, again)
         con.execute(
             "insert into raw.quarantine select ?, source_file, file_sha256, line, failed_rule, "
             "failed_message, null from checked_rows where failed_rule is not null",
