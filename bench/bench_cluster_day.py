@@ -176,6 +176,7 @@ def main() -> None:
         warehouse, files, out = args.pandas
         pandas_figures(Path(warehouse), files, Path(out))
         return
+    measured_at = commit()  # the code the timed runs load, whatever is committed while they run
     work = args.dir or Path(tempfile.mkdtemp(prefix="bench-cluster-day-"))
     try:
         landing, warehouse = work / "landing", work / "warehouse.duckdb"
@@ -238,7 +239,7 @@ def main() -> None:
     append_result(
         {
             "measured_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "commit": commit(),
+            "commit": measured_at,
             **{key: counts[key] for key in ("gpus", "interval_s", "days", "samples", "jobs", "steps", "requests")},
             "memory_limit": args.memory_limit,
             **{
