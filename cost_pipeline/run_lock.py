@@ -86,9 +86,13 @@ def warehouse_run_lock(warehouse_path: str | Path, shared: bool = False) -> Iter
         lock_file.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     except OSError as error:  # an unwritable folder, or a file where a folder of the path should be
+        why = (
+            f"{error.filename} is a file where a folder of its path should be"
+            if isinstance(error, FileExistsError | NotADirectoryError)
+            else error.strerror or str(error)
+        )
         raise WarehouseUnusable(
-            f"warehouse {warehouse} cannot be used: its run lock {lock_file} cannot be created: "
-            f"{error.strerror or error}"
+            f"warehouse {warehouse} cannot be used: its run lock {lock_file} cannot be created: {why}"
         ) from None
     try:
         try:

@@ -170,7 +170,7 @@ def test_a_file_that_cannot_be_opened_is_quarantined_whole_and_the_rest_loads(tm
     assert sorted(ledger) == [(f, "unread") for f in sorted(refused)]
 
 
-def test_a_warehouse_of_random_bytes_or_a_directory_is_one_line_and_exit_code_5(tmp_path, capsys):
+def test_a_warehouse_of_random_bytes_a_directory_or_unwritable_is_one_line_and_exit_code_5(tmp_path, capsys):
     landing = tmp_path / "landing"
     _write(landing / "registry" / "batches.csv", REGISTRY)
     corrupt = tmp_path / "corrupt.duckdb"
@@ -183,7 +183,13 @@ def test_a_warehouse_of_random_bytes_or_a_directory_is_one_line_and_exit_code_5(
     con.close()
     with open(truncated, "r+b") as handle:
         handle.truncate(truncated.stat().st_size // 2)
-    cases = ((corrupt, "cannot be used"), (folder, "is a directory"), (truncated, "cannot be used"))
+    a_file = _write(tmp_path / "a_file", "not a folder")  # a warehouse that cannot be written: no folder to hold it
+    cases = (
+        (corrupt, "cannot be used"),
+        (folder, "is a directory"),
+        (truncated, "cannot be used"),
+        (a_file / "w.duckdb", f"{a_file} is a file where a folder of its path should be"),
+    )
     for warehouse, what in cases:
         assert main(["run", "--landing", str(landing), "--warehouse", str(warehouse)]) == 5
         captured = capsys.readouterr()
