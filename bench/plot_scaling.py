@@ -16,7 +16,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results.csv"
 OUT = HERE.parent / "docs" / "scaling.svg"
-SERIES = (("night", "the night (cost-pipeline run)", "#1f77b4"), ("bare", "bare DuckDB SQL", "#2ca02c"))
+SERIES = (("night", "the whole night", "#1f77b4"), ("bare", "bare DuckDB SQL", "#2ca02c"))
 SERIES += (("pandas", "pandas", "#d62728"),)
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 720, 420, 70, 200, 30, 50
 
