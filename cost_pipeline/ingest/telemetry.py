@@ -21,7 +21,7 @@ the ledger records it as a duplicate.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import duckdb
@@ -34,6 +34,7 @@ from cost_pipeline.ingest.lib.in_database import (
     first_line,
     load_in_database,
     stage_csv,
+    stage_csv_files,
     stage_parquet,
 )
 from cost_pipeline.ingest.lib.metric_series import job_from_labels, line_rules, pivot, presence_rules
@@ -105,6 +106,24 @@ def _stage(con: duckdb.DuckDBPyConnection, path: Path, blank_lines: list[int]) -
     return stage_csv(con, path, _sample_columns, blank_lines, what="sample")
 
 
+def _stage_group(con: duckdb.DuckDBPyConnection, files: Sequence[tuple[Path, list[int]]]) -> list[list[Rejection]]:
+    """Small CSV files with the same header line (``_header``) staged by one read."""
+    return stage_csv_files(con, files, _sample_columns, what="sample")
+
+
+def _header(path: Path) -> str | None:
+    """A CSV file's header line: it is read together with the files that have the same one. A Parquet file, and
+    one that ``_stage`` rejects whole for its header, is read alone."""
+    if path.suffix == ".parquet":
+        return None
+    try:
+        header = first_line(path)
+        _require(h.strip().strip('"') for h in header.split(","))
+    except FileRejected:
+        return None
+    return header
+
+
 # A sample fed the batch of the job it was attributed to; every telemetry source ends in the same relations.
 SAMPLE_BATCHES = batch_lineage(
     "intermediate.int_device_samples_attributed",
@@ -118,7 +137,15 @@ DEVICE_SAMPLES = Source(
     "telemetry",
     ("*.csv", "*.parquet"),
     "Per-GPU DCGM samples",
-    InDatabaseSource(DEVICE_SAMPLE_COLUMNS, _typed_select(), _RULES, _stage, domains=DEVICE_SAMPLE_DOMAINS),
+    InDatabaseSource(
+        DEVICE_SAMPLE_COLUMNS,
+        _typed_select(),
+        _RULES,
+        _stage,
+        domains=DEVICE_SAMPLE_DOMAINS,
+        stage_group=_stage_group,
+        group_key=_header,
+    ),
     batch_lineage=SAMPLE_BATCHES,
     rows_stand_alone=True,
 )

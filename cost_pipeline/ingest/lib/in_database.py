@@ -70,7 +70,17 @@ Rule = tuple[str, str, str]  # (rule, SQL condition that breaks it, message nami
 # The stage of one file: (connection, path, its empty lines) -> its structurally broken lines, after writing
 # ``landing_rows(line, ...)``; raises ``FileRejected`` when the whole file is unusable.
 Stage = Callable[[duckdb.DuckDBPyConnection, Path, list[int]], list[Rejection]]
+# Several files staged by one statement: (connection, [(path, its empty lines)]) -> each file's structurally broken
+# lines, after writing ``landing_rows(landing_file, line, ...)``, ``landing_file`` the file's position in the list.
+StageGroup = Callable[[duckdb.DuckDBPyConnection, Sequence[tuple[Path, list[int]]]], list[list[Rejection]]]
+# Which small files are staged together (issue 10: 10,000 one-record files, a statement each cost ~20 ms a file):
+# consecutive files with the same ``group_key``, each under GROUP_FILE_BYTES, up to GROUP_FILES files and
+# GROUP_BYTES bytes.
+GROUP_FILE_BYTES = 1 << 20
+GROUP_BYTES = 64 << 20
+GROUP_FILES = 1000
 _TEMPORARY = ("landing_text", "landing_rejects", "landing_scan")  # and landing_rows: drop_landing_rows
+_FILE_NAME = "landing_file_name"  # the column a CSV's rows carry their file's name in
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,10 @@ class InDatabaseSource:
     parquet: bool = True  # whether its stage reads Parquet files (the metric-series formats are text and JSON)
     # The numeric columns' domains the rules were built from (``domain_rules``), for the docs.
     domains: Mapping[str, Domain] = dataclasses.field(default_factory=dict)
+    # Small files staged together: ``stage_group`` reads the files ``group_key`` puts together (None: alone). A
+    # group that fails is read again file by file, so a file gets the same rows and rejections either way.
+    stage_group: StageGroup | None = None
+    group_key: Callable[[Path], str | None] | None = None
     kind: ClassVar[str] = "in DuckDB"
 
     def reads_parquet(self) -> bool:
@@ -211,54 +225,100 @@ def stage_csv(
     column_count: int | None = None,
     what: str = "row",
 ) -> list[Rejection]:
-    """Read one CSV as text into ``landing_rows(line, <select>)``; return its structurally broken lines.
+    """Read one CSV as text into ``landing_rows(landing_file, line, <select>)``; return its structurally broken
+    lines (``stage_csv_files`` of one file)."""
+    return stage_csv_files(con, [(path, blank_lines)], select, column_count, what)[0]
+
+
+def stage_csv_files(
+    con: duckdb.DuckDBPyConnection,
+    files: Sequence[tuple[Path, list[int]]],
+    select: Callable[[dict[str, str]], str],
+    column_count: int | None = None,
+    what: str = "row",
+) -> list[list[Rejection]]:
+    """Read CSV files (path, its empty lines), all with the same header, as text into one
+    ``landing_rows(landing_file, line, <select>)``; return each file's structurally broken lines.
 
     With a header line the columns take its names; without one (``column_count``) they are ``c0``, ``c1``...
     ``select`` turns the columns read (name -> type) into the select list over ``landing_text``.
     Line numbers are DuckDB's: physical lines, except that a line end inside a quoted value does not count.
-    An empty line is not a row (as in every CSV source) but keeps its number (``blank_lines``, from
+    An empty line is not a row (as in every CSV source) but keeps its number (the empty lines, from
     ``scan_csv``); the scan reads bytes, so an empty line inside a quoted value would shift later numbers.
+    Several files are named by their paths as given (each one file: ``file_pattern`` leaves it as it is).
     """
     for table in ("landing_rejects", "landing_scan"):
         con.execute(f"drop table if exists {table}")
     header = column_count is None
     columns = "" if header else (", columns = {" + ", ".join(f"'c{i}': 'VARCHAR'" for i in range(column_count)) + "}")
+    patterns = [file_pattern(path) for path, _ in files]
+    one = len(files) == 1  # one file's rows need no column naming their file
+    named = "" if one else f", filename = '{_FILE_NAME}'"
     con.execute(
         f"create or replace temp table landing_text as select * from read_csv(?, header = {str(header).lower()}, "
         "all_varchar = true, store_rejects = true, rejects_table = 'landing_rejects', "
-        f"rejects_scan = 'landing_scan', auto_detect = true, skip = 0, delim = ',', quote = '\"'{columns})",
-        [file_pattern(path)],
+        f"rejects_scan = 'landing_scan', auto_detect = true, skip = 0, delim = ',', quote = '\"'{named}{columns})",
+        [patterns],
     )
-    selected = select(columns_of(con, "landing_text"))
+    present = columns_of(con, "landing_text")
+    present.pop(_FILE_NAME, None)
+    selected = select(present)
     first = 2 if header else 1  # the line number of the first data line
-    # A kept row's line number: its position among kept rows, plus the lines before the first data line, plus
-    # the lines before it that hold no kept row (broken lines and empty ones). Adjacent skipped lines share
-    # ``kept_before``; the last wins.
+
+    def position(name: str) -> str:  # the file's position in ``files``; its parameters are ``names``
+        return "0" if one else f"cast(list_position(?, {name}) - 1 as integer)"
+
+    names = [] if one else [patterns]
+
+    # A kept row's line number: its position among its file's kept rows, plus the lines before the first data
+    # line, plus the lines before it that hold no kept row (broken lines and empty ones). Adjacent skipped lines
+    # share ``kept_before``; the last wins.
+    kept_position = "rowid" if one else f"row_number() over (partition by {_FILE_NAME} order by rowid) - 1"
+    blanks = [(index, line) for index, (_, lines) in enumerate(files) for line in lines]
     con.execute(
         f"""
         create or replace temp table landing_rows as
         with skipped as (
-            select line, row_number() over (order by line) as skipped_so_far
-            from (select line from landing_rejects union select unnest(?::bigint[]))
+            select landing_file, line,
+                   row_number() over (partition by landing_file order by line) as skipped_so_far
+            from (
+                select {position("landing_scan.file_path")} as landing_file, landing_rejects.line
+                from landing_rejects inner join landing_scan using (scan_id, file_id)
+                union
+                select unnest(?::integer[]), unnest(?::bigint[])
+            )
             where line >= {first}
         ), gaps as (
-            select cast(line - {first} - (skipped_so_far - 1) as bigint) as kept_before,
+            select landing_file, cast(line - {first} - (skipped_so_far - 1) as bigint) as kept_before,
                    max(skipped_so_far) as skipped_so_far
             from skipped group by all
-        ), kept as (select rowid as landing_position, {selected} from landing_text)
-        select cast(kept.landing_position + {first} + coalesce(gaps.skipped_so_far, 0) as bigint) as line,
-               kept.* exclude (landing_position)
-        from kept asof left join gaps on kept.landing_position >= gaps.kept_before
+        ), kept as (
+            select {position(_FILE_NAME)} as landing_file, {kept_position} as landing_position, {selected}
+            from landing_text
+        )
+        select kept.landing_file,
+               cast(kept.landing_position + {first} + coalesce(gaps.skipped_so_far, 0) as bigint) as line,
+               kept.* exclude (landing_file, landing_position)
+        from kept asof left join gaps
+            on kept.landing_file = gaps.landing_file and kept.landing_position >= gaps.kept_before
     """,
-        [blank_lines],
+        [*names, [i for i, _ in blanks], [line for _, line in blanks], *names],
     )
-    rows = con.execute("""
-        select line, string_agg(distinct cast(error_type as varchar), ', ') as kinds
-        from landing_rejects group by line order by line
-    """).fetchall()
-    return [
-        Rejection(int(line), "csv_structure", f"line is not a well-formed {what} row ({kinds})") for line, kinds in rows
-    ]
+    rows = con.execute(
+        f"""
+        select {position("landing_scan.file_path")} as landing_file, landing_rejects.line,
+               string_agg(distinct cast(landing_rejects.error_type as varchar), ', ') as kinds
+        from landing_rejects inner join landing_scan using (scan_id, file_id)
+        group by all order by all
+    """,
+        names,
+    ).fetchall()
+    broken: list[list[Rejection]] = [[] for _ in files]
+    for landing_file, line, kinds in rows:
+        broken[landing_file].append(
+            Rejection(int(line), "csv_structure", f"line is not a well-formed {what} row ({kinds})")
+        )
+    return broken
 
 
 def stage_parquet(con: duckdb.DuckDBPyConnection, path: Path, select: Callable[[dict[str, str]], str]) -> None:
@@ -295,7 +355,9 @@ def load_in_database(
         f"{typed}, failed_rule varchar, failed_message varchar)"
     )
     checked = checked_select(source, failed_rule, failed_message)
+    checked_together = checked_select(source, failed_rule, failed_message, together=True)
     files: list[tuple[str, str, list[Rejection]]] = []
+    to_read: list[_ToRead] = []  # the files whose rows are read tonight, in name order
     read_again: dict[str, ReadAgain] = {}  # files whose good rows are read again in the transaction
     keys: dict[str, str] = {}  # each file's bytes, and for a source with ``identity`` what else tells it apart
     reusable = (
@@ -337,38 +399,22 @@ def load_in_database(
                 duplicate_of[source_file] = original
                 files.append((source_file, sha, []))
                 continue
-            try:
-                if blank_lines is None:
-                    blank_lines = scan_file(path)[1]
-                broken = source.stage(con, path, blank_lines)
-                if _staged_as_view(con):  # only its broken rows are kept now; its good rows are read again
-                    (failed,) = con.execute(
-                        f"insert into checked_rows select * from ({checked}) where failed_rule is not null",
-                        [source_file, sha],
-                    ).fetchone()
-                    (rows,) = con.execute("select count(*) from landing_rows").fetchone()
-                    read_again[source_file] = ReadAgain(path, sha, stat, rows - failed)
-                else:
-                    # One statement: a file's rows are all checked in, or (it fails) none are and it is quarantined.
-                    con.execute(f"insert into checked_rows {checked}", [source_file, sha])
-                drop_landing_rows(con)  # not held beside checked_rows while the other files load
-                hashed[source_file] = (sha, stat.settled())
-            except (FileRejected, duckdb.Error) as error:
-                drop_landing_rows(con)  # what the file's stage left, a table or a view: the next stage writes its own
-                rule, message = (
-                    (error.rule, str(error).splitlines()[0])
-                    if isinstance(error, FileRejected)
-                    else ("file_format", "file is not readable")
-                )
-                records = (
-                    (parquet_rows(path) or 1)
-                    if path.suffix.lower() == ".parquet"
-                    else count_records(path, error.header_lines if isinstance(error, FileRejected) else 1)
-                )
-                files.append((source_file, sha, [whole_file(rule, message, records)]))
-                continue
-            files.append((source_file, sha, broken))
-            _flag(source, path, source_file, report)
+            if blank_lines is None:
+                blank_lines = scan_file(path)[1]
+            to_read.append(_ToRead(len(files), path, source_file, sha, stat, blank_lines))
+            files.append((source_file, sha, []))  # its rejections once it is read
+    for group in _groups(source, to_read):
+        together = _read_together(con, source, group, checked_together) if len(group) > 1 else None
+        for index, item in enumerate(group):
+            if together is not None:
+                broken, read = together[index], True
+            else:
+                with naming_file(item.source_file):  # an unforeseen error fails the load, naming the file
+                    broken, read = _read_one(con, source, item, checked, read_again)
+            files[item.position] = (item.source_file, item.sha256, broken)
+            if read:
+                hashed[item.source_file] = (item.sha256, item.stat.settled())
+                _flag(source, item.path, item.source_file, report)
     drop_landing_rows(con)
     for table in _TEMPORARY:
         con.execute(f"drop table if exists {table}")
@@ -383,6 +429,104 @@ def load_in_database(
 
 
 @dataclass(frozen=True)
+class _ToRead:
+    """A file whose rows are read tonight: its place among the night's files, and what its scan found."""
+
+    position: int
+    path: Path
+    source_file: str
+    sha256: str
+    stat: FileStat  # before it was read
+    blank_lines: list[int]
+
+
+def _groups(source: InDatabaseSource, files: Sequence[_ToRead]) -> Iterator[list[_ToRead]]:
+    """``files`` in order, in runs staged together: consecutive small files with the same ``group_key``."""
+    group: list[_ToRead] = []
+    key: str | None = None
+    size = 0
+    for item in files:
+        item_key = _group_key(source, item)
+        fits = item_key is not None and item_key == key and len(group) < GROUP_FILES
+        if group and not (fits and size + item.stat.size <= GROUP_BYTES):
+            yield group
+            group, size = [], 0
+        group.append(item)
+        key, size = item_key, size + item.stat.size
+    if group:
+        yield group
+
+
+def _group_key(source: InDatabaseSource, item: _ToRead) -> str | None:
+    """What a file is staged together with (None: it is read alone). A name the readers would expand as a
+    pattern (``file_pattern``) is read alone: several files are named to them as given."""
+    if source.stage_group is None or source.group_key is None or item.stat.size > GROUP_FILE_BYTES:
+        return None
+    return source.group_key(item.path) if file_pattern(item.path) == str(item.path) else None
+
+
+def _read_together(
+    con: duckdb.DuckDBPyConnection, source: InDatabaseSource, group: Sequence[_ToRead], checked: str
+) -> list[list[Rejection]] | None:
+    """Stage and check ``group``'s files by one statement each into ``checked_rows``; each file's structurally
+    broken lines, or None when the group could not be read together (nothing is kept: read them one by one)."""
+    assert source.stage_group is not None
+    try:
+        broken = source.stage_group(con, [(item.path, item.blank_lines) for item in group])
+        con.execute(
+            "create or replace temp table landing_files as select unnest(?::integer[]) as landing_file, "
+            "unnest(?::varchar[]) as source_file, unnest(?::varchar[]) as file_sha256",
+            [list(range(len(group))), [item.source_file for item in group], [item.sha256 for item in group]],
+        )
+        con.execute(f"insert into checked_rows {checked}")
+    except (FileRejected, duckdb.Error):
+        return None
+    finally:
+        drop_landing_rows(con)
+        con.execute("drop table if exists landing_files")
+    return broken
+
+
+def _read_one(
+    con: duckdb.DuckDBPyConnection,
+    source: InDatabaseSource,
+    item: _ToRead,
+    checked: str,
+    read_again: dict[str, ReadAgain],
+) -> tuple[list[Rejection], bool]:
+    """Stage and check one file into ``checked_rows``: its structurally broken lines and True, or (it could not
+    be read) its quarantine whole, counting the records it held, and False."""
+    try:
+        broken = source.stage(con, item.path, item.blank_lines)
+        if _staged_as_view(con):  # only its broken rows are kept now; its good rows are read again
+            (failed,) = con.execute(
+                f"insert into checked_rows select * from ({checked}) where failed_rule is not null",
+                [item.source_file, item.sha256],
+            ).fetchone()
+            (rows,) = con.execute("select count(*) from landing_rows").fetchone()
+            read_again[item.source_file] = ReadAgain(item.path, item.sha256, item.stat, rows - failed)
+        else:
+            # One statement: a file's rows are all checked in, or (it fails) none are and it is quarantined.
+            con.execute(f"insert into checked_rows {checked}", [item.source_file, item.sha256])
+        drop_landing_rows(con)  # not held beside checked_rows while the other files load
+        return broken, True
+    except (FileRejected, duckdb.Error) as error:
+        drop_landing_rows(con)  # what the file's stage left, a table or a view: the next stage writes its own
+        rule, message = (
+            (error.rule, str(error).splitlines()[0])
+            if isinstance(error, FileRejected)
+            else ("file_format", "file is not readable")
+        )
+        path = item.path
+        records = (
+            (parquet_rows(path) or 1)
+            if path.suffix.lower() == ".parquet"
+            else count_records(path, error.header_lines if isinstance(error, FileRejected) else 1)
+        )
+        return [whole_file(rule, message, records)], False
+
+
+@dataclass(frozen=True)
 class ReadAgain:
     """A file checked without its rows being kept: its good rows are read from it again in the transaction."""
 
@@ -392,12 +536,21 @@ class ReadAgain:
     staged: int  # its good rows when it was checked
 
 
-def checked_select(source: InDatabaseSource, failed_rule: str, failed_message: str) -> str:
-    """``landing_rows`` checked, as ``checked_rows``' columns: the file's name and sha256 are its two parameters."""
+def checked_select(source: InDatabaseSource, failed_rule: str, failed_message: str, together: bool = False) -> str:
+    """``landing_rows`` checked, as ``checked_rows``' columns: the file's name and sha256 are its two parameters,
+    or (``together``: several files staged at once) each row's from ``landing_files`` by its ``landing_file``."""
     names = ", ".join(["source_file", "file_sha256", "line", *(quote(n) for n, _ in source.columns)])
+    file, rows = (
+        (
+            "landing_files.source_file, landing_files.file_sha256",
+            "landing_rows inner join landing_files using (landing_file)",
+        )
+        if together
+        else ("?, ?", "landing_rows")
+    )
     return (
-        f"select * from (select ?, ?, line, {source.typed_select}, {failed_rule}, {failed_message} "
-        f"from landing_rows) as checked({names}, failed_rule, failed_message)"
+        f"select * from (select {file}, line, {source.typed_select}, {failed_rule}, {failed_message} "
+        f"from {rows}) as checked({names}, failed_rule, failed_message)"
     )
 
 
