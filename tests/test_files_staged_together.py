@@ -8,6 +8,7 @@ alone, which is what these tests compare, on a folder that holds every kind of f
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import duckdb
@@ -18,6 +19,7 @@ from cost_pipeline.ingest import telemetry
 from cost_pipeline.ingest.lib import in_database
 from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.ingest.registry import load_named
+from tests.test_telemetry_formats import DATA, _scrape, _scrape_line
 
 HEADER = (
     "timestamp,hostname,gpu,job_id,DCGM_FI_PROF_GR_ENGINE_ACTIVE,DCGM_FI_PROF_SM_ACTIVE,"
@@ -69,11 +71,13 @@ def _landing(tmp_path: Path) -> Path:
     return tmp_path / "landing"
 
 
-def _load(landing: Path, warehouse: Path) -> tuple[list[tuple], list[tuple], list[tuple]]:
+def _load(
+    landing: Path, warehouse: Path, source: str = "device_samples"
+) -> tuple[list[tuple], list[tuple], list[tuple]]:
     con = connect(warehouse, readable_dir=landing)
     try:
-        load_named(con, landing, "device_samples", load_contract())
-        raw = con.execute("select * from raw.device_samples order by source_file, source_line").fetchall()
+        load_named(con, landing, source, load_contract())
+        raw = con.execute(f"select * from raw.{source} order by source_file, source_line").fetchall()
         quarantine = con.execute("select source_file, line, rule, message from raw.quarantine order by all").fetchall()
         ledger = con.execute(
             "select source_file, file_sha256, rows_in, rows_staged, rows_quarantined from raw.ingested_files "
@@ -142,3 +146,71 @@ def test_a_group_that_cannot_be_read_together_is_read_file_by_file(
     assert failed, "no group failed: the fallback was not exercised"
     assert ("telemetry/s_007.csv", 0, "file_format") in {(f, line, rule) for f, line, rule, _ in quarantine}
     assert {"telemetry/s_001.csv", "telemetry/s_009.csv"} <= {r[-3] for r in raw}
+
+
+def _compare_together_and_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, landing: Path, source: str
+) -> tuple[list[tuple], list[tuple], list[tuple]]:
+    """Load ``source`` with its files read together, then each alone; both must agree. Returns the first."""
+    sizes: list[int] = []
+    read_together = in_database._read_together
+
+    def watching(con, loader, group, checked):  # noqa: ANN001, ANN202
+        result = read_together(con, loader, group, checked)
+        sizes.append(len(group) if result is not None else 0)
+        return result
+
+    monkeypatch.setattr(in_database, "_read_together", watching)
+    together = _load(landing, tmp_path / "together.duckdb", source)
+    assert max(sizes, default=0) >= 5, sizes  # files were read together
+    monkeypatch.setattr(in_database, "GROUP_FILES", 1)
+    sizes.clear()
+    alone = _load(landing, tmp_path / "alone.duckdb", source)
+    assert sizes == []
+    assert together == alone
+    return together
+
+
+def test_scrapes_read_together_load_as_scrapes_read_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """dcgm-exporter scrapes: NVIDIA's real ones unedited, built ones with the scrape time in the line or the name
+    only, two idle scrapes with the same bytes at two times, malformed lines, a metric repeated."""
+    folder = tmp_path / "landing" / "telemetry"
+    folder.mkdir(parents=True)
+    for name in ("readme_standalone_scrape.prom", "readme_kubernetes_scrape.prom", "render_metrics_test_gpu.prom"):
+        shutil.copyfile(DATA / "dcgm" / name, folder / f"{name.removesuffix('.prom')}_2026-11-30T10-00-00Z.prom")
+    gpus = {0: ',hpc_job="1234"', 1: ',container="main",namespace="ml",pod="b10-eval-cloud-x7k2p"', 2: ""}
+    for minute in range(6):
+        (folder / f"node-01_2026-11-30T10-{minute:02d}-05Z.prom").write_text(_scrape(gpus))
+    idle = _scrape({0: ""})
+    (folder / "node-02_2026-11-30T10-00-05Z.prom").write_text(idle)
+    (folder / "node-02_2026-11-30T10-01-05Z.prom").write_text(idle)  # same bytes, another scrape time
+    stamped = _scrape({0: ',hpc_job="7"'}, 1796032800000).splitlines()
+    stamped[2] = stamped[2].replace("} 0.93", "} zero")
+    stamped.append("DCGM_FI_PROF_SM_ACTIVE{gpu=0} 0.5")
+    stamped.append(_scrape_line("DCGM_FI_PROF_SM_ACTIVE", 3, 0.5, ""))  # no time in the line or the name
+    (folder / "node-03.prom").write_text("\n".join(stamped) + "\n")
+    (folder / "node-04_2026-11-30T10-00-05Z.prom").write_text(_scrape({0: ""}) + _scrape({0: ""}))  # repeated
+    # One sample delivered again in another file (other bytes): each file has its own row.
+    again = _scrape({5: ',hpc_job="9"'}, 1796032800000)
+    (folder / "node-05.prom").write_text(again)
+    (folder / "node-05_again.prom").write_text("# delivered again\n" + again)
+    raw, quarantine, ledger = _compare_together_and_alone(
+        tmp_path, monkeypatch, tmp_path / "landing", "device_samples_dcgm"
+    )
+    assert len(raw) == 6 * 3 + 2 + 1 + 2
+    assert {(f.removeprefix("telemetry/"), line, rule) for f, line, rule, _ in quarantine} >= {
+        ("node-03.prom", 3, "exposition.value"),
+        ("node-03.prom", 19, "exposition.line"),
+        ("node-03.prom", 20, "exposition.timestamp"),
+        ("readme_kubernetes_scrape_2026-11-30T10-00-00Z.prom", 7, "exposition.line"),
+    }
+    assert any(
+        rule == "exposition.repeated" and f.endswith("node-04_2026-11-30T10-00-05Z.prom")
+        for f, _, rule, _ in quarantine
+    )
+    assert {str(r[0]) for r in raw if r[-3].startswith("telemetry/node-02")} == {
+        "2026-11-30 10:00:05",
+        "2026-11-30 10:01:05",
+    }
+    for source_file, _sha, rows_in, staged, quarantined in ledger:
+        assert rows_in == staged + quarantined, source_file

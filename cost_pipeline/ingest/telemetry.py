@@ -196,39 +196,54 @@ def _label(name: str) -> str:
     return f"""nullif(regexp_extract(labels, '[{{,]\\s*{name}="([^"]*)"', 1), '')"""
 
 
-def _stage_exposition(con: duckdb.DuckDBPyConnection, path: Path, _blank_lines: list[int]) -> list[Rejection]:
+def _stage_exposition(con: duckdb.DuckDBPyConnection, path: Path, blank_lines: list[int]) -> list[Rejection]:
     """A scrape file -> ``landing_series``, one row per sample line (comments and empty lines are not rows)."""
+    return _stage_expositions(con, [(path, blank_lines)])[0]
+
+
+def _stage_expositions(
+    con: duckdb.DuckDBPyConnection, files: Sequence[tuple[Path, list[int]]]
+) -> list[list[Rejection]]:
+    """Scrape files -> ``landing_series``, one row per sample line, each with its file's position in ``files``
+    (``landing_file``); then pivoted (``pivot``). A line's scrape time, when it has none, is its file name's."""
+    paths = [file_pattern(path) for path, _ in files]
+    landing_file = "0" if len(files) == 1 else "cast(list_position(?, filename) - 1 as integer)"
+    name_time = "cast(list_extract(?::varchar[], landing_file + 1) as varchar)"
     con.execute(
         f"""
         create or replace temp table landing_series as
         with text_lines as (
-            select unnest(lines) as text, unnest(generate_series(1, len(lines))) as line
-            from (select string_split(replace(content, chr(13), ''), chr(10)) as lines from read_text(?))
+            select landing_file, unnest(lines) as text, unnest(generate_series(1, len(lines))) as line
+            from (
+                select {landing_file} as landing_file,
+                       string_split(replace(content, chr(13), ''), chr(10)) as lines
+                from read_text(?)
+            )
         ), samples as (
-            select line, regexp_full_match(text, '{_SAMPLE_LINE}') as well_formed,
+            select landing_file, line, regexp_full_match(text, '{_SAMPLE_LINE}') as well_formed,
                    regexp_extract(text, '{_SAMPLE_LINE}', 1) as metric,
                    coalesce(regexp_extract(text, '{_SAMPLE_LINE}', 2), '') as labels,
                    regexp_extract(text, '{_SAMPLE_LINE}', 3) as value,
                    nullif(regexp_extract(text, '{_SAMPLE_LINE}', 5), '') as milliseconds
             from text_lines where trim(text) <> '' and not starts_with(ltrim(text), '#')
         )
-        select line, metric, value,
+        select landing_file, line, metric, value,
                coalesce(cast(make_timestamp(try_cast(milliseconds as bigint) * 1000) as varchar),
-                        cast(? as varchar)) as "timestamp",
+                        {name_time}) as "timestamp",
                coalesce({_label("hostname")}, {_label("Hostname")}) as hostname,
                {_label("gpu")} as gpu,
                {_label("GPU_I_ID")} as gpu_instance_id,
                {_label("GPU_I_PROFILE")} as gpu_instance_profile,
                {job_from_labels(_label("hpc_job"), _label("pod"))} as job_id,
                case when not well_formed then 'exposition.line'
-                    when milliseconds is null and cast(? as varchar) is null then 'exposition.timestamp'
+                    when milliseconds is null and {name_time} is null then 'exposition.timestamp'
                     when try_cast(value as double) is null then 'exposition.value' end as line_rule
         from samples
         """,
-        [file_pattern(path), file_name_time(path), file_name_time(path)],
+        [*([] if len(files) == 1 else [paths]), paths, *[[file_name_time(path) for path, _ in files]] * 2],
     )
     pivot(con, "exposition.repeated")
-    return []
+    return [[] for _ in files]
 
 
 DCGM_SCRAPES = Source(
@@ -246,6 +261,8 @@ DCGM_SCRAPES = Source(
         # Two scrapes may hold the same bytes (an idle node, no timestamps): the time in the name tells them apart.
         identity=lambda path: file_name_time(path) or "",
         parquet=False,
+        stage_group=_stage_expositions,
+        group_key=lambda _path: "exposition",
     ),
     text_format="Prometheus text exposition",
     batch_lineage=SAMPLE_BATCHES,
@@ -298,7 +315,8 @@ def _stage_range_query(con: duckdb.DuckDBPyConnection, path: Path, _blank_lines:
                    before, unnest(pairs) as pair, unnest(generate_series(1, len(pairs))) as at_position
             from numbered
         )
-        select cast(before + at_position as bigint) as line, metric, pair->>1 as value, hostname, gpu,
+        select 0 as landing_file, cast(before + at_position as bigint) as line, metric, pair->>1 as value,
+               hostname, gpu,
                gpu_instance_id, gpu_instance_profile, job_id,
                cast(make_timestamp(cast(round(try_cast(pair->>0 as double) * 1000000) as bigint)) as varchar)
                    as "timestamp",

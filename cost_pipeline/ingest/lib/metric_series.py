@@ -23,7 +23,8 @@ from cost_pipeline.ingest.lib.warehouse import quote
 
 METRICS = tuple(name for name, _ in DEVICE_SAMPLE_COLUMNS if name.startswith("DCGM_FI_"))
 # A MIG instance (GPU_I_ID, GPU_I_PROFILE) is a device of its own: the instances of one GPU report at one instant.
-_KEYS = ("timestamp", "hostname", "gpu", "gpu_instance_id", "gpu_instance_profile", "job_id")
+# Several files staged together (``landing_file``: a file's position among them) are pivoted each on its own.
+_KEYS = ("landing_file", "timestamp", "hostname", "gpu", "gpu_instance_id", "gpu_instance_profile", "job_id")
 
 # The job a sample's labels name: DCGM's HPC job mapping (hpc_job), else the Kubernetes Job that owns the pod
 # (the Job controller names its pods <job name>-<5 random characters>; the scheduler events name the Job).
