@@ -8,6 +8,7 @@ alone, which is what these tests compare, on a folder that holds every kind of f
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from cost_pipeline.ingest import telemetry
 from cost_pipeline.ingest.lib import in_database
 from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.ingest.registry import load_named
+from tests.test_litellm_requests import LITELLM_ROWS
 from tests.test_telemetry_formats import DATA, _scrape, _scrape_line
 
 HEADER = (
@@ -212,5 +214,58 @@ def test_scrapes_read_together_load_as_scrapes_read_alone(tmp_path: Path, monkey
         "2026-11-30 10:00:05",
         "2026-11-30 10:01:05",
     }
+    for source_file, _sha, rows_in, staged, quarantined in ledger:
+        assert rows_in == staged + quarantined, source_file
+
+
+def _request(number: int, request_id: str | None = None, **changes: object) -> str:
+    record = {
+        "request_id": request_id or f"r-{number}",
+        "requested_at": f"2026-11-03T10:{number // 60 % 60:02d}:{number % 60:02d}",
+        "model": "llama-3-70b",
+        "tenant": "support",
+        "business_line": "support",
+        "input_tokens": 1200,
+        "output_tokens": 130,
+        "cache_hit": number % 2 == 0,
+        "latency_ms": 920,
+        "latency_tier": "standard",
+        "status": "completed",
+        "task_id": f"ticket-{number}",
+        "attempt": 1,
+        "escalated_to": None,
+        "human_handoff": False,
+        **changes,
+    }
+    return json.dumps(record)
+
+
+def test_request_logs_read_together_load_as_logs_read_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """JSON Lines request logs: native and LiteLLM lines, a request id repeated within a file (quarantined) and
+    across files (not: the rule is within a file), a line only Python's parser reads (its group is read file by
+    file), CRLF and a byte-order mark, a file that is not UTF-8, a negative token count."""
+    folder = tmp_path / "landing" / "requests"
+    folder.mkdir(parents=True)
+    files: dict[str, bytes] = {f"r_{n:03d}.jsonl": (_request(n) + "\n").encode() for n in range(10)}
+    files["r_003.jsonl"] = (_request(3) + "\n" + _request(4, "r-3") + "\n").encode()  # r-3 twice in one file
+    files["r_004.jsonl"] = (_request(40) + "\n" + _request(41, "r-0") + "\n").encode()  # r-0 in another file
+    files["r_005.jsonl"] = ("\ufeff" + _request(5) + "\r\n" + _request(50) + "\r\n").encode()
+    files["r_006.jsonl"] = (_request(6, output_tokens=-1) + "\n").encode()
+    files["r_007.jsonl"] = b'{"request_id": "r-\xff"}\n'
+    files["r_008.jsonl"] = (json.dumps(LITELLM_ROWS[0]) + "\n" + json.dumps(LITELLM_ROWS[1]) + "\n").encode()
+    files.update({f"r_{n:03d}.jsonl": (_request(n) + "\n").encode() for n in range(20, 30)})
+    files["r_025.jsonl"] = (_request(25)[:-1] + ', "latency_ms": NaN}\n').encode()  # only Python decides
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    raw, quarantine, ledger = _compare_together_and_alone(
+        tmp_path, monkeypatch, tmp_path / "landing", "serving_requests"
+    )
+    rules = {(f.removeprefix("requests/"), line, rule) for f, line, rule, _ in quarantine}
+    assert ("r_003.jsonl", 2, "request_id.unique") in rules
+    assert not any(f == "r_004.jsonl" for f, _, _ in rules)
+    assert any(f == "r_006.jsonl" for f, _, _ in rules)
+    assert any(f == "r_007.jsonl" for f, _, _ in rules)
+    assert any(f == "r_025.jsonl" for f, _, _ in rules)
+    assert {r[0] for r in raw} >= {"r-0", "r-50", "chatcmpl-9f1c", "chatcmpl-9f1d", "r-29"}
     for source_file, _sha, rows_in, staged, quarantined in ledger:
         assert rows_in == staged + quarantined, source_file

@@ -52,12 +52,21 @@ class _Night:
             self.read.append(path.relative_to(self.landing).as_posix())
             return loader.stage(con, path, blank_lines)
 
+        def counted_together(con, files):  # small files read together (a group's read is counted once it is read)
+            broken = loader.stage_group(con, files)
+            self.read.extend(path.relative_to(self.landing).as_posix() for path, _ in files)
+            return broken
+
         con = wh.connect(self.warehouse, self.landing)
         try:
             self.read = []
             files = DEVICE_SAMPLES.files(self.landing)
             return load_in_database(
-                con, self.landing, files, DEVICE_SAMPLES.name, dataclasses.replace(loader, stage=counted)
+                con,
+                self.landing,
+                files,
+                DEVICE_SAMPLES.name,
+                dataclasses.replace(loader, stage=counted, stage_group=counted_together),
             )
         finally:
             con.close()

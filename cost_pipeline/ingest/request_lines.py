@@ -30,7 +30,7 @@ import duckdb
 
 from cost_pipeline.contract import Contract
 from cost_pipeline.contract.schemas import SourceSchema
-from cost_pipeline.ingest.lib.in_database import InDatabaseSource, Stage, load_in_database
+from cost_pipeline.ingest.lib.in_database import InDatabaseSource, ReadAlone, Stage, StageGroup, load_in_database
 from cost_pipeline.ingest.lib.parquet import parse_parquet
 from cost_pipeline.ingest.lib.records import FileRejected, ParsedFile, Rejection, read_text, split_lines
 from cost_pipeline.ingest.lib.timestamps import utc_timestamp_sql
@@ -141,7 +141,8 @@ def _unique_keys(x: str) -> str:
 
 
 def _mapped_sql(schema: SourceSchema) -> str:
-    """``landing_lines(line, text)`` -> each line's raw columns and whether SQL vouches for it (``sure``)."""
+    """``landing_lines(landing_file, line, text)`` -> each line's raw columns (after its line and its file's
+    position among the files staged together) and whether SQL vouches for it (``sure``)."""
     listed = {
         c.name: c.checks[0].statistics["allowed_values"]
         for c in schema.columns
@@ -157,9 +158,10 @@ def _mapped_sql(schema: SourceSchema) -> str:
     litellm_status = f"coalesce(nullif({_text(_value('status'))}, ''), nullif({_text(_meta('status'))}, ''), 'success')"
     return f"""
         with typed as (
-            select line, text, json_type(text, {typed_paths}) as k from landing_lines where {_json_ok("text")}
+            select landing_file, line, text, json_type(text, {typed_paths}) as k
+            from landing_lines where {_json_ok("text")}
         ), objects as (
-            select line, k, json_extract_string(text, {paths}) as t
+            select landing_file, line, k, json_extract_string(text, {paths}) as t
             from typed
             where k[1] = 'OBJECT' and {_unique_keys("text")}
         ), meta_once as (
@@ -184,7 +186,7 @@ def _mapped_sql(schema: SourceSchema) -> str:
                    case when json_type(m2) = 'OBJECT' then m2 end as m
             from meta
         ), fields as (
-            select line, native,
+            select landing_file, line, native,
                    {_text(_value("request_id"))} as request_id,
                    case when native then {_time(_value("requested_at"))} else {_time(_value("startTime"))}
                        end as requested_at,
@@ -231,7 +233,7 @@ def _mapped_sql(schema: SourceSchema) -> str:
                         as bigint) as litellm_latency_ms
             from fields
         ), mapped as (
-            select line,
+            select landing_file, line,
                    request_id, requested_at, model,
                    case when native then native_tenant else team_id end as tenant,
                    case when native then native_business_line else meta_business_line end as business_line,
@@ -250,8 +252,9 @@ def _mapped_sql(schema: SourceSchema) -> str:
                    meta_texts_ok, litellm_status_ascii, ended_at
             from litellm
         )
-        select line, request_id, requested_at, model, tenant, business_line, input_tokens, output_tokens, cache_hit,
-               latency_ms, latency_tier, status, task_id, attempt, escalated_to, human_handoff, request_shape,
+        select line, landing_file, request_id, requested_at, model, tenant, business_line, input_tokens,
+               output_tokens, cache_hit, latency_ms, latency_tier, status, task_id, attempt, escalated_to,
+               human_handoff, request_shape,
                coalesce(
                    keys_ok and {_in_pandas_range("requested_at")}
                    and input_tokens between 0 and {_TOKENS_MAX} and output_tokens between 0 and {_TOKENS_MAX}
@@ -294,7 +297,7 @@ def _join_valid(
         con.register("python_checked_rows", valid)
         try:
             con.execute(
-                f"insert into landing_rows select cast(source_line as bigint), {select} from python_checked_rows"
+                f"insert into landing_rows select cast(source_line as bigint), 0, {select} from python_checked_rows"
             )
         finally:
             con.unregister("python_checked_rows")
@@ -340,19 +343,30 @@ def _jsonl_in_python(lines: list[tuple[int, str]], path: Path) -> ParsedFile:
     return parsed
 
 
-# The file's lines, numbered, a byte-order mark dropped: split at \r\n, \r or \n, by the faster string_split when
-# the file has no \r.
+# The files' lines, numbered, a byte-order mark dropped: split at \r\n, \r or \n, by the faster string_split when
+# a file has no \r. ``_lines`` fills in how a line names its file.
 _LINES = r"""
     create or replace temp table landing_lines as
     select * from (
-        select unnest(lines) as text, cast(unnest(generate_series(1, len(lines))) as bigint) as line
-        from (select case when contains(content, chr(13)) then regexp_split_to_array(content, '\r\n|\r|\n')
+        select landing_file, unnest(lines) as text, cast(unnest(generate_series(1, len(lines))) as bigint) as line
+        from (select landing_file,
+                     case when contains(content, chr(13)) then regexp_split_to_array(content, '\r\n|\r|\n')
                           else string_split(content, chr(10)) end as lines
-              from (select case when starts_with(content, chr(65279)) then substr(content, 2) else content end
+              from (select {landing_file} as landing_file,
+                           case when starts_with(content, chr(65279)) then substr(content, 2) else content end
                            as content
                     from read_text(?)))
     ) where trim(text) <> ''
 """
+
+
+def _lines(con: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> None:
+    """``landing_lines`` of the files, each line with its file's position among them (``landing_file``)."""
+    patterns = [file_pattern(path) for path in paths]
+    if len(paths) == 1:
+        con.execute(_LINES.format(landing_file="0"), [patterns])
+    else:
+        con.execute(_LINES.format(landing_file="cast(list_position(?, filename) - 1 as integer)"), [patterns, patterns])
 
 
 def _empty_landing(con: duckdb.DuckDBPyConnection, schema: SourceSchema) -> None:
@@ -362,10 +376,10 @@ def _empty_landing(con: duckdb.DuckDBPyConnection, schema: SourceSchema) -> None
 
 def _stage_jsonl(con: duckdb.DuckDBPyConnection, path: Path, schema: SourceSchema) -> list[Rejection]:
     try:
-        con.execute(_LINES, [file_pattern(path)])
+        _lines(con, [path])
     except duckdb.Error:  # not UTF-8 (rejected whole, as the pandas path does) or otherwise unreadable by SQL
         lines = list(enumerate(split_lines(read_text(path)), start=1))
-        con.execute("create or replace temp table landing_lines (line bigint, text varchar)")
+        con.execute("create or replace temp table landing_lines (landing_file integer, line bigint, text varchar)")
         _empty_landing(con, schema)
         return _join_valid(con, schema, _jsonl_in_python(lines, path), set()) or []
     con.execute(
@@ -424,7 +438,8 @@ def _stage_parquet(con: duckdb.DuckDBPyConnection, path: Path, schema: SourceSch
         fields = [name for name in READ_FIELDS if name in types]
         packed = ", ".join(f"{quote(n)} := {_parquet_value(n, types[n])}" for n in fields) or "none := null"
         con.execute(
-            "create or replace temp table landing_lines as select cast(file_row_number + 1 as bigint) as line, "
+            "create or replace temp table landing_lines as select 0 as landing_file, "
+            "cast(file_row_number + 1 as bigint) as line, "
             f"cast(to_json(struct_pack({packed})) as varchar) as text "
             f"from read_parquet(?, file_row_number = true) where {str(alike).lower()}",
             [pattern],
@@ -467,8 +482,40 @@ def request_stage(schema: SourceSchema) -> Stage:
     return stage
 
 
+def request_stage_group(schema: SourceSchema) -> StageGroup:
+    """Small JSON Lines files staged by one read, when SQL vouches for every line of them; a line it does not vouch
+    for takes the pandas path's parser, which reads a file at a time: then they are read one by one."""
+
+    def stage(con: duckdb.DuckDBPyConnection, files: Sequence[tuple[Path, list[int]]]) -> list[list[Rejection]]:
+        try:
+            _lines(con, [path for path, _ in files])
+            con.execute(
+                f"create or replace temp table landing_rows as select line, * exclude (line, sure) "
+                f"from ({_mapped_sql(schema)}) where sure"
+            )
+            (doubtful,) = con.execute(
+                "select (select count(*) from landing_lines) - (select count(*) from landing_rows)"
+            ).fetchone()
+        finally:
+            con.execute("drop table if exists landing_lines")
+        if doubtful:
+            raise ReadAlone(f"{doubtful} lines need the pandas path's parser")
+        return [[] for _ in files]
+
+    return stage
+
+
+def _jsonl_group(path: Path) -> str | None:
+    """JSON Lines files are staged together; a Parquet file is read alone."""
+    return None if path.suffix.lower() == ".parquet" else "jsonl"
+
+
 # A request id repeating an earlier staged row of its file: the pandas path's last rule, kept last.
-_UNIQUE = ("request_id.unique", "line <> min(line) over (partition by request_id)", "request_id repeats an earlier row")
+_UNIQUE = (
+    "request_id.unique",
+    "line <> min(line) over (partition by landing_file, request_id)",
+    "request_id repeats an earlier row",
+)
 
 
 @dataclass(frozen=True)
@@ -484,7 +531,14 @@ class RequestLoader:
     def in_database(self, contract: Contract) -> InDatabaseSource:
         schema = self.schema(contract)
         columns = _columns(schema)
-        return InDatabaseSource(columns, ", ".join(quote(n) for n, _ in columns), [_UNIQUE], request_stage(schema))
+        return InDatabaseSource(
+            columns,
+            ", ".join(quote(n) for n, _ in columns),
+            [_UNIQUE],
+            request_stage(schema),
+            stage_group=request_stage_group(schema),
+            group_key=_jsonl_group,
+        )
 
     def load(
         self, con: duckdb.DuckDBPyConnection, landing_dir: Path, source: Source, contract: Contract, _options: Any

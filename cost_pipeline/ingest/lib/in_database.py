@@ -83,6 +83,10 @@ _TEMPORARY = ("landing_text", "landing_rejects", "landing_scan")  # and landing_
 _FILE_NAME = "landing_file_name"  # the column a CSV's rows carry their file's name in
 
 
+class ReadAlone(Exception):
+    """A group stage's files cannot be staged together (a line only a per-file parser reads): read them one by one."""
+
+
 @dataclass(frozen=True)
 class InDatabaseSource:
     """What loads one source inside DuckDB: its raw columns, how a file is staged, how its rows are checked."""
@@ -404,10 +408,9 @@ def load_in_database(
             to_read.append(_ToRead(len(files), path, source_file, sha, stat, blank_lines))
             files.append((source_file, sha, []))  # its rejections once it is read
     for group in _groups(source, to_read):
-        together = _read_together(con, source, group, checked_together) if len(group) > 1 else None
-        for index, item in enumerate(group):
+        for item, together in _together_or_alone(con, source, group, checked_together):
             if together is not None:
-                broken, read = together[index], True
+                broken, read = together, True
             else:
                 with naming_file(item.source_file):  # an unforeseen error fails the load, naming the file
                     broken, read = _read_one(con, source, item, checked, read_again)
@@ -465,6 +468,24 @@ def _group_key(source: InDatabaseSource, item: _ToRead) -> str | None:
     return source.group_key(item.path) if file_pattern(item.path) == str(item.path) else None
 
 
+def _together_or_alone(
+    con: duckdb.DuckDBPyConnection, source: InDatabaseSource, group: Sequence[_ToRead], checked: str
+) -> Iterator[tuple[_ToRead, list[Rejection] | None]]:
+    """Each file of ``group``, in order, with its structurally broken lines once read together with others, or
+    None: to be read alone. A group that cannot be read together is halved until its parts can, so that a file
+    that must be read alone costs its group a few more reads, not a read per file."""
+    if len(group) == 1:
+        yield group[0], None
+        return
+    broken = _read_together(con, source, group, checked)
+    if broken is not None:
+        yield from zip(group, broken, strict=True)
+        return
+    half = len(group) // 2
+    yield from _together_or_alone(con, source, group[:half], checked)
+    yield from _together_or_alone(con, source, group[half:], checked)
+
+
 def _read_together(
     con: duckdb.DuckDBPyConnection, source: InDatabaseSource, group: Sequence[_ToRead], checked: str
 ) -> list[list[Rejection]] | None:
@@ -479,7 +500,7 @@ def _read_together(
             [list(range(len(group))), [item.source_file for item in group], [item.sha256 for item in group]],
         )
         con.execute(f"insert into checked_rows {checked}")
-    except (FileRejected, duckdb.Error):
+    except (FileRejected, ReadAlone, duckdb.Error):
         return None
     finally:
         drop_landing_rows(con)
