@@ -28,7 +28,7 @@ def compare(
     (the file is its one parameter) and ``load`` (on a connection locked down to the landing folder)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=2_000_000)
-    args = parser.parse_args()
+    args, _ = parser.parse_known_args()  # a benchmark's own options are its own
     with tempfile.TemporaryDirectory() as tmp:
         landing = Path(tmp) / "landing"
         (landing / folder).mkdir(parents=True)

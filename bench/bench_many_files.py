@@ -1,36 +1,75 @@
-"""Benchmark: many small files. 10,000 one-record training-step files (a trainer that writes a file per step),
-checked ingest against a bare typed DuckDB load of the same files.
+"""Benchmark: many small files. 10,000 one-record files of one source, checked ingest against a bare typed DuckDB
+load of the same files.
 
 Run on demand (not part of the test suite):
 
-    .venv/bin/python bench/bench_many_files.py --rows 10000
+    .venv/bin/python bench/bench_many_files.py --rows 10000 --source training_steps
+    .venv/bin/python bench/bench_many_files.py --rows 10000 --source device_samples
+    .venv/bin/python bench/bench_many_files.py --rows 10000 --source device_samples_dcgm
+    .venv/bin/python bench/bench_many_files.py --rows 10000 --source serving_requests
 
-Each file holds one JSON Lines record, as the demo's steps do. The pipeline's ingest hashes, opens, parses and
-checks every file, and records each in the file ledger; the baseline reads the same files with one
-``read_json`` over their glob into a typed table. Both are measured in the same run on the same machine
+Each file holds one record: a training step (JSON Lines, a trainer that writes a file per step), a device sample
+(CSV with its header), a dcgm-exporter scrape of one GPU (its six profiling metrics) or an inference request (JSON
+Lines). The pipeline's ingest hashes, opens, parses and checks every file, and records each in the file ledger; the
+baseline reads the same files with one reader over their glob into a typed table (for the scrapes: their lines, the
+metric and value of each sample line). Both are measured in the same run on the same machine
 (``against_baseline.py``); the ratio is the cost per file of line tracking, the ledger and the contract's checks.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from against_baseline import compare
 
 from cost_pipeline.contract import load_contract
-from cost_pipeline.ingest.registry import load_source, sources
+from cost_pipeline.contract.schemas import DEVICE_SAMPLE_BASE_COLUMNS
+from cost_pipeline.ingest.registry import load_named
 
-BASELINE_SQL = """
+STEPS_SQL = """
 create table steps as select * from read_json(?, format = 'newline_delimited', columns = {
     batch_id: 'VARCHAR', job_id: 'VARCHAR', step: 'BIGINT', started_at: 'TIMESTAMP', ended_at: 'TIMESTAMP',
     committed: 'BOOLEAN', discarded_reason: 'VARCHAR', samples: 'BIGINT', tokens: 'BIGINT',
     config_version: 'VARCHAR', data_version: 'VARCHAR'})
 """
+SAMPLES_SQL = (
+    "create table samples as select * from read_csv(?, header = true, columns = {"
+    + ", ".join(f"'{n}': '{t}'" for n, t in DEVICE_SAMPLE_BASE_COLUMNS)
+    + "})"
+)
+SCRAPES_SQL = r"""
+create table scrapes as
+select filename, regexp_extract(line, '^(\w+)\{', 1) as metric, cast(regexp_extract(line, ' (\S+)$', 1) as double)
+    as value
+from (select filename, unnest(string_split(content, chr(10))) as line from read_text(?))
+where line <> '' and not starts_with(line, '#')
+"""
+REQUESTS_SQL = """
+create table requests as select * from read_json(?, format = 'newline_delimited', columns = {
+    request_id: 'VARCHAR', requested_at: 'TIMESTAMP', model: 'VARCHAR', tenant: 'VARCHAR', business_line: 'VARCHAR',
+    input_tokens: 'BIGINT', output_tokens: 'BIGINT', cache_hit: 'BOOLEAN', latency_ms: 'BIGINT',
+    latency_tier: 'VARCHAR', status: 'VARCHAR', task_id: 'VARCHAR', attempt: 'BIGINT', escalated_to: 'VARCHAR',
+    human_handoff: 'BOOLEAN'})
+"""
+PROFILING = {
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.93,
+    "DCGM_FI_PROF_SM_ACTIVE": 0.81,
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.42,
+    "DCGM_FI_PROF_NVLINK_TX_BYTES": 1.5e9,
+    "DCGM_FI_PROF_NVLINK_RX_BYTES": 0.5e9,
+    "DCGM_FI_DEV_POWER_USAGE": 650.5,
+}
+
+
+def _time(n: int) -> tuple[int, int, int]:
+    return n // 3600 % 24, n // 60 % 60, n % 60
 
 
 def write_step_files(folder: Path, files: int) -> Path:
-    """One record per file, ``step_000001.jsonl`` and on; returns the glob the baseline reads."""
+    """One training step per file, ``step_000001.jsonl`` and on; returns the glob the baseline reads."""
     for step in range(1, files + 1):
         minute = step * 10
         record = {
@@ -50,10 +89,66 @@ def write_step_files(folder: Path, files: int) -> Path:
     return folder / "*.jsonl"
 
 
+def write_sample_files(folder: Path, files: int) -> Path:
+    """One device sample per CSV file, with its header."""
+    header = ",".join(name for name, _ in DEVICE_SAMPLE_BASE_COLUMNS)
+    for n in range(files):
+        hour, minute, second = _time(n)
+        row = f"2026-11-03 {hour:02d}:{minute:02d}:{second:02d},node-{n % 16:02d},{n % 8},1001,0.9,0.8,0.4,1e8,2e8,300"
+        (folder / f"sample_{n:06d}.csv").write_text(f"{header}\n{row}\n", encoding="utf-8")
+    return folder / "*.csv"
+
+
+def write_scrape_files(folder: Path, files: int) -> Path:
+    """One dcgm-exporter scrape of one GPU per file, its time in the file's name."""
+    for n in range(files):
+        hour, minute, second = _time(n)
+        lines = [
+            f'{metric}{{gpu="0",UUID="GPU-0",Hostname="node-{n % 16:02d}",hpc_job="1001"}} {value}'
+            for metric, value in PROFILING.items()
+        ]
+        name = f"node-{n % 16:02d}_2026-11-03T{hour:02d}-{minute:02d}-{second:02d}Z_{n:06d}.prom"
+        (folder / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder / "*.prom"
+
+
+def write_request_files(folder: Path, files: int) -> Path:
+    """One inference request per JSON Lines file."""
+    for n in range(files):
+        hour, minute, second = _time(n)
+        record = {
+            "request_id": f"r-{n}",
+            "requested_at": f"2026-11-03T{hour:02d}:{minute:02d}:{second:02d}",
+            "model": "llama-3-70b",
+            "tenant": "support",
+            "business_line": "support",
+            "input_tokens": 1200,
+            "output_tokens": 130,
+            "cache_hit": False,
+            "latency_ms": 920,
+            "latency_tier": "standard",
+            "status": "completed",
+            "task_id": f"ticket-{n}",
+            "attempt": 1,
+            "escalated_to": None,
+            "human_handoff": False,
+        }
+        (folder / f"requests_{n:06d}.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
+    return folder / "*.jsonl"
+
+
+# source -> (its landing folder, the writer, the baseline)
+BENCHES: dict[str, tuple[str, Callable[[Path, int], Path], str]] = {
+    "training_steps": ("steps", write_step_files, STEPS_SQL),
+    "device_samples": ("telemetry", write_sample_files, SAMPLES_SQL),
+    "device_samples_dcgm": ("telemetry", write_scrape_files, SCRAPES_SQL),
+    "serving_requests": ("requests", write_request_files, REQUESTS_SQL),
+}
+
+
 if __name__ == "__main__":
-    compare(
-        "steps",
-        write_step_files,
-        BASELINE_SQL,
-        lambda con, landing: load_source(con, landing, sources()["training_steps"], load_contract()),
-    )
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--source", choices=sorted(BENCHES), default="training_steps")
+    source = parser.parse_known_args()[0].source
+    folder, write, baseline = BENCHES[source]
+    compare(folder, write, baseline, lambda con, landing: load_named(con, landing, source, load_contract()))

@@ -17,7 +17,11 @@ loader. Their rows never leave the database:
 - a file staged as a view (Parquet, ``stage_parquet``) is checked without its rows being kept: only the rows that
   break a rule are copied out, and its good rows are read from the file again inside that transaction, straight
   into raw (``_insert_read_again``). Holding every checked row of a night until the transaction spilled about
-  500 bytes a sample to disk: at a 5,120-GPU cluster-day (442 M samples) more than the disk had (issue 15).
+  500 bytes a sample to disk: at a 5,120-GPU cluster-day (442 M samples) more than the disk had (issue 15);
+- consecutive small files a source can read alike (its ``group_key``) are staged by one read and checked by one
+  insert (``stage_group``; each row names its file by ``landing_file``): a statement per file cost 17-40 ms a file
+  on a landing folder of one-record files (issue 10). A group that cannot be read together is halved until its
+  parts can, down to a file read alone by ``stage``, so a file's rows and rejections are the same either way.
 """
 
 from __future__ import annotations
