@@ -9,11 +9,11 @@ Run on demand (not part of the test suite):
     .venv/bin/python bench/bench_many_files.py --rows 10000 --source serving_requests
 
 Each file holds one record: a training step (JSON Lines, a trainer that writes a file per step), a device sample
-(CSV with its header), a dcgm-exporter scrape of one GPU (its six profiling metrics) or an inference request (JSON
-Lines). The pipeline's ingest hashes, opens, parses and checks every file, and records each in the file ledger; the
-baseline reads the same files with one reader over their glob into a typed table (for the scrapes: their lines, the
-metric and value of each sample line). Both are measured in the same run on the same machine
-(``against_baseline.py``); the ratio is the cost per file of line tracking, the ledger and the contract's checks.
+(CSV with its header), a dcgm-exporter scrape of one GPU (the seven fields the contract reads) or an inference
+request (JSON Lines). The pipeline's ingest hashes, opens, parses and checks every file, and records each in the
+file ledger; the baseline reads the same files with one reader over their glob into a typed table (for the
+scrapes: their lines, the metric and value of each sample line). Both are measured in the same run on the same
+machine (``against_baseline.py``); the ratio is the cost per file of line tracking, the ledger and the checks.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from against_baseline import compare
 
 from cost_pipeline.contract import load_contract
 from cost_pipeline.contract.schemas import DEVICE_SAMPLE_BASE_COLUMNS
+from cost_pipeline.ingest.lib.metric_series import METRICS
 from cost_pipeline.ingest.registry import load_named
 
 STEPS_SQL = """
@@ -54,14 +55,6 @@ create table requests as select * from read_json(?, format = 'newline_delimited'
     latency_tier: 'VARCHAR', status: 'VARCHAR', task_id: 'VARCHAR', attempt: 'BIGINT', escalated_to: 'VARCHAR',
     human_handoff: 'BOOLEAN'})
 """
-PROFILING = {
-    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.93,
-    "DCGM_FI_PROF_SM_ACTIVE": 0.81,
-    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.42,
-    "DCGM_FI_PROF_NVLINK_TX_BYTES": 1.5e9,
-    "DCGM_FI_PROF_NVLINK_RX_BYTES": 0.5e9,
-    "DCGM_FI_DEV_POWER_USAGE": 650.5,
-}
 
 
 def _time(n: int) -> tuple[int, int, int]:
@@ -105,7 +98,7 @@ def write_scrape_files(folder: Path, files: int) -> Path:
         hour, minute, second = _time(n)
         lines = [
             f'{metric}{{gpu="0",UUID="GPU-0",Hostname="node-{n % 16:02d}",hpc_job="1001"}} {value}'
-            for metric, value in PROFILING.items()
+            for metric, value in zip(METRICS, (0.93, 0.81, 0.42, 1.5e9, 0.5e9, 650.5, 1e9), strict=False)
         ]
         name = f"node-{n % 16:02d}_2026-11-03T{hour:02d}-{minute:02d}-{second:02d}Z_{n:06d}.prom"
         (folder / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
