@@ -57,6 +57,7 @@ def _landing(tmp_path: Path) -> Path:
         "s_013.csv": f"\n\n{HEADER}\n{_row(18)}\n",  # empty lines before its header
         **{f"s_{n:03d}.csv": f"{HEADER}\n{_row(n)}\n" for n in range(20, 40)},
         "s_040.csv": f"{HEADER}\n{_row(40)}\n\n\n{_row(41)}\n{_row(42)},x,y\n{_row(43)}\n",
+        "s_025[*].csv": f"{HEADER}\n{_row(44)}\n",  # a name DuckDB's readers would expand: read alone
     }
     for name, text in texts.items():
         path = folder / name
@@ -101,7 +102,7 @@ def test_files_read_together_load_as_files_read_alone(tmp_path: Path, monkeypatc
 
     monkeypatch.setattr(telemetry, "stage_csv_files", counting)
     together = _load(landing, tmp_path / "together.duckdb")
-    assert max(groups) >= 20, groups  # the one-record files were read together
+    assert max(groups) >= 10, groups  # the one-record files were read together
 
     monkeypatch.setattr(in_database, "GROUP_FILES", 1)
     groups.clear()
@@ -115,7 +116,7 @@ def test_files_read_together_load_as_files_read_alone(tmp_path: Path, monkeypatc
     assert {line for f, line in lines if f == "s_002.csv"} == {2, 5}
     assert {line for f, line in lines if f == "s_040.csv"} == {2, 5, 7}
     assert {line for f, line in lines if f == "s_008.csv"} == {2}
-    assert len(raw) == 2 + 2 + 2 + 1 + 1 + 2 + 1 + 2 + 20 + 3
+    assert len(raw) == 2 + 2 + 2 + 1 + 1 + 2 + 1 + 2 + 20 + 1 + 3
     assert {(f.removeprefix("telemetry/"), line, rule) for f, line, rule, _ in quarantine} == {
         ("s_002.csv", 3, "csv_structure"),
         ("s_004.csv", 2, "DCGM_FI_DEV_POWER_USAGE.non_negative"),
