@@ -30,7 +30,14 @@ import duckdb
 
 from cost_pipeline.contract import Contract
 from cost_pipeline.contract.schemas import SourceSchema
-from cost_pipeline.ingest.lib.in_database import InDatabaseSource, ReadAlone, Stage, StageGroup, load_in_database
+from cost_pipeline.ingest.lib.in_database import (
+    InDatabaseSource,
+    ReadAlone,
+    Stage,
+    StageGroup,
+    file_position,
+    load_in_database,
+)
 from cost_pipeline.ingest.lib.parquet import parse_parquet
 from cost_pipeline.ingest.lib.records import FileRejected, ParsedFile, Rejection, read_text, split_lines
 from cost_pipeline.ingest.lib.timestamps import utc_timestamp_sql
@@ -363,10 +370,8 @@ _LINES = r"""
 def _lines(con: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> None:
     """``landing_lines`` of the files, each line with its file's position among them (``landing_file``)."""
     patterns = [file_pattern(path) for path in paths]
-    if len(paths) == 1:
-        con.execute(_LINES.format(landing_file="0"), [patterns])
-    else:
-        con.execute(_LINES.format(landing_file="cast(list_position(?, filename) - 1 as integer)"), [patterns, patterns])
+    named = [] if len(paths) == 1 else [patterns]
+    con.execute(_LINES.format(landing_file=file_position(len(paths))), [*named, patterns])
 
 
 def _empty_landing(con: duckdb.DuckDBPyConnection, schema: SourceSchema) -> None:

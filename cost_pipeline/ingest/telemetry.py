@@ -31,6 +31,7 @@ from cost_pipeline.ingest.lib.in_database import (
     InDatabaseSource,
     Rule,
     domain_rules,
+    file_position,
     first_line,
     load_in_database,
     stage_csv,
@@ -102,8 +103,15 @@ def _stage(con: duckdb.DuckDBPyConnection, path: Path, blank_lines: list[int]) -
     if path.suffix == ".parquet":
         stage_parquet(con, path, _sample_columns)
         return []
-    _require(h.strip().strip('"') for h in first_line(path).split(","))  # before DuckDB reads the file
+    _required_header(path)  # before DuckDB reads the file
     return stage_csv(con, path, _sample_columns, blank_lines, what="sample")
+
+
+def _required_header(path: Path) -> str:
+    """A CSV file's header line; ``FileRejected`` when it lacks a required column."""
+    header = first_line(path)
+    _require(h.strip().strip('"') for h in header.split(","))
+    return header
 
 
 def _stage_group(con: duckdb.DuckDBPyConnection, files: Sequence[tuple[Path, list[int]]]) -> list[list[Rejection]]:
@@ -117,11 +125,9 @@ def _header(path: Path) -> str | None:
     if path.suffix == ".parquet":
         return None
     try:
-        header = first_line(path)
-        _require(h.strip().strip('"') for h in header.split(","))
+        return _required_header(path)
     except FileRejected:
         return None
-    return header
 
 
 # A sample fed the batch of the job it was attributed to; every telemetry source ends in the same relations.
@@ -207,7 +213,6 @@ def _stage_expositions(
     """Scrape files -> ``landing_series``, one row per sample line, each with its file's position in ``files``
     (``landing_file``); then pivoted (``pivot``). A line's scrape time, when it has none, is its file name's."""
     paths = [file_pattern(path) for path, _ in files]
-    landing_file = "0" if len(files) == 1 else "cast(list_position(?, filename) - 1 as integer)"
     name_time = "cast(list_extract(?::varchar[], landing_file + 1) as varchar)"
     con.execute(
         f"""
@@ -215,7 +220,7 @@ def _stage_expositions(
         with text_lines as (
             select landing_file, unnest(lines) as text, unnest(generate_series(1, len(lines))) as line
             from (
-                select {landing_file} as landing_file,
+                select {file_position(len(files))} as landing_file,
                        string_split(replace(content, chr(13), ''), chr(10)) as lines
                 from read_text(?)
             )

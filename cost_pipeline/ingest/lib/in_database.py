@@ -87,6 +87,12 @@ _TEMPORARY = ("landing_text", "landing_rejects", "landing_scan")  # and landing_
 _FILE_NAME = "landing_file_name"  # the column a CSV's rows carry their file's name in
 
 
+def file_position(files: int, name: str = "filename") -> str:
+    """SQL for a row's file's position (``landing_file``) among ``files`` files read by one reader, from the column
+    ``name`` holding its file's name; its one parameter is the list of the files' patterns (none for one file)."""
+    return "0" if files == 1 else f"cast(list_position(?, {name}) - 1 as integer)"
+
+
 class ReadAlone(Exception):
     """A group stage's files cannot be staged together (a line only a per-file parser reads): read them one by one."""
 
@@ -273,10 +279,7 @@ def stage_csv_files(
     selected = select(present)
     first = 2 if header else 1  # the line number of the first data line
 
-    def position(name: str) -> str:  # the file's position in ``files``; its parameters are ``names``
-        return "0" if one else f"cast(list_position(?, {name}) - 1 as integer)"
-
-    names = [] if one else [patterns]
+    names = [] if one else [patterns]  # the parameter of each ``file_position``
 
     # A kept row's line number: its position among its file's kept rows, plus the lines before the first data
     # line, plus the lines before it that hold no kept row (broken lines and empty ones). Adjacent skipped lines
@@ -290,7 +293,7 @@ def stage_csv_files(
             select landing_file, line,
                    row_number() over (partition by landing_file order by line) as skipped_so_far
             from (
-                select {position("landing_scan.file_path")} as landing_file, landing_rejects.line
+                select {file_position(len(files), "landing_scan.file_path")} as landing_file, landing_rejects.line
                 from landing_rejects inner join landing_scan using (scan_id, file_id)
                 union
                 select unnest(?::integer[]), unnest(?::bigint[])
@@ -301,7 +304,8 @@ def stage_csv_files(
                    max(skipped_so_far) as skipped_so_far
             from skipped group by all
         ), kept as (
-            select {position(_FILE_NAME)} as landing_file, {kept_position} as landing_position, {selected}
+            select {file_position(len(files), _FILE_NAME)} as landing_file, {kept_position} as landing_position,
+                   {selected}
             from landing_text
         )
         select kept.landing_file,
@@ -314,7 +318,7 @@ def stage_csv_files(
     )
     rows = con.execute(
         f"""
-        select {position("landing_scan.file_path")} as landing_file, landing_rejects.line,
+        select {file_position(len(files), "landing_scan.file_path")} as landing_file, landing_rejects.line,
                string_agg(distinct cast(landing_rejects.error_type as varchar), ', ') as kinds
         from landing_rejects inner join landing_scan using (scan_id, file_id)
         group by all order by all
