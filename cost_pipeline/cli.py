@@ -172,7 +172,29 @@ def run_pipeline(
         result = job.execute_in_process(
             run_config=run_config or None, instance=instance, raise_on_error=False, asset_selection=selection
         )
+        if not result.success and asset_keys is None:
+            _publish_after_failure(result, warehouse, instance, run_config, job.loggers)
         return result.success
+
+
+def _publish_after_failure(result, warehouse: Path, instance, run_config: dict, loggers) -> None:
+    """After a night whose dbt build failed, what the ``publish_after_failed_build`` sensor does in a deployment:
+    the publish job, so the marts the build rebuilt are published and the others keep their last copy."""
+    from cost_pipeline.definitions import defs
+    from cost_pipeline.defs.publish import publish_job, publishes_after
+
+    failed = [event.step_key for event in result.get_step_failure_events() if event.step_key]
+    if not publishes_after(failed, warehouse, result.run_id):
+        return
+    job = defs.resolve_job_def(publish_job.name).with_logger_defs(loggers)
+    resources = {k: v for k, v in (run_config.get("resources") or {}).items() if k in job.required_resource_keys}
+    config = {key: value for key, value in (("loggers", run_config.get("loggers")), ("resources", resources)) if value}
+    job.execute_in_process(
+        run_config=config or None,
+        instance=instance,
+        raise_on_error=False,
+        tags={"cost_pipeline/night": result.run_id},
+    )
 
 
 def run_months(warehouse: Path, months: Sequence[str]) -> list[tuple[str, bool, dict]]:
@@ -537,6 +559,13 @@ def _failed(warehouse: Path, progress: NightProgress, wholly: str, log: Path | N
         else "from no night that succeeded"
     )
     print(f"\nNo tables printed: tonight's marts were not all rebuilt; those in {warehouse} are {stale}.")
+    if progress.kept is not None:
+        print(
+            f"Published anyway: the marts the build rebuilt; {len(progress.kept)} kept their last published copy "
+            "(main.stale in the published files):"
+        )
+        for mart, kept in sorted(progress.kept.items()):
+            print(f"stale: marts.{mart} as of {kept['as_of'] or 'never (not in the files)'}: {kept['reason']}")
     if log is not None:
         print(f"Dagster's and dbt's log: {log}")
     cause = progress.failures[0] if progress.failures else "see the messages above"

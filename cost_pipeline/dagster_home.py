@@ -85,7 +85,7 @@ def _event_log_override(home: Path) -> dict:
 
 
 def last_good_night(warehouse: Path) -> datetime | None:
-    """When the marts of ``warehouse`` were last published, i.e. the end of its last night that succeeded."""
+    """When the marts of ``warehouse`` were last all published, i.e. the end of its last night that succeeded."""
     if not dagster_home(warehouse).is_dir():
         return None
     with warehouse_instance(warehouse) as instance:
@@ -93,11 +93,21 @@ def last_good_night(warehouse: Path) -> datetime | None:
 
 
 def published_as_of(instance: dg.DagsterInstance) -> datetime | None:
-    """The ``as_of`` of the marts ``instance`` last published (every published row carries it); None: never."""
-    event = instance.get_latest_materialization_event(LAST_ASSET)
-    if event is None:
-        return None
-    stamped = event.asset_materialization.metadata.get("as_of") if event.asset_materialization else None
-    if stamped is not None:
-        return datetime.fromisoformat(stamped.value)
-    return datetime.fromtimestamp(event.timestamp, UTC)
+    """The ``as_of`` of the last publication of ``instance`` with every mart rebuilt (every published row carries
+    it; a publication after a failed build keeps some marts' last copy, ``stale_marts``); None: never."""
+    cursor = None
+    while True:
+        page = instance.fetch_materializations(LAST_ASSET, limit=100, cursor=cursor)
+        for record in page.records:
+            metadata = record.asset_materialization.metadata if record.asset_materialization else {}
+            if metadata.get("stale_marts") is not None and metadata["stale_marts"].value:
+                continue
+            stamped = metadata.get("as_of")
+            return (
+                datetime.fromisoformat(stamped.value)
+                if stamped is not None
+                else datetime.fromtimestamp(record.timestamp, UTC)
+            )
+        if not page.has_more:
+            return None
+        cursor = page.cursor

@@ -12,7 +12,7 @@ from cost_pipeline.defs.dbt import DBT_GLOBAL_FLAGS, ProjectDbtCli, cost_models,
 from cost_pipeline.defs.freshness import freshness_checks
 from cost_pipeline.defs.ingest import bookkeeping_specs, ingest_assets
 from cost_pipeline.defs.monthly import monthly_after_nightly, monthly_assets, monthly_deliverables_job
-from cost_pipeline.defs.publish import publish_assets
+from cost_pipeline.defs.publish import publish_after_failed_build, publish_assets, publish_job
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.defs.schedules import nightly_cost_refresh, nightly_cost_refresh_job
 from cost_pipeline.defs.sensors import landing_sensors
@@ -20,9 +20,9 @@ from cost_pipeline.defs.sensors import landing_sensors
 defs = dg.Definitions(
     assets=[*ingest_assets, *bookkeeping_specs, cost_models, *publish_assets, *monthly_assets],
     asset_checks=[*freshness_checks, held_rows_checks],
-    jobs=[nightly_cost_refresh_job, monthly_deliverables_job],
+    jobs=[nightly_cost_refresh_job, monthly_deliverables_job, publish_job],
     schedules=[nightly_cost_refresh],
-    sensors=[*landing_sensors, monthly_after_nightly],
+    sensors=[*landing_sensors, monthly_after_nightly, publish_after_failed_build],
     resources={
         "landing": LandingZone(path=dg.EnvVar("COST_LANDING_DIR")),
         "warehouse": Warehouse(path=dg.EnvVar("COST_WAREHOUSE")),

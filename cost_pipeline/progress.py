@@ -43,6 +43,9 @@ class NightProgress:
     out: TextIO
     failures: list[str] = field(default_factory=list)
     assets: int = 0
+    # mart -> {"reason", "as_of"}: the marts the night's publication kept from the last one (its ``stale_marts``);
+    # None while nothing was published
+    kept: dict[str, dict] | None = None
     _started: dict[str, float] = field(default_factory=dict)
     _models: list[_Model] = field(default_factory=list)
 
@@ -91,6 +94,9 @@ class NightProgress:
         count = next(((metadata[name], unit) for name, unit in _COUNTS if name in metadata), None)
         detail = f"{count[0]:,} {count[1]}" if count else ""
         quarantined = metadata.get("rows_quarantined")
+        if "stale_marts" in metadata:
+            self.kept = dict(metadata["stale_marts"])
+            detail += f" ({len(self.kept)} kept)" if self.kept else ""
         if metadata.get("load_failed"):
             detail += " kept (load failed)"
         elif quarantined:

@@ -36,7 +36,7 @@ import glob
 import os
 import stat
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -47,6 +47,7 @@ from cost_pipeline.contract import Complement, OverVersions, available_versions,
 from cost_pipeline.duckdb_memory import limit_memory
 from cost_pipeline.fingerprint import PUBLISHED_AT
 from cost_pipeline.ingest.lib.warehouse import quote
+from cost_pipeline.model_builds import unbuilt
 
 FINANCE = "finance"
 ENGINEERING = "engineering"
@@ -54,6 +55,7 @@ AUDIENCES = (FINANCE, ENGINEERING)
 MARTS = "marts"
 INPUTS = "inputs"  # main.inputs in each published file
 PUBLISHED = "published"  # main.published: as_of, the night the file was published
+STALE = "stale"  # main.stale: the marts this publication kept from the last one, why, and the night they are as of
 AS_OF = PUBLISHED_AT  # the last column of every published mart table, and main.published's one column
 AS_OF_DESCRIPTION = "The night these figures were published (UTC): the same on every row of this publication."
 # DuckDB 1.1 and later open files of this storage version; the default of duckdb 2.x is unreadable for 1.x clients.
@@ -78,6 +80,8 @@ class Publication:
     input_files: int
     parquet: dict[str, Path]  # audience -> folder of one Parquet file per mart
     as_of: datetime
+    # mart -> (why it was not rebuilt, the night of the copy kept from the last publication; None: there was none)
+    stale: dict[str, tuple[str, datetime | None]] = field(default_factory=dict)
 
 
 def published_path(warehouse: Path, audience: str) -> Path:
@@ -310,13 +314,15 @@ def publish(warehouse: Path, as_of: datetime | None = None, memory_limit: str | 
                 f"{MARTS} schema does not have; update the contract's confidential and small_groups lists before "
                 "publishing"
             )
+        stale = kept_marts(unbuilt(con, MARTS, source), set(columns))
         blanks = engineering_blanks(con, source)
         omitted = tuple(
             f"{t}.{c}" for t, cols in columns.items() for c in cols if (t.lower(), c.lower()) in confidential
         )
+        fresh = {t: cols for t, cols in columns.items() if t not in stale}
         plans = {
-            FINANCE: {t: [quote(c) for c in cols] for t, cols in columns.items()},
-            ENGINEERING: {t: _engineering_select(t, cols, confidential, blanks) for t, cols in columns.items()},
+            FINANCE: {t: [quote(c) for c in cols] for t, cols in fresh.items()},
+            ENGINEERING: {t: _engineering_select(t, cols, confidential, blanks) for t, cols in fresh.items()},
         }
         withheld = ", ".join(f"'{s}'" for s in confidential_sources()) or "null"
         ledgers = {
@@ -329,8 +335,9 @@ def publish(warehouse: Path, as_of: datetime | None = None, memory_limit: str | 
             ],
         }
         inputs = 0
+        kept: dict[str, dict[str, datetime | None]] = {}
         for audience, plan in plans.items():
-            inputs = _write(
+            inputs, kept[audience] = _write(
                 con,
                 source,
                 temporaries[audience],
@@ -340,6 +347,7 @@ def publish(warehouse: Path, as_of: datetime | None = None, memory_limit: str | 
                 as_of,
                 folders[audience],
                 parquets[audience],
+                stale,
             )
         con.execute(f"detach {quote(source)}")
     except BaseException:
@@ -354,8 +362,9 @@ def publish(warehouse: Path, as_of: datetime | None = None, memory_limit: str | 
     _fsync(warehouse.parent)
     return Publication(
         files=targets,
-        tables={a: len(p) for a, p in plans.items()},
+        tables={a: len(p) + sum(1 for night in kept[a].values() if night is not None) for a, p in plans.items()},
         omitted=omitted,
+        stale={table: (reason, kept[FINANCE][table]) for table, reason in stale.items()},
         input_files=inputs,
         parquet=folders,
         as_of=as_of,
@@ -433,9 +442,11 @@ def _write(
     as_of: datetime,
     folder: Path,
     parquet: dict[Path, Path],
-) -> int:
+    stale: dict[str, str],
+) -> tuple[int, dict[str, datetime | None]]:
     """Write one published file under ``temporary`` and flush it to disk, and its Parquet files under temporary
-    names (recorded in ``parquet``: target -> temporary); returns the number of input files."""
+    names (recorded in ``parquet``: target -> temporary); returns the number of input files and, for each mart of
+    ``stale`` (mart -> why it was not rebuilt), the night of the copy kept from ``target`` (None: it had none)."""
     alias = "published" if source != "published" else "published_file"
     con.execute(f"attach ? as {alias} (storage_version '{STORAGE_VERSION}')", [str(temporary)])
     _copy_permissions(target, temporary)
@@ -447,21 +458,78 @@ def _write(
                 f"create table {alias}.{MARTS}.{quote(table)} as select {', '.join(expressions)}, {stamp} "
                 f"from {quote(source)}.{MARTS}.{quote(table)} as t order by all"
             )
+        kept = _keep_stale(con, alias, target, stale)
         con.execute(
             f"create table {alias}.main.{INPUTS} as select {', '.join(ledger)} from {quote(source)}.raw.ingested_files "
             "order by source, source_file"
         )
         (inputs,) = con.execute(f"select count(*) from {alias}.main.{INPUTS}").fetchone()
         con.execute(f"create table {alias}.main.{PUBLISHED} as select cast(? as timestamptz) as {AS_OF}", [as_of])
-        _copy_comments(con, source, alias)
+        con.execute(
+            f"create table {alias}.main.{STALE} (mart varchar not null, reason varchar not null, {AS_OF} timestamptz)"
+        )
+        for table, night in sorted(kept.items()):
+            con.execute(f"insert into {alias}.main.{STALE} values (?, ?, ?)", [table, stale[table], night])
+        _copy_comments(con, source, alias, set(plan))
         for table in plan:
             con.execute(f"comment on column {alias}.{MARTS}.{quote(table)}.{AS_OF} is {_literal(AS_OF_DESCRIPTION)}")
         con.execute(f"checkpoint {alias}")
-        _write_parquet(con, alias, list(plan), as_of, folder, parquet)
+        nights = {table: as_of for table in plan} | {t: night for t, night in kept.items() if night is not None}
+        _write_parquet(con, alias, nights, folder, parquet)
     finally:
         con.execute(f"detach {alias}")
     _fsync(temporary)
-    return int(inputs)
+    return int(inputs), kept
+
+
+def kept_marts(outcomes: dict[str, str], marts: set[str]) -> dict[str, str]:
+    """mart -> why it is not published from the warehouse: its last build did not end ``built`` (``outcomes``, from
+    ``model_builds.unbuilt``), or a confidentiality rule spans it and such a mart (a total and its parts, a history
+    and its latest tables), whose blanking holds only when they are published from one night."""
+    stale = {table: f"its last build ended: {status}" for table, status in outcomes.items() if table in marts}
+    spans = [{c.parts_table, c.total_table} for c in complements()]
+    spans += [{table, *rule.latest_in} for table, rule in over_versions().items()]
+    changed = True
+    while changed:
+        changed = False
+        for span in spans:
+            cause = next((t for t in sorted(span) if t in stale), None)
+            for table in sorted(span & marts):
+                if cause is not None and table not in stale:
+                    stale[table] = f"kept with {cause}, which a confidentiality rule spans with it"
+                    changed = True
+    return stale
+
+
+def _keep_stale(
+    con: duckdb.DuckDBPyConnection, alias: str, target: Path, stale: dict[str, str]
+) -> dict[str, datetime | None]:
+    """Copy each mart of ``stale`` from the last publication ``target`` into ``alias`` as it was, ``as_of`` and
+    comments included; returns mart -> the night its copy is as of (None: ``target`` had no copy, none is written)."""
+    if not stale:
+        return {}
+    if not target.is_file():
+        return dict.fromkeys(stale)
+    before = "last_publication"
+    con.execute(f"attach ? as {before} (read_only)", [str(target)])
+    try:
+        present = {
+            t
+            for (t,) in con.execute(
+                "select table_name from duckdb_tables() where database_name = ? and schema_name = ?", [before, MARTS]
+            ).fetchall()
+        }
+        kept: dict[str, datetime | None] = {}
+        for table in stale:
+            if table not in present:
+                kept[table] = None
+                continue
+            con.execute(f"create table {alias}.{MARTS}.{quote(table)} as select * from {before}.{MARTS}.{quote(table)}")
+            (kept[table],) = con.execute(f"select max({AS_OF}) from {before}.{MARTS}.{quote(table)}").fetchone()
+        _copy_comments(con, before, alias, {t for t in kept if kept[t] is not None})
+    finally:
+        con.execute(f"detach {before}")
+    return kept
 
 
 def as_of_column(as_of: datetime) -> str:
@@ -474,8 +542,9 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _copy_comments(con: duckdb.DuckDBPyConnection, source: str, alias: str) -> None:
-    """The warehouse's table and column comments (dbt's descriptions, persist_docs) onto the published marts."""
+def _copy_comments(con: duckdb.DuckDBPyConnection, source: str, alias: str, tables: set[str]) -> None:
+    """The table and column comments of ``tables`` in ``source`` (the warehouse: dbt's descriptions, persist_docs;
+    or the last publication) onto the published marts."""
     published = {
         (t, c)
         for t, c in con.execute(
@@ -488,29 +557,29 @@ def _copy_comments(con: duckdb.DuckDBPyConnection, source: str, alias: str) -> N
         "and coalesce(comment, '') <> ''",
         [source, MARTS],
     ).fetchall():
-        if any(t == table for t, _ in published):
+        if table in tables and any(t == table for t, _ in published):
             con.execute(f"comment on table {alias}.{MARTS}.{quote(table)} is {_literal(comment)}")
     for table, column, comment in con.execute(
         "select table_name, column_name, comment from duckdb_columns() where database_name = ? and schema_name = ? "
         "and coalesce(comment, '') <> ''",
         [source, MARTS],
     ).fetchall():
-        if (table, column) in published:  # engineering lacks the confidential columns
+        if table in tables and (table, column) in published:  # engineering lacks the confidential columns
             con.execute(f"comment on column {alias}.{MARTS}.{quote(table)}.{quote(column)} is {_literal(comment)}")
 
 
 def _write_parquet(
     con: duckdb.DuckDBPyConnection,
     alias: str,
-    tables: list[str],
-    as_of: datetime,
+    nights: dict[str, datetime],
     folder: Path,
     written: dict[Path, Path],
 ) -> None:
-    """One Parquet file per published mart, under a temporary name in ``folder``: the table's columns (``as_of``
-    last); key-value metadata ``as_of`` and ``description.<column>`` (the column's comment)."""
+    """One Parquet file per published mart (``nights``: mart -> the night it is as of), under a temporary name in
+    ``folder``: the table's columns (``as_of`` last); key-value metadata ``as_of`` and ``description.<column>`` (the
+    column's comment)."""
     folder.mkdir(exist_ok=True)
-    for table in tables:
+    for table, as_of in nights.items():
         target = folder / f"{table}.parquet"
         _remove_abandoned_temporaries(target)
         temporary = _temporary_path(target)

@@ -29,6 +29,7 @@ from dagster_dbt import (
     DbtProject,
     dbt_assets,
 )
+from dagster_dbt.asset_utils import get_manifest_and_translator_from_dbt_assets
 from packaging.version import Version
 
 from cost_pipeline.contract import load_contract
@@ -54,6 +55,7 @@ from cost_pipeline.defs.resources import Warehouse
 from cost_pipeline.duckdb_memory import dbt_environment
 from cost_pipeline.ingest.lib.warehouse import HELD_RULE
 from cost_pipeline.ingest.registry import SOURCES
+from cost_pipeline.model_builds import record_results, record_start
 
 # Under `dagster dev` the manifest is rebuilt at load so model edits show at once. dagster-dbt's own preparer
 # looks for dbt on PATH, which an unactivated venv lacks; prepare_manifest uses the dbt beside this Python.
@@ -177,6 +179,10 @@ def cost_models(context: dg.AssetExecutionContext, dbt: DbtCliResource, warehous
     os.environ.update(dbt_environment(warehouse.memory_limit))
     # A build whose failed tests all hold landing rows builds once more without those rows (cost_pipeline.dbt_failures).
     # Each build's events are gathered, not streamed: the first one's models and checks, built again, report once.
+    # Each selected model's outcome is kept in ops.model_builds (cost_pipeline.model_builds): publishing reads it.
+    with contextlib.closing(warehouse.connect()) as con:
+        manifest = get_manifest_and_translator_from_dbt_assets([cost_models])[0]
+        record_start(con, manifest, _selected_models(context, manifest), context.run.run_id)
     try:
         for attempt in (1, 2):
             # A target folder of its own per build, named as dagster-dbt names them, seeded with the partial-parse
@@ -191,8 +197,15 @@ def cost_models(context: dg.AssetExecutionContext, dbt: DbtCliResource, warehous
             events: list = []
             try:
                 events.extend(with_row_counts(invocation, context))
+                _record_outcomes(invocation, warehouse, context.run.run_id)
                 break
             except DagsterDbtCliRuntimeError as error:
+                try:
+                    _record_outcomes(invocation, warehouse, context.run.run_id)
+                except Exception as unrecorded:  # noqa: BLE001 - dbt's failure is the one to raise
+                    context.log.warning(
+                        f"the build's outcomes were not recorded, its models stay unbuilt: {unrecorded!r}"
+                    )
                 failed = _explained(context, dbt, invocation, target, warehouse)
                 if not failed:
                     yield from events
@@ -216,6 +229,24 @@ def cost_models(context: dg.AssetExecutionContext, dbt: DbtCliResource, warehous
         yield from events
     finally:
         prune_build_folders(context.op_def.name)
+
+
+def _selected_models(context: dg.AssetExecutionContext, manifest: Mapping[str, Any]) -> list[str]:
+    """The unique ids of the dbt models and snapshots this step builds."""
+    translator = CostDbtTranslator()
+    selected = set(context.selected_asset_keys)
+    return [
+        unique_id
+        for unique_id, node in manifest["nodes"].items()
+        if node["resource_type"] in ("model", "snapshot") and translator.get_asset_key(node) in selected
+    ]
+
+
+def _record_outcomes(invocation: DbtCliInvocation, warehouse: Warehouse, run_id: str) -> None:
+    """Each model's outcome in ``invocation`` into ops.model_builds."""
+    results = invocation.get_artifact("run_results.json")
+    with contextlib.closing(warehouse.connect()) as con:
+        record_results(con, results, invocation.manifest, run_id)
 
 
 def _explained(

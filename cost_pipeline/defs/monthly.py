@@ -27,6 +27,7 @@ from cost_pipeline.defs.partitions import MONTH_FORMAT, monthly_partitions
 from cost_pipeline.defs.resources import Warehouse
 from cost_pipeline.defs.schedules import nightly_cost_refresh_job
 from cost_pipeline.journal import latest_closed
+from cost_pipeline.model_builds import TABLE, unbuilt
 from cost_pipeline.monthly import MARTS_FOLDER, MONTH_COLUMN, MonthFiles, write_month
 
 GROUP = "monthly"
@@ -105,6 +106,12 @@ def monthly_deliverables(context: dg.AssetExecutionContext, warehouse: Warehouse
         raise dg.Failure(f"{warehouse.file}: no night has published its marts yet; a month's files are a night's marts")
     con = duckdb_session.connect(str(warehouse.file), read_only=True)
     try:
+        left = unbuilt(con, "marts")
+        if left:
+            raise dg.Failure(
+                f"{warehouse.file}: the last dbt build did not rebuild {', '.join(sorted(left))} "
+                f"({TABLE}); a month's files are one night's marts: they wait for a night that rebuilds every mart"
+            )
         files = write_month(con, warehouse.file, month, as_of)
     finally:
         con.close()
