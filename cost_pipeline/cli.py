@@ -16,6 +16,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from importlib.metadata import version
 from pathlib import Path
 from typing import TextIO
@@ -558,14 +559,16 @@ def _failed(warehouse: Path, progress: NightProgress, wholly: str, log: Path | N
         if when
         else "from no night that succeeded"
     )
-    print(f"\nNo tables printed: tonight's marts were not all rebuilt; those in {warehouse} are {stale}.")
-    if progress.kept is not None:
+    if progress.kept is None:
+        print(f"\nNo tables printed: tonight's marts were not all rebuilt; those in {warehouse} are {stale}.")
+    else:
         print(
-            f"Published anyway: the marts the build rebuilt; {len(progress.kept)} kept their last published copy "
-            "(main.stale in the published files):"
+            "\nNo tables printed: tonight's build did not rebuild every mart. The published files hold the marts it "
+            f"rebuilt; {len(progress.kept)} kept their last published copy (main.stale in the files):"
         )
         for mart, kept in sorted(progress.kept.items()):
-            print(f"stale: marts.{mart} as of {kept['as_of'] or 'never (not in the files)'}: {kept['reason']}")
+            night = f"{datetime.fromisoformat(kept['as_of']):%Y-%m-%d %H:%M} UTC" if kept["as_of"] else "no night"
+            print(f"stale: marts.{mart} as of {night}: {kept['reason']}")
     if log is not None:
         print(f"Dagster's and dbt's log: {log}")
     cause = progress.failures[0] if progress.failures else "see the messages above"
