@@ -10,23 +10,25 @@
   guarantee. DuckDB has no GRANT, so the split is physical.
 
 Both files also hold ``main.inputs``: the warehouse's file ledger (source, file, sha256, row counts), so a reader
-can trace a figure to the landing files it came from, and ``main.published``: one row, ``as_of``, the night they
-were published. Every published mart table ends with that ``as_of`` column too, so each row says which night it is
-as of; apart from it the tables do not depend on when they were published, so publishing the same warehouse twice
-gives identical marts (``cost_pipeline.fingerprint`` leaves ``as_of`` out). The files use DuckDB's v1.1.0 storage
-format (``STORAGE_VERSION``), so DuckDB 1.1 and later clients (BI drivers) open them; each column keeps its dbt
-description as its column comment.
+can trace a figure to the landing files it came from, ``main.published``: one row, ``as_of``, the night they
+were published, and ``main.stale``: the marts kept from the last publication. A mart whose last dbt build did not
+end ``built`` (``cost_pipeline.model_builds``), and every mart a confidentiality rule spans with it, is copied from
+the file being replaced as it was (``kept_marts``). Every published mart table ends with an ``as_of`` column, so
+each row says which night it is as of; apart from it the tables do not depend on when they were published, so
+publishing the same warehouse twice gives identical marts (``cost_pipeline.fingerprint`` leaves ``as_of`` out). The
+files use DuckDB's v1.1.0 storage format (``STORAGE_VERSION``), so DuckDB 1.1 and later clients (BI drivers) open
+them; each column keeps its dbt description as its column comment.
 
 Beside each file, a folder of Parquet files, one per mart (``<warehouse stem>.<audience>/<mart>.parquet``), with the
-same columns as that audience's file (``as_of`` included); their key-value metadata holds ``as_of`` and each column's
-description (``description.<column>``).
+same columns as that audience's file (``as_of`` included); their key-value metadata holds ``as_of`` and each
+column's description (``description.<column>``).
 
 Readers never open the warehouse, so they never block the nightly writer (DuckDB: one writer per file, and a reader
 in another process blocks it). Each file is written under a temporary name in the same folder, flushed to disk and
 then renamed over the old one (``os.replace``). A reader that already has the old file open keeps reading that
-snapshot; the next connection opens the new one. A file that an administrator restricted (``chmod``/``chgrp``)
-keeps its mode and group across nightly swaps. A publish killed mid-write leaves its temporary file behind; the
-next publish deletes it.
+snapshot; the next connection opens the new one. A file that an administrator restricted (``chmod``/``chgrp``) keeps
+its mode and group across nightly swaps. A publish killed mid-write leaves its temporary file behind; the next
+publish deletes it.
 """
 
 from __future__ import annotations

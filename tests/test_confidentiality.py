@@ -254,7 +254,7 @@ def test_the_engineering_file_is_the_same_whichever_rates_were_planted(nights):
     }
     for variant in RATES:  # main.published holds only as_of, the moment each night published: not a figure
         for audience in (FINANCE, ENGINEERING):
-            assert set(fingerprints[variant][audience]["main"]) == {"inputs", "published"}
+            assert set(fingerprints[variant][audience]["main"]) == {"inputs", "published", "stale"}
             del fingerprints[variant][audience]["main"]["published"]
     assert fingerprints["a"][FINANCE] != fingerprints["b"][FINANCE]
     assert fingerprints["a"][ENGINEERING] == fingerprints["b"][ENGINEERING]

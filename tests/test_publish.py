@@ -148,13 +148,18 @@ def test_the_nightly_run_publishes_a_finance_and_an_engineering_file(demo_run):
         (finance, ledger),
         (engineering, sorted((s, f, None if s in withheld else h) for s, f, h in ledger)),
     ):
-        assert tables(path, "main") == {"inputs": list(publishing._INPUT_COLUMNS), "published": ["as_of"]}
+        assert tables(path, "main") == {
+            "inputs": list(publishing._INPUT_COLUMNS),
+            "published": ["as_of"],
+            "stale": ["mart", "reason", "as_of"],  # the marts kept from the last publication: none, every one rebuilt
+        }
         con = duckdb.connect(str(path), read_only=True)
         try:
             assert (
                 con.execute("select source, source_file, file_sha256 from main.inputs order by all").fetchall()
                 == expected
             )
+            assert con.execute("select count(*) from main.stale").fetchall() == [(0,)]
         finally:
             con.close()
     assert not [p for p in demo_run.warehouse.parent.iterdir() if p.name.endswith((".tmp", ".tmp.wal"))]
