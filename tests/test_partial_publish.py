@@ -110,7 +110,7 @@ def test_the_failed_night_fails_naming_the_test_and_lists_the_marts_kept(failed)
     assert last.startswith("cost-pipeline: the run failed: dbt test not_null_columns_int_requests_costed_"), last
     stale_lines = sorted(line for line in failed.out.splitlines() if line.startswith("stale: marts."))
     assert [line.split()[1] for line in stale_lines] == [f"marts.{m}" for m in sorted(SKIPPED_MARTS)]
-    assert "Published anyway: the marts the build rebuilt; 6 kept their last published copy" in failed.out
+    assert "The published files hold the marts it rebuilt; 6 kept their last published copy (main.stale" in failed.out
 
 
 def test_the_builds_outcomes_name_the_failed_model_and_what_dbt_skipped(failed):
