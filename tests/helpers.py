@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import pytest
 
 
 def query(warehouse: str | Path, sql: str, params: list | None = None) -> list[tuple]:
@@ -35,3 +40,30 @@ def dbt_show(tmp_path: Path, sql: str, env: dict[str, str]) -> dict:
     )
     (row,) = json.loads(shown.stdout)["show"]
     return row
+
+
+@dataclass(frozen=True)
+class Night:
+    """One ``cost-pipeline run`` in this process: its folders, exit code and output."""
+
+    landing: Path
+    warehouse: Path
+    code: int
+    out: str
+    err: str
+
+
+def cli_night(landing: Path, warehouse: Path, tamper: Sequence[str] = ()) -> Night:
+    """``cost-pipeline run`` on ``landing`` and ``warehouse``, after the ``tamper`` statements on the warehouse (raw
+    rows changed behind the contract's back, as a defect of the contract would let them through)."""
+    from cost_pipeline.cli import main
+
+    with duckdb.connect(str(warehouse)) as con:
+        for statement in tamper:
+            con.execute(statement)
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("DAGSTER_HOME", raising=False)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["run", "--landing", str(landing), "--warehouse", str(warehouse)])
+    return Night(landing, warehouse, code, out.getvalue(), err.getvalue())

@@ -14,11 +14,9 @@ keeps its raw rows (the incremental load) and dbt sees the bad values.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import shutil
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
@@ -26,13 +24,13 @@ import duckdb
 import pytest
 from dagster._utils.error import SerializableErrorInfo
 
-from cost_pipeline.cli import HELD_EXIT, main
+from cost_pipeline.cli import HELD_EXIT
 from cost_pipeline.dagster_home import warehouse_instance
 from cost_pipeline.dbt_failures import FailedTest, HoldRefused, _count, failed_tests, failure_report, hold_rows
 from cost_pipeline.dbt_setup import manifest_path
 from cost_pipeline.ingest.lib.warehouse import release_held_rows
 from cost_pipeline.progress import root_cause
-from tests.helpers import query
+from tests.helpers import Night, cli_night, query
 
 pytestmark = pytest.mark.xdist_group("dbt_failures")
 
@@ -133,15 +131,6 @@ def test_the_root_cause_is_the_first_failed_test_with_its_files_and_lines():
     assert replace(first, raw_tables=("a",)).holdable and not replace(unplaced, raw_tables=("c",)).holdable
 
 
-@dataclass(frozen=True)
-class Night:
-    landing: Path
-    warehouse: Path
-    code: int
-    out: str
-    err: str
-
-
 def _night(
     root: Path, landing_from: Path, warehouse_from: Path, tamper: list[str], files: dict[str, str] | None = None
 ) -> Night:
@@ -152,15 +141,7 @@ def _night(
     for name, text in (files or {}).items():
         (landing / name).write_text(text, encoding="utf-8")
     shutil.copy2(warehouse_from, warehouse)
-    with duckdb.connect(str(warehouse)) as con:
-        for statement in tamper:
-            con.execute(statement)
-    out, err = io.StringIO(), io.StringIO()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv("DAGSTER_HOME", raising=False)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(["run", "--landing", str(landing), "--warehouse", str(warehouse)])
-    return Night(landing, warehouse, code, out.getvalue(), err.getvalue())
+    return cli_night(landing, warehouse, tamper)
 
 
 BAD_LINES = [

@@ -9,17 +9,13 @@ both files. The night after, mended, publishes every mart again and ``main.stale
 
 from __future__ import annotations
 
-import contextlib
-import io
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
 import duckdb
 import pytest
 
-from cost_pipeline.cli import main
 from cost_pipeline.dagster_home import last_good_night, warehouse_instance
 from cost_pipeline.defs.publish import publish_after_failed_build, publishes_after
 from cost_pipeline.model_builds import BUILT, FAILED_TEST, NOT_FINISHED, SKIPPED, outcomes, unbuilt
@@ -34,6 +30,7 @@ from cost_pipeline.publish import (
     parquet_folder,
     published_path,
 )
+from tests.helpers import Night, cli_night
 
 pytestmark = pytest.mark.xdist_group("partial_publish")
 
@@ -49,25 +46,8 @@ SKIPPED_MARTS = {
 }
 
 
-@dataclass(frozen=True)
-class Night:
-    warehouse: Path
-    code: int
-    out: str
-    err: str
-
-
 def _run(root: Path, statements: list[str]) -> Night:
-    warehouse = root / "warehouse.duckdb"
-    with duckdb.connect(str(warehouse)) as con:
-        for statement in statements:
-            con.execute(statement)
-    out, err = io.StringIO(), io.StringIO()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv("DAGSTER_HOME", raising=False)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(["run", "--landing", str(root / "landing"), "--warehouse", str(warehouse)])
-    return Night(warehouse, code, out.getvalue(), err.getvalue())
+    return cli_night(root / "landing", root / "warehouse.duckdb", statements)
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +160,7 @@ def test_the_sensor_publishes_after_a_failed_build_and_not_after_a_failed_load(f
 
 
 def test_the_night_after_mended_publishes_every_mart(failed, demo_root):
-    with duckdb.connect(str(demo_root / "landing" / ".." / "warehouse.duckdb"), read_only=True) as con:
+    with duckdb.connect(str(demo_root / "warehouse.duckdb"), read_only=True) as con:
         assert con.execute("select input_tokens from raw.serving_requests where source_line = 5").fetchall() == [
             (None,)
         ]
