@@ -27,7 +27,8 @@ import dagster as dg
 import yaml
 from dagster._core.instance.ref import InstanceRef
 
-# The last asset of a night that succeeded: it is materialised only after every mart was rebuilt.
+# The last asset of a night: materialised after the marts were rebuilt (or, after a failed build, some of them:
+# its metadata's stale_marts then names those kept; published_as_of skips such a publication).
 LAST_ASSET = dg.AssetKey(["published", "marts"])
 
 INSTANCE_YAML = """\

@@ -4,7 +4,8 @@ The dbt step marks every model it selected ``not finished`` before dbt starts, a
 ``run_results.json`` when the build ends (``record_results``), successful or not:
 
 - ``built``: dbt built it and none of its error-severity tests failed;
-- ``failed a test``: built, but an error-severity test on it failed (or could not run), so its rows are not trusted;
+- ``failed a test``: built, but an error-severity test that reads it failed (or could not run): its rows are not
+  trusted;
 - ``error``: dbt could not build it;
 - ``skipped``: dbt did not build it, because upstream of it a model errored or an error-severity test failed;
 - ``not finished``: the build wrote no result for it (killed, or dbt could not start).
@@ -59,7 +60,9 @@ def outcomes(run_results: Mapping[str, Any], manifest: Mapping[str, Any]) -> dic
         node = nodes.get(result["unique_id"])
         if node is None or node["resource_type"] != "test" or result["status"] not in ("fail", "error"):
             continue
-        tested = [node["attached_node"]] if node.get("attached_node") else node["depends_on"]["nodes"]
+        # Every model the test reads: a test that compares two models (a relationship, sums that must match) does
+        # not say which one is wrong.
+        tested = {node.get("attached_node"), *node["depends_on"]["nodes"]}
         for unique_id in tested:
             if found.get(unique_id) == BUILT:
                 found[unique_id] = FAILED_TEST

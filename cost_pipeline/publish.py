@@ -11,7 +11,8 @@
 
 Both files also hold ``main.inputs``: the warehouse's file ledger (source, file, sha256, row counts), so a reader
 can trace a figure to the landing files it came from, ``main.published``: one row, ``as_of``, the night they
-were published, and ``main.stale``: the marts kept from the last publication. A mart whose last dbt build did not
+were published (and the digest of the confidentiality rules they were made under), and ``main.stale``: the marts
+kept from the last publication. A mart whose last dbt build did not
 end ``built`` (``cost_pipeline.model_builds``), and every mart a confidentiality rule spans with it, is copied from
 the file being replaced as it was (``kept_marts``). Every published mart table ends with an ``as_of`` column, so
 each row says which night it is as of; apart from it the tables do not depend on when they were published, so
@@ -34,7 +35,10 @@ publish deletes it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import glob
+import hashlib
+import json
 import os
 import stat
 import uuid
@@ -57,6 +61,8 @@ AUDIENCES = (FINANCE, ENGINEERING)
 MARTS = "marts"
 INPUTS = "inputs"  # main.inputs in each published file
 PUBLISHED = "published"  # main.published: as_of, the night the file was published
+RULES_DIGEST = "confidentiality_sha256"  # main.published: the digest of the confidentiality rules it was made under
+MAIN = "main"
 STALE = "stale"  # main.stale: the marts this publication kept from the last one, why, and the night they are as of
 AS_OF = PUBLISHED_AT  # the last column of every published mart table, and main.published's one column
 AS_OF_DESCRIPTION = "The night these figures were published (UTC): the same on every row of this publication."
@@ -466,7 +472,11 @@ def _write(
             "order by source, source_file"
         )
         (inputs,) = con.execute(f"select count(*) from {alias}.main.{INPUTS}").fetchone()
-        con.execute(f"create table {alias}.main.{PUBLISHED} as select cast(? as timestamptz) as {AS_OF}", [as_of])
+        con.execute(
+            f"create table {alias}.main.{PUBLISHED} as select cast(? as timestamptz) as {AS_OF}, "
+            f"cast(? as varchar) as {RULES_DIGEST}",
+            [as_of, confidentiality_digest()],
+        )
         con.execute(
             f"create table {alias}.main.{STALE} (mart varchar not null, reason varchar not null, {AS_OF} timestamptz)"
         )
@@ -515,23 +525,63 @@ def _keep_stale(
     before = "last_publication"
     con.execute(f"attach ? as {before} (read_only)", [str(target)])
     try:
-        present = {
-            t
-            for (t,) in con.execute(
-                "select table_name from duckdb_tables() where database_name = ? and schema_name = ?", [before, MARTS]
+        tables = {
+            (schema, table)
+            for schema, table in con.execute(
+                "select schema_name, table_name from duckdb_tables() where database_name = ?", [before]
             ).fetchall()
         }
+        columns = {
+            c
+            for (c,) in con.execute(
+                "select column_name from duckdb_columns() where database_name = ? and schema_name = 'main' "
+                "and table_name = ?",
+                [before, PUBLISHED],
+            ).fetchall()
+        }
+        same_rules = (
+            RULES_DIGEST in columns
+            and con.execute(
+                f"select bool_and({RULES_DIGEST} = ?) from {before}.main.{PUBLISHED}", [confidentiality_digest()]
+            ).fetchone()[0]
+        )
         kept: dict[str, datetime | None] = {}
         for table in stale:
-            if table not in present:
+            if not same_rules or (MARTS, table) not in tables:
                 kept[table] = None
                 continue
             con.execute(f"create table {alias}.{MARTS}.{quote(table)} as select * from {before}.{MARTS}.{quote(table)}")
-            (kept[table],) = con.execute(f"select max({AS_OF}) from {before}.{MARTS}.{quote(table)}").fetchone()
+            kept[table] = _night_of_copy(con, before, table, (MAIN, STALE) in tables)
         _copy_comments(con, before, alias, {t for t in kept if kept[t] is not None})
     finally:
         con.execute(f"detach {before}")
     return kept
+
+
+def _night_of_copy(con: duckdb.DuckDBPyConnection, before: str, table: str, has_stale: bool) -> datetime:
+    """The night the last publication's copy of ``table`` is as of: its rows' ``as_of``; for a table without rows,
+    the night its ``main.stale`` row names, else that publication's."""
+    kept_before = f"(select {AS_OF} from {before}.main.{STALE} where mart = ?)" if has_stale else "null"
+    (night,) = con.execute(
+        f"select coalesce((select max({AS_OF}) from {before}.{MARTS}.{quote(table)}), {kept_before}, "
+        f"(select max({AS_OF}) from {before}.main.{PUBLISHED}))",
+        [table] if has_stale else [],
+    ).fetchone()
+    return night
+
+
+def confidentiality_digest() -> str:
+    """sha256 of the contract's confidentiality rules as publishing applies them: a mart kept from a publication
+    made under other rules could show what the rules now blank, so it is kept only while this is the same."""
+    rules = {
+        "confidential": sorted(f"{t}.{c}" for t, c in confidential_columns()),
+        "small_groups": small_group_rules(),
+        "min_people": min_people(),
+        "complements": [dataclasses.asdict(c) for c in complements()],
+        "over_versions": {t: dataclasses.asdict(r) for t, r in over_versions().items()},
+        "sources": sorted(confidential_sources()),
+    }
+    return hashlib.sha256(json.dumps(rules, sort_keys=True, default=list).encode()).hexdigest()
 
 
 def as_of_column(as_of: datetime) -> str:

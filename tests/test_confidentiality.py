@@ -252,7 +252,7 @@ def test_the_engineering_file_is_the_same_whichever_rates_were_planted(nights):
         }
         for variant in RATES
     }
-    for variant in RATES:  # main.published holds only as_of, the moment each night published: not a figure
+    for variant in RATES:  # main.published holds as_of and the rules' digest: not a figure
         for audience in (FINANCE, ENGINEERING):
             assert set(fingerprints[variant][audience]["main"]) == {"inputs", "published", "stale"}
             del fingerprints[variant][audience]["main"]["published"]

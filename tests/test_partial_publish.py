@@ -10,6 +10,7 @@ both files. The night after, mended, publishes every mart again and ``main.stale
 from __future__ import annotations
 
 import shutil
+from datetime import timedelta
 from pathlib import Path
 
 import dagster as dg
@@ -25,9 +26,11 @@ from cost_pipeline.publish import (
     FINANCE,
     MARTS,
     PUBLISHED,
+    RULES_DIGEST,
     STALE,
     kept_marts,
     parquet_folder,
+    publish,
     published_path,
 )
 from tests.helpers import Night, cli_night
@@ -152,6 +155,14 @@ def test_the_sensor_publishes_after_a_failed_build_and_not_after_a_failed_load(f
             dagster_run=night,
         ).for_run_failure() as context:
             request = publish_after_failed_build(context)
+        one_model = night._replace(asset_selection=frozenset({dg.AssetKey(["marts", "dim_batches"])}))
+        with dg.build_run_status_sensor_context(  # an engineer's run of one model: it never meant to publish
+            sensor_name=publish_after_failed_build.name,
+            dagster_event=failure.dagster_event,
+            dagster_instance=instance,
+            dagster_run=one_model,
+        ).for_run_failure() as context:
+            assert isinstance(publish_after_failed_build(context), dg.SkipReason)
     assert isinstance(request, dg.RunRequest) and request.run_key == night.run_id
     assert publish_after_failed_build.job_name == "publish_after_failed_build"
     assert publishes_after(["cost_models"], failed.warehouse, night.run_id)
@@ -179,6 +190,14 @@ def test_outcomes_mark_a_model_whose_error_test_failed_and_keep_warnings():
             "test.p.t1": {"resource_type": "test", "attached_node": "model.p.a", "depends_on": {"nodes": []}},
             "test.p.t2": {"resource_type": "test", "attached_node": None, "depends_on": {"nodes": ["model.p.c"]}},
             "test.p.t3": {"resource_type": "test", "attached_node": "model.p.c", "depends_on": {"nodes": []}},
+            # sums of two models that must match: either may be the wrong one
+            "test.p.t4": {
+                "resource_type": "test",
+                "attached_node": "model.p.d",
+                "depends_on": {"nodes": ["model.p.e"]},
+            },
+            "model.p.d": {"resource_type": "model"},
+            "model.p.e": {"resource_type": "model"},
         }
     }
     results = {
@@ -194,6 +213,11 @@ def test_outcomes_mark_a_model_whose_error_test_failed_and_keep_warnings():
     results["results"].append({"unique_id": "test.p.t2", "status": "error"})
     assert outcomes(results, manifest)["model.p.c"] == FAILED_TEST
     assert NOT_FINISHED not in outcomes(results, manifest).values()
+    results["results"] += [{"unique_id": u, "status": "success"} for u in ("model.p.d", "model.p.e")]
+    results["results"].append({"unique_id": "test.p.t4", "status": "fail"})
+    assert {u: outcomes(results, manifest)[u] for u in ("model.p.d", "model.p.e")} == dict.fromkeys(
+        ("model.p.d", "model.p.e"), FAILED_TEST
+    )
 
 
 def test_a_confidentiality_rule_keeps_its_marts_together():
@@ -202,3 +226,48 @@ def test_a_confidentiality_rule_keeps_its_marts_together():
     assert set(kept) == marts  # the history spans its latest tables, whose complement spans the cost lines
     assert kept["fct_batch_cost_history"] == "its last build ended: skipped"
     assert kept_marts({}, marts) == {}
+
+
+def _skipped(demo_run, copy: Path, mart: str, previous: str) -> Path:
+    """A copy of the demo night in ``copy`` whose last build skipped ``mart``, after ``previous`` ran on its
+    published files."""
+    shutil.copytree(demo_run.warehouse.parent, copy, ignore=shutil.ignore_patterns("*.lock"))
+    warehouse = copy / "warehouse.duckdb"
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("update ops.model_builds set status = ? where model_name = ?", [SKIPPED, mart])
+    for audience in (FINANCE, ENGINEERING):
+        with duckdb.connect(str(published_path(warehouse, audience))) as con:
+            con.execute(previous)
+    return warehouse
+
+
+def test_a_kept_mart_without_rows_keeps_its_night_and_its_parquet_file(demo_run, tmp_path):
+    warehouse = _skipped(demo_run, tmp_path / "night", "fct_service_month", "delete from marts.fct_service_month")
+    (before,) = _published_query(warehouse, FINANCE, f"select {AS_OF} from main.{PUBLISHED}")[0]
+    publication = publish(warehouse, as_of=before + timedelta(days=1))
+    assert publication.stale == {"fct_service_month": ("its last build ended: skipped", before)}
+    for audience in (FINANCE, ENGINEERING):
+        assert _published_query(warehouse, audience, f"select mart, {AS_OF} from main.{STALE}") == [
+            ("fct_service_month", before)
+        ]
+        assert _published_query(warehouse, audience, "select count(*) from marts.fct_service_month") == [(0,)]
+        assert (parquet_folder(warehouse, audience) / "fct_service_month.parquet").is_file()
+
+
+def test_a_mart_is_not_kept_from_files_made_under_other_confidentiality_rules(demo_run, tmp_path):
+    """The engineering copy was blanked by the rules of its night: under other rules it could show what they blank."""
+    warehouse = _skipped(
+        demo_run, tmp_path / "night", "fct_task_costs", f"update main.{PUBLISHED} set {RULES_DIGEST} = 'other rules'"
+    )
+    publication = publish(warehouse)
+    assert publication.stale == {
+        "fct_task_costs": ("its last build ended: skipped", None),
+        "fct_model_task_economics": ("kept with fct_task_costs, which a confidentiality rule spans with it", None),
+    }
+    for audience in (FINANCE, ENGINEERING):
+        assert "fct_task_costs" not in _published(warehouse, audience)
+        assert not (parquet_folder(warehouse, audience) / "fct_task_costs.parquet").exists()
+        assert _published_query(warehouse, audience, f"select mart, {AS_OF} from main.{STALE} order by 1") == [
+            ("fct_model_task_economics", None),
+            ("fct_task_costs", None),
+        ]

@@ -150,7 +150,7 @@ def test_the_nightly_run_publishes_a_finance_and_an_engineering_file(demo_run):
     ):
         assert tables(path, "main") == {
             "inputs": list(publishing._INPUT_COLUMNS),
-            "published": ["as_of"],
+            "published": ["as_of", "confidentiality_sha256"],
             "stale": ["mart", "reason", "as_of"],  # the marts kept from the last publication: none, every one rebuilt
         }
         con = duckdb.connect(str(path), read_only=True)

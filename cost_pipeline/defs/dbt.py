@@ -180,11 +180,11 @@ def cost_models(context: dg.AssetExecutionContext, dbt: DbtCliResource, warehous
     # A build whose failed tests all hold landing rows builds once more without those rows (cost_pipeline.dbt_failures).
     # Each build's events are gathered, not streamed: the first one's models and checks, built again, report once.
     # Each selected model's outcome is kept in ops.model_builds (cost_pipeline.model_builds): publishing reads it.
-    with contextlib.closing(warehouse.connect()) as con:
-        manifest = get_manifest_and_translator_from_dbt_assets([cost_models])[0]
-        record_start(con, manifest, _selected_models(context, manifest), context.run.run_id)
+    manifest = get_manifest_and_translator_from_dbt_assets([cost_models])[0]
     try:
         for attempt in (1, 2):
+            with contextlib.closing(warehouse.connect()) as con:  # until dbt says otherwise, nothing is built
+                record_start(con, manifest, _selected_models(context, manifest), context.run.run_id)
             # A target folder of its own per build, named as dagster-dbt names them, seeded with the partial-parse
             # file of the last build on this warehouse so dbt does not re-parse the whole project (see dbt_setup).
             target = (
