@@ -106,8 +106,8 @@ def publish_after_failed_build(context: dg.RunFailureSensorContext):
     warehouse = Path(dg.EnvVar("COST_WAREHOUSE").get_value()).resolve()
     night = context.dagster_run.run_id
     failed = [event.step_key for event in context.get_step_failure_events() if event.step_key]
-    selection = context.dagster_run.asset_selection  # None: the whole job (the nightly one publishes)
-    if selection is not None and published_marts.key not in selection:
+    selection = context.dagster_run.asset_selection  # None or empty: the whole job (the nightly one publishes)
+    if selection and published_marts.key not in selection:
         return dg.SkipReason(f"run {night} did not select {published_marts.key.to_user_string()}: it publishes nothing")
     if not publishes_after(failed, warehouse, night):
         return dg.SkipReason(f"run {night} did not fail in its dbt build: nothing new to publish")
