@@ -103,12 +103,7 @@ def unbuilt(con: duckdb.DuckDBPyConnection, schema: str, database: str | None = 
     """model name -> outcome, for each model of ``schema`` whose last build did not end ``built`` (none when the
     warehouse has no ``ops.model_builds``). ``database``: the warehouse's name when it is attached under one."""
     where = f"{quote(database)}.{TABLE}" if database else TABLE
-    exists = con.execute(
-        "select count(*) from duckdb_tables() where schema_name = 'ops' and table_name = 'model_builds' "
-        "and database_name = coalesce(?, current_database())",
-        [database],
-    ).fetchone()[0]
-    if not exists:
+    if not _kept(con, database):
         return {}
     return dict(
         con.execute(
@@ -120,7 +115,15 @@ def unbuilt(con: duckdb.DuckDBPyConnection, schema: str, database: str | None = 
 
 def recorded_by(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
     """Whether the dbt step of run ``run_id`` recorded the outcomes of its build (its models' start at least)."""
-    exists = con.execute(
-        "select count(*) from duckdb_tables() where schema_name = 'ops' and table_name = 'model_builds'"
-    ).fetchone()[0]
-    return bool(exists) and con.execute(f"select count(*) > 0 from {TABLE} where run_id = ?", [run_id]).fetchone()[0]
+    return _kept(con) and con.execute(f"select count(*) > 0 from {TABLE} where run_id = ?", [run_id]).fetchone()[0]
+
+
+def _kept(con: duckdb.DuckDBPyConnection, database: str | None = None) -> bool:
+    """Whether the warehouse (``con``'s, or the one attached as ``database``) has ``ops.model_builds``."""
+    schema, table = TABLE.split(".")
+    (found,) = con.execute(
+        "select count(*) from duckdb_tables() where schema_name = ? and table_name = ? "
+        "and database_name = coalesce(?, current_database())",
+        [schema, table, database],
+    ).fetchone()
+    return bool(found)

@@ -62,9 +62,8 @@ MARTS = "marts"
 INPUTS = "inputs"  # main.inputs in each published file
 PUBLISHED = "published"  # main.published: as_of, the night the file was published
 RULES_DIGEST = "confidentiality_sha256"  # main.published: the digest of the confidentiality rules it was made under
-MAIN = "main"
 STALE = "stale"  # main.stale: the marts this publication kept from the last one, why, and the night they are as of
-AS_OF = PUBLISHED_AT  # the last column of every published mart table, and main.published's one column
+AS_OF = PUBLISHED_AT  # the last column of every published mart table, and main.published's first
 AS_OF_DESCRIPTION = "The night these figures were published (UTC): the same on every row of this publication."
 # DuckDB 1.1 and later open files of this storage version; the default of duckdb 2.x is unreadable for 1.x clients.
 STORAGE_VERSION = "v1.1.0"
@@ -551,7 +550,7 @@ def _keep_stale(
                 kept[table] = None
                 continue
             con.execute(f"create table {alias}.{MARTS}.{quote(table)} as select * from {before}.{MARTS}.{quote(table)}")
-            kept[table] = _night_of_copy(con, before, table, (MAIN, STALE) in tables)
+            kept[table] = _night_of_copy(con, before, table, ("main", STALE) in tables)
         _copy_comments(con, before, alias, {t for t in kept if kept[t] is not None})
     finally:
         con.execute(f"detach {before}")
