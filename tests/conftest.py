@@ -32,6 +32,7 @@ LONGEST_FIRST = (
     "test_confidentiality.py",
     "test_retraction_history.py",
     "test_partial_publish.py",
+    "test_held_batch_rows.py",
     "test_mig_night.py",
     "test_ui_end_to_end.py",
     "test_daemon_sensor.py",

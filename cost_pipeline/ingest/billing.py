@@ -162,5 +162,6 @@ SOURCES = (
         ),
         options=FocusOptions,
         batch_lineage=batch_lineage("intermediate.int_focus_charges_attributed"),
+        rows_stand_alone=True,
     ),
 )

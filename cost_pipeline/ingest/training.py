@@ -13,5 +13,6 @@ SOURCES = (
         ("*.jsonl",),
         "Training-step records",
         RowLoader(schemas.training_steps, jsonl_columns),
+        rows_stand_alone=True,
     ),
 )

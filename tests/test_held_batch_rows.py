@@ -1,0 +1,155 @@
+"""A training step and a FOCUS charge line that pass the contract and fail a staging dbt test are held as a request
+is (issue 10): the night builds every mart without them, and its figures are those of a night whose contract had
+quarantined the same two lines at ingest. Only their own batches' figures move.
+
+Both nights start from copies of the session's demo night. The held night changes two raw rows behind the
+contract's back (the landing files are unchanged, so the night keeps its raw rows and dbt sees the bad values). The
+quarantined night writes the same values into the landing files, where the contract refuses them.
+"""
+
+from __future__ import annotations
+
+import shutil
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from cost_pipeline.cli import HELD_EXIT
+from tests.helpers import Night, cli_night, query
+
+pytestmark = pytest.mark.xdist_group("held_batch_rows")
+
+STEPS_FILE, STEP_LINE = "steps/steps.jsonl", 33  # batch B-7, job 1003: its last step
+FOCUS_FILE, FOCUS_LINE = "billing/aws_focus_2026-11.csv", 4  # batch B-10's checkpoint volume, 12.00 billed
+STEP_TEST = "in_contract_enumeration_stg_steps__training_steps_discarded_reason__discard_reason"
+FOCUS_TEST = "in_contract_enumeration_stg_billing__focus_charges_charge_category__focus_charge_category"
+
+
+def _copy(demo_run, root: Path) -> tuple[Path, Path]:
+    assert demo_run.succeeded
+    landing, warehouse = root / "landing", root / "warehouse.duckdb"
+    shutil.copytree(demo_run.landing, landing)
+    shutil.copy2(demo_run.warehouse, warehouse)
+    return landing, warehouse
+
+
+@pytest.fixture(scope="module")
+def held(demo_run, tmp_path_factory: pytest.TempPathFactory) -> Night:
+    landing, warehouse = _copy(demo_run, tmp_path_factory.mktemp("held"))
+    return cli_night(
+        landing,
+        warehouse,
+        [
+            f"update raw.training_steps set discarded_reason = 'bogus' where source_line = {STEP_LINE}",
+            f"update raw.billing_focus set charge_category = 'bogus' where source_line = {FOCUS_LINE}",
+        ],
+    )
+
+
+def _edit_line(path: Path, number: int, old: str, new: str) -> None:
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert lines[number - 1].count(old) == 1, lines[number - 1]
+    lines[number - 1] = lines[number - 1].replace(old, new)
+    path.write_text("".join(lines), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def quarantined(demo_run, tmp_path_factory: pytest.TempPathFactory) -> Night:
+    landing, warehouse = _copy(demo_run, tmp_path_factory.mktemp("quarantined"))
+    _edit_line(landing / STEPS_FILE, STEP_LINE, '"discarded_reason": null', '"discarded_reason": "bogus"')
+    _edit_line(landing / FOCUS_FILE, FOCUS_LINE, ",Usage,", ",bogus,")
+    return cli_night(landing, warehouse)
+
+
+def _ledger(warehouse: Path, source_file: str) -> tuple:
+    (row,) = query(
+        warehouse,
+        "select rows_in, rows_staged, rows_quarantined from raw.ingested_files where source_file = ?",
+        [source_file],
+    )
+    return row
+
+
+def test_a_step_and_a_focus_line_that_fail_staging_tests_are_held(demo_run, held):
+    assert held.code == HELD_EXIT, held.err
+    for source, test, file, line in (
+        ("billing_focus", FOCUS_TEST, FOCUS_FILE, FOCUS_LINE),
+        ("training_steps", STEP_TEST, STEPS_FILE, STEP_LINE),
+    ):
+        assert (
+            f"  held: 1 row(s) of {source} passed the contract and failed dbt test {test} (first: {file} line "
+            f"{line}); quarantined, left out of the marts built tonight" in held.out
+        )
+        rows_in, staged, quarantined = _ledger(demo_run.warehouse, file)
+        assert _ledger(held.warehouse, file) == (rows_in, staged - 1, quarantined + 1)
+    assert query(
+        held.warehouse,
+        "select source, source_file, line, rule from raw.quarantine where starts_with(rule, 'dbt:') order by source",
+    ) == [
+        ("billing_focus", FOCUS_FILE, FOCUS_LINE, f"dbt:{FOCUS_TEST}"),
+        ("training_steps", STEPS_FILE, STEP_LINE, f"dbt:{STEP_TEST}"),
+    ]
+
+
+def _marts(warehouse: Path, *leave_out: str) -> dict[str, list[tuple]]:
+    """Every table of the warehouse's marts schema, its rows sorted, without the night's as_of and ``leave_out``."""
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        tables = [
+            name
+            for (name,) in con.execute(
+                "select table_name from information_schema.tables where table_schema = 'marts' order by 1"
+            ).fetchall()
+        ]
+        marts = {}
+        for table in tables:
+            described = con.execute(f'describe marts."{table}"').fetchall()
+            columns = [name for name, *_ in described if name not in ("as_of", *leave_out)]
+            rows = con.execute(f'select {", ".join(columns)} from marts."{table}"').fetchall()
+            marts[table] = sorted(rows, key=repr)
+    return marts
+
+
+def test_the_held_nights_figures_are_those_of_the_lines_quarantined_at_ingest(held, quarantined):
+    """A held row is left out as if the contract had quarantined it: every mart equals, row for row, the marts of
+    a night whose landing files carried the same values, refused at ingest."""
+    assert quarantined.code == 0, quarantined.err
+    assert query(quarantined.warehouse, "select source, line from raw.quarantine order by source, line") == [
+        ("billing_focus", FOCUS_LINE),
+        ("scheduler_jobs", 27),  # the demo's own refused sacct line
+        ("training_steps", STEP_LINE),
+    ]
+    # The history's inputs_hash covers the landing files' bytes, which differ: the held night's files are the demo's.
+    held_marts, quarantined_marts = _marts(held.warehouse, "inputs_hash"), _marts(quarantined.warehouse, "inputs_hash")
+    assert held_marts.keys() == quarantined_marts.keys()
+    for table, rows in held_marts.items():
+        assert rows == quarantined_marts[table], table
+
+
+def test_only_the_held_rows_batches_figures_move(demo_run, held):
+    """The step is batch B-7's, the charge line B-10's: every other batch's rows in every mart are the demo's. By
+    hand: B-10 is billed 12.00 less (the checkpoint volume's line), and B-7 ran and counted one step (1,000,000
+    tokens) fewer."""
+    before, after = _marts(demo_run.warehouse), _marts(held.warehouse)
+    with duckdb.connect(str(held.warehouse), read_only=True) as con:
+        by_batch = {
+            table
+            for (table,) in con.execute(
+                "select table_name from information_schema.columns where table_schema = 'marts' "
+                "and column_name = 'batch_id'"
+            ).fetchall()
+        }
+    assert {"fct_batch_costs", "fct_batch_compute", "fct_cost_lines", "fct_resource_book"} <= by_batch
+    for table in by_batch:
+        columns = [row[0] for row in query(held.warehouse, f'describe marts."{table}"') if row[0] != "as_of"]
+        batch = columns.index("batch_id")
+        others = [[row for row in rows[table] if row[batch] not in ("B-7", "B-10")] for rows in (before, after)]
+        assert others[0] == others[1], table
+    costs = "select batch_id, total_cost from marts.fct_batch_costs where batch_id in ('B-7', 'B-10') order by 1"
+    (b10_before, b7_before), (b10_after, b7_after) = query(demo_run.warehouse, costs), query(held.warehouse, costs)
+    assert b10_after[1] == b10_before[1] - Decimal("12.00")
+    assert b7_after == b7_before  # a step held: the job's cost stays, its split moves
+    compute = "select steps_run, steps_counted, tokens_counted from marts.fct_batch_compute where batch_id = 'B-7'"
+    (run, counted, tokens) = query(demo_run.warehouse, compute)[0]
+    assert query(held.warehouse, compute) == [(run - 1, counted - 1, tokens - 1_000_000)]
