@@ -42,6 +42,7 @@ import json
 import os
 import stat
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -439,6 +440,18 @@ def _marts_columns(con: duckdb.DuckDBPyConnection, source: str) -> dict[str, lis
     return columns
 
 
+@contextlib.contextmanager
+def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """The statements of the block in one transaction, rolled back if it raises."""
+    con.execute("begin transaction")
+    try:
+        yield
+    except BaseException:
+        con.execute("rollback")
+        raise
+    con.execute("commit")
+
+
 def _write(
     con: duckdb.DuckDBPyConnection,
     source: str,
@@ -458,32 +471,38 @@ def _write(
     con.execute(f"attach ? as {alias} (storage_version '{STORAGE_VERSION}')", [str(temporary)])
     _copy_permissions(target, temporary)
     try:
-        con.execute(f"create schema {alias}.{MARTS}")
-        stamp = as_of_column(as_of)
-        for table, expressions in plan.items():
+        # The file's statements in two transactions: a commit each (hundreds of comments) would cost a second.
+        with _transaction(con):
+            con.execute(f"create schema {alias}.{MARTS}")
+            stamp = as_of_column(as_of)
+            for table, expressions in plan.items():
+                con.execute(
+                    f"create table {alias}.{MARTS}.{quote(table)} as select {', '.join(expressions)}, {stamp} "
+                    f"from {quote(source)}.{MARTS}.{quote(table)} as t order by all"
+                )
+        kept = _keep_stale(con, alias, target, stale)  # attaches the last publication: not inside a transaction
+        with _transaction(con):
             con.execute(
-                f"create table {alias}.{MARTS}.{quote(table)} as select {', '.join(expressions)}, {stamp} "
-                f"from {quote(source)}.{MARTS}.{quote(table)} as t order by all"
+                f"create table {alias}.main.{INPUTS} as select {', '.join(ledger)} "
+                f"from {quote(source)}.raw.ingested_files order by source, source_file"
             )
-        kept = _keep_stale(con, alias, target, stale)
-        con.execute(
-            f"create table {alias}.main.{INPUTS} as select {', '.join(ledger)} from {quote(source)}.raw.ingested_files "
-            "order by source, source_file"
-        )
-        (inputs,) = con.execute(f"select count(*) from {alias}.main.{INPUTS}").fetchone()
-        con.execute(
-            f"create table {alias}.main.{PUBLISHED} as select cast(? as timestamptz) as {AS_OF}, "
-            f"cast(? as varchar) as {RULES_DIGEST}",
-            [as_of, confidentiality_digest()],
-        )
-        con.execute(
-            f"create table {alias}.main.{STALE} (mart varchar not null, reason varchar not null, {AS_OF} timestamptz)"
-        )
-        for table, night in sorted(kept.items()):
-            con.execute(f"insert into {alias}.main.{STALE} values (?, ?, ?)", [table, stale[table], night])
-        _copy_comments(con, source, alias, set(plan))
-        for table in plan:
-            con.execute(f"comment on column {alias}.{MARTS}.{quote(table)}.{AS_OF} is {_literal(AS_OF_DESCRIPTION)}")
+            (inputs,) = con.execute(f"select count(*) from {alias}.main.{INPUTS}").fetchone()
+            con.execute(
+                f"create table {alias}.main.{PUBLISHED} as select cast(? as timestamptz) as {AS_OF}, "
+                f"cast(? as varchar) as {RULES_DIGEST}",
+                [as_of, confidentiality_digest()],
+            )
+            con.execute(
+                f"create table {alias}.main.{STALE} "
+                f"(mart varchar not null, reason varchar not null, {AS_OF} timestamptz)"
+            )
+            for table, night in sorted(kept.items()):
+                con.execute(f"insert into {alias}.main.{STALE} values (?, ?, ?)", [table, stale[table], night])
+            _copy_comments(con, source, alias, set(plan))
+            for table in plan:
+                con.execute(
+                    f"comment on column {alias}.{MARTS}.{quote(table)}.{AS_OF} is {_literal(AS_OF_DESCRIPTION)}"
+                )
         con.execute(f"checkpoint {alias}")
         nights = {table: as_of for table in plan} | {t: night for t, night in kept.items() if night is not None}
         _write_parquet(con, alias, nights, folder, parquet)
