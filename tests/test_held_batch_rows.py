@@ -1,8 +1,8 @@
-"""A training step and a FOCUS charge line that pass the contract and fail a staging dbt test are held as a request
-is (issue 10): the night builds every mart without them, and its figures are those of a night whose contract had
-quarantined the same two lines at ingest. Only their own batches' figures move.
+"""A training step, a FOCUS charge line and a batch's trial round that pass the contract and fail a staging dbt test
+are held as a request is (issue 10): the night builds every mart without them, and its figures are those of a night
+whose contract had quarantined the same three lines at ingest. Only their own batches' figures move.
 
-Both nights start from copies of the session's demo night. The held night changes two raw rows behind the
+Both nights start from copies of the session's demo night. The held night changes three raw rows behind the
 contract's back (the landing files are unchanged, so the night keeps its raw rows and dbt sees the bad values). The
 quarantined night writes the same values into the landing files, where the contract refuses them.
 """
@@ -23,8 +23,12 @@ pytestmark = pytest.mark.xdist_group("held_batch_rows")
 
 STEPS_FILE, STEP_LINE = "steps/steps.jsonl", 33  # batch B-7, job 1003: its last step
 FOCUS_FILE, FOCUS_LINE = "billing/aws_focus_2026-11.csv", 4  # batch B-10's checkpoint volume, 12.00 billed
+ROUNDS_FILE, ROUND_LINE = "registry/rounds.csv", 3  # batch B-7's second and last round
 STEP_TEST = "in_contract_enumeration_stg_steps__training_steps_discarded_reason__discard_reason"
 FOCUS_TEST = "in_contract_enumeration_stg_billing__focus_charges_charge_category__focus_charge_category"
+ROUND_TEST = (
+    "not_null_columns_stg_registry__rounds_batch_id__round_number__started_at__ended_at__source_file__source_line"
+)
 
 
 def _copy(demo_run, root: Path) -> tuple[Path, Path]:
@@ -44,6 +48,7 @@ def held(demo_run, tmp_path_factory: pytest.TempPathFactory) -> Night:
         [
             f"update raw.training_steps set discarded_reason = 'bogus' where source_line = {STEP_LINE}",
             f"update raw.billing_focus set charge_category = 'bogus' where source_line = {FOCUS_LINE}",
+            f"update raw.batch_rounds set ended_at = null where source_line = {ROUND_LINE}",
         ],
     )
 
@@ -60,6 +65,7 @@ def quarantined(demo_run, tmp_path_factory: pytest.TempPathFactory) -> Night:
     landing, warehouse = _copy(demo_run, tmp_path_factory.mktemp("quarantined"))
     _edit_line(landing / STEPS_FILE, STEP_LINE, '"discarded_reason": null', '"discarded_reason": "bogus"')
     _edit_line(landing / FOCUS_FILE, FOCUS_LINE, ",Usage,", ",bogus,")
+    _edit_line(landing / ROUNDS_FILE, ROUND_LINE, ",2026-11-05T00:00:00,", ",,")
     return cli_night(landing, warehouse)
 
 
@@ -72,9 +78,10 @@ def _ledger(warehouse: Path, source_file: str) -> tuple:
     return row
 
 
-def test_a_step_and_a_focus_line_that_fail_staging_tests_are_held(demo_run, held):
+def test_a_step_a_focus_line_and_a_round_that_fail_staging_tests_are_held(demo_run, held):
     assert held.code == HELD_EXIT, held.err
     for source, test, file, line in (
+        ("batch_rounds", ROUND_TEST, ROUNDS_FILE, ROUND_LINE),
         ("billing_focus", FOCUS_TEST, FOCUS_FILE, FOCUS_LINE),
         ("training_steps", STEP_TEST, STEPS_FILE, STEP_LINE),
     ):
@@ -88,6 +95,7 @@ def test_a_step_and_a_focus_line_that_fail_staging_tests_are_held(demo_run, held
         held.warehouse,
         "select source, source_file, line, rule from raw.quarantine where starts_with(rule, 'dbt:') order by source",
     ) == [
+        ("batch_rounds", ROUNDS_FILE, ROUND_LINE, f"dbt:{ROUND_TEST}"),
         ("billing_focus", FOCUS_FILE, FOCUS_LINE, f"dbt:{FOCUS_TEST}"),
         ("training_steps", STEPS_FILE, STEP_LINE, f"dbt:{STEP_TEST}"),
     ]
@@ -116,6 +124,7 @@ def test_the_held_nights_figures_are_those_of_the_lines_quarantined_at_ingest(he
     a night whose landing files carried the same values, refused at ingest."""
     assert quarantined.code == 0, quarantined.err
     assert query(quarantined.warehouse, "select source, line from raw.quarantine order by source, line") == [
+        ("batch_rounds", ROUND_LINE),
         ("billing_focus", FOCUS_LINE),
         ("scheduler_jobs", 27),  # the demo's own refused sacct line
         ("training_steps", STEP_LINE),
@@ -128,9 +137,9 @@ def test_the_held_nights_figures_are_those_of_the_lines_quarantined_at_ingest(he
 
 
 def test_only_the_held_rows_batches_figures_move(demo_run, held):
-    """The step is batch B-7's, the charge line B-10's: every other batch's rows in every mart are the demo's. By
-    hand: B-10 is billed 12.00 less (the checkpoint volume's line), and B-7 ran and counted one step (1,000,000
-    tokens) fewer."""
+    """The step and the round are batch B-7's, the charge line B-10's: every other batch's rows in every mart are the
+    demo's. By hand: B-10 is billed 12.00 less (the checkpoint volume's line), B-7 ran and counted one step
+    (1,000,000 tokens) fewer, and has one round (the first) instead of two."""
     before, after = _marts(demo_run.warehouse), _marts(held.warehouse)
     with duckdb.connect(str(held.warehouse), read_only=True) as con:
         by_batch = {
@@ -153,3 +162,5 @@ def test_only_the_held_rows_batches_figures_move(demo_run, held):
     compute = "select steps_run, steps_counted, tokens_counted from marts.fct_batch_compute where batch_id = 'B-7'"
     (run, counted, tokens) = query(demo_run.warehouse, compute)[0]
     assert query(held.warehouse, compute) == [(run - 1, counted - 1, tokens - 1_000_000)]
+    rounds = "select rounds from marts.fct_batch_budget where batch_id = 'B-7'"
+    assert query(demo_run.warehouse, rounds) == [(2,)] and query(held.warehouse, rounds) == [(1,)]

@@ -26,5 +26,6 @@ SOURCES = (
         "Trial rounds of each batch and the evidence each produced",
         RowLoader(schemas.batch_rounds, csv_required),
         batch_lineage=batch_lineage("staging.stg_registry__rounds"),
+        rows_stand_alone=True,
     ),
 )
