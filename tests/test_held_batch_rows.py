@@ -162,5 +162,5 @@ def test_only_the_held_rows_batches_figures_move(demo_run, held):
     compute = "select steps_run, steps_counted, tokens_counted from marts.fct_batch_compute where batch_id = 'B-7'"
     (run, counted, tokens) = query(demo_run.warehouse, compute)[0]
     assert query(held.warehouse, compute) == [(run - 1, counted - 1, tokens - 1_000_000)]
-    rounds = "select rounds from marts.fct_batch_budget where batch_id = 'B-7'"
+    rounds = "select rounds_run from marts.fct_batch_budget where batch_id = 'B-7'"
     assert query(demo_run.warehouse, rounds) == [(2,)] and query(held.warehouse, rounds) == [(1,)]
