@@ -13,12 +13,12 @@ When every failed test is on a staging model of a landing source and each failin
 (rule ``dbt:<test>``, the file ledger's counts moved with them, so rows in still equal rows staged plus quarantined)
 and the nightly job builds again without them; the night's summary names them (``held_rows``). Only a source whose
 rows stand alone (``Source.rows_stand_alone``: a request, a device sample, a timesheet entry, a training step, a
-batch's trial round, a FOCUS charge line; not a register, price, ledger, rule or job that other rows are read
-through) is held from, and only when each staging model then has exactly its failing rows fewer: a record delivered
-again in an older file would otherwise take the held row's place (a model that keeps one delivery of a record by a
-key, its meta's ``record_key`` or the compared columns of identical lines, has every delivery of a failing record
-held). A held row is left out as if the contract had quarantined it at ingest. Held rows are tested again every
-night: a file with held rows is read again, and a gone file's held rows go back into raw before the build
+batch's trial round; not a register, price, ledger, rule, job or bill that other rows are read through) is held
+from, and only when each staging model then has exactly its failing rows fewer: a record delivered again in an older
+file would otherwise take the held row's place (a model that keeps one delivery of a record by a key, its meta's
+``record_key`` or the compared columns of identical lines, has every delivery of a failing record held). A held row
+is left out as if the contract had quarantined it at ingest. Held rows are tested again every night: a file with
+held rows is read again, and a gone file's held rows go back into raw before the build
 (``cost_pipeline.ingest.lib.warehouse.release_held_rows``). Otherwise ``failure_report`` is the run's error: per
 test, what it checks, how many rows break it, and the first files and lines.
 """

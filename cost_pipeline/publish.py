@@ -442,14 +442,15 @@ def _marts_columns(con: duckdb.DuckDBPyConnection, source: str) -> dict[str, lis
 
 @contextlib.contextmanager
 def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """The statements of the block in one transaction, rolled back if it raises."""
+    """The statements of the block in one transaction, rolled back if it or the commit raises."""
     con.execute("begin transaction")
     try:
         yield
+        con.execute("commit")
     except BaseException:
-        con.execute("rollback")
+        with contextlib.suppress(duckdb.Error):  # the error to raise is the block's (or the commit's), not this one
+            con.execute("rollback")
         raise
-    con.execute("commit")
 
 
 def _write(

@@ -211,7 +211,6 @@ def test_rows_that_fail_a_staging_test_are_quarantined_and_the_night_builds_with
         "device_samples_dcgm": (True, 0, {}),
         "device_samples_prometheus": (True, 0, {}),
         "training_steps": (True, 0, {}),
-        "billing_focus": (True, 0, {}),
         "batch_rounds": (True, 0, {}),
     }
 

@@ -1,8 +1,8 @@
-"""A training step, a FOCUS charge line and a batch's trial round that pass the contract and fail a staging dbt test
-are held as a request is (issue 10): the night builds every mart without them, and its figures are those of a night
-whose contract had quarantined the same three lines at ingest. Only their own batches' figures move.
+"""A training step and a batch's trial round that pass the contract and fail a staging dbt test are held as a request
+is (issue 10): the night builds every mart without them, and its figures are those of a night whose contract had
+quarantined the same two lines at ingest. Only their own batch's figures move.
 
-Both nights start from copies of the session's demo night. The held night changes three raw rows behind the
+Both nights start from copies of the session's demo night. The held night changes two raw rows behind the
 contract's back (the landing files are unchanged, so the night keeps its raw rows and dbt sees the bad values). The
 quarantined night writes the same values into the landing files, where the contract refuses them.
 """
@@ -10,7 +10,6 @@ quarantined night writes the same values into the landing files, where the contr
 from __future__ import annotations
 
 import shutil
-from decimal import Decimal
 from pathlib import Path
 
 import duckdb
@@ -22,10 +21,8 @@ from tests.helpers import Night, cli_night, query
 pytestmark = pytest.mark.xdist_group("held_batch_rows")
 
 STEPS_FILE, STEP_LINE = "steps/steps.jsonl", 33  # batch B-7, job 1003: its last step
-FOCUS_FILE, FOCUS_LINE = "billing/aws_focus_2026-11.csv", 4  # batch B-10's checkpoint volume, 12.00 billed
 ROUNDS_FILE, ROUND_LINE = "registry/rounds.csv", 3  # batch B-7's second and last round
 STEP_TEST = "in_contract_enumeration_stg_steps__training_steps_discarded_reason__discard_reason"
-FOCUS_TEST = "in_contract_enumeration_stg_billing__focus_charges_charge_category__focus_charge_category"
 ROUND_TEST = (
     "not_null_columns_stg_registry__rounds_batch_id__round_number__started_at__ended_at__source_file__source_line"
 )
@@ -47,7 +44,6 @@ def held(demo_run, tmp_path_factory: pytest.TempPathFactory) -> Night:
         warehouse,
         [
             f"update raw.training_steps set discarded_reason = 'bogus' where source_line = {STEP_LINE}",
-            f"update raw.billing_focus set charge_category = 'bogus' where source_line = {FOCUS_LINE}",
             f"update raw.batch_rounds set ended_at = null where source_line = {ROUND_LINE}",
         ],
     )
@@ -64,7 +60,6 @@ def _edit_line(path: Path, number: int, old: str, new: str) -> None:
 def quarantined(demo_run, tmp_path_factory: pytest.TempPathFactory) -> Night:
     landing, warehouse = _copy(demo_run, tmp_path_factory.mktemp("quarantined"))
     _edit_line(landing / STEPS_FILE, STEP_LINE, '"discarded_reason": null', '"discarded_reason": "bogus"')
-    _edit_line(landing / FOCUS_FILE, FOCUS_LINE, ",Usage,", ",bogus,")
     _edit_line(landing / ROUNDS_FILE, ROUND_LINE, ",2026-11-05T00:00:00,", ",,")
     return cli_night(landing, warehouse)
 
@@ -78,11 +73,10 @@ def _ledger(warehouse: Path, source_file: str) -> tuple:
     return row
 
 
-def test_a_step_a_focus_line_and_a_round_that_fail_staging_tests_are_held(demo_run, held):
+def test_a_step_and_a_round_that_fail_staging_tests_are_held(demo_run, held):
     assert held.code == HELD_EXIT, held.err
     for source, test, file, line in (
         ("batch_rounds", ROUND_TEST, ROUNDS_FILE, ROUND_LINE),
-        ("billing_focus", FOCUS_TEST, FOCUS_FILE, FOCUS_LINE),
         ("training_steps", STEP_TEST, STEPS_FILE, STEP_LINE),
     ):
         assert (
@@ -96,7 +90,6 @@ def test_a_step_a_focus_line_and_a_round_that_fail_staging_tests_are_held(demo_r
         "select source, source_file, line, rule from raw.quarantine where starts_with(rule, 'dbt:') order by source",
     ) == [
         ("batch_rounds", ROUNDS_FILE, ROUND_LINE, f"dbt:{ROUND_TEST}"),
-        ("billing_focus", FOCUS_FILE, FOCUS_LINE, f"dbt:{FOCUS_TEST}"),
         ("training_steps", STEPS_FILE, STEP_LINE, f"dbt:{STEP_TEST}"),
     ]
 
@@ -125,7 +118,6 @@ def test_the_held_nights_figures_are_those_of_the_lines_quarantined_at_ingest(he
     assert quarantined.code == 0, quarantined.err
     assert query(quarantined.warehouse, "select source, line from raw.quarantine order by source, line") == [
         ("batch_rounds", ROUND_LINE),
-        ("billing_focus", FOCUS_LINE),
         ("scheduler_jobs", 27),  # the demo's own refused sacct line
         ("training_steps", STEP_LINE),
     ]
@@ -136,10 +128,11 @@ def test_the_held_nights_figures_are_those_of_the_lines_quarantined_at_ingest(he
         assert rows == quarantined_marts[table], table
 
 
-def test_only_the_held_rows_batches_figures_move(demo_run, held):
-    """The step and the round are batch B-7's, the charge line B-10's: every other batch's rows in every mart are the
-    demo's. By hand: B-10 is billed 12.00 less (the checkpoint volume's line), B-7 ran and counted one step
-    (1,000,000 tokens) fewer, and has one round (the first) instead of two."""
+def test_only_the_held_rows_batch_s_figures_move(demo_run, held):
+    """The step and the round are batch B-7's: every other batch's rows, in every mart with a batch, are the demo's,
+    and so is every mart without one (the cash book, the journal, the service book). By hand: B-7 ran and counted
+    one step (1,000,000 tokens) fewer, has one round (the first) instead of two, and costs the same (a step held
+    moves its job's split, not its cost)."""
     before, after = _marts(demo_run.warehouse), _marts(held.warehouse)
     with duckdb.connect(str(held.warehouse), read_only=True) as con:
         by_batch = {
@@ -150,15 +143,17 @@ def test_only_the_held_rows_batches_figures_move(demo_run, held):
             ).fetchall()
         }
     assert {"fct_batch_costs", "fct_batch_compute", "fct_cost_lines", "fct_resource_book"} <= by_batch
-    for table in by_batch:
+    assert {"fct_cash_book", "fct_gl_journal", "fct_service_month"} <= after.keys() - by_batch
+    for table in after:
+        if table not in by_batch:
+            assert before[table] == after[table], table
+            continue
         columns = [row[0] for row in query(held.warehouse, f'describe marts."{table}"') if row[0] != "as_of"]
         batch = columns.index("batch_id")
-        others = [[row for row in rows[table] if row[batch] not in ("B-7", "B-10")] for rows in (before, after)]
+        others = [[row for row in rows[table] if row[batch] != "B-7"] for rows in (before, after)]
         assert others[0] == others[1], table
-    costs = "select batch_id, total_cost from marts.fct_batch_costs where batch_id in ('B-7', 'B-10') order by 1"
-    (b10_before, b7_before), (b10_after, b7_after) = query(demo_run.warehouse, costs), query(held.warehouse, costs)
-    assert b10_after[1] == b10_before[1] - Decimal("12.00")
-    assert b7_after == b7_before  # a step held: the job's cost stays, its split moves
+    costs = "select total_cost from marts.fct_batch_costs where batch_id = 'B-7'"
+    assert query(held.warehouse, costs) == query(demo_run.warehouse, costs)
     compute = "select steps_run, steps_counted, tokens_counted from marts.fct_batch_compute where batch_id = 'B-7'"
     (run, counted, tokens) = query(demo_run.warehouse, compute)[0]
     assert query(held.warehouse, compute) == [(run - 1, counted - 1, tokens - 1_000_000)]

@@ -162,6 +162,5 @@ SOURCES = (
         ),
         options=FocusOptions,
         batch_lineage=batch_lineage("intermediate.int_focus_charges_attributed"),
-        rows_stand_alone=True,
     ),
 )

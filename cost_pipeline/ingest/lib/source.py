@@ -181,12 +181,13 @@ class Source:
     # it (cost_pipeline.dbt_failures): it is then left out as if the contract had quarantined it at ingest. True only
     # where leaving a row out changes no figure but its own batch's, and the shares other rows take of a pool (a
     # request's share of a model-month's spend, a sample's interval taken by the sample before it, a job's share of
-    # owned capacity). So a training step (its job's hang and setup are read from its steps: the same batch), a FOCUS
-    # charge line (its batch's cloud cost; a job it named is costed from owned capacity when no other line names it)
-    # and a batch's trial round (its batch's rounds and stop signal). False for registers, prices, ledgers, rules,
-    # jobs and replicas, through which other rows are read, priced or classified (a task outcome classifies its
-    # requests, a sacct record attributes its job's samples and steps), and for sources whose later models keep one of
-    # several deliveries (invoices by invoice id, inventories by their latest listing).
+    # owned capacity). So a training step (its own batch's step figures, and its job's setup, hang and discarded time,
+    # read from the job's steps: the job's batch, the same unless the step's label disagrees with its job's) and a
+    # batch's trial round (its batch's rounds and stop signal). False for registers, prices, ledgers, rules, jobs,
+    # replicas and bills, through which other rows are read, priced or classified (a FOCUS line makes the job it names
+    # cloud-billed, whatever batch the line is tagged with, and prices every batch's cloud what-if; a task outcome
+    # classifies its requests; a sacct record attributes its job's samples and steps), and for sources whose later
+    # models keep one of several deliveries (invoices by invoice id, inventories by their latest listing).
     rows_stand_alone: bool = False
 
     def __post_init__(self) -> None:

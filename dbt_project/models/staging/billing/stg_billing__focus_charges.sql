@@ -2,14 +2,11 @@
 -- A restatement is a line of its own (ChargeClass = Correction, or other amounts), so it is kept. The invoice id,
 -- tags (and the batch read from them), resource name, commitment status and the names of who provides, publishes
 -- and invoices it may be filled in or changed by a later export of the same line: not compared, the newest kept.
--- The ignored columns are in the model's meta too: rows held after a failed test are held in every export of their
--- line (cost_pipeline/dbt_failures.py).
-{%- set ignore = ['invoice_id', 'tags', 'batch_id', 'resource_name', 'commitment_discount_status', 'provider_name',
-                  'publisher_name', 'invoice_issuer_name'] %}
-{{ config(meta={'identical_lines_ignore': ignore}) }}
-
 with newest as (
-    {{ identical_lines_once(source('raw', 'billing_focus'), ignore=ignore) }}
+    {{ identical_lines_once(source('raw', 'billing_focus'),
+                            ignore=['invoice_id', 'tags', 'batch_id', 'resource_name',
+                                    'commitment_discount_status', 'provider_name', 'publisher_name',
+                                    'invoice_issuer_name']) }}
 ),
 
 renamed as (
