@@ -558,3 +558,38 @@ def test_an_entry_logged_twice_in_an_export_holds_only_the_failing_copy(demo_run
         # The other copy still counts once, from the newest export; the older export's copy 1 stays behind it.
         kept = "select source_file, source_line from staging.stg_timesheets__entries where source_file in (?, ?) "
         assert con.execute(kept + "and source_line in (1, 2, 900)", [older, newest]).fetchall() == [(newest, 2)]
+
+
+@pytest.mark.parametrize(
+    ("model", "source", "older"),
+    [
+        ("stg_steps__training_steps", "training_steps", "steps/a_step_file_shipped_before.jsonl"),
+        ("stg_registry__rounds", "batch_rounds", "registry/a_rounds_export_before.csv"),
+    ],
+)
+def test_a_step_or_a_round_delivered_before_is_held_in_every_delivery(demo_run, tmp_path, model, source, older):
+    """A step file or a rounds export shipped again: staging keeps each step (job, number, start) and each round
+    (batch, number) once, from the newest file. Holding the newest copy alone would let the older one count in its
+    place, so the hold is refused; with the model's meta record_key both copies are held, and the model has exactly
+    one row fewer."""
+    warehouse = tmp_path / "warehouse.duckdb"
+    shutil.copyfile(demo_run.warehouse, warehouse)
+    record_key = tuple(_manifest()["nodes"][f"model.cost_pipeline.{model}"]["config"]["meta"]["record_key"])
+    with duckdb.connect(str(warehouse)) as con:
+        (newest,) = con.execute(f"select max(source_file) from raw.{source}").fetchone()
+        assert older < newest  # an older delivery by staging's order (file name)
+        _delivered_again(con, source, newest, 3, older)
+        con.execute(
+            f"create schema if not exists scratch; create table scratch.failing as select * from staging.{model} "
+            "where source_file = ? and source_line = 3",
+            [newest],
+        )
+        before = con.execute(f"select count(*) from staging.{model}").fetchone()[0]
+        test = _failed_on(f"staging.{model}", source)
+        with pytest.raises(HoldRefused):
+            hold_rows(con, [test])
+        assert hold_rows(con, [replace(test, record_key=record_key)]) == {source: 2}
+        assert con.execute(f"select count(*) from staging.{model}").fetchone() == (before - 1,)
+        assert con.execute(
+            "select source_file, line from raw.quarantine where rule = 'dbt:t' order by source_file"
+        ).fetchall() == [(older, 1), (newest, 3)]
