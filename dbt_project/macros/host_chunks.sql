@@ -24,9 +24,14 @@
 
 {% macro host_chunk_filter(hostname) -%}
     {%- if target.type == 'duckdb' -%}
-        {#- Unset (a unit test, dbt show): one chunk, every host. #}
-        hash(coalesce({{ hostname }}, '')) % coalesce(getvariable('cost_pipeline_host_chunks'), 1)
-        = coalesce(getvariable('cost_pipeline_host_chunk'), 0)
+        {#- Unset (a unit test, dbt show): one chunk, every host. One chunk folds to true, so no row is hashed. The
+            modulo is taken in hash()'s UBIGINT: with the variable's BIGINT DuckDB widens both to HUGEINT, which cost
+            ten times as much per sample (0.76 s against 0.07 s at 10 M samples), on every scan of every chunk. #}
+        (
+            cast(coalesce(getvariable('cost_pipeline_host_chunks'), 1) as ubigint) = 1
+            or hash(coalesce({{ hostname }}, '')) % cast(coalesce(getvariable('cost_pipeline_host_chunks'), 1) as ubigint)
+            = cast(coalesce(getvariable('cost_pipeline_host_chunk'), 0) as ubigint)
+        )
     {%- else -%}
         1 = 1
     {%- endif -%}

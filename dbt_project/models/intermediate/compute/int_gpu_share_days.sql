@@ -51,17 +51,14 @@ share_rules as (
     where enumeration = 'gpu_share_rule'
 ),
 
--- The samples delivered more than once (one sample: a GPU or instance, a job label and an instant), the only ones
--- whose newest copy has to be found. Numbering every sample's copies in a window cost a third of the model; now
--- only these are numbered. The keys compare a missing instance or label as -1 or '': a sample can only be matched
--- too widely here (then numbered for nothing), never too narrowly, so every copy of a sample delivered again is
--- numbered.
-delivered_again as (
+-- The GPU instants (one GPU at one time) with more than one sample: a sample delivered again, a GPU shared by
+-- several jobs, or several MIG instances of one GPU. Nearly every instant has one sample, which holds its GPU (or its
+-- instance) alone; only the crowded instants' samples are grouped into holders below. (Grouping, numbering and
+-- joining every sample as a holder took most of the model: at 442 M samples it was most of the night.)
+crowded_instants as (
     select
         hostname,
         gpu_index,
-        coalesce(gpu_instance_id, -1) as instance_key,
-        coalesce(job_id, '') as label_key,
         sampled_at
     from {{ ref('int_device_samples_attributed') }}
     -- This chunk's hosts (macros/host_chunks.sql), on every read of the samples.
@@ -69,24 +66,47 @@ delivered_again as (
     {%- if days is not none %}
         and {{ sample_days_where(days, 'sampled_at') }}
     {%- endif %}
+    group by hostname, gpu_index, sampled_at
+    having count(*) > 1
+),
+
+crowded_samples as (
+    select samples.*
+    from {{ ref('int_device_samples_attributed') }} as samples
+    inner join crowded_instants
+        on samples.hostname = crowded_instants.hostname
+        and samples.gpu_index = crowded_instants.gpu_index
+        and samples.sampled_at = crowded_instants.sampled_at
+    where {{ host_chunk_filter('samples.hostname') }}
+    {%- if days is not none %}
+        and {{ sample_days_where(days, 'samples.sampled_at') }}
+    {%- endif %}
+),
+
+-- The crowded samples delivered more than once (one sample: a GPU or instance, a job label and an instant), whose
+-- newest copy has to be found. The keys compare a missing instance or label as -1 or '': a sample can only be
+-- matched too widely here (then numbered for nothing), never too narrowly, so every copy of a sample delivered
+-- again is numbered.
+delivered_again as (
+    select
+        hostname,
+        gpu_index,
+        coalesce(gpu_instance_id, -1) as instance_key,
+        coalesce(job_id, '') as label_key,
+        sampled_at
+    from crowded_samples
     group by hostname, gpu_index, coalesce(gpu_instance_id, -1), coalesce(job_id, ''), sampled_at
     having count(*) > 1
 ),
 
--- Each sample once: as delivered, or its newest copy (the last file, then the last line). Each branch reads the
--- attributed samples itself, so a filter on the days built reaches both.
+-- Each crowded sample once: as delivered, or its newest copy (the last file, then the last line).
 delivered as (
     select
         {{ delivered_columns('samples') }}
-    from {{ ref('int_device_samples_attributed') }} as samples
+    from crowded_samples as samples
     left join delivered_again
         on {{ delivered_again_matches('samples') }}
-    where
-        delivered_again.sampled_at is null
-        and {{ host_chunk_filter('samples.hostname') }}
-    {%- if days is not none %}
-        and {{ sample_days_where(days, 'samples.sampled_at') }}
-    {%- endif %}
+    where delivered_again.sampled_at is null
 
     union all
 
@@ -100,19 +120,15 @@ delivered as (
                     samples.sampled_at
                 order by samples.source_file desc, samples.source_line desc
             ) as copy_number
-        from {{ ref('int_device_samples_attributed') }} as samples
+        from crowded_samples as samples
         inner join delivered_again
             on {{ delivered_again_matches('samples') }}
-        where {{ host_chunk_filter('samples.hostname') }}
-        {%- if days is not none %}
-            and {{ sample_days_where(days, 'samples.sampled_at') }}
-        {%- endif %}
     ) as copies
     where copies.copy_number = 1
 ),
 
--- One row per GPU, instance and instant (the whole GPU is the instance null): how many hold it, and the slices of
--- its profile.
+-- One row per GPU, instance and crowded instant (the whole GPU is the instance null): how many hold it, and the
+-- slices of its profile.
 unit_holders as (
     select
         hostname,
@@ -126,40 +142,88 @@ unit_holders as (
     group by hostname, gpu_index, gpu_instance_id, sampled_at
 ),
 
--- Each holder of a GPU or instance at an instant, with how many share it: one, unless its unit is among the shared
--- ones (a join on those few, not a window over every sample).
-holders as (
+-- Each holder of a GPU or instance at a crowded instant, with how many share it; the first of an instant's holders
+-- (holder_number 1) carries the instant's seconds into gpu_day_seconds.
+crowded_holders as (
     select
         delivered.*,
-        coalesce(shared.holders_sharing, 1) as holders_sharing
+        unit_holders.holders_sharing,
+        row_number() over (
+            partition by delivered.hostname, delivered.gpu_index, delivered.sampled_at
+            order by delivered.gpu_instance_id, delivered.job_key
+        ) as holder_number
     from delivered
-    left join (select * from unit_holders where holders_sharing > 1) as shared
-        on delivered.hostname = shared.hostname
-        and delivered.gpu_index = shared.gpu_index
-        and coalesce(delivered.gpu_instance_id, -1) = coalesce(shared.gpu_instance_id, -1)
-        and delivered.sampled_at = shared.sampled_at
+    inner join unit_holders
+        on delivered.hostname = unit_holders.hostname
+        and delivered.gpu_index = unit_holders.gpu_index
+        and coalesce(delivered.gpu_instance_id, -1) = coalesce(unit_holders.gpu_instance_id, -1)
+        and delivered.sampled_at = unit_holders.sampled_at
 ),
 
--- The units with the total slices of the GPU model its profile names.
-units as (
+-- A crowded instant: the slices its MIG instances hold, and whether the whole GPU (no instance) is among its units.
+crowded_totals as (
     select
-        unit_holders.*,
-        case when unit_holders.gpu_instance_profile is not null then {{ total_slices_of() }} end
-            as profile_total_slices
+        unit_holders.hostname,
+        unit_holders.gpu_index,
+        unit_holders.sampled_at,
+        sum(coalesce(unit_holders.instance_slices, 0)) as held_slices,
+        max(case when unit_holders.gpu_instance_profile is not null then {{ total_slices_of() }} end)
+            as profile_total_slices,
+        max(case when unit_holders.instance_slices is null then 1 else 0 end) as has_whole_gpu
     from unit_holders
     {{ join_slice_totals(latest_contract_version(), 'unit_holders.gpu_instance_profile') }}
+    group by unit_holders.hostname, unit_holders.gpu_index, unit_holders.sampled_at
 ),
 
+-- Every GPU instant: a sample alone at its instant, which is also its one holder, or a crowded instant, whose
+-- holders join after the window.
 instants as (
+    select
+        alone.hostname,
+        alone.gpu_index,
+        alone.sampled_at,
+        coalesce(alone.instance_slices, 0) as held_slices,
+        case when alone.gpu_instance_profile is not null then {{ total_slices_of() }} end as profile_total_slices,
+        case when alone.instance_slices is null then 1 else 0 end as has_whole_gpu,
+        0 as is_crowded,
+        alone.gpu_instance_id,
+        alone.gpu_instance_profile,
+        alone.instance_slices,
+        alone.job_key,
+        alone.attribution
+    from (
+        select
+            {{ delivered_columns('samples') }}
+        from {{ ref('int_device_samples_attributed') }} as samples
+        left join crowded_instants
+            on samples.hostname = crowded_instants.hostname
+            and samples.gpu_index = crowded_instants.gpu_index
+            and samples.sampled_at = crowded_instants.sampled_at
+        where
+            crowded_instants.sampled_at is null
+            and {{ host_chunk_filter('samples.hostname') }}
+        {%- if days is not none %}
+            and {{ sample_days_where(days, 'samples.sampled_at') }}
+        {%- endif %}
+    ) as alone
+    {{ join_slice_totals(latest_contract_version(), 'alone.gpu_instance_profile') }}
+
+    union all
+
     select
         hostname,
         gpu_index,
         sampled_at,
-        sum(coalesce(instance_slices, 0)) as held_slices,
-        max(profile_total_slices) as profile_total_slices,
-        max(case when instance_slices is null then 1 else 0 end) as has_whole_gpu
-    from units
-    group by hostname, gpu_index, sampled_at
+        held_slices,
+        profile_total_slices,
+        has_whole_gpu,
+        1 as is_crowded,
+        cast(null as integer) as gpu_instance_id,
+        cast(null as {{ dbt.type_string() }}) as gpu_instance_profile,
+        cast(null as integer) as instance_slices,
+        cast(null as {{ dbt.type_string() }}) as job_key,
+        cast(null as {{ dbt.type_string() }}) as attribution
+    from crowded_totals
 ),
 
 -- The next instant of the same GPU on the same day; none for the day's last, which fct_gpu_shares closes.
@@ -176,12 +240,7 @@ sequenced as (
 
 timed as (
     select
-        sequenced.hostname,
-        sequenced.gpu_index,
-        sequenced.sampled_at,
-        sequenced.sample_day,
-        sequenced.held_slices,
-        sequenced.has_whole_gpu,
+        sequenced.*,
         cast(coalesce(sequenced.profile_total_slices, parameters.total_slices) as integer) as total_slices,
         parameters.contract_version,
         case when sequenced.next_sampled_at is null then 1 else 0 end as is_last_instant,
@@ -195,33 +254,39 @@ timed as (
 ),
 
 -- Each holder's share of the GPU at an instant: an instance holds its slices, the whole GPU the slices no instance
--- holds, split among the holders sharing it.
+-- holds, split among the holders sharing it. instant_seconds counts each instant once, for gpu_day_seconds.
 shares as (
     select
-        holders.sample_day,
-        holders.hostname,
-        holders.gpu_index,
-        holders.gpu_instance_id,
-        holders.gpu_instance_profile,
-        holders.instance_slices,
-        holders.job_key,
-        holders.attribution,
+        timed.sample_day,
+        timed.hostname,
+        timed.gpu_index,
+        timed.sampled_at,
+        coalesce(holders.gpu_instance_id, timed.gpu_instance_id) as gpu_instance_id,
+        coalesce(holders.gpu_instance_profile, timed.gpu_instance_profile) as gpu_instance_profile,
+        coalesce(holders.instance_slices, timed.instance_slices) as instance_slices,
+        coalesce(holders.job_key, timed.job_key) as job_key,
+        coalesce(holders.attribution, timed.attribution) as attribution,
         case
             when holders.holders_sharing > 1 then share_rules.shared_rule
-            when holders.instance_slices is null then 'whole_gpu'
+            when coalesce(holders.instance_slices, timed.instance_slices) is null then 'whole_gpu'
             else 'mig_slices'
         end as share_rule,
         timed.total_slices,
         timed.contract_version,
         timed.represented_seconds,
         timed.is_last_instant,
-        cast(coalesce(holders.instance_slices, greatest(timed.total_slices - timed.held_slices, 0)) as double)
-        / timed.total_slices / holders.holders_sharing as gpu_share
-    from holders
-    inner join timed
-        on holders.hostname = timed.hostname
-        and holders.gpu_index = timed.gpu_index
-        and holders.sampled_at = timed.sampled_at
+        case when coalesce(holders.holder_number, 1) = 1 then timed.represented_seconds else 0 end
+            as instant_seconds,
+        cast(coalesce(
+            holders.instance_slices, timed.instance_slices, greatest(timed.total_slices - timed.held_slices, 0)
+        ) as double) / timed.total_slices / coalesce(holders.holders_sharing, 1) as gpu_share
+    from timed
+    -- A crowded instant's holders; a sample alone is its instant's one holder.
+    left join crowded_holders as holders
+        on timed.is_crowded = 1
+        and timed.hostname = holders.hostname
+        and timed.gpu_index = holders.gpu_index
+        and timed.sampled_at = holders.sampled_at
     inner join share_rules on timed.contract_version = share_rules.contract_version
 
     union all
@@ -231,6 +296,7 @@ shares as (
         sample_day,
         hostname,
         gpu_index,
+        sampled_at,
         cast(null as integer) as gpu_instance_id,
         cast(null as {{ dbt.type_string() }}) as gpu_instance_profile,
         cast(total_slices - held_slices as integer) as instance_slices,
@@ -241,21 +307,10 @@ shares as (
         contract_version,
         represented_seconds,
         is_last_instant,
+        0 as instant_seconds,
         cast(total_slices - held_slices as double) / total_slices as gpu_share
     from timed
     where has_whole_gpu = 0 and held_slices < total_slices
-),
-
-gpu_days as (
-    select
-        sample_day,
-        hostname,
-        gpu_index,
-        min(sampled_at) as first_sampled_at,
-        max(sampled_at) as last_sampled_at,
-        sum(represented_seconds) as gpu_day_seconds
-    from timed
-    group by sample_day, hostname, gpu_index
 ),
 
 daily as (
@@ -264,13 +319,35 @@ daily as (
         sum(represented_seconds) as observed_seconds,
         sum(cast(represented_seconds as double) * gpu_share) as gpu_seconds,
         sum(is_last_instant) as last_instant_holders,
-        sum(is_last_instant * gpu_share) as last_instant_share
+        sum(is_last_instant * gpu_share) as last_instant_share,
+        min(sampled_at) as first_sampled_at,
+        max(sampled_at) as last_sampled_at,
+        sum(instant_seconds) as instant_seconds
     from shares
     group by {{ share_keys | join(', ') }}
+),
+
+-- Each GPU's day from its rows (every instant has a holder's row).
+gpu_days as (
+    select
+        sample_day,
+        hostname,
+        gpu_index,
+        min(first_sampled_at) as first_sampled_at,
+        max(last_sampled_at) as last_sampled_at,
+        sum(instant_seconds) as gpu_day_seconds
+    from daily
+    group by sample_day, hostname, gpu_index
 )
 
 select
-    daily.*,
+    {%- for key in share_keys %}
+    daily.{{ key }},
+    {%- endfor %}
+    daily.observed_seconds,
+    daily.gpu_seconds,
+    daily.last_instant_holders,
+    daily.last_instant_share,
     gpu_days.first_sampled_at,
     gpu_days.last_sampled_at,
     gpu_days.gpu_day_seconds
