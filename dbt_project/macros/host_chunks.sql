@@ -29,7 +29,8 @@
             ten times as much per sample (0.76 s against 0.07 s at 10 M samples), on every scan of every chunk. #}
         (
             cast(coalesce(getvariable('cost_pipeline_host_chunks'), 1) as ubigint) = 1
-            or hash(coalesce({{ hostname }}, '')) % cast(coalesce(getvariable('cost_pipeline_host_chunks'), 1) as ubigint)
+            or hash(coalesce({{ hostname }}, ''))
+            % cast(coalesce(getvariable('cost_pipeline_host_chunks'), 1) as ubigint)
             = cast(coalesce(getvariable('cost_pipeline_host_chunk'), 0) as ubigint)
         )
     {%- else -%}

@@ -142,16 +142,11 @@ unit_holders as (
     group by hostname, gpu_index, gpu_instance_id, sampled_at
 ),
 
--- Each holder of a GPU or instance at a crowded instant, with how many share it; the first of an instant's holders
--- (holder_number 1) carries the instant's seconds into gpu_day_seconds.
+-- Each holder of a GPU or instance at a crowded instant, with how many share it.
 crowded_holders as (
     select
         delivered.*,
-        unit_holders.holders_sharing,
-        row_number() over (
-            partition by delivered.hostname, delivered.gpu_index, delivered.sampled_at
-            order by delivered.gpu_instance_id, delivered.job_key
-        ) as holder_number
+        unit_holders.holders_sharing
     from delivered
     inner join unit_holders
         on delivered.hostname = unit_holders.hostname
@@ -254,13 +249,12 @@ timed as (
 ),
 
 -- Each holder's share of the GPU at an instant: an instance holds its slices, the whole GPU the slices no instance
--- holds, split among the holders sharing it. instant_seconds counts each instant once, for gpu_day_seconds.
+-- holds, split among the holders sharing it.
 shares as (
     select
         timed.sample_day,
         timed.hostname,
         timed.gpu_index,
-        timed.sampled_at,
         coalesce(holders.gpu_instance_id, timed.gpu_instance_id) as gpu_instance_id,
         coalesce(holders.gpu_instance_profile, timed.gpu_instance_profile) as gpu_instance_profile,
         coalesce(holders.instance_slices, timed.instance_slices) as instance_slices,
@@ -275,8 +269,6 @@ shares as (
         timed.contract_version,
         timed.represented_seconds,
         timed.is_last_instant,
-        case when coalesce(holders.holder_number, 1) = 1 then timed.represented_seconds else 0 end
-            as instant_seconds,
         cast(coalesce(
             holders.instance_slices, timed.instance_slices, greatest(timed.total_slices - timed.held_slices, 0)
         ) as double) / timed.total_slices / coalesce(holders.holders_sharing, 1) as gpu_share
@@ -296,7 +288,6 @@ shares as (
         sample_day,
         hostname,
         gpu_index,
-        sampled_at,
         cast(null as integer) as gpu_instance_id,
         cast(null as {{ dbt.type_string() }}) as gpu_instance_profile,
         cast(total_slices - held_slices as integer) as instance_slices,
@@ -307,10 +298,21 @@ shares as (
         contract_version,
         represented_seconds,
         is_last_instant,
-        0 as instant_seconds,
         cast(total_slices - held_slices as double) / total_slices as gpu_share
     from timed
     where has_whole_gpu = 0 and held_slices < total_slices
+),
+
+gpu_days as (
+    select
+        sample_day,
+        hostname,
+        gpu_index,
+        min(sampled_at) as first_sampled_at,
+        max(sampled_at) as last_sampled_at,
+        sum(represented_seconds) as gpu_day_seconds
+    from timed
+    group by sample_day, hostname, gpu_index
 ),
 
 daily as (
@@ -319,35 +321,13 @@ daily as (
         sum(represented_seconds) as observed_seconds,
         sum(cast(represented_seconds as double) * gpu_share) as gpu_seconds,
         sum(is_last_instant) as last_instant_holders,
-        sum(is_last_instant * gpu_share) as last_instant_share,
-        min(sampled_at) as first_sampled_at,
-        max(sampled_at) as last_sampled_at,
-        sum(instant_seconds) as instant_seconds
+        sum(is_last_instant * gpu_share) as last_instant_share
     from shares
     group by {{ share_keys | join(', ') }}
-),
-
--- Each GPU's day from its rows (every instant has a holder's row).
-gpu_days as (
-    select
-        sample_day,
-        hostname,
-        gpu_index,
-        min(first_sampled_at) as first_sampled_at,
-        max(last_sampled_at) as last_sampled_at,
-        sum(instant_seconds) as gpu_day_seconds
-    from daily
-    group by sample_day, hostname, gpu_index
 )
 
 select
-    {%- for key in share_keys %}
-    daily.{{ key }},
-    {%- endfor %}
-    daily.observed_seconds,
-    daily.gpu_seconds,
-    daily.last_instant_holders,
-    daily.last_instant_share,
+    daily.*,
     gpu_days.first_sampled_at,
     gpu_days.last_sampled_at,
     gpu_days.gpu_day_seconds
