@@ -25,7 +25,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -36,7 +35,14 @@ from pathlib import Path
 from dagster_dbt import DbtProject
 
 from cost_pipeline.command_error import CommandError
-from cost_pipeline.duckdb_memory import MEMORY_LIMIT_VARIABLE
+
+# The two dbt commands are defined where they run without Dagster, and imported from here beside the project.
+from cost_pipeline.dbt_in_warehouse_folder import (  # noqa: F401
+    WAREHOUSE_VARIABLE,
+    dbt_executable,
+    warehouse_folder_dbt_executable,
+)
+from cost_pipeline.duckdb_memory import MEMORY_LIMIT_VARIABLE, dbt_environment
 
 DBT_PROJECT_DIR = Path(__file__).resolve().parents[1] / "dbt_project"
 
@@ -44,17 +50,10 @@ dbt_project = DbtProject(project_dir=DBT_PROJECT_DIR, profiles_dir=DBT_PROJECT_D
 
 # Folders dbt writes into or installs into, not part of the project's source.
 NOT_PROJECT_SOURCE = frozenset({"target", "logs", "dbt_packages", "__pycache__"})
-WAREHOUSE_VARIABLE = "COST_WAREHOUSE"
 # Read by profiles.yml's settings only: it changes how DuckDB runs, not what dbt parses.
 PROFILE_ONLY_VARIABLES = frozenset({MEMORY_LIMIT_VARIABLE})
 PARTIAL_PARSE_FILE = "partial_parse.msgpack"
 _ENV_VAR_CALL = re.compile(r"""env_var\(\s*['"]([A-Za-z_][A-Za-z0-9_]*)['"]""")
-
-
-def dbt_executable() -> str:
-    """The dbt installed beside this interpreter (a venv need not be on PATH), else the one on PATH."""
-    beside = Path(sys.executable).parent / "dbt"
-    return str(beside) if beside.exists() else (shutil.which("dbt") or "dbt")
 
 
 def manifest_path(project_dir: Path = DBT_PROJECT_DIR) -> Path:
@@ -136,15 +135,18 @@ def _parse_into(project_dir: Path, target: Path) -> None:
     """``dbt parse`` into a private folder, then move its manifest and partial-parse file into ``target``.
 
     A reader of target/manifest.json never sees a half-written file, and a killed parse leaves the old one whole.
-    The previous partial-parse file is handed to dbt so an edit re-parses only what changed.
+    The previous partial-parse file is handed to dbt so an edit re-parses only what changed. dbt parses from a folder
+    as a night's build runs (``dbt_in_warehouse_folder``), with the build's memory limit: the partial-parse file
+    serves the first build on any warehouse of this file name.
     """
     with tempfile.TemporaryDirectory(dir=target, prefix=".parse-") as scratch:
         scratch_path = Path(scratch)
         if (target / PARTIAL_PARSE_FILE).exists():
             shutil.copyfile(target / PARTIAL_PARSE_FILE, scratch_path / PARTIAL_PARSE_FILE)
+        warehouse = scratch_path / Path(os.environ.get(WAREHOUSE_VARIABLE) or _default_warehouse(project_dir)).name
         parsed = subprocess.run(
             [
-                dbt_executable(),
+                warehouse_folder_dbt_executable(),
                 "parse",
                 "--quiet",
                 "--project-dir",
@@ -155,6 +157,7 @@ def _parse_into(project_dir: Path, target: Path) -> None:
                 str(scratch_path),
             ],
             cwd=project_dir,
+            env={**os.environ, WAREHOUSE_VARIABLE: str(warehouse), **dbt_environment()},
             capture_output=True,
             text=True,
         )
@@ -181,10 +184,12 @@ def prepare_manifest(project_dir: Path = DBT_PROJECT_DIR) -> Path:
 
 
 # ``dbt build`` parses the project again, and dbt re-parses it whole (about 7 s, more under load) whenever the
-# profile's connection differs from the one its partial-parse file was written with: a night on another warehouse
-# path than the last parse's. The partial-parse file a build leaves is therefore kept per warehouse, so the next
-# night on the same warehouse (the nightly schedule, a launch from the UI, a re-run after a failure) re-parses only
-# what changed. dbt itself checks that the file still matches the project, the dbt version and the profile.
+# profile's connection differs from the one its partial-parse file was written with. The nightly build runs dbt from
+# the warehouse's folder (``dbt_in_warehouse_folder``), so a build on a warehouse of the prepared parse's file name
+# and memory limit starts from target/'s partial-parse file wherever the warehouse is. The partial-parse file a build
+# leaves is also kept per warehouse, so the next night on the same warehouse (the nightly schedule, a launch from
+# the UI, a re-run after a failure) re-parses only what changed whatever its name and limit. dbt itself checks that
+# the file still matches the project, the dbt version and the profile.
 PARTIAL_PARSE_STATES = 8
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from cost_pipeline.dbt_setup import dbt_executable, dbt_project
+from cost_pipeline.dbt_setup import dbt_project, warehouse_folder_dbt_executable
 from cost_pipeline.defs.dbt import DBT_GLOBAL_FLAGS, ProjectDbtCli, cost_models, held_rows_checks
 from cost_pipeline.defs.freshness import freshness_checks
 from cost_pipeline.defs.ingest import bookkeeping_specs, ingest_assets
@@ -27,7 +27,9 @@ defs = dg.Definitions(
         "landing": LandingZone(path=dg.EnvVar("COST_LANDING_DIR")),
         "warehouse": Warehouse(path=dg.EnvVar("COST_WAREHOUSE")),
         "dbt": ProjectDbtCli(
-            project_dir=dbt_project, dbt_executable=dbt_executable(), global_config_flags=DBT_GLOBAL_FLAGS
+            project_dir=dbt_project,
+            dbt_executable=warehouse_folder_dbt_executable(),
+            global_config_flags=DBT_GLOBAL_FLAGS,
         ),
     },
     # DuckDB allows one writer process per file: every step of a run executes in one process, in order.

@@ -1,12 +1,14 @@
 """The prepared dbt manifest is reused while the project is unchanged, and re-parsed after an edit or when the
-warehouse's database name changes; a build's partial-parse file is kept for the next build on the same warehouse
-(issue 13, CI time; issue 11, fast launches)."""
+warehouse's database name changes; the first build on a warehouse in a new folder starts from the prepared parse,
+and a build's partial-parse file is kept for the next build on the same warehouse (issue 13, CI time; issue 11, fast
+launches; issue 15, the night's fixed cost)."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from cost_pipeline.dbt_setup import (
     NOT_PROJECT_SOURCE,
     PARTIAL_PARSE_FILE,
     PARTIAL_PARSE_STATES,
+    dbt_executable,
     fingerprint_path,
     keep_partial_parse,
     manifest_fingerprint,
@@ -25,6 +28,7 @@ from cost_pipeline.dbt_setup import (
     prepare_manifest,
     prune_build_folders,
     seed_partial_parse,
+    warehouse_folder_dbt_executable,
 )
 
 MODEL = Path("models/marts/finance/fct_batch_costs.sql")
@@ -99,6 +103,35 @@ def test_a_build_hands_its_partial_parse_file_to_the_next_build_on_the_same_ware
     assert not (tmp_path / "build-3" / PARTIAL_PARSE_FILE).exists(), "another warehouse path, another state"
 
 
+def _parse_output(dbt: str, warehouse: Path, target: Path) -> str:
+    """``dbt parse`` as a night's build runs it (from the project folder, the profiles folder in the environment),
+    handed the prepared partial-parse file."""
+    target.mkdir(parents=True)
+    shutil.copyfile(DBT_PROJECT_DIR / "target" / PARTIAL_PARSE_FILE, target / PARTIAL_PARSE_FILE)
+    environment = {**os.environ, "COST_WAREHOUSE": str(warehouse), "DBT_PROFILES_DIR": str(DBT_PROJECT_DIR)}
+    environment.pop("COST_DUCKDB_MEMORY_LIMIT", None)
+    parsed = subprocess.run(
+        [dbt, "parse", "--target-path", str(target), "--log-path", str(target)],
+        cwd=DBT_PROJECT_DIR,
+        env=environment,
+        capture_output=True,
+        text=True,
+    )
+    assert parsed.returncode == 0, parsed.stdout + parsed.stderr
+    return parsed.stdout
+
+
+def test_the_first_build_on_a_warehouse_in_a_new_folder_parses_only_what_changed(tmp_path):
+    """dbt parses the whole project again when the profile's connection (the warehouse path) differs from the
+    prepared parse's; the nightly build's dbt runs from the warehouse's folder, where the connection is the same."""
+    warehouse = tmp_path / "never built here" / "warehouse.duckdb"
+    warehouse.parent.mkdir()
+    full = "Unable to do partial parsing because profile has changed"
+    assert full in _parse_output(dbt_executable(), warehouse, tmp_path / "plain")
+    assert full not in _parse_output(warehouse_folder_dbt_executable(), warehouse, tmp_path / "from its folder")
+    assert not list(warehouse.parent.iterdir()), "a parse opens no warehouse"
+
+
 def test_only_the_newest_partial_parse_files_are_kept(project, tmp_path):
     for number in range(PARTIAL_PARSE_STATES + 3):
         build = tmp_path / f"build-{number}"
@@ -152,10 +185,10 @@ def test_the_dbt_resource_knows_the_version_dbt_itself_reports():
     ``dbt --version`` every night: it must be the version that dbt reports."""
     from dagster_dbt import DbtCliResource
 
-    from cost_pipeline.dbt_setup import dbt_executable, dbt_project
+    from cost_pipeline.dbt_setup import dbt_project
     from cost_pipeline.defs.dbt import ProjectDbtCli
 
-    ours = ProjectDbtCli(project_dir=dbt_project, dbt_executable=dbt_executable())
+    ours = ProjectDbtCli(project_dir=dbt_project, dbt_executable=warehouse_folder_dbt_executable())
     asked = DbtCliResource(project_dir=dbt_project, dbt_executable=dbt_executable())
     assert ours._cli_version == asked._cli_version
 

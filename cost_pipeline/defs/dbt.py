@@ -67,14 +67,18 @@ class ProjectDbtCli(DbtCliResource):
     """dagster-dbt's dbt resource without two start-up costs every night paid for nothing (about 2.5 s of CPU):
 
     - ``dbt --version`` in a subprocess, a whole dbt start-up, to learn the version of the dbt it runs. The dbt beside
-      this Python is the installed dbt-core, whose version its package metadata gives (another dbt still gets asked).
+      this Python (directly or through ``cost-pipeline-dbt``) is the installed dbt-core, whose version its package
+      metadata gives (another dbt still gets asked).
     - A dbt adapter built in this process (profile, project and dbt's macros loaded) for ``fetch_row_counts`` and
       ``fetch_column_metadata``, which ``cost_models`` never calls: the build runs in dbt's own process.
     """
 
     @cached_property
     def _cli_version(self) -> Version:
-        if Path(self.dbt_executable) == Path(sys.executable).parent / "dbt":
+        if Path(self.dbt_executable).parent == Path(sys.executable).parent and Path(self.dbt_executable).name in (
+            "dbt",
+            "cost-pipeline-dbt",
+        ):
             return Version(version("dbt-core"))
         return super()._cli_version
 
@@ -173,7 +177,7 @@ NIGHTLY_BUILD = ["build", "--exclude-resource-type", "unit_test"]
     dagster_dbt_translator=CostDbtTranslator(settings=DagsterDbtTranslatorSettings(enable_asset_checks=True)),
 )
 def cost_models(context: dg.AssetExecutionContext, dbt: DbtCliResource, warehouse: Warehouse):
-    # dbt runs in its own process from the project folder: hand it the warehouse as an absolute path.
+    # dbt runs in its own process, from the warehouse's folder (cost-pipeline-dbt): hand it the absolute path.
     os.environ["COST_WAREHOUSE"] = str(warehouse.file)
     # and the run's DuckDB memory limit, which the profile's settings read.
     os.environ.update(dbt_environment(warehouse.memory_limit))
