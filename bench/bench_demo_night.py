@@ -4,8 +4,8 @@ Run on demand (not part of the test suite):
 
     .venv/bin/python bench/bench_demo_night.py [--runs 5]
 
-``cost-pipeline demo`` runs once in a temporary folder to warm it (the first night on a new warehouse path parses
-the dbt project in full), then ``--runs`` times more in the same folder, each timed as a whole process: wall time
+``cost-pipeline demo`` runs once in a temporary folder to warm it (the first night writes the warehouse and the
+Dagster home and loads every landing file), then ``--runs`` times more in the same folder, each timed as a whole process: wall time
 and CPU (user + system of the process and its children: dbt runs in a child). The baseline, in the same run and
 interleaved with the nights: ``dbt build --exclude-resource-type unit_test`` of the same project on a copy of the
 demo's warehouse, alone (its own process, partial parse warm, no Dagster, no ingest, no publishing): what the
@@ -47,7 +47,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        timed([CLI, "demo"], root)  # warm-up: a new warehouse path, dbt parses the project in full
+        timed([CLI, "demo"], root)  # warm-up: a new warehouse, every landing file loaded
         bare = root / "bare"
         bare.mkdir()
         shutil.copyfile(root / "demo" / "warehouse.duckdb", bare / "warehouse.duckdb")

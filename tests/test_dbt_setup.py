@@ -103,16 +103,15 @@ def test_a_build_hands_its_partial_parse_file_to_the_next_build_on_the_same_ware
     assert not (tmp_path / "build-3" / PARTIAL_PARSE_FILE).exists(), "another warehouse path, another state"
 
 
-def _parse_output(dbt: str, warehouse: Path, target: Path) -> str:
+def _parse_output(dbt: str, project: Path, warehouse: Path, target: Path) -> str:
     """``dbt parse`` as a night's build runs it (from the project folder, the profiles folder in the environment),
     handed the prepared partial-parse file."""
     target.mkdir(parents=True)
-    shutil.copyfile(DBT_PROJECT_DIR / "target" / PARTIAL_PARSE_FILE, target / PARTIAL_PARSE_FILE)
-    environment = {**os.environ, "COST_WAREHOUSE": str(warehouse), "DBT_PROFILES_DIR": str(DBT_PROJECT_DIR)}
-    environment.pop("COST_DUCKDB_MEMORY_LIMIT", None)
+    shutil.copyfile(project / "target" / PARTIAL_PARSE_FILE, target / PARTIAL_PARSE_FILE)
+    environment = {**os.environ, "COST_WAREHOUSE": str(warehouse), "DBT_PROFILES_DIR": str(project)}
     parsed = subprocess.run(
         [dbt, "parse", "--target-path", str(target), "--log-path", str(target)],
-        cwd=DBT_PROJECT_DIR,
+        cwd=project,
         env=environment,
         capture_output=True,
         text=True,
@@ -121,14 +120,18 @@ def _parse_output(dbt: str, warehouse: Path, target: Path) -> str:
     return parsed.stdout
 
 
-def test_the_first_build_on_a_warehouse_in_a_new_folder_parses_only_what_changed(tmp_path):
+def test_the_first_build_on_a_warehouse_in_a_new_folder_parses_only_what_changed(project, tmp_path, monkeypatch):
     """dbt parses the whole project again when the profile's connection (the warehouse path) differs from the
-    prepared parse's; the nightly build's dbt runs from the warehouse's folder, where the connection is the same."""
+    prepared parse's; the nightly build's dbt runs from the warehouse's folder, where the connection is the same.
+    (A copy of the project: other tests' nights prepare the real one for warehouses of other names meanwhile.)"""
+    monkeypatch.delenv("COST_DUCKDB_MEMORY_LIMIT", raising=False)
+    prepare_manifest(project)
     warehouse = tmp_path / "never built here" / "warehouse.duckdb"
     warehouse.parent.mkdir()
     full = "Unable to do partial parsing because profile has changed"
-    assert full in _parse_output(dbt_executable(), warehouse, tmp_path / "plain")
-    assert full not in _parse_output(warehouse_folder_dbt_executable(), warehouse, tmp_path / "from its folder")
+    assert full in _parse_output(dbt_executable(), project, warehouse, tmp_path / "plain")
+    from_its_folder = _parse_output(warehouse_folder_dbt_executable(), project, warehouse, tmp_path / "from its folder")
+    assert full not in from_its_folder and "Unable to do partial parsing" not in from_its_folder
     assert not list(warehouse.parent.iterdir()), "a parse opens no warehouse"
 
 
