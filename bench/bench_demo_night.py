@@ -5,12 +5,12 @@ Run on demand (not part of the test suite):
     .venv/bin/python bench/bench_demo_night.py [--runs 5]
 
 ``cost-pipeline demo`` runs once in a temporary folder to warm it (the first night writes the warehouse and the
-Dagster home and loads every landing file), then ``--runs`` times more in the same folder, each timed as a whole process: wall time
-and CPU (user + system of the process and its children: dbt runs in a child). The baseline, in the same run and
-interleaved with the nights: ``dbt build --exclude-resource-type unit_test`` of the same project on a copy of the
-demo's warehouse, alone (its own process, partial parse warm, no Dagster, no ingest, no publishing): what the
-night's models and tests cost by themselves. It prints each run, then the medians and their ratio as a Markdown
-table. The goal of issue 15 is a demo night of 20 s or less, warm.
+Dagster home and loads every landing file), then ``--runs`` times more in the same folder, each timed as a whole
+process: wall time and CPU (user + system of the process and its children: dbt runs in a child). The baseline, in
+the same run and interleaved with the nights: ``dbt build --exclude-resource-type unit_test`` of the same project on
+a copy of the demo's warehouse, alone (its own process, partial parse warm, no Dagster, no ingest, no publishing):
+what the night's models and tests cost by themselves. It prints each run, then the medians and their ratio as a
+Markdown table. The goal of issue 15 is a demo night of 20 s or less, warm.
 """
 
 from __future__ import annotations
