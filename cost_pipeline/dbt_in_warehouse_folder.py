@@ -22,16 +22,19 @@ from pathlib import Path
 WAREHOUSE_VARIABLE = "COST_WAREHOUSE"
 
 
+def installed_beside_python(command: str) -> str:
+    """``command`` installed beside this interpreter (a venv need not be on PATH), else the one on PATH."""
+    beside = Path(sys.executable).parent / command
+    return str(beside) if beside.exists() else (shutil.which(command) or command)
+
+
 def dbt_executable() -> str:
-    """The dbt installed beside this interpreter (a venv need not be on PATH), else the one on PATH."""
-    beside = Path(sys.executable).parent / "dbt"
-    return str(beside) if beside.exists() else (shutil.which("dbt") or "dbt")
+    return installed_beside_python("dbt")
 
 
 def warehouse_folder_dbt_executable() -> str:
-    """This command, installed beside this interpreter, else the one on PATH."""
-    beside = Path(sys.executable).parent / "cost-pipeline-dbt"
-    return str(beside) if beside.exists() else (shutil.which("cost-pipeline-dbt") or "cost-pipeline-dbt")
+    """This command (``cost-pipeline-dbt``)."""
+    return installed_beside_python("cost-pipeline-dbt")
 
 
 def main() -> None:

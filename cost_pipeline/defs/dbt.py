@@ -75,10 +75,7 @@ class ProjectDbtCli(DbtCliResource):
 
     @cached_property
     def _cli_version(self) -> Version:
-        if Path(self.dbt_executable).parent == Path(sys.executable).parent and Path(self.dbt_executable).name in (
-            "dbt",
-            "cost-pipeline-dbt",
-        ):
+        if Path(self.dbt_executable) in {Path(sys.executable).parent / name for name in ("dbt", "cost-pipeline-dbt")}:
             return Version(version("dbt-core"))
         return super()._cli_version
 
