@@ -20,12 +20,16 @@ from cost_pipeline.dbt_setup import (
     NOT_PROJECT_SOURCE,
     PARTIAL_PARSE_FILE,
     PARTIAL_PARSE_STATES,
+    PREPARED_FILES,
+    PREPARED_KEPT,
     dbt_executable,
     fingerprint_path,
     keep_partial_parse,
     manifest_fingerprint,
+    manifest_path,
     partial_parse_state,
     prepare_manifest,
+    prepared_parse,
     prune_build_folders,
     seed_partial_parse,
     warehouse_folder_dbt_executable,
@@ -78,6 +82,53 @@ def test_a_second_prepare_reuses_the_manifest_and_an_edit_parses_again(project, 
     assert _written(manifest) != first, "an edited model must be parsed again"
     model = _nodes(manifest)["model.cost_pipeline.fct_batch_costs"]
     assert "-- edited by test_dbt_setup" in model["raw_code"]
+
+
+def test_warehouses_of_two_file_names_take_turns_without_parsing_again(project, tmp_path, monkeypatch):
+    """Nights on ``warehouse.duckdb`` and ``night.duckdb`` alternating (two warehouses, or the suite's two workers)
+    parsed the whole project at every turn; each name's parse is kept and put back. A build on a new warehouse of
+    the first name is handed that name's partial-parse file, not target/'s (by then the other name's)."""
+    from cost_pipeline import dbt_setup
+
+    prepare_manifest(project)
+    monkeypatch.setenv("COST_WAREHOUSE", str(tmp_path / "b" / "night.duckdb"))
+    prepare_manifest(project)
+    assert {node["database"] for node in _nodes(manifest_path(project)).values()} == {"night"}
+
+    def no_parse(*_: object) -> None:
+        raise AssertionError("dbt parsed a project whose parse was kept")
+
+    monkeypatch.setattr(dbt_setup, "_parse_into", no_parse)
+    monkeypatch.setenv("COST_WAREHOUSE", str(tmp_path / "c" / "warehouse.duckdb"))
+    prepare_manifest(project)
+    assert {node["database"] for node in _nodes(manifest_path(project)).values()} == {"warehouse"}
+    assert fingerprint_path(project).read_text(encoding="utf-8").strip() == manifest_fingerprint(project)
+    warehouse_state = (project / "target" / PARTIAL_PARSE_FILE).read_bytes()
+
+    monkeypatch.setenv("COST_WAREHOUSE", str(tmp_path / "d" / "night.duckdb"))
+    prepare_manifest(project)
+    night_state = (project / "target" / PARTIAL_PARSE_FILE).read_bytes()
+    assert night_state != warehouse_state
+    seed_partial_parse(tmp_path / "build", tmp_path / "e" / "warehouse.duckdb", project)
+    assert (tmp_path / "build" / PARTIAL_PARSE_FILE).read_bytes() == warehouse_state
+
+
+def test_only_the_newest_parses_are_kept(project, monkeypatch):
+    from cost_pipeline import dbt_setup
+
+    monkeypatch.setattr(
+        dbt_setup,
+        "_parse_into",
+        lambda _project, target: [(target / name).write_text(name, encoding="utf-8") for name in PREPARED_FILES],
+    )
+    fingerprints = []
+    for number in range(PREPARED_KEPT + 2):
+        monkeypatch.setenv("COST_WAREHOUSE", f"/w/warehouse_{number}.duckdb")
+        prepare_manifest(project)
+        fingerprints.append(manifest_fingerprint(project))
+        os.utime(prepared_parse(fingerprints[-1], project), ns=(number * 10**9, number * 10**9))
+    kept = {path.name for path in (project / "target" / "prepared").iterdir()}
+    assert kept == {prepared_parse(fingerprint, project).name for fingerprint in fingerprints[2:]}
 
 
 def test_dbt_output_folders_do_not_change_the_fingerprint(project):
