@@ -16,7 +16,7 @@ the manifest is missing. What the manifest depends on:
   in different folders share one manifest. The DuckDB memory limit (``duckdb_memory``) is read by the profile
   only and never reaches the manifest.
 
-The last few parses are kept by fingerprint (``target/prepared/<fingerprint>/``: the manifest and dbt's
+The last few parses are kept by fingerprint (``target/prepared/<its first 16 characters>/``: the manifest and dbt's
 partial-parse file). Nights on warehouses of different file names (a finance and an engineering warehouse, the test
 suite's many warehouses) then take turns with a copy instead of a full parse each (about 7 s, 11 s under load).
 """
@@ -185,10 +185,15 @@ def prepared_parse(fingerprint: str, project_dir: Path = DBT_PROJECT_DIR) -> Pat
 
 
 def _copy_atomically(source: Path, destination: Path) -> None:
+    """Copy ``source`` over ``destination`` as one replace, its permissions too (a temporary file is 0600)."""
     with tempfile.NamedTemporaryFile(dir=destination.parent, prefix=f".{destination.name}.", delete=False) as handle:
         pass
-    shutil.copyfile(source, handle.name)
-    os.replace(handle.name, destination)
+    try:
+        shutil.copy(source, handle.name)
+        os.replace(handle.name, destination)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
 
 
 def _keep_parse(target: Path, fingerprint: str, project_dir: Path) -> None:
@@ -230,8 +235,9 @@ def prepare_manifest(project_dir: Path = DBT_PROJECT_DIR) -> Path:
 
 # ``dbt build`` parses the project again, and dbt re-parses it whole (about 7 s, more under load) whenever the
 # profile's connection differs from the one its partial-parse file was written with. The nightly build runs dbt from
-# the warehouse's folder (``dbt_in_warehouse_folder``), so a build on a warehouse of the prepared parse's file name
-# and memory limit starts from target/'s partial-parse file wherever the warehouse is. The partial-parse file a build
+# the warehouse's folder (``dbt_in_warehouse_folder``), so the first build on a warehouse starts from the kept
+# parse of its file name (``prepared_parse``; target/'s own file when there is none) wherever the warehouse is, if the
+# memory limit is the one that parse had. The partial-parse file a build
 # leaves is also kept per warehouse, so the next night on the same warehouse (the nightly schedule, a launch from
 # the UI, a re-run after a failure) re-parses only what changed whatever its name and limit. dbt itself checks that
 # the file still matches the project, the dbt version and the profile.

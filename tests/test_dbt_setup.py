@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
@@ -111,6 +112,17 @@ def test_warehouses_of_two_file_names_take_turns_without_parsing_again(project, 
     assert night_state != warehouse_state
     seed_partial_parse(tmp_path / "build", tmp_path / "e" / "warehouse.duckdb", project)
     assert (tmp_path / "build" / PARTIAL_PARSE_FILE).read_bytes() == warehouse_state
+    (tmp_path / "build" / PARTIAL_PARSE_FILE).write_bytes(b"state of the build on e")
+    keep_partial_parse(tmp_path / "build", tmp_path / "e" / "warehouse.duckdb", project)
+    seed_partial_parse(tmp_path / "next", tmp_path / "e" / "warehouse.duckdb", project)
+    assert (tmp_path / "next" / PARTIAL_PARSE_FILE).read_bytes() == b"state of the build on e", (
+        "the warehouse's own last build comes before its file name's kept parse"
+    )
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE((project / "target" / "manifest.json").stat().st_mode) == 0o666 & ~umask, (
+        "a restored manifest has the permissions dbt writes it with, not a temporary file's 0600"
+    )
 
 
 def test_only_the_newest_parses_are_kept(project, monkeypatch):
