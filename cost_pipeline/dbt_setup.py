@@ -116,12 +116,19 @@ def _prepare_lock(target: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _replace_atomically(path: Path, text: str) -> None:
-    with tempfile.NamedTemporaryFile(
-        "w", dir=path.parent, prefix=f".{path.name}.", delete=False, encoding="utf-8"
-    ) as handle:
-        handle.write(text)
-    os.replace(handle.name, path)
+@contextmanager
+def _replaced_atomically(destination: Path) -> Iterator[Path]:
+    """A temporary file beside ``destination`` to write, renamed over it when the block ends (a reader never sees a
+    half-written file); removed if the block raises."""
+    with tempfile.NamedTemporaryFile(dir=destination.parent, prefix=f".{destination.name}.", delete=False) as handle:
+        pass
+    temporary = Path(handle.name)
+    try:
+        yield temporary
+        os.replace(temporary, destination)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 class ProjectDoesNotParse(CommandError):
@@ -186,14 +193,8 @@ def prepared_parse(fingerprint: str, project_dir: Path = DBT_PROJECT_DIR) -> Pat
 
 def _copy_atomically(source: Path, destination: Path) -> None:
     """Copy ``source`` over ``destination`` as one replace, its permissions too (a temporary file is 0600)."""
-    with tempfile.NamedTemporaryFile(dir=destination.parent, prefix=f".{destination.name}.", delete=False) as handle:
-        pass
-    try:
-        shutil.copy(source, handle.name)
-        os.replace(handle.name, destination)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
+    with _replaced_atomically(destination) as temporary:
+        shutil.copy(source, temporary)
 
 
 def _keep_parse(target: Path, fingerprint: str, project_dir: Path) -> None:
@@ -229,7 +230,8 @@ def prepare_manifest(project_dir: Path = DBT_PROJECT_DIR) -> Path:
             if not _restore_parse(manifest.parent, current, project_dir):
                 _parse_into(project_dir, manifest.parent)
                 _keep_parse(manifest.parent, current, project_dir)
-            _replace_atomically(stored, current + "\n")
+            with _replaced_atomically(stored) as temporary:
+                temporary.write_text(current + "\n", encoding="utf-8")
     return manifest
 
 
