@@ -329,3 +329,37 @@ def test_a_build_in_chunks_of_hosts_equals_a_build_in_one(warehouse: Path, tmp_p
     assert incremental != one_chunk
     _run(warehouse, tmp_path, "--full-refresh")
     assert _rows(warehouse) == incremental
+
+
+def _raw_sample_scans(plan: list[dict]) -> list[dict]:
+    """The scans of the raw device-sample tables in a plan of ``explain (format json)``."""
+    scans, nodes = [], list(plan)
+    while nodes:
+        node = nodes.pop()
+        nodes.extend(node.get("children", []))
+        if re.search(r"\.raw\.device_samples", str(node.get("extra_info", {}).get("Table", ""))):
+            scans.append(node["extra_info"])
+    return scans
+
+
+def test_a_chunk_reads_only_its_own_hosts_samples(warehouse: Path, tmp_path: Path):
+    """A chunk's host names reach the query as constants, and DuckDB pushes them through the attribution view's joins
+    into every scan of the raw samples: a chunk neither reads nor joins the other chunks' samples (a filter on
+    ``hash(hostname)`` was applied after the joins, so at a cluster-day each of 18 chunks joined the whole day)."""
+    _run(warehouse, tmp_path, "--full-refresh", "--vars", '{"host_chunk_rows": 500}')
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        con.execute("set variable cost_pipeline_host_chunks = 2")
+        con.execute("set variable cost_pipeline_host_chunk = 1")
+        con.execute("set variable cost_pipeline_chunk_hosts = ['gpu-b']")
+        for model in ("int_device_samples_tiered", "int_gpu_share_days"):
+            sql = next((tmp_path / "target" / "compiled").rglob(f"{model}.sql")).read_text()
+            ((_, plan),) = con.execute(f"explain (format json) {sql}").fetchall()
+            scans = _raw_sample_scans(json.loads(plan))
+            # The chunk's host reaches the scans of the raw samples as a filter (the hash filter never did).
+            assert any("'gpu-b'" in str(scan.get("Filters", "")) for scan in scans), (model, scans)
+            # Read alone, the chunk's rows are gpu-b's only.
+            ((hosts,),) = con.execute(f"select list(distinct hostname) from ({sql})").fetchall()
+            assert hosts == ["gpu-b"], (model, hosts)
+    finally:
+        con.close()
