@@ -50,7 +50,7 @@
     {%- set rules = [
         sample_days_to_build, sample_days_forget, device_samples_inputs_fresh, device_samples_tiered_forget,
         device_samples_remember, changed_inputs, device_samples_tiered_window, sample_days_filter, host_chunks_begin,
-        host_chunks_rest,
+        host_chunk_set, host_chunks_rest,
     ] -%}
     {%- for rule in rules -%}
         {%- do texts.append(rule.macro.macro_sql) -%}

@@ -8,44 +8,55 @@
     filter on ``sampled_at`` of stg_telemetry__device_samples, or none) and sets the chunks: one per
     ``host_chunk_rows`` (a var, 25 M by default) or part of it, each a run of host names in their order holding about
     as many samples as the others, and chunk 0 first. The model reads only the samples of the current chunk
-    (``host_chunk_filter``), so its main statement builds chunk 0; the post-hook ``host_chunks_rest()`` inserts the
-    other chunks, each in its own statement, before the model's other post-hooks. On Spark there is one chunk and no
-    hook does anything.
+    (``host_chunk_filter``), so its main statement builds chunk 0; the post-hook ``host_chunks_rest()`` inserts each
+    other chunk that holds a host, each in its own statement, before the model's other post-hooks. On Spark there is
+    one chunk and no hook does anything.
 
     The filter names the chunk's hosts as a list (``cost_pipeline_chunk_hosts``), which DuckDB folds into the
     statement as constants and pushes through int_device_samples_attributed's joins down to the scans of the raw
-    samples: each chunk joins only its own samples to the jobs, and a scan skips the row groups whose host names lie
-    outside the chunk's run (a telemetry file holds a few hosts). A filter on ``hash(hostname)``, as before, was not
-    pushed: every chunk read and joined every sample, then kept its own (at 442 M samples in 18 chunks, each model
-    read the day 18 times). -#}
+    samples: a chunk reads and joins to the jobs only its own hosts' samples (the view counts the GPUs a host reported
+    at an instant over every host name, one scan more for unlabelled samples), and a scan skips the row groups whose
+    host names lie outside the chunk's run. A filter on ``hash(hostname)``, as before, was not pushed: every chunk
+    read and joined every sample, then kept its own (at 442 M samples in 18 chunks, each model read the day 18
+    times). -#}
 
 {% macro host_chunks_begin(where=none) -%}
     {%- if target.type == 'duckdb' -%}
+        {#- A host is in the chunk its samples' middle falls in: (2 x before + samples) < 2 x total, so the last chunk
+            is chunks - 1. -#}
         set variable cost_pipeline_hosts = (
             select {
                 'chunks': coalesce(any_value(chunks), 1),
                 'hosts': coalesce(
-                    list({'name': hostname, 'chunk': before * chunks // total}) filter (where hostname is not null), []
+                    list({'name': hostname, 'chunk': (2 * before + samples) * chunks // (2 * total)})
+                        filter (where hostname is not null),
+                    []
                 )
             }
             from (
                 select
                     hostname,
-                    coalesce(sum(samples) over (
-                        order by hostname rows between unbounded preceding and 1 preceding
-                    ), 0) as before,
-                    sum(samples) over () as total,
-                    greatest(1, cast(ceil(sum(samples) over () / {{ var('host_chunk_rows', 25000000) }}) as bigint))
-                        as chunks
+                    samples,
+                    before,
+                    total,
+                    greatest(1, cast(ceil(total / {{ var('host_chunk_rows', 25000000) }}) as bigint)) as chunks
                 from (
-                    select hostname, count(*) as samples
-                    from {{ ref('stg_telemetry__device_samples') }}
-                    {%- if where is not none %} where {{ where }}{% endif %}
-                    group by hostname
+                    select
+                        hostname,
+                        samples,
+                        coalesce(sum(samples) over (
+                            order by hostname rows between unbounded preceding and 1 preceding
+                        ), 0) as before,
+                        sum(samples) over () as total
+                    from (
+                        select hostname, count(*) as samples
+                        from {{ ref('stg_telemetry__device_samples') }}
+                        {%- if where is not none %} where {{ where }}{% endif %}
+                        group by hostname
+                    )
                 )
             )
         );
-        set variable cost_pipeline_host_chunks = getvariable('cost_pipeline_hosts').chunks;
         {{ host_chunk_set(0) }}
     {%- endif -%}
 {%- endmacro %}
@@ -61,10 +72,10 @@
 
 {% macro host_chunk_filter(hostname) -%}
     {%- if target.type == 'duckdb' -%}
-        {#- Unset (a unit test, dbt show): one chunk, every host. One chunk folds to true. A sample without a host
-            name (ingest refuses one) would be chunk 0's. #}
+        {#- Unset (a unit test, dbt show, another model reading the attribution view): one chunk, every host. One
+            chunk folds to true. A sample without a host name (ingest refuses one) would be chunk 0's. #}
         (
-            coalesce(getvariable('cost_pipeline_host_chunks'), 1) = 1
+            coalesce(getvariable('cost_pipeline_hosts').chunks, 1) = 1
             or list_contains(getvariable('cost_pipeline_chunk_hosts'), {{ hostname }})
             or ({{ hostname }} is null and getvariable('cost_pipeline_host_chunk') = 0)
         )
@@ -73,15 +84,18 @@
     {%- endif -%}
 {%- endmacro %}
 
+{#- The chunks after chunk 0 that hold a host, each inserted by its own statement; then the variables are reset. -#}
 {% macro host_chunks_rest() -%}
     {%- if target.type == 'duckdb' and execute -%}
-        {%- set chunks = run_query("select getvariable('cost_pipeline_host_chunks')").columns[0].values()[0] -%}
-        {%- for chunk in range(1, chunks | int) %}
+        {%- set chunks = run_query(
+            "select coalesce(string_agg(distinct cast(host.chunk as varchar), ','), '') "
+            "from (select unnest(getvariable('cost_pipeline_hosts').hosts) as host) where host.chunk > 0"
+        ).columns[0].values()[0] -%}
+        {%- for chunk in chunks.split(',') | reject('equalto', '') | map('int') | sort %}
         {{ host_chunk_set(chunk) }};
         insert into {{ this }} by name ({{ model.compiled_code }});
         {%- endfor %}
         reset variable cost_pipeline_hosts;
-        reset variable cost_pipeline_host_chunks;
         reset variable cost_pipeline_host_chunk;
         reset variable cost_pipeline_chunk_hosts
     {%- else -%}

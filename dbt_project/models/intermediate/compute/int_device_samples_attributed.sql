@@ -100,7 +100,9 @@ unlabelled_matches as (
         on lower(split_part(samples.hostname, '.', 1)) = host_jobs.host
         and samples.sampled_at >= host_jobs.start_at
         and samples.sampled_at < host_jobs.end_at
-    where samples.job_id is null
+    -- Only the chunk's hosts' samples, when a model is built a chunk of hosts at a time (macros/host_chunks.sql;
+    -- otherwise every host): each row comes back to its own sample below, which the chunk keeps or not alike.
+    where samples.job_id is null and {{ host_chunk_filter('samples.hostname') }}
     group by
         samples.source_file, samples.source_line, samples.sampled_at, lower(split_part(samples.hostname, '.', 1))
 ),
@@ -108,12 +110,14 @@ unlabelled_matches as (
 -- The GPUs each host reported, with a job label or without, at each instant it reported one without: only those
 -- instants are counted, so labelled telemetry costs one scan that finds none. (Read from the staging view, not from
 -- unlabelled_matches: a CTE read twice is materialized whole, and a filter on sampled_at would no longer reach it.)
+-- The instants are the chunk's hosts'; the GPUs are counted over every host name, since one host may go by several
+-- (node-01 and node-01.cluster.example), and a chunk is a set of names.
 unlabelled_instants as (
     select distinct
         lower(split_part(hostname, '.', 1)) as host,
         sampled_at
     from {{ ref('stg_telemetry__device_samples') }}
-    where job_id is null
+    where job_id is null and {{ host_chunk_filter('hostname') }}
 ),
 
 host_instants as (
