@@ -314,11 +314,18 @@ def test_the_code_fingerprint_renders_every_macro_the_incremental_models_call():
     assert not missing, f"device_samples_code does not render {sorted(missing)}"
 
 
-# One GPU of gpu-b without job labels, under a second spelling of the host's name: its samples are attributed by host
-# and time, the host's GPUs counted over both names, and the names fall in different chunks.
+# One GPU of gpu-b without job labels, under a second spelling of the host's name, and a ninth GPU the host reports
+# under that name, which no job holds: the unlabelled samples are attributed by host and time, and the host reported
+# more GPUs than its job holds only when both names' GPUs are counted (host_has_unallocated_gpus). The names sort
+# apart ('GPU-B.cluster.example' < 'gpu-a' < 'gpu-b'), so chunks of 500 samples put them in different chunks.
 UNLABELLED_SECOND_NAME = (
     "update raw.device_samples set job_id = null, hostname = 'GPU-B.cluster.example'"
-    " where hostname = 'gpu-b' and gpu = 1"
+    " where hostname = 'gpu-b' and gpu = 1",
+    "insert into raw.device_samples by name select * replace (8 as gpu, 'telemetry/ninth.csv' as source_file,"
+    " 'ninth' as file_sha256) from raw.device_samples where hostname = 'GPU-B.cluster.example'",
+    "insert into raw.ingested_files by name select 'device_samples' as source, 'telemetry/ninth.csv' as source_file,"
+    " 'ninth' as file_sha256, count(*) as rows_in, count(*) as rows_staged, 0 as rows_quarantined"
+    " from raw.device_samples where source_file = 'telemetry/ninth.csv'",
 )
 
 
@@ -328,11 +335,11 @@ def test_a_build_in_chunks_of_hosts_equals_a_build_in_one(warehouse: Path, tmp_p
     then incrementally in chunks after a late file, they equal what one chunk builds; samples without a job label,
     under a host name spelled two ways, too."""
     chunked = ("--vars", '{"host_chunk_rows": 500}')
-    _change(warehouse, UNLABELLED_SECOND_NAME)
+    _change(warehouse, *UNLABELLED_SECOND_NAME)
     _run(warehouse, tmp_path, "--full-refresh")
     one_chunk = _rows(warehouse)
     attributions = query(warehouse, "select distinct attribution from intermediate.int_device_samples_attributed")
-    assert len(attributions) > 1, attributions  # some samples are attributed otherwise than by their label
+    assert ("host_has_unallocated_gpus",) in attributions, attributions  # both names' GPUs counted
     _run(warehouse, tmp_path, "--full-refresh", *chunked)
     log = (tmp_path / "logs" / "dbt.log").read_text()
     assert re.search(r"set variable cost_pipeline_host_chunk = [1-9]\d*;", log), "the build ran in more than one chunk"
@@ -362,7 +369,7 @@ def test_a_chunk_reads_only_its_own_hosts_samples(warehouse: Path, tmp_path: Pat
     ``hash(hostname)`` was applied after the joins, so at a cluster-day each of 18 chunks joined the whole day). The
     one scan of every host is the count of the GPUs a host reported at an unlabelled sample's instant (host name,
     GPU and time only), over every name the host goes by."""
-    _change(warehouse, UNLABELLED_SECOND_NAME)
+    _change(warehouse, *UNLABELLED_SECOND_NAME)
     _run(warehouse, tmp_path, "--full-refresh", "--vars", '{"host_chunk_rows": 500}')
     con = duckdb.connect(str(warehouse), read_only=True)
     try:

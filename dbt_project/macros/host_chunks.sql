@@ -15,10 +15,13 @@
     The filter names the chunk's hosts as a list (``cost_pipeline_chunk_hosts``), which DuckDB folds into the
     statement as constants and pushes through int_device_samples_attributed's joins down to the scans of the raw
     samples: a chunk reads and joins to the jobs only its own hosts' samples (the view counts the GPUs a host reported
-    at an instant over every host name, one scan more for unlabelled samples), and a scan skips the row groups whose
-    host names lie outside the chunk's run. A filter on ``hash(hostname)``, as before, was not pushed: every chunk
-    read and joined every sample, then kept its own (at 442 M samples in 18 chunks, each model read the day 18
-    times). -#}
+    at an instant over every host name, one scan more for unlabelled samples). How much of a scan is skipped depends
+    on raw's order: a vector or row group holding none of the chunk's hosts is, and ingest keeps each file's order.
+    A filter on ``hash(hostname)``, as before, was not pushed: every chunk read and joined every sample, then kept its
+    own (at 442 M samples in 18 chunks, each model read the day 18 times).
+
+    Every host the model reads must be counted by its pre-hook, or its samples are in no chunk: the pre-hook's
+    ``where`` is the same filter on ``sampled_at`` (the same macro) the model applies to every read of the samples. -#}
 
 {% macro host_chunks_begin(where=none) -%}
     {%- if target.type == 'duckdb' -%}
