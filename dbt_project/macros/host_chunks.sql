@@ -91,11 +91,11 @@
 {% macro host_chunks_rest() -%}
     {%- if target.type == 'duckdb' and execute -%}
         {%- set chunks = run_query(
-            "select coalesce(string_agg(distinct cast(host.chunk as varchar), ','), '') "
-            "from (select unnest(getvariable('cost_pipeline_hosts').hosts) as host) where host.chunk > 0"
-        ).columns[0].values()[0] -%}
-        {%- for chunk in chunks.split(',') | reject('equalto', '') | map('int') | sort %}
-        {{ host_chunk_set(chunk) }};
+            "select distinct host.chunk from (select unnest(getvariable('cost_pipeline_hosts').hosts) as host) "
+            "where host.chunk > 0 order by 1"
+        ).columns[0].values() -%}
+        {%- for chunk in chunks %}
+        {{ host_chunk_set(chunk | int) }};
         insert into {{ this }} by name ({{ model.compiled_code }});
         {%- endfor %}
         reset variable cost_pipeline_hosts;
