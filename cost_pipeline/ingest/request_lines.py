@@ -35,6 +35,7 @@ from cost_pipeline.ingest.lib.in_database import (
     ReadAlone,
     Stage,
     StageGroup,
+    blank_sql,
     file_position,
     load_in_database,
 )
@@ -168,9 +169,9 @@ def _mapped_sql(schema: SourceSchema) -> str:
             select landing_file, line, text, json_type(text, {typed_paths}) as k
             from landing_lines where {_json_ok("text")}
         ), objects as (
-            select landing_file, line, k, json_extract_string(text, {paths}) as t
+            select landing_file, line, k, json_extract_string(text, {paths}) as t,
+                   k[1] = 'OBJECT' and {_unique_keys("text")} as object_ok
             from typed
-            where k[1] = 'OBJECT' and {_unique_keys("text")}
         ), meta_once as (
             select *, {meta_once} as meta_text1,
                    case when {meta.kind} <> 'VARCHAR' then {meta.text}::json end as meta_raw
@@ -193,7 +194,7 @@ def _mapped_sql(schema: SourceSchema) -> str:
                    case when json_type(m2) = 'OBJECT' then m2 end as m
             from meta
         ), fields as (
-            select landing_file, line, native,
+            select landing_file, line, native, object_ok,
                    {_text(_value("request_id"))} as request_id,
                    case when native then {_time(_value("requested_at"))} else {_time(_value("startTime"))}
                        end as requested_at,
@@ -255,7 +256,7 @@ def _mapped_sql(schema: SourceSchema) -> str:
                    case when native then native_escalated_to else meta_escalated_to end as escalated_to,
                    case when native then native_human_handoff else meta_human_handoff end as human_handoff,
                    case when native then 'native' else 'litellm' end as request_shape,
-                   native, keys_ok, native_texts_ok, native_latency_blank, end_blank, litellm_texts_ok, meta_ok,
+                   native, object_ok, keys_ok, native_texts_ok, native_latency_blank, end_blank, litellm_texts_ok, meta_ok,
                    meta_texts_ok, litellm_status_ascii, ended_at
             from litellm
         )
@@ -263,7 +264,7 @@ def _mapped_sql(schema: SourceSchema) -> str:
                output_tokens, cache_hit, latency_ms, latency_tier, status, task_id, attempt, escalated_to,
                human_handoff, request_shape,
                coalesce(
-                   keys_ok and {_in_pandas_range("requested_at")}
+                   object_ok and keys_ok and {_in_pandas_range("requested_at")}
                    and input_tokens between 0 and {_TOKENS_MAX} and output_tokens between 0 and {_TOKENS_MAX}
                    and cache_hit is not null and human_handoff is not null
                    and attempt between 1 and {_COUNT_MAX}
@@ -363,7 +364,7 @@ _LINES = r"""
                            case when starts_with(content, chr(65279)) then substr(content, 2) else content end
                            as content
                     from read_text(?)))
-    ) where trim(text) <> ''
+    ) where not {blank}
 """
 
 
@@ -371,7 +372,7 @@ def _lines(con: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> None:
     """``landing_lines`` of the files, each line with its file's position among them (``landing_file``)."""
     patterns = [file_pattern(path) for path in paths]
     named = [] if len(paths) == 1 else [patterns]
-    con.execute(_LINES.format(landing_file=file_position(len(paths))), [*named, patterns])
+    con.execute(_LINES.format(landing_file=file_position(len(paths)), blank=blank_sql("text")), [*named, patterns])
 
 
 def _empty_landing(con: duckdb.DuckDBPyConnection, schema: SourceSchema) -> None:

@@ -30,6 +30,8 @@ from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS, DEVICE_SAMPLE_
 from cost_pipeline.ingest.lib.in_database import (
     InDatabaseSource,
     Rule,
+    blank_sql,
+    comment_sql,
     domain_rules,
     file_position,
     first_line,
@@ -230,7 +232,7 @@ def _stage_expositions(
                    coalesce(regexp_extract(text, '{_SAMPLE_LINE}', 2), '') as labels,
                    regexp_extract(text, '{_SAMPLE_LINE}', 3) as value,
                    nullif(regexp_extract(text, '{_SAMPLE_LINE}', 5), '') as milliseconds
-            from text_lines where trim(text) <> '' and not starts_with(ltrim(text), '#')
+            from text_lines where not {blank_sql("text")} and not {comment_sql("text")}
         )
         select landing_file, line, metric, value,
                coalesce(cast(make_timestamp(try_cast(milliseconds as bigint) * 1000) as varchar),
