@@ -35,9 +35,9 @@ from cost_pipeline.ingest.lib.in_database import (
     ReadAlone,
     Stage,
     StageGroup,
-    blank_sql,
     file_position,
     load_in_database,
+    trimmed_sql,
 )
 from cost_pipeline.ingest.lib.parquet import parse_parquet
 from cost_pipeline.ingest.lib.records import FileRejected, ParsedFile, Rejection, read_text, split_lines
@@ -256,8 +256,8 @@ def _mapped_sql(schema: SourceSchema) -> str:
                    case when native then native_escalated_to else meta_escalated_to end as escalated_to,
                    case when native then native_human_handoff else meta_human_handoff end as human_handoff,
                    case when native then 'native' else 'litellm' end as request_shape,
-                   native, object_ok, keys_ok, native_texts_ok, native_latency_blank, end_blank, litellm_texts_ok, meta_ok,
-                   meta_texts_ok, litellm_status_ascii, ended_at
+                   native, object_ok, keys_ok, native_texts_ok, native_latency_blank, end_blank, litellm_texts_ok,
+                   meta_ok, meta_texts_ok, litellm_status_ascii, ended_at
             from litellm
         )
         select line, landing_file, request_id, requested_at, model, tenant, business_line, input_tokens,
@@ -364,7 +364,7 @@ _LINES = r"""
                            case when starts_with(content, chr(65279)) then substr(content, 2) else content end
                            as content
                     from read_text(?)))
-    ) where not {blank}
+    ) where {trimmed} <> ''
 """
 
 
@@ -372,7 +372,7 @@ def _lines(con: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> None:
     """``landing_lines`` of the files, each line with its file's position among them (``landing_file``)."""
     patterns = [file_pattern(path) for path in paths]
     named = [] if len(paths) == 1 else [patterns]
-    con.execute(_LINES.format(landing_file=file_position(len(paths)), blank=blank_sql("text")), [*named, patterns])
+    con.execute(_LINES.format(landing_file=file_position(len(paths)), trimmed=trimmed_sql("text")), [*named, patterns])
 
 
 def _empty_landing(con: duckdb.DuckDBPyConnection, schema: SourceSchema) -> None:

@@ -30,8 +30,6 @@ from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS, DEVICE_SAMPLE_
 from cost_pipeline.ingest.lib.in_database import (
     InDatabaseSource,
     Rule,
-    blank_sql,
-    comment_sql,
     domain_rules,
     file_position,
     first_line,
@@ -39,6 +37,7 @@ from cost_pipeline.ingest.lib.in_database import (
     stage_csv,
     stage_csv_files,
     stage_parquet,
+    trimmed_sql,
 )
 from cost_pipeline.ingest.lib.metric_series import job_from_labels, line_rules, pivot, presence_rules
 from cost_pipeline.ingest.lib.records import FileRejected, Rejection
@@ -46,22 +45,23 @@ from cost_pipeline.ingest.lib.source import Source, batch_lineage
 from cost_pipeline.ingest.lib.timestamps import landing_time_sql
 from cost_pipeline.ingest.lib.warehouse import IngestReport, file_pattern, quote
 
+_PROFILE = trimmed_sql("cast(gpu_instance_profile as varchar)")
+_TRIMMED_LINE = trimmed_sql("text")  # a scrape file's line
 # (rule, condition that breaks it, message); evaluated in order, the first broken rule is recorded. The numeric
 # columns' rules come from their domains (schemas.DEVICE_SAMPLE_DOMAINS), declared once for both ingest paths.
 _RULES: list[Rule] = [
     ("timestamp.parseable", 'try_cast("timestamp" as timestamp) is null', "timestamp is missing or not a timestamp"),
-    ("hostname.present", "nullif(trim(hostname), '') is null", "hostname is empty"),
+    ("hostname.present", f"nullif({trimmed_sql('hostname')}, '') is null", "hostname is empty"),
     *domain_rules(DEVICE_SAMPLE_DOMAINS, DEVICE_SAMPLE_OPTIONAL),
     # A MIG instance names its profile by its compute slices first (docs/fractional_gpus.md): 1g.10gb, 3g.40gb.
     (
         "gpu_instance_profile.format",
-        "not regexp_full_match(coalesce(trim(cast(gpu_instance_profile as varchar)), '1g.'), '[1-9][0-9]*g[.].*')",
+        f"not regexp_full_match(coalesce({_PROFILE}, '1g.'), '[1-9][0-9]*g[.].*')",
         "gpu_instance_profile should be a MIG profile such as 3g.40gb (compute slices, g., memory)",
     ),
     (
         "gpu_instance.paired",
-        "(nullif(trim(cast(gpu_instance_id as varchar)), '') is null)"
-        " <> (nullif(trim(cast(gpu_instance_profile as varchar)), '') is null)",
+        f"(nullif({trimmed_sql('cast(gpu_instance_id as varchar)')}, '') is null) <> (nullif({_PROFILE}, '') is null)",
         "gpu_instance_id and gpu_instance_profile (GPU_I_ID, GPU_I_PROFILE) are given together or not at all",
     ),
 ]
@@ -72,7 +72,7 @@ def _typed_select() -> str:
     casts = []
     for name, sql_type in DEVICE_SAMPLE_COLUMNS:
         expr = (
-            f"nullif(trim(cast({quote(name)} as varchar)), '')"
+            f"nullif({trimmed_sql(f'cast({quote(name)} as varchar)')}, '')"
             if sql_type == "VARCHAR"
             else (f"try_cast({quote(name)} as {sql_type})")
         )
@@ -232,7 +232,7 @@ def _stage_expositions(
                    coalesce(regexp_extract(text, '{_SAMPLE_LINE}', 2), '') as labels,
                    regexp_extract(text, '{_SAMPLE_LINE}', 3) as value,
                    nullif(regexp_extract(text, '{_SAMPLE_LINE}', 5), '') as milliseconds
-            from text_lines where not {blank_sql("text")} and not {comment_sql("text")}
+            from text_lines where {_TRIMMED_LINE} <> '' and not starts_with({_TRIMMED_LINE}, '#')
         )
         select landing_file, line, metric, value,
                coalesce(cast(make_timestamp(try_cast(milliseconds as bigint) * 1000) as varchar),

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import duckdb
 
 from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS, DEVICE_SAMPLE_OPTIONAL
-from cost_pipeline.ingest.lib.in_database import Rule
+from cost_pipeline.ingest.lib.in_database import Rule, trimmed_sql
 from cost_pipeline.ingest.lib.warehouse import quote
 
 METRICS = tuple(name for name, _ in DEVICE_SAMPLE_COLUMNS if name.startswith("DCGM_FI_"))
@@ -26,16 +26,13 @@ METRICS = tuple(name for name, _ in DEVICE_SAMPLE_COLUMNS if name.startswith("DC
 # Several files staged together (``landing_file``: a file's position among them) are pivoted each on its own.
 _KEYS = ("landing_file", "timestamp", "hostname", "gpu", "gpu_instance_id", "gpu_instance_profile", "job_id")
 
+
 # The job a sample's labels name: DCGM's HPC job mapping (hpc_job), else the Kubernetes Job that owns the pod
 # (the Job controller names its pods <job name>-<5 random characters>; the scheduler events name the Job).
-JOB_FROM_LABELS = (
-    "coalesce(nullif(trim({hpc_job}), ''), nullif(regexp_extract(coalesce({pod}, ''), '^(.+)-[a-z0-9]{{5}}$', 1), ''))"
-)
-
-
 def job_from_labels(hpc_job: str, pod: str) -> str:
     """The SQL expression of a sample's job, from its ``hpc_job`` and ``pod`` label expressions."""
-    return JOB_FROM_LABELS.format(hpc_job=hpc_job, pod=pod)
+    job = trimmed_sql(f"({hpc_job})")
+    return f"coalesce(nullif({job}, ''), nullif(regexp_extract(coalesce({pod}, ''), '^(.+)-[a-z0-9]{{5}}$', 1), ''))"
 
 
 def line_rules(rules: Sequence[tuple[str, str]]) -> list[Rule]:
