@@ -97,10 +97,10 @@ def trimmed_sql(value: str) -> str:
     """SQL: ``trim(value)``, paid only by a value that may have something to trim.
 
     DuckDB's ``trim`` strips Unicode space separators (category Zs) from both ends, and copies every value it is
-    given after walking it to its end: on request lines it was a fifth of the ingest, and three trims a device sample
-    a third of the device-sample ingest. The only such separator in ASCII is the space, so a value of ASCII
-    characters (as many bytes as characters) that neither starts nor ends with one is already trimmed. Equal to
-    ``trim`` on every code point (tests/test_in_database_text.py).
+    given after walking it to its end: on request lines it was a fifth of the ingest (docs/benchmarks.md). The only
+    such separator in ASCII is the space, so a value of ASCII characters (as many bytes as characters) that neither
+    starts nor ends with one is already trimmed. Equal to ``trim`` on every code point
+    (tests/test_in_database_text.py).
     """
     return (
         f"case when starts_with({value}, ' ') or ends_with({value}, ' ') or strlen({value}) <> length({value}) "
