@@ -8,13 +8,14 @@ import duckdb
 from cost_pipeline.ingest.lib.in_database import trimmed_sql
 
 # Every code point but the surrogates, which are not characters.
-_CHARACTERS = "select chr(cast(i as integer)) as c from range(1, 1114112) r(i) where i not between 55296 and 57343"
+_CHARACTERS = "select chr(cast(i as integer)) as c from range(0, 1114112) r(i) where i not between 55296 and 57343"
 
 
 def test_trimmed_is_trim_on_every_code_point():
     texts = (
         f"select c as text from ({_CHARACTERS}) union all select c || 'x' || c from ({_CHARACTERS}) "
         f"union all select 'x' || c from ({_CHARACTERS}) union all select c || 'x' from ({_CHARACTERS}) "
+        f"union all select 'x' || c || 'x' from ({_CHARACTERS}) "
         "union all select '' union all select null union all select ' é ' union all select 'é'"
     )
     with duckdb.connect() as con:

@@ -46,7 +46,7 @@ from cost_pipeline.ingest.lib.timestamps import landing_time_sql
 from cost_pipeline.ingest.lib.warehouse import IngestReport, file_pattern, quote
 
 _PROFILE = trimmed_sql("cast(gpu_instance_profile as varchar)")
-_TRIMMED_LINE = trimmed_sql("text")  # a scrape file's line
+
 # (rule, condition that breaks it, message); evaluated in order, the first broken rule is recorded. The numeric
 # columns' rules come from their domains (schemas.DEVICE_SAMPLE_DOMAINS), declared once for both ingest paths.
 _RULES: list[Rule] = [
@@ -232,7 +232,8 @@ def _stage_expositions(
                    coalesce(regexp_extract(text, '{_SAMPLE_LINE}', 2), '') as labels,
                    regexp_extract(text, '{_SAMPLE_LINE}', 3) as value,
                    nullif(regexp_extract(text, '{_SAMPLE_LINE}', 5), '') as milliseconds
-            from text_lines where {_TRIMMED_LINE} <> '' and not starts_with({_TRIMMED_LINE}, '#')
+            from (select *, {trimmed_sql("text")} as trimmed from text_lines)
+            where trimmed <> '' and not starts_with(trimmed, '#')
         )
         select landing_file, line, metric, value,
                coalesce(cast(make_timestamp(try_cast(milliseconds as bigint) * 1000) as varchar),

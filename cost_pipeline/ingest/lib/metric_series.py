@@ -31,7 +31,7 @@ _KEYS = ("landing_file", "timestamp", "hostname", "gpu", "gpu_instance_id", "gpu
 # (the Job controller names its pods <job name>-<5 random characters>; the scheduler events name the Job).
 def job_from_labels(hpc_job: str, pod: str) -> str:
     """The SQL expression of a sample's job, from its ``hpc_job`` and ``pod`` label expressions."""
-    job = trimmed_sql(f"({hpc_job})")
+    job = trimmed_sql(hpc_job)
     return f"coalesce(nullif({job}, ''), nullif(regexp_extract(coalesce({pod}, ''), '^(.+)-[a-z0-9]{{5}}$', 1), ''))"
 
 
