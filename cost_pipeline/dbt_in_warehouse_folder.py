@@ -9,7 +9,7 @@ first night on a new warehouse, a test's copy or ``cost-pipeline demo --dir NEW`
 The nightly build (dagster-dbt runs its dbt executable from the project folder, with ``DBT_PROFILES_DIR`` set) and
 the manifest's parse run dbt through this. The project folder is the folder it was started in unless
 ``DBT_PROJECT_DIR`` or ``--project-dir`` names one. A relative ``COST_WAREHOUSE``, or none, leaves everything as
-plain ``dbt`` would have it.
+plain ``dbt`` would have it. dbt runs in this process, building only the log lines it writes (``dbt_log_lines``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import os
 import shutil
 import sys
 from pathlib import Path
+
+from cost_pipeline.dbt_log_lines import build_only_written_lines
 
 WAREHOUSE_VARIABLE = "COST_WAREHOUSE"
 
@@ -44,8 +46,11 @@ def main() -> None:
         os.environ.setdefault("DBT_PROFILES_DIR", os.environ["DBT_PROJECT_DIR"])
         os.chdir(Path(warehouse).parent)
         os.environ[WAREHOUSE_VARIABLE] = Path(warehouse).name
-    dbt = dbt_executable()
-    os.execv(dbt, [dbt, *sys.argv[1:]])
+    # dbt in this process, as its own `dbt` script runs it, with its log lines built only where they are written.
+    build_only_written_lines()
+    from dbt.cli.main import cli
+
+    sys.exit(cli())
 
 
 if __name__ == "__main__":

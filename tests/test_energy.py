@@ -15,6 +15,9 @@ import pytest
 
 from cost_pipeline.contract import Contract, load_contract
 
+# Its module-scoped fixture runs once: the whole module goes to one worker.
+pytestmark = pytest.mark.xdist_group("energy")
+
 D = Decimal
 
 

@@ -19,6 +19,9 @@ import pytest
 from cost_pipeline.cli import main
 from tests.helpers import query
 
+# Its module-scoped fixture runs once: the whole module goes to one worker.
+pytestmark = pytest.mark.xdist_group("focus_export")
+
 # FOCUS 1.2, specification/columns: the cost-and-usage columns, alphabetical as the spec lists them.
 FOCUS_1_2 = """AvailabilityZone BilledCost BillingAccountId BillingAccountName BillingAccountType BillingCurrency
 BillingPeriodEnd BillingPeriodStart CapacityReservationId CapacityReservationStatus ChargeCategory ChargeClass

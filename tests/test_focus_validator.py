@@ -25,6 +25,9 @@ import pytest
 
 from cost_pipeline.cli import main
 
+# Its module-scoped fixture runs once: the whole module goes to one worker.
+pytestmark = pytest.mark.xdist_group("focus_validator")
+
 VALIDATOR = ["focus-validator==2.2.1", "pyarrow==17.0.0"]
 INVOICE_ID_NULLABILITY = {"InvoiceId-C-000-O", "InvoiceId-C-003-C", "InvoiceId-C-004-C", "InvoiceId-C-005-C"}
 _RESULT = re.compile(r"^(?:✅|❌|⏭️)\s*(?P<rule>[A-Za-z]+-[A-Z]-\d{3}-[A-Z]): (?P<status>PASS|FAIL|SKIPPED)", re.M)

@@ -14,6 +14,9 @@ from fractions import Fraction
 
 import pytest
 
+# Its module-scoped fixture runs once: the whole module goes to one worker.
+pytestmark = pytest.mark.xdist_group("forecast_savings")
+
 D = Decimal
 
 

@@ -17,6 +17,9 @@ import pytest
 from cost_pipeline.cli import main, run_pipeline
 from tests.helpers import query
 
+# Its module-scoped fixture runs once: the whole module goes to one worker.
+pytestmark = pytest.mark.xdist_group("gl_journal")
+
 # cost centre, account, role, debit, credit. CC-410 is team post-training (B-7, B-8, B-10), CC-900 the fallback
 # (unattributed). Compute: 96.00 + 465.77 + 426.13 (CC-410), 53.82 (CC-900); storage: 12.00 + 90.06 + 41.64, 13.34;
 # labour: 4,230.28 + 920.00, 160.00; services: 3,000.00 + 1,500.00. Compute and storage share clearing account 2910.

@@ -23,6 +23,9 @@ from cost_pipeline.ingest.lib.source import RowLoader, Source
 from cost_pipeline.ingest.registry import SOURCES
 from cost_pipeline.ingest.telemetry import DEVICE_SAMPLES
 
+# Its module-scoped fixture runs once: the whole module goes to one worker.
+pytestmark = pytest.mark.xdist_group("incremental_load")
+
 HEADER = ",".join(name for name, _ in DEVICE_SAMPLE_BASE_COLUMNS) + "\n"
 
 

@@ -24,6 +24,9 @@ from cost_pipeline.dagster_home import dagster_home, warehouse_instance
 from cost_pipeline.fingerprint import table_fingerprints
 from tests.helpers import query
 
+# Its module-scoped fixture runs once: the whole module goes to one worker.
+pytestmark = pytest.mark.xdist_group("stale_source")
+
 SOURCE = "serving_requests"
 BAD_FILE = "requests/requests_2026-12.parquet"
 REQUESTS = dg.AssetKey(["raw", SOURCE])

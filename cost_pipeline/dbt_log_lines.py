@@ -1,0 +1,42 @@
+"""dbt's log lines, built only for a logger that writes them.
+
+dbt fires an event for every SQL statement, connection and cache action of a build, most of them at debug level.
+Each of its loggers (standard output, JSON for Dagster; the log file beside the build's artifacts) formats every
+event's line first (the event as JSON through protobuf, each environment variable scanned for secrets to scrub, then
+``json.dumps``) and only then hands it to Python's logging, which drops it below the logger's level
+(``dbt_common.events.logger._Logger.write_line``). On the demo night that was about 15 % of dbt's CPU time, for lines
+nobody reads (docs/benchmarks.md). ``build_only_written_lines`` makes a logger skip an event its Python logger would
+drop: the same lines are written, in the same order. dbt's print events go out as errors, as dbt sends them.
+"""
+
+from __future__ import annotations
+
+import logging
+
+_PYTHON_LEVELS = {
+    "test": logging.DEBUG,
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warn": logging.WARNING,
+    "error": logging.ERROR,
+}
+
+
+def build_only_written_lines() -> None:
+    """Patch dbt's loggers in this process (before dbt runs): a line below its logger's level is not built."""
+    from dbt_common.events import logger as dbt_logger
+
+    writes = dbt_logger._Logger.write_line
+    if getattr(writes, "builds_only_written_lines", False):
+        return
+
+    def write_line(self, msg) -> None:
+        python_logger = self._python_logger
+        level = "error" if dbt_logger._is_print_event(msg) else msg.info.level
+        number = _PYTHON_LEVELS.get(level)
+        if number is not None and (python_logger is None or not python_logger.isEnabledFor(number)):
+            return  # dbt would build the line, then drop it
+        writes(self, msg)
+
+    write_line.builds_only_written_lines = True
+    dbt_logger._Logger.write_line = write_line

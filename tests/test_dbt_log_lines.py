@@ -1,0 +1,60 @@
+"""dbt's loggers build a line only when they write it (cost_pipeline.dbt_log_lines): the same lines as dbt's own
+loggers write, at every level and format, and none built for an event below the logger's level."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from dbt_common.events import logger as dbt_logger
+from dbt_common.events.base_types import EventLevel, msg_from_base_event
+from dbt_common.events.types import Note, PrintEvent
+
+from cost_pipeline.dbt_log_lines import build_only_written_lines
+
+EVENTS = [
+    (Note(msg="a debug note"), EventLevel.DEBUG),
+    (Note(msg="an info note"), EventLevel.INFO),
+    (Note(msg="a test-level note"), EventLevel.TEST),
+    (Note(msg="a warning"), EventLevel.WARN),
+    (Note(msg="an error"), EventLevel.ERROR),
+    (PrintEvent(msg="printed whatever the level"), None),
+]
+
+
+def _written(level: EventLevel, line_format: dbt_logger.LineFormat) -> tuple[list[str], int]:
+    """What a dbt logger at ``level`` writes for EVENTS (times and the thread removed), and how many lines it built."""
+    stream = io.StringIO()
+    config = dbt_logger.LoggerConfig(name=f"test_{level}_{line_format}", level=level, line_format=line_format)
+    config.output_stream = stream
+    json = line_format == dbt_logger.LineFormat.Json
+    logger = dbt_logger._JsonLogger(config) if json else dbt_logger._TextLogger(config)
+    built = 0
+    create_line = logger.create_line
+
+    def counted(msg):
+        nonlocal built
+        built += 1
+        return create_line(msg)
+
+    logger.create_line = counted
+    for event, event_level in EVENTS:
+        msg = msg_from_base_event(event, level=event_level)
+        msg.info.ts.FromSeconds(0)
+        logger.write_line(msg)
+    return stream.getvalue().splitlines(), built
+
+
+@pytest.mark.parametrize("line_format", list(dbt_logger.LineFormat))
+def test_a_logger_writes_the_same_lines_and_builds_only_those(monkeypatch: pytest.MonkeyPatch, line_format) -> None:
+    levels = [EventLevel.DEBUG, EventLevel.INFO, EventLevel.WARN, EventLevel.ERROR]
+    dbts = {level: _written(level, line_format) for level in levels}
+    monkeypatch.setattr(dbt_logger._Logger, "write_line", dbt_logger._Logger.write_line)  # undone after the test
+    build_only_written_lines()
+    build_only_written_lines()  # a second call changes nothing
+    ours = {level: _written(level, line_format) for level in levels}
+    for level in levels:
+        (dbt_lines, dbt_built), (lines, built) = dbts[level], ours[level]
+        assert lines == dbt_lines and dbt_built == len(EVENTS)
+        assert built == len(lines)  # one line built for each line written
+    assert [len(ours[level][0]) for level in levels] == [6, 4, 3, 2]  # the print event at every level
