@@ -4,6 +4,7 @@ loggers write, at every level and format, and none built for an event below the 
 from __future__ import annotations
 
 import io
+from datetime import datetime
 
 import pytest
 from dbt_common.events import logger as dbt_logger
@@ -22,8 +23,16 @@ EVENTS = [
 ]
 
 
+class _Frozen(datetime):
+    """The clock of dbt's text lines, stopped: a second passing between two runs changes no line."""
+
+    @classmethod
+    def now(cls, tz=None):
+        return datetime(2026, 12, 5, 6, 0, 0, tzinfo=tz)
+
+
 def _written(level: EventLevel, line_format: dbt_logger.LineFormat) -> tuple[list[str], int]:
-    """What a dbt logger at ``level`` writes for EVENTS (times and the thread removed), and how many lines it built."""
+    """What a dbt logger at ``level`` writes for EVENTS (their times fixed), and how many lines it built."""
     stream = io.StringIO()
     config = dbt_logger.LoggerConfig(name=f"test_{level}_{line_format}", level=level, line_format=line_format)
     config.output_stream = stream
@@ -47,6 +56,7 @@ def _written(level: EventLevel, line_format: dbt_logger.LineFormat) -> tuple[lis
 
 @pytest.mark.parametrize("line_format", list(dbt_logger.LineFormat))
 def test_a_logger_writes_the_same_lines_and_builds_only_those(monkeypatch: pytest.MonkeyPatch, line_format) -> None:
+    monkeypatch.setattr(dbt_logger, "datetime", _Frozen)
     levels = [EventLevel.DEBUG, EventLevel.INFO, EventLevel.WARN, EventLevel.ERROR]
     dbts = {level: _written(level, line_format) for level in levels}
     monkeypatch.setattr(dbt_logger._Logger, "write_line", dbt_logger._Logger.write_line)  # undone after the test

@@ -19,6 +19,9 @@ from cost_pipeline.ingest.registry import load_source, sources
 from tests.helpers import query
 from tests.test_telemetry_formats import METRICS, _range_query
 
+# Its module-scoped fixture runs once: the whole module goes to one worker.
+pytestmark = pytest.mark.xdist_group("source_time_zones")
+
 DATA = Path(__file__).parent / "data"
 # Real exports written by others, each in the folder of the source that reads it.
 REAL_EXPORTS = {
