@@ -19,6 +19,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from cost_pipeline.dbt_build_manifest import write_no_build_manifest
 from cost_pipeline.dbt_log_lines import build_only_written_lines
 
 WAREHOUSE_VARIABLE = "COST_WAREHOUSE"
@@ -48,6 +49,7 @@ def main() -> None:
         os.environ[WAREHOUSE_VARIABLE] = Path(warehouse).name
     # dbt in this process, as its own `dbt` script runs it, with its log lines built only where they are written.
     build_only_written_lines()
+    write_no_build_manifest()
     from dbt.cli.main import cli
 
     sys.exit(cli())

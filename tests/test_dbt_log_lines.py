@@ -1,12 +1,15 @@
 """dbt's loggers build a line only when they write it (cost_pipeline.dbt_log_lines): the same lines as dbt's own
-loggers write, at every level and format, and none built for an event below the logger's level."""
+loggers write, at every level and format, and none built for an event below the logger's level; dbt's event manager
+builds no message for an event no logger writes and no callback reads."""
 
 from __future__ import annotations
 
 import io
+import json
 from datetime import datetime
 
 import pytest
+from dbt_common.events import event_manager as dbt_events
 from dbt_common.events import logger as dbt_logger
 from dbt_common.events.base_types import EventLevel, msg_from_base_event
 from dbt_common.events.types import Note, PrintEvent
@@ -60,6 +63,7 @@ def test_a_logger_writes_the_same_lines_and_builds_only_those(monkeypatch: pytes
     levels = [EventLevel.DEBUG, EventLevel.INFO, EventLevel.WARN, EventLevel.ERROR]
     dbts = {level: _written(level, line_format) for level in levels}
     monkeypatch.setattr(dbt_logger._Logger, "write_line", dbt_logger._Logger.write_line)  # undone after the test
+    monkeypatch.setattr(dbt_events.EventManager, "fire_event", dbt_events.EventManager.fire_event)
     build_only_written_lines()
     build_only_written_lines()  # a second call changes nothing
     ours = {level: _written(level, line_format) for level in levels}
@@ -68,3 +72,47 @@ def test_a_logger_writes_the_same_lines_and_builds_only_those(monkeypatch: pytes
         assert lines == dbt_lines and dbt_built == len(EVENTS)
         assert built == len(lines)  # one line built for each line written
     assert [len(ours[level][0]) for level in levels] == [6, 4, 3, 2]  # the print event at every level
+
+
+def _fired(level: EventLevel, callbacks: list, built: list) -> list[str]:
+    """The messages an event manager with one JSON logger at ``level`` and ``callbacks`` writes for EVENTS (each
+    message the manager builds is appended to ``built``)."""
+    stream = io.StringIO()
+    manager = dbt_events.EventManager()
+    config = dbt_logger.LoggerConfig(name=f"test_manager_{level}", level=level, line_format=dbt_logger.LineFormat.Json)
+    config.output_stream = stream
+    manager.add_logger(config)
+    for callback in callbacks:
+        manager.add_callback(callback)
+    for event, event_level in EVENTS:
+        manager.fire_event(event, level=event_level)
+    return [json.loads(line)["info"]["msg"] for line in stream.getvalue().splitlines()]
+
+
+def test_the_event_manager_builds_a_message_only_for_a_logger_or_callback(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dbt.tracking import track_behavior_change_warn
+
+    built: list[str] = []
+
+    def counted(event, level=None):
+        built.append(event.message())
+        return msg_from_base_event(event, level=level)
+
+    monkeypatch.setattr(dbt_events, "msg_from_base_event", counted)
+    monkeypatch.setattr(dbt_logger._Logger, "write_line", dbt_logger._Logger.write_line)  # undone after the test
+    monkeypatch.setattr(dbt_events.EventManager, "fire_event", dbt_events.EventManager.fire_event)
+    levels = [EventLevel.DEBUG, EventLevel.INFO, EventLevel.ERROR]
+    dbts = {level: _fired(level, [track_behavior_change_warn], built) for level in levels}
+    assert len(built) == len(EVENTS) * len(levels)
+    build_only_written_lines()
+    ours = {}
+    for level in levels:
+        built.clear()
+        ours[level] = (_fired(level, [track_behavior_change_warn], built), len(built))
+    assert {level: lines for level, (lines, _) in ours.items()} == dbts
+    # every message written is built, and warnings and errors always are (dbt may raise on a warning)
+    assert [count for _, count in ours.values()] == [6, 4, 3]
+    read: list = []
+    built.clear()
+    _fired(EventLevel.ERROR, [read.append], built)
+    assert len(read) == len(built) == len(EVENTS), "a callback of another kind reads every event"

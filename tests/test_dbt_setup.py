@@ -180,6 +180,7 @@ def _parse_output(dbt: str, project: Path, warehouse: Path, target: Path) -> str
         text=True,
     )
     assert parsed.returncode == 0, parsed.stdout + parsed.stderr
+    assert (target / "manifest.json").exists(), "a parse writes its manifest"
     return parsed.stdout
 
 
@@ -196,6 +197,27 @@ def test_the_first_build_on_a_warehouse_in_a_new_folder_parses_only_what_changed
     from_its_folder = _parse_output(warehouse_folder_dbt_executable(), project, warehouse, tmp_path / "from its folder")
     assert full not in from_its_folder and "Unable to do partial parsing" not in from_its_folder
     assert not list(warehouse.parent.iterdir()), "a parse opens no warehouse"
+
+
+def test_a_build_through_cost_pipeline_dbt_writes_no_manifest_of_its_own(project, tmp_path):
+    """The night reads the prepared manifest, never the build's (cost_pipeline.dbt_build_manifest): dbt run, build
+    and test write none into their target folder; plain dbt does."""
+    warehouse = tmp_path / "built here" / "warehouse.duckdb"
+    warehouse.parent.mkdir()
+    environment = {**os.environ, "COST_WAREHOUSE": str(warehouse), "DBT_PROFILES_DIR": str(project)}
+    written = {}
+    for dbt in (dbt_executable(), warehouse_folder_dbt_executable()):
+        target = tmp_path / Path(dbt).name
+        built = subprocess.run(
+            [dbt, "build", "--select", "fqn:no_such_node", "--target-path", str(target), "--log-path", str(target)],
+            cwd=project,
+            env=environment,
+            capture_output=True,
+            text=True,
+        )
+        assert built.returncode == 0, built.stdout + built.stderr
+        written[Path(dbt).name] = (target / "manifest.json").exists()
+    assert written == {"dbt": True, "cost-pipeline-dbt": False}
 
 
 def test_only_the_newest_partial_parse_files_are_kept(project, tmp_path):
