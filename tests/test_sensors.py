@@ -16,7 +16,7 @@ import pytest
 from cost_pipeline.contract import Contract, load_contract
 from cost_pipeline.contract.due import parse_due
 from cost_pipeline.definitions import defs
-from cost_pipeline.defs.freshness import CHECK, delivery_result, freshness_check
+from cost_pipeline.defs.freshness import CHECK, delivery_result
 from cost_pipeline.defs.ingest import ASSETS_BY_TABLE
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.defs.sensors import Seen, files_sensor, landing_sensors
@@ -132,11 +132,10 @@ def test_the_nightly_schedule_runs_every_unpartitioned_asset_at_two_and_the_mont
 
 
 def freshness(landing: Path, warehouse: Path) -> dg.AssetCheckEvaluation:
-    """Run only the batch registry's freshness check."""
-    check = freshness_check(SOURCE)
+    """Run only the batch registry's freshness check (its ingest asset loads nothing)."""
+    check = dg.AssetCheckKey(dg.AssetKey(["raw", SOURCE.name]), CHECK)
     job = dg.Definitions(
         assets=[ASSETS_BY_TABLE[SOURCE.name]],
-        asset_checks=[check],
         jobs=[dg.define_asset_job("freshness", selection=dg.AssetSelection.checks(check))],
         resources={"landing": LandingZone(path=str(landing)), "warehouse": Warehouse(path=str(warehouse))},
     ).resolve_job_def("freshness")
@@ -182,6 +181,36 @@ def test_freshness_warns_on_an_old_delivery_and_passes_on_a_new_one(tmp_path):
     dg.materialize([ASSETS_BY_TABLE["batch_registry"]], resources=resources, instance=dg.DagsterInstance.ephemeral())
     fresh = freshness(landing, warehouse)
     assert fresh.passed and datetime.fromisoformat(fresh.metadata["newest_delivery"].value) > old
+
+
+def test_the_freshness_check_is_evaluated_in_the_load_s_step_and_alone_loads_nothing(tmp_path):
+    """The ingest asset evaluates its freshness check after its load, in the same step; selected alone, the check
+    reads the warehouse and loads nothing; a check that describes a load is refused without it."""
+    landing = write_demo_landing(tmp_path / "landing")
+    warehouse = tmp_path / "w.duckdb"
+    resources = {"landing": LandingZone(path=str(landing)), "warehouse": Warehouse(path=str(warehouse))}
+    asset = ASSETS_BY_TABLE[SOURCE.name]
+    raw = dg.AssetKey(["raw", SOURCE.name])
+
+    alone = freshness(landing, warehouse)
+    assert not alone.passed
+    assert not query(warehouse, "select 1 from information_schema.tables where table_name = 'batch_registry'")
+
+    loaded = dg.materialize([asset], resources=resources, instance=dg.DagsterInstance.ephemeral())
+    steps = {event.step_key for event in loaded.all_events if event.is_step_start}
+    evaluations = {e.check_name: e.passed for e in loaded.get_asset_check_evaluations()}
+    assert steps == {f"raw__{SOURCE.name}"} and evaluations[CHECK] and evaluations["rows_conserved"]
+    assert query(warehouse, "select 1 from information_schema.tables where table_name = 'batch_registry'")
+
+    refused = dg.materialize(
+        [asset],
+        selection=dg.AssetSelection.checks(dg.AssetCheckKey(raw, "rows_conserved")),
+        resources=resources,
+        instance=dg.DagsterInstance.ephemeral(),
+        raise_on_error=False,
+    )
+    (failure,) = refused.get_step_failure_events()
+    assert "rows_conserved of raw/batch_registry describe(s) its load" in failure.event_specific_data.error.message
 
 
 def test_a_source_that_never_delivered_passes_only_while_an_alternative_delivers(tmp_path):

@@ -1,5 +1,8 @@
 """Freshness: one ``delivered_on_time`` check (warning severity) per landing source's raw asset.
 
+The check is declared on the source's ingest asset and evaluated in its step, after the load, on the load's own
+connection (``defs/ingest.py``): a night opens the warehouse once per source, not twice, and runs one step per source.
+
 A source delivers when a file with bytes the warehouse has not seen lands and is loaded (``ops.file_arrivals``,
 kept by the ingest assets): a renamed file is no delivery, a re-exported one is. The check warns when the source's
 newest delivery is older than the contract allows (``operations.freshness``, ``max_age_hours`` per source), or, for a
@@ -9,11 +12,13 @@ that never delivered warns too, unless one of its alternatives (``operations.fre
 records in another tool's format, such as dcgm-exporter scrapes where DCGM CSVs come) delivered: it is then not
 expected, passes, and says so. A source the contract marks ``expected: false`` (a feed the organisation does not
 have, such as serving logs where nothing is served) passes whatever its age, and says so. It only reads the
-warehouse, so it can run on its own (from the UI, or in any run that materialises the source).
+warehouse, so it can run on its own: the ingest asset is subsettable, and a run that selects the check alone (from
+the UI) evaluates it without loading anything.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import dagster as dg
@@ -21,10 +26,7 @@ import duckdb
 
 from cost_pipeline.contract import load_contract
 from cost_pipeline.contract.due import DeliveryDue
-from cost_pipeline.defs.resources import Warehouse
 from cost_pipeline.ingest.lib.arrivals import newest_arrival
-from cost_pipeline.ingest.lib.source import Source
-from cost_pipeline.ingest.registry import SOURCES
 
 CHECK = "delivered_on_time"
 
@@ -71,6 +73,8 @@ def delivery_result(
         elif not passed:
             description += f", more than the {max_age_hours:g} h the contract allows"
     return dg.AssetCheckResult(
+        asset_key=dg.AssetKey(["raw", source]),
+        check_name=CHECK,
         passed=passed,
         severity=dg.AssetCheckSeverity.WARN,
         description=description,
@@ -86,36 +90,52 @@ def delivery_result(
     )
 
 
-def freshness_check(source: Source) -> dg.AssetChecksDefinition:
-    """The ``delivered_on_time`` check of one source's raw asset."""
-    contract = load_contract()
-    max_age_hours, alternatives = contract.max_age_hours(source.name), contract.delivery_alternatives(source.name)
-    expected, due = contract.delivery_expected(source.name), contract.delivery_due(source.name)
-    late = (
-        f"for more than {max_age_hours:g} h" if due is None else f"since the due time before the latest one (due {due})"
-    )
+@dataclass(frozen=True)
+class Freshness:
+    """What the contract expects of one source's deliveries (``operations.freshness``)."""
 
-    @dg.asset_check(
-        asset=dg.AssetKey(["raw", source.name]),
-        name=CHECK,
-        description=(
-            f"Warns when {source.name} has delivered no new file (new bytes) {late}, or never did"
-            + (f" while none of {', '.join(alternatives)} did" if alternatives else "")
-            + " (contract operations.freshness)."
-            if expected
-            else f"Passes: {source.name} is not expected (contract operations.freshness: expected false)."
-        ),
-    )
-    def _delivered_on_time(warehouse: Warehouse) -> dg.AssetCheckResult:
-        con = warehouse.connect()
-        try:
-            return delivery_result(
-                con, source.name, max_age_hours, alternatives=alternatives, expected=expected, due=due
-            )
-        finally:
-            con.close()
+    source: str
+    max_age_hours: float
+    alternatives: tuple[str, ...]
+    expected: bool
+    due: DeliveryDue | None
 
-    return _delivered_on_time
+    @classmethod
+    def of(cls, source: str) -> Freshness:
+        contract = load_contract()
+        return cls(
+            source,
+            contract.max_age_hours(source),
+            tuple(contract.delivery_alternatives(source)),
+            contract.delivery_expected(source),
+            contract.delivery_due(source),
+        )
 
+    def spec(self) -> dg.AssetCheckSpec:
+        """The ``delivered_on_time`` check of the source's raw asset."""
+        late = (
+            f"for more than {self.max_age_hours:g} h"
+            if self.due is None
+            else f"since the due time before the latest one (due {self.due})"
+        )
+        return dg.AssetCheckSpec(
+            CHECK,
+            asset=dg.AssetKey(["raw", self.source]),
+            description=(
+                f"Warns when {self.source} has delivered no new file (new bytes) {late}, or never did"
+                + (f" while none of {', '.join(self.alternatives)} did" if self.alternatives else "")
+                + " (contract operations.freshness)."
+                if self.expected
+                else f"Passes: {self.source} is not expected (contract operations.freshness: expected false)."
+            ),
+        )
 
-freshness_checks: list[dg.AssetChecksDefinition] = [freshness_check(source) for source in SOURCES.values()]
+    def result(self, con: duckdb.DuckDBPyConnection) -> dg.AssetCheckResult:
+        return delivery_result(
+            con,
+            self.source,
+            self.max_age_hours,
+            alternatives=self.alternatives,
+            expected=self.expected,
+            due=self.due,
+        )

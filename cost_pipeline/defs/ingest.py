@@ -9,12 +9,15 @@ source's rows of its last good night; the asset still materialises, so every oth
 ``raw/ignored_files`` records every landing file no source reads, and its ``no_ignored_files`` check warns.
 A source with launch options (a dataclass of options in its declaration) takes them as the asset's run config,
 under the same names and defaults. Each load that succeeds records when its files' bytes were first seen
-(``ops.file_arrivals``), which the ``delivered_on_time`` freshness checks read (``defs/freshness.py``). Owners
-come from the contract (``operations.owners``).
+(``ops.file_arrivals``), which the source's ``delivered_on_time`` freshness check then reads on the same connection
+(``defs/freshness.py``). The asset is subsettable: a run that selects only that check (from the UI) evaluates it
+without loading; the other checks describe a load and are refused without the asset. Owners come from the contract
+(``operations.owners``).
 """
 
 import dataclasses
 import typing
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +25,8 @@ import dagster as dg
 import duckdb
 
 from cost_pipeline.contract import load_contract
+from cost_pipeline.defs.freshness import CHECK as DELIVERED_ON_TIME
+from cost_pipeline.defs.freshness import Freshness
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.ingest.contract_tables import TABLES, load_contract_tables
 from cost_pipeline.ingest.lib.arrivals import record_arrivals
@@ -124,10 +129,14 @@ def last_load(context: dg.AssetExecutionContext) -> datetime | None:
 
 
 def report_result(
-    context: dg.AssetExecutionContext, report: IngestReport, failure: LoadFailure | None = None
+    context: dg.AssetExecutionContext,
+    report: IngestReport,
+    failure: LoadFailure | None = None,
+    delivered: dg.AssetCheckResult | None = None,
 ) -> dg.MaterializeResult:
     """Turn an ingest report into metadata and check results: counts and rule names only. After a failed load the
-    report is what raw keeps (``kept_report``) and ``source_loaded`` warns, naming the error and the night."""
+    report is what raw keeps (``kept_report``) and ``source_loaded`` warns, naming the error and the night.
+    ``delivered`` is the freshness check's result; only the run's selected checks are reported."""
     previous = previously_quarantined(context)
     for example in report.examples:
         context.log.warning(f"quarantined: {example}")
@@ -164,52 +173,54 @@ def report_result(
         loaded["load_error"] = failure.error
         loaded["last_good_load"] = failure.last_good_load.isoformat(sep=" ") if failure.last_good_load else ""
     metadata.update(loaded)
+    results = [
+        dg.AssetCheckResult(
+            check_name="rows_conserved",
+            passed=report.conserved,
+            metadata={
+                "rows_in": report.rows_in,
+                "rows_staged": report.rows_staged,
+                "rows_quarantined": report.rows_quarantined,
+            },
+        ),
+        dg.AssetCheckResult(
+            check_name="no_quarantined_rows",
+            passed=report.rows_quarantined == 0,
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata={
+                "rows_quarantined": report.rows_quarantined,
+                "quarantined_by_rule": dg.MetadataValue.json(by_rule),
+            },
+        ),
+        dg.AssetCheckResult(
+            check_name="quarantine_not_growing",
+            passed=previous is None or report.rows_quarantined <= previous,
+            severity=dg.AssetCheckSeverity.ERROR,
+            metadata={
+                "rows_quarantined": report.rows_quarantined,
+                "previously_quarantined": -1 if previous is None else previous,
+            },
+        ),
+        dg.AssetCheckResult(
+            check_name="source_loaded",
+            passed=failure is None,
+            severity=dg.AssetCheckSeverity.WARN,
+            description=None
+            if failure is None
+            else f"figures from {report.source} are as of {failure.night()}: {failure.error}",
+            metadata=loaded,
+        ),
+        dg.AssetCheckResult(
+            check_name="no_missing_files",
+            passed=not report.missing,
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata={"missing_files": len(report.missing), "missing_since": missing},
+        ),
+        *([delivered] if delivered is not None else []),
+    ]
+    selected = {key.name for key in context.selected_asset_check_keys}
     return dg.MaterializeResult(
-        metadata=metadata,
-        check_results=[
-            dg.AssetCheckResult(
-                check_name="rows_conserved",
-                passed=report.conserved,
-                metadata={
-                    "rows_in": report.rows_in,
-                    "rows_staged": report.rows_staged,
-                    "rows_quarantined": report.rows_quarantined,
-                },
-            ),
-            dg.AssetCheckResult(
-                check_name="no_quarantined_rows",
-                passed=report.rows_quarantined == 0,
-                severity=dg.AssetCheckSeverity.WARN,
-                metadata={
-                    "rows_quarantined": report.rows_quarantined,
-                    "quarantined_by_rule": dg.MetadataValue.json(by_rule),
-                },
-            ),
-            dg.AssetCheckResult(
-                check_name="quarantine_not_growing",
-                passed=previous is None or report.rows_quarantined <= previous,
-                severity=dg.AssetCheckSeverity.ERROR,
-                metadata={
-                    "rows_quarantined": report.rows_quarantined,
-                    "previously_quarantined": -1 if previous is None else previous,
-                },
-            ),
-            dg.AssetCheckResult(
-                check_name="source_loaded",
-                passed=failure is None,
-                severity=dg.AssetCheckSeverity.WARN,
-                description=None
-                if failure is None
-                else f"figures from {report.source} are as of {failure.night()}: {failure.error}",
-                metadata=loaded,
-            ),
-            dg.AssetCheckResult(
-                check_name="no_missing_files",
-                passed=not report.missing,
-                severity=dg.AssetCheckSeverity.WARN,
-                metadata={"missing_files": len(report.missing), "missing_since": missing},
-            ),
-        ],
+        metadata=metadata, check_results=[result for result in results if result.check_name in selected]
     )
 
 
@@ -285,10 +296,21 @@ def config_class(source: Source) -> type[dg.Config]:
 
 
 def _load(
-    context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse, source: Source, options: Any
-) -> dg.MaterializeResult:
+    context: dg.AssetExecutionContext,
+    landing: LandingZone,
+    warehouse: Warehouse,
+    source: Source,
+    options: Any,
+    freshness: Freshness,
+) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
     """Load one source; a load that raises is rolled back and recorded (``raw.source_failures``), and the asset
-    materialises with what raw keeps, so the rest of the night goes on. A lost warehouse connection still fails."""
+    materialises with what raw keeps, so the rest of the night goes on. A lost warehouse connection still fails.
+    Then its freshness check, on the same connection. A run that selects the asset's freshness check alone loads
+    nothing and evaluates it."""
+    if dg.AssetKey(["raw", source.name]) not in context.selected_asset_keys:
+        yield _delivered_alone(context, warehouse, freshness)
+        return
+    fresh = DELIVERED_ON_TIME in {key.name for key in context.selected_asset_check_keys}
     con = connect_for_ingest(warehouse, landing)
     try:
         try:
@@ -296,32 +318,59 @@ def _load(
         except Exception as error:
             message = one_line(error)
             failure = LoadFailure(message, record_failure(con, source.name, message, last_load(context)))
-            return report_result(context, kept_report(con, source.name), failure)
-        clear_failure(con, source.name)
-        record_arrivals(con, source.name)
+            result = report_result(
+                context, kept_report(con, source.name), failure, freshness.result(con) if fresh else None
+            )
+        else:
+            clear_failure(con, source.name)
+            record_arrivals(con, source.name)
+            result = report_result(context, report, delivered=freshness.result(con) if fresh else None)
     finally:
         con.close()
-    return report_result(context, report)
+    yield result
+
+
+def _delivered_alone(
+    context: dg.AssetExecutionContext, warehouse: Warehouse, freshness: Freshness
+) -> dg.AssetCheckResult:
+    """The freshness check without a load (only it selected); the other checks describe a load."""
+    load_checks = sorted(key.name for key in context.selected_asset_check_keys if key.name != DELIVERED_ON_TIME)
+    if load_checks:
+        raise dg.Failure(
+            f"{', '.join(load_checks)} of raw/{freshness.source} describe(s) its load: materialise raw/"
+            f"{freshness.source} with them (only {DELIVERED_ON_TIME} can run alone)"
+        )
+    con = warehouse.connect()
+    try:
+        return freshness.result(con)
+    finally:
+        con.close()
 
 
 def source_asset(source: Source) -> dg.AssetsDefinition:
-    """The ingest asset of one registered source."""
-    decorate = dg.asset(
-        name=source.name,
-        key_prefix=["raw"],
-        group_name=GROUP,
-        kinds={"duckdb"},
-        description=source.summary(),
-        owners=_owners(source.name),
-        check_specs=_check_specs(source.name),
+    """The ingest asset of one registered source, with its checks and its freshness check."""
+    freshness = Freshness.of(source.name)
+    decorate = dg.multi_asset(
+        name=f"raw__{source.name}",
+        specs=[
+            dg.AssetSpec(
+                ["raw", source.name],
+                group_name=GROUP,
+                kinds={"duckdb"},
+                description=source.summary(),
+                owners=_owners(source.name),
+            )
+        ],
+        check_specs=[*_check_specs(source.name), freshness.spec()],
+        can_subset=True,
     )
     if source.options is None:
 
         @decorate
         def _ingest(
             context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse
-        ) -> dg.MaterializeResult:
-            return _load(context, landing, warehouse, source, None)
+        ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
+            yield from _load(context, landing, warehouse, source, None, freshness)
 
         return _ingest
     options = source.options
@@ -330,13 +379,14 @@ def source_asset(source: Source) -> dg.AssetsDefinition:
     @decorate
     def _configured(
         context: dg.AssetExecutionContext, landing: LandingZone, warehouse: Warehouse, config: config_type
-    ) -> dg.MaterializeResult:
-        return _load(
+    ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
+        yield from _load(
             context,
             landing,
             warehouse,
             source,
             options(**{f.name: getattr(config, f.name) for f in dataclasses.fields(options)}),
+            freshness,
         )
 
     return _configured
