@@ -1,12 +1,12 @@
 """A dbt build writes no manifest of its own: the night's manifest is the prepared one (``dbt_setup``).
 
 ``dbt build``, ``run`` and ``test`` each write the whole manifest as JSON into their target folder twice (after
-loading the partial-parse file, and again when the nodes have run), with the graph's summary and the semantic
-manifest beside it: about 0.6 s of the dbt process on the demo night, before and after its nodes run, while
+loading the partial-parse file, and again when the nodes have run), with the semantic manifest and the pickled graph
+(``graph.gpickle``) beside it: about 0.6 s of the dbt process on the demo night, before and after its nodes run, while
 nothing reads them. dagster-dbt and the pipeline read the manifest that ``prepare`` wrote
 (``dbt_project/target/manifest.json``) and, from the build's folder, ``run_results.json`` alone, which is still
-written, as is the partial-parse file. ``dbt parse``, ``compile``, ``docs generate`` and every other command are
-left as they are.
+written, as are the partial-parse file and the graph's summary. ``dbt parse``, ``compile``, ``docs generate`` and
+every other command are left as they are.
 """
 
 from __future__ import annotations

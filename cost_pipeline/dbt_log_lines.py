@@ -27,11 +27,9 @@ def build_only_written_lines() -> None:
     from dbt_common.events import event_manager as dbt_events
     from dbt_common.events import logger as dbt_logger
 
-    writes = dbt_logger._Logger.write_line
-    if getattr(writes, "builds_only_written_lines", False):
-        return
     # dbt's own map of its levels to Python's ("test" is debug)
     python_levels = {level.value: number for level, number in dbt_logger._log_level_map.items()}
+    writes, fires = dbt_logger._Logger.write_line, dbt_events.EventManager.fire_event
 
     def write_line(self, msg) -> None:
         python_logger = self._python_logger
@@ -42,7 +40,8 @@ def build_only_written_lines() -> None:
         writes(self, msg)
 
     write_line.builds_only_written_lines = True
-    dbt_logger._Logger.write_line = write_line
+    if not getattr(writes, "builds_only_written_lines", False):
+        dbt_logger._Logger.write_line = write_line
 
     def written(manager, level: str) -> bool:
         """A logger of ``manager`` writes a line at ``level``."""
@@ -63,8 +62,6 @@ def build_only_written_lines() -> None:
             for callback in manager.callbacks
         )
 
-    fires = dbt_events.EventManager.fire_event
-
     def fire_event(self, e, level=None, node=None, force_warn_or_error_handling=False) -> None:
         tag = (level or e.level_tag()).value
         kept = (
@@ -77,4 +74,6 @@ def build_only_written_lines() -> None:
         if kept:
             fires(self, e, level, node, force_warn_or_error_handling)
 
-    dbt_events.EventManager.fire_event = fire_event
+    fire_event.builds_only_read_messages = True
+    if not getattr(fires, "builds_only_read_messages", False):
+        dbt_events.EventManager.fire_event = fire_event

@@ -9,6 +9,7 @@ import dagster as dg
 
 from cost_pipeline.dbt_setup import dbt_project, warehouse_folder_dbt_executable
 from cost_pipeline.defs.dbt import DBT_GLOBAL_FLAGS, ProjectDbtCli, cost_models, held_rows_checks
+from cost_pipeline.defs.freshness import freshness_checks
 from cost_pipeline.defs.ingest import bookkeeping_specs, ingest_assets
 from cost_pipeline.defs.monthly import monthly_after_nightly, monthly_assets, monthly_deliverables_job
 from cost_pipeline.defs.publish import publish_after_failed_build, publish_assets, publish_job
@@ -18,7 +19,7 @@ from cost_pipeline.defs.sensors import landing_sensors
 
 defs = dg.Definitions(
     assets=[*ingest_assets, *bookkeeping_specs, cost_models, *publish_assets, *monthly_assets],
-    asset_checks=[held_rows_checks],
+    asset_checks=[*freshness_checks, held_rows_checks],
     jobs=[nightly_cost_refresh_job, monthly_deliverables_job, publish_job],
     schedules=[nightly_cost_refresh],
     sensors=[*landing_sensors, monthly_after_nightly, publish_after_failed_build],

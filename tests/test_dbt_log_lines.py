@@ -116,3 +116,16 @@ def test_the_event_manager_builds_a_message_only_for_a_logger_or_callback(monkey
     built.clear()
     _fired(EventLevel.ERROR, [read.append], built)
     assert len(read) == len(built) == len(EVENTS), "a callback of another kind reads every event"
+
+
+def test_an_event_dbt_must_handle_as_a_warning_or_error_still_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever its level, an event fired with ``force_warn_or_error_handling`` is dbt's to raise (warn_error)."""
+    from dbt_common.exceptions.events import EventCompilationError
+
+    monkeypatch.setattr(dbt_logger._Logger, "write_line", dbt_logger._Logger.write_line)  # undone after the test
+    monkeypatch.setattr(dbt_events.EventManager, "fire_event", dbt_events.EventManager.fire_event)
+    build_only_written_lines()
+    manager = dbt_events.EventManager()
+    manager.warn_error = True
+    with pytest.raises(EventCompilationError, match="a debug note"):
+        manager.fire_event(Note(msg="a debug note"), level=EventLevel.DEBUG, force_warn_or_error_handling=True)

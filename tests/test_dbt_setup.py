@@ -201,7 +201,7 @@ def test_the_first_build_on_a_warehouse_in_a_new_folder_parses_only_what_changed
 
 def test_a_build_through_cost_pipeline_dbt_writes_no_manifest_of_its_own(project, tmp_path):
     """The night reads the prepared manifest, never the build's (cost_pipeline.dbt_build_manifest): dbt run, build
-    and test write none into their target folder; plain dbt does."""
+    and test write no manifest, semantic manifest or pickled graph into their target folder; plain dbt does."""
     warehouse = tmp_path / "built here" / "warehouse.duckdb"
     warehouse.parent.mkdir()
     environment = {**os.environ, "COST_WAREHOUSE": str(warehouse), "DBT_PROFILES_DIR": str(project)}
@@ -216,8 +216,10 @@ def test_a_build_through_cost_pipeline_dbt_writes_no_manifest_of_its_own(project
             text=True,
         )
         assert built.returncode == 0, built.stdout + built.stderr
-        written[Path(dbt).name] = (target / "manifest.json").exists()
-    assert written == {"dbt": True, "cost-pipeline-dbt": False}
+        written[Path(dbt).name] = [
+            name for name in ("manifest.json", "semantic_manifest.json", "graph.gpickle") if (target / name).exists()
+        ]
+    assert written == {"dbt": ["manifest.json", "semantic_manifest.json", "graph.gpickle"], "cost-pipeline-dbt": []}
 
 
 def test_only_the_newest_partial_parse_files_are_kept(project, tmp_path):

@@ -16,7 +16,7 @@ import pytest
 from cost_pipeline.contract import Contract, load_contract
 from cost_pipeline.contract.due import parse_due
 from cost_pipeline.definitions import defs
-from cost_pipeline.defs.freshness import CHECK, delivery_result
+from cost_pipeline.defs.freshness import CHECK, delivery_result, freshness_checks
 from cost_pipeline.defs.ingest import ASSETS_BY_TABLE
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.defs.sensors import Seen, files_sensor, landing_sensors
@@ -211,6 +211,27 @@ def test_the_freshness_check_is_evaluated_in_the_load_s_step_and_alone_loads_not
     )
     (failure,) = refused.get_step_failure_events()
     assert "rows_conserved of raw/batch_registry describe(s) its load" in failure.event_specific_data.error.message
+
+
+def test_a_freshness_check_with_alternatives_runs_after_their_loads(tmp_path):
+    """dcgm-exporter scrapes never delivered, DCGM CSVs deliver for the first time tonight: the scrapes' check, a step
+    of its own after every alternative's load, sees them and passes on the first night."""
+    landing = write_demo_landing(tmp_path / "landing")
+    assert not SOURCES["device_samples_dcgm"].files(landing) and SOURCES["device_samples"].files(landing)
+    resources = {"landing": LandingZone(path=str(landing)), "warehouse": Warehouse(path=str(tmp_path / "w.duckdb"))}
+    scrapes = dg.AssetKey(["raw", "device_samples_dcgm"])
+    (check,) = [c for c in freshness_checks if scrapes in {key.asset_key for key in c.check_keys}]
+    assert dg.AssetCheckKey(scrapes, CHECK) not in ASSETS_BY_TABLE["device_samples_dcgm"].check_keys
+    night = dg.materialize(
+        [ASSETS_BY_TABLE[name] for name in ("device_samples_dcgm", "device_samples_prometheus", "device_samples")]
+        + [check],
+        resources=resources,
+        instance=dg.DagsterInstance.ephemeral(),
+    )
+    evaluations = {(e.asset_key.path[-1], e.check_name): e for e in night.get_asset_check_evaluations()}
+    delivered = evaluations[("device_samples_dcgm", CHECK)]
+    assert delivered.passed and "none is expected while device_samples" in delivered.description
+    assert ("batch_registry", CHECK) not in evaluations
 
 
 def test_a_source_that_never_delivered_passes_only_while_an_alternative_delivers(tmp_path):

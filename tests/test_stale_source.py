@@ -98,6 +98,8 @@ def test_a_source_whose_load_fails_keeps_its_rows_and_every_mart_is_rebuilt(stal
     assert f"{BAD_FILE}: OverflowError" in loaded.description
     others = [c for c in checks if c.check_name == "source_loaded" and c.asset_key != REQUESTS]
     assert others and all(c.passed for c in others)
+    # its freshness check is evaluated in the failed load's step all the same
+    assert [c.check_name for c in checks if c.asset_key == REQUESTS].count("delivered_on_time") == 1
 
 
 def test_the_summary_says_which_figures_are_stale(stale_night):

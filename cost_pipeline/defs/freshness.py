@@ -1,7 +1,10 @@
 """Freshness: one ``delivered_on_time`` check (warning severity) per landing source's raw asset.
 
-The check is declared on the source's ingest asset and evaluated in its step, after the load, on the load's own
-connection (``defs/ingest.py``): a night opens the warehouse once per source, not twice, and runs one step per source.
+A source's check reads its own deliveries, and those of its alternatives when it has any. Without alternatives
+the check is declared on the source's ingest asset and evaluated in its step, after the load, on the load's own
+connection (``defs/ingest.py``): the night opens the warehouse once for such a source, not twice, in one step, not
+two. With alternatives it is a step of its own that runs after their loads too (``additional_deps``), so that the
+night an alternative first delivers, it is seen.
 
 A source delivers when a file with bytes the warehouse has not seen lands and is loaded (``ops.file_arrivals``,
 kept by the ingest assets): a renamed file is no delivery, a re-exported one is. The check warns when the source's
@@ -12,8 +15,8 @@ that never delivered warns too, unless one of its alternatives (``operations.fre
 records in another tool's format, such as dcgm-exporter scrapes where DCGM CSVs come) delivered: it is then not
 expected, passes, and says so. A source the contract marks ``expected: false`` (a feed the organisation does not
 have, such as serving logs where nothing is served) passes whatever its age, and says so. It only reads the
-warehouse, so it can run on its own: the ingest asset is subsettable, and a run that selects the check alone (from
-the UI) evaluates it without loading anything.
+warehouse, so it can run on its own (from the UI): the ingest asset is subsettable, and a run that selects its
+check alone evaluates it without loading anything.
 """
 
 from __future__ import annotations
@@ -26,7 +29,10 @@ import duckdb
 
 from cost_pipeline.contract import load_contract
 from cost_pipeline.contract.due import DeliveryDue
+from cost_pipeline.defs.resources import Warehouse
 from cost_pipeline.ingest.lib.arrivals import newest_arrival
+from cost_pipeline.ingest.lib.records import one_line
+from cost_pipeline.ingest.registry import SOURCES
 
 CHECK = "delivered_on_time"
 
@@ -111,31 +117,71 @@ class Freshness:
             contract.delivery_due(source),
         )
 
-    def spec(self) -> dg.AssetCheckSpec:
-        """The ``delivered_on_time`` check of the source's raw asset."""
+    @property
+    def in_load_step(self) -> bool:
+        """The check reads only its own source's deliveries, so its load's step evaluates it. A source with
+        alternatives reads theirs too: its check is a step of its own, after their loads (``separate_check``)."""
+        return not self.alternatives
+
+    def description(self) -> str:
         late = (
             f"for more than {self.max_age_hours:g} h"
             if self.due is None
             else f"since the due time before the latest one (due {self.due})"
         )
-        return dg.AssetCheckSpec(
-            CHECK,
-            asset=dg.AssetKey(["raw", self.source]),
-            description=(
-                f"Warns when {self.source} has delivered no new file (new bytes) {late}, or never did"
-                + (f" while none of {', '.join(self.alternatives)} did" if self.alternatives else "")
-                + " (contract operations.freshness)."
-                if self.expected
-                else f"Passes: {self.source} is not expected (contract operations.freshness: expected false)."
-            ),
+        return (
+            f"Warns when {self.source} has delivered no new file (new bytes) {late}, or never did"
+            + (f" while none of {', '.join(self.alternatives)} did" if self.alternatives else "")
+            + " (contract operations.freshness)."
+            if self.expected
+            else f"Passes: {self.source} is not expected (contract operations.freshness: expected false)."
         )
 
+    def spec(self) -> dg.AssetCheckSpec:
+        """The ``delivered_on_time`` check, declared on the source's ingest asset (``in_load_step``)."""
+        return dg.AssetCheckSpec(CHECK, asset=dg.AssetKey(["raw", self.source]), description=self.description())
+
     def result(self, con: duckdb.DuckDBPyConnection) -> dg.AssetCheckResult:
-        return delivery_result(
-            con,
-            self.source,
-            self.max_age_hours,
-            alternatives=self.alternatives,
-            expected=self.expected,
-            due=self.due,
+        """The check's result; a failure to read the deliveries is a warning naming the error, never the step's
+        failure (in the load's step it would cost the source its materialisation)."""
+        try:
+            return delivery_result(
+                con,
+                self.source,
+                self.max_age_hours,
+                alternatives=self.alternatives,
+                expected=self.expected,
+                due=self.due,
+            )
+        except Exception as error:  # noqa: BLE001 - reported as the check's own warning
+            return dg.AssetCheckResult(
+                asset_key=dg.AssetKey(["raw", self.source]),
+                check_name=CHECK,
+                passed=False,
+                severity=dg.AssetCheckSeverity.WARN,
+                description=f"the deliveries of {self.source} could not be read: {one_line(error)}",
+            )
+
+    def separate_check(self) -> dg.AssetChecksDefinition:
+        """The check as a step of its own, after the loads of the source and of its alternatives."""
+
+        @dg.asset_check(
+            asset=dg.AssetKey(["raw", self.source]),
+            name=CHECK,
+            description=self.description(),
+            additional_deps=[dg.AssetKey(["raw", other]) for other in self.alternatives],
         )
+        def _delivered_on_time(warehouse: Warehouse) -> dg.AssetCheckResult:
+            con = warehouse.connect()
+            try:
+                return self.result(con)
+            finally:
+                con.close()
+
+        return _delivered_on_time
+
+
+# The checks that are steps of their own: those of sources with alternatives (the others are their loads' checks).
+freshness_checks: list[dg.AssetChecksDefinition] = [
+    freshness.separate_check() for freshness in map(Freshness.of, SOURCES) if not freshness.in_load_step
+]

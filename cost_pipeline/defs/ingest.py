@@ -10,9 +10,9 @@ source's rows of its last good night; the asset still materialises, so every oth
 A source with launch options (a dataclass of options in its declaration) takes them as the asset's run config,
 under the same names and defaults. Each load that succeeds records when its files' bytes were first seen
 (``ops.file_arrivals``), which the source's ``delivered_on_time`` freshness check then reads on the same connection
-(``defs/freshness.py``). The asset is subsettable: a run that selects only that check (from the UI) evaluates it
-without loading; the other checks describe a load and are refused without the asset. Owners come from the contract
-(``operations.owners``).
+(``defs/freshness.py``; a source with alternatives has that check as a step of its own). The asset is subsettable:
+a run that selects only that check (from the UI) evaluates it without loading; the other checks describe a load
+and are refused without the asset. Owners come from the contract (``operations.owners``).
 """
 
 import dataclasses
@@ -361,7 +361,7 @@ def source_asset(source: Source) -> dg.AssetsDefinition:
                 owners=_owners(source.name),
             )
         ],
-        check_specs=[*_check_specs(source.name), freshness.spec()],
+        check_specs=[*_check_specs(source.name), *([freshness.spec()] if freshness.in_load_step else [])],
         can_subset=True,
     )
     if source.options is None:
