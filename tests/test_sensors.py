@@ -16,7 +16,7 @@ import pytest
 from cost_pipeline.contract import Contract, load_contract
 from cost_pipeline.contract.due import parse_due
 from cost_pipeline.definitions import defs
-from cost_pipeline.defs.freshness import CHECK, delivery_result, freshness_checks
+from cost_pipeline.defs.freshness import CHECK, Freshness, delivery_result, freshness_checks
 from cost_pipeline.defs.ingest import ASSETS_BY_TABLE
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.defs.sensors import Seen, files_sensor, landing_sensors
@@ -380,3 +380,12 @@ def test_a_rewrite_of_the_same_size_within_the_clocks_tick_is_still_new_bytes(tm
     os.utime(path, ns=(written, written))  # and, as a coarse clock would leave it, the same modification time
     changed = tick(instance, landing, started.cursor)
     assert len(changed.run_requests) == 1
+
+
+def test_a_freshness_check_that_cannot_read_the_deliveries_warns_instead_of_failing_its_step(tmp_path):
+    """In the load's step an exception would cost the source its materialisation: it is the check's warning."""
+    con = connect(tmp_path / "w.duckdb")
+    con.close()
+    result = Freshness.of("batch_registry").result(con)
+    assert not result.passed and result.severity == dg.AssetCheckSeverity.WARN
+    assert result.description.startswith("the deliveries of batch_registry could not be read: ")
