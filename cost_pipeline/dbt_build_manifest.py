@@ -21,10 +21,7 @@ def write_no_build_manifest() -> None:
     from dbt.parser import manifest as dbt_manifest
     from dbt.task import runnable
 
-    writes = dbt_manifest.write_manifest
-    if getattr(writes, "skipped_in_builds", False):
-        return
-    graph_writes = Compiler.write_graph_file
+    writes, graph_writes = dbt_manifest.write_manifest, Compiler.write_graph_file
 
     def building() -> bool:
         return getattr(get_flags(), "WHICH", None) in BUILDING_COMMANDS
@@ -37,7 +34,9 @@ def write_no_build_manifest() -> None:
         if not building():
             graph_writes(self, linker, manifest)
 
-    write_manifest.skipped_in_builds = True
-    dbt_manifest.write_manifest = write_manifest
-    runnable.write_manifest = write_manifest  # imported there by name
-    Compiler.write_graph_file = write_graph_file
+    write_manifest.skipped_in_builds = write_graph_file.skipped_in_builds = True
+    if not getattr(writes, "skipped_in_builds", False):
+        dbt_manifest.write_manifest = write_manifest
+        runnable.write_manifest = write_manifest  # imported there by name
+    if not getattr(graph_writes, "skipped_in_builds", False):
+        Compiler.write_graph_file = write_graph_file

@@ -129,3 +129,21 @@ def test_an_event_dbt_must_handle_as_a_warning_or_error_still_raises(monkeypatch
     manager.warn_error = True
     with pytest.raises(EventCompilationError, match="a debug note"):
         manager.fire_event(Note(msg="a debug note"), level=EventLevel.DEBUG, force_warn_or_error_handling=True)
+
+
+def test_each_patch_is_applied_once_whatever_the_other_s_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The logger's patch and the event manager's each have their own guard: one already applied does not keep the
+    other out, and a second call wraps neither again."""
+    monkeypatch.setattr(dbt_logger._Logger, "write_line", dbt_logger._Logger.write_line)  # undone after the test
+    monkeypatch.setattr(dbt_events.EventManager, "fire_event", dbt_events.EventManager.fire_event)
+    dbt_fires = dbt_events.EventManager.fire_event
+    build_only_written_lines()
+    patched = dbt_logger._Logger.write_line, dbt_events.EventManager.fire_event
+    assert patched[1] is not dbt_fires
+    monkeypatch.setattr(dbt_events.EventManager, "fire_event", dbt_fires)  # the manager's patch undone alone
+    build_only_written_lines()
+    assert dbt_logger._Logger.write_line is patched[0]
+    assert getattr(dbt_events.EventManager.fire_event, "builds_only_read_messages", False)
+    again = dbt_events.EventManager.fire_event
+    build_only_written_lines()
+    assert (dbt_logger._Logger.write_line, dbt_events.EventManager.fire_event) == (patched[0], again)

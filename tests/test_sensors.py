@@ -222,6 +222,11 @@ def test_a_freshness_check_with_alternatives_runs_after_their_loads(tmp_path):
     scrapes = dg.AssetKey(["raw", "device_samples_dcgm"])
     (check,) = [c for c in freshness_checks if scrapes in {key.asset_key for key in c.check_keys}]
     assert dg.AssetCheckKey(scrapes, CHECK) not in ASSETS_BY_TABLE["device_samples_dcgm"].check_keys
+    (spec,) = check.check_specs
+    assert {dep.asset_key for dep in spec.additional_deps} == {
+        dg.AssetKey(["raw", "device_samples"]),
+        dg.AssetKey(["raw", "device_samples_prometheus"]),
+    }
     night = dg.materialize(
         [ASSETS_BY_TABLE[name] for name in ("device_samples_dcgm", "device_samples_prometheus", "device_samples")]
         + [check],

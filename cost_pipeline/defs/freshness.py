@@ -142,8 +142,8 @@ class Freshness:
         return dg.AssetCheckSpec(CHECK, asset=dg.AssetKey(["raw", self.source]), description=self.description())
 
     def result(self, con: duckdb.DuckDBPyConnection) -> dg.AssetCheckResult:
-        """The check's result; a failure to read the deliveries is a warning naming the error, never the step's
-        failure (in the load's step it would cost the source its materialisation)."""
+        """The check's result; a failure to read the deliveries on ``con`` is a warning naming the error, not the
+        step's failure (in the load's step it would cost the source its materialisation)."""
         try:
             return delivery_result(
                 con,

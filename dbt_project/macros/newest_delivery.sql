@@ -27,8 +27,8 @@
 {#- On DuckDB only the records delivered more than once are ranked: a grouping finds their keys, the others pass as
     they are (rank 1). The same rows as the window over every row, which sorted every record's whole row: a night's
     ten million requests, nearly all delivered once, took about twice as long (docs/benchmarks.md). A key is matched
-    null-safe, as the window's partitions group nulls. The relation is read three times: give it a name, not a
-    windowed query. -#}
+    null-safe, as the window's partitions group nulls. The relation is read three times: give it a CTE's name
+    (DuckDB computes a CTE once), not a parenthesised query. -#}
 {% macro duckdb__newest_delivery(relation, key, prefer=none) %}
     {%- set repeated -%}
         (
@@ -94,6 +94,6 @@
         from {{ source_relation }} as lines
     )
     {%- endset %}
-    {#- numbered is a windowed query: read once, by the window -#}
+    {#- numbered is a parenthesised windowed query: read once, by the window -#}
     {{ cost_pipeline.default__newest_delivery(numbered, columns + ['copy_number']) }}
 {% endmacro %}
