@@ -31,13 +31,14 @@ def build_only_written_lines() -> None:
     python_levels = {level.value: number for level, number in dbt_logger._log_level_map.items()}
     writes, fires = dbt_logger._Logger.write_line, dbt_events.EventManager.fire_event
 
-    def write_line(self, msg) -> None:
-        python_logger = self._python_logger
-        level = "error" if dbt_logger._is_print_event(msg) else msg.info.level
+    def logs(python_logger, level: str) -> bool:
+        """A Python logger keeps a line at dbt's ``level`` (a level dbt does not map, it is left to decide)."""
         number = python_levels.get(level)
-        if number is not None and (python_logger is None or not python_logger.isEnabledFor(number)):
-            return  # dbt would build the line, then drop it
-        writes(self, msg)
+        return number is None or (python_logger is not None and python_logger.isEnabledFor(number))
+
+    def write_line(self, msg) -> None:
+        if logs(self._python_logger, "error" if dbt_logger._is_print_event(msg) else msg.info.level):
+            writes(self, msg)  # else dbt would build the line, then drop it
 
     write_line.builds_only_written_lines = True
     if not getattr(writes, "builds_only_written_lines", False):
@@ -45,11 +46,7 @@ def build_only_written_lines() -> None:
 
     def written(manager, level: str) -> bool:
         """A logger of ``manager`` writes a line at ``level``."""
-        number = python_levels.get(level)
-        return number is None or any(
-            logger._python_logger is not None and logger._python_logger.isEnabledFor(number)
-            for logger in manager.loggers
-        )
+        return level not in python_levels or any(logs(logger._python_logger, level) for logger in manager.loggers)
 
     def read(manager, event) -> bool:
         """A callback of ``manager`` may read ``event``."""

@@ -48,19 +48,9 @@
         on {{ same_key }}
     where repeated.delivered_again is null
     union all
-    select *
-    from (
-        select
-            candidates.*,
-            row_number() over (
-                partition by {{ key | join(', ') }}
-                order by {% if prefer %}{{ prefer }}, {% endif %}source_file desc, source_line desc
-            ) as delivery_rank
-        from {{ relation }} as candidates
-        inner join {{ repeated }}
-            on {{ same_key }}
-    ) as deliveries
-    where delivery_rank = 1
+    {{ cost_pipeline.default__newest_delivery(
+        '(select candidates.* from ' ~ relation ~ ' as candidates inner join ' ~ repeated ~ ' on ' ~ same_key ~ ')',
+        key, prefer) }}
 {% endmacro %}
 
 {#- Lines without a record id (FOCUS charges, Harvest entries) from `source_relation` (a raw table): a line whose
