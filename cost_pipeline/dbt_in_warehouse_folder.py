@@ -9,7 +9,8 @@ first night on a new warehouse, a test's copy or ``cost-pipeline demo --dir NEW`
 The nightly build (dagster-dbt runs its dbt executable from the project folder, with ``DBT_PROFILES_DIR`` set) and
 the manifest's parse run dbt through this. The project folder is the folder it was started in unless
 ``DBT_PROJECT_DIR`` or ``--project-dir`` names one. A relative ``COST_WAREHOUSE``, or none, leaves everything as
-plain ``dbt`` would have it. dbt runs in this process, building only the log lines it writes (``dbt_log_lines``).
+plain ``dbt`` would have it. dbt runs in this process, building only the log lines it writes (``dbt_log_lines``),
+or, with ``COST_DBT_WARM`` set, in the process the run started ahead of it (``dbt_warm``), which runs this same code.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from cost_pipeline.dbt_build_manifest import write_no_build_manifest
 from cost_pipeline.dbt_log_lines import build_only_written_lines
+from cost_pipeline.dbt_warm import WARM_VARIABLE, hand_over
 
 WAREHOUSE_VARIABLE = "COST_WAREHOUSE"
 
@@ -41,6 +43,11 @@ def warehouse_folder_dbt_executable() -> str:
 
 
 def main() -> None:
+    waiting = os.environ.pop(WARM_VARIABLE, "")
+    if waiting:
+        code = hand_over(waiting)
+        if code is not None:
+            sys.exit(code)
     warehouse = os.environ.get(WAREHOUSE_VARIABLE, "")
     if os.path.isabs(warehouse):
         os.environ.setdefault("DBT_PROJECT_DIR", os.getcwd())

@@ -1,0 +1,160 @@
+"""A run's first dbt command runs in the process the run started ahead of it, dbt already imported
+(``cost_pipeline.dbt_warm``; issue 15, the night's fixed cost): the same lines and exit code as dbt run in the
+command's own process; with no process waiting, the command runs dbt itself; SIGINT and SIGTERM reach dbt; a command
+killed with -9 interrupts its dbt; a waiting process ends with the run's process; the dbt resource hands a run's
+first command over and ends a process no command took."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, seed_partial_parse, warehouse_folder_dbt_executable
+from cost_pipeline.dbt_warm import WARM_VARIABLE, WarmDbt
+from cost_pipeline.defs.dbt import DBT_GLOBAL_FLAGS, NIGHTLY_BUILD, ProjectDbtCli
+
+
+@pytest.fixture
+def warm() -> WarmDbt:
+    waiting = WarmDbt()
+    yield waiting
+    waiting.close()
+
+
+def _environment(warehouse: Path, target: Path, **more: str) -> dict[str, str]:
+    seed_partial_parse(target, warehouse)  # as the night does: no whole parse
+    return {
+        **os.environ,
+        "COST_WAREHOUSE": str(warehouse),
+        "DBT_PROFILES_DIR": str(DBT_PROJECT_DIR),
+        "DBT_TARGET_PATH": str(target),
+        "DBT_LOG_FORMAT": "json",
+        "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+        **more,
+    }
+
+
+def _dbt(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [warehouse_folder_dbt_executable(), *args], cwd=DBT_PROJECT_DIR, env=env, capture_output=True, text=True
+    )
+
+
+def _events(output: str) -> list[dict]:
+    return [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+
+
+def _listed(output: str) -> list[str]:
+    """The lines dbt ls printed, without what changes between two processes (pid, time, invocation)."""
+    return [event["info"]["msg"] for event in _events(output) if event["info"]["name"] == "PrintEvent"]
+
+
+def test_a_command_handed_over_prints_the_same_lines_and_exits_the_same(demo_copy: Path, warm: WarmDbt, tmp_path):
+    warehouse = demo_copy / "warehouse.duckdb"
+    listing = ["ls", "--resource-type", "model"]
+    own = _dbt(listing, _environment(warehouse, tmp_path / "own"))
+    handed = _dbt(listing, _environment(warehouse, tmp_path / "handed", **{WARM_VARIABLE: warm.address}))
+    assert (handed.returncode, own.returncode) == (0, 0), handed.stdout + handed.stderr
+    assert _listed(handed.stdout) == _listed(own.stdout) and len(_listed(own.stdout)) > 50
+    assert {event["info"]["pid"] for event in _events(handed.stdout)} == {warm.process.pid}
+    assert warm.process.wait(timeout=60) == 0  # it served its one command and ended
+    # A command that fails: the same error and exit code (2, a usage error), now with no process waiting.
+    bad = ["ls", "--project-dir", str(tmp_path / "no-project")]
+    own = _dbt(bad, _environment(warehouse, tmp_path / "own"))
+    after = _dbt(bad, _environment(warehouse, tmp_path / "after", **{WARM_VARIABLE: warm.address}))
+    assert (after.returncode, after.stdout, after.stderr) == (own.returncode, own.stdout, own.stderr)
+    assert own.returncode == 2 and "Error" in own.stderr
+
+
+def _build_started(warehouse: Path, target: Path, warm: WarmDbt) -> subprocess.Popen:
+    """``cost-pipeline-dbt build`` handed over to ``warm``, once dbt has started its first node."""
+    command = subprocess.Popen(
+        [warehouse_folder_dbt_executable(), *NIGHTLY_BUILD],
+        cwd=DBT_PROJECT_DIR,
+        env=_environment(warehouse, target, **{WARM_VARIABLE: warm.address}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    for line in command.stdout:
+        if line.startswith("{") and json.loads(line)["info"]["name"] == "LogStartLine":
+            return command
+    raise AssertionError(f"dbt started no node: exit {command.wait()}")
+
+
+def test_sigterm_and_sigint_reach_dbt(demo_copy: Path, warm: WarmDbt, tmp_path: Path):
+    command = _build_started(demo_copy / "warehouse.duckdb", tmp_path / "t", warm)
+    command.send_signal(signal.SIGINT)  # as dagster-dbt stops a dbt process
+    names = [event["info"]["name"] for event in _events(command.stdout.read())]
+    assert command.wait() == 2 and "MainEncounteredError" in names  # dbt's own answer to an interrupt
+    assert warm.process.wait(timeout=60) == 0
+
+    second = WarmDbt()
+    try:
+        command = _build_started(demo_copy / "warehouse.duckdb", tmp_path / "u", second)
+        command.send_signal(signal.SIGTERM)
+        command.stdout.read()
+        assert (command.wait(), second.process.wait(timeout=60)) == (-signal.SIGTERM, -signal.SIGTERM)
+    finally:
+        second.close()
+
+
+def test_a_command_killed_interrupts_its_dbt(demo_copy: Path, warm: WarmDbt, tmp_path: Path):
+    command = _build_started(demo_copy / "warehouse.duckdb", tmp_path / "t", warm)
+    command.kill()
+    # dbt still writes into the pipe: read it to its end, which comes when the waiting process ends
+    events = _events(command.stdout.read())
+    summary = [event["data"] for event in events if event["info"]["name"] == "EndOfRunSummary"]
+    assert summary == [{**summary[0], "keyboard_interrupt": True}]
+    assert "LogCancelLine" in {event["info"]["name"] for event in events}
+    assert warm.process.wait(timeout=60) == 0
+
+
+def test_a_waiting_process_ends_with_the_run_s_process():
+    started = subprocess.run(
+        [sys.executable, "-c", "from cost_pipeline.dbt_warm import WarmDbt; print(WarmDbt().process.pid)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    waiting = int(started.stdout)
+    for _ in range(600):  # the parent-death signal comes once the kernel has torn the run's process down
+        if not Path(f"/proc/{waiting}").exists() or "zombie" in Path(f"/proc/{waiting}/status").read_text():
+            return
+        time.sleep(0.1)
+    os.kill(waiting, signal.SIGKILL)
+    raise AssertionError("the waiting process outlived the run's process")
+
+
+def test_the_dbt_resource_hands_its_first_command_over_and_ends_an_unused_process(demo_copy: Path, monkeypatch):
+    monkeypatch.setenv("COST_WAREHOUSE", str(demo_copy / "warehouse.duckdb"))
+    resource = ProjectDbtCli(
+        project_dir=str(DBT_PROJECT_DIR),
+        dbt_executable=warehouse_folder_dbt_executable(),
+        global_config_flags=DBT_GLOBAL_FLAGS,
+    )
+    with dg.build_resources({"dbt": resource}) as resources:
+        warm = resources.dbt._warm
+        pids = []
+        for _ in range(2):
+            target = demo_copy / f"target-{len(pids)}"
+            seed_partial_parse(target, demo_copy / "warehouse.duckdb")
+            invocation = resources.dbt.cli(["ls", "--resource-type", "seed"], target_path=target)
+            pids.append(({event.raw_event["info"]["pid"] for event in invocation.stream_raw_events()}, invocation))
+        (first, first_invocation), (second, second_invocation) = pids
+        assert first == {warm.process.pid} != {first_invocation.process.pid}
+        assert second == {second_invocation.process.pid}  # the second command runs dbt itself
+        assert WARM_VARIABLE not in os.environ
+    assert warm.process.returncode == 0
+
+    with dg.build_resources({"dbt": resource}) as resources:
+        unused = resources.dbt._warm
+    assert unused.process.returncode == -signal.SIGTERM and not Path(unused.address).exists()
