@@ -158,3 +158,16 @@ def test_the_dbt_resource_hands_its_first_command_over_and_ends_an_unused_proces
     with dg.build_resources({"dbt": resource}) as resources:
         unused = resources.dbt._warm
     assert unused.process.returncode == -signal.SIGTERM and not Path(unused.address).exists()
+
+
+def test_warming_up_builds_what_a_build_would_build_first():
+    """Each class named resolves in the installed dbt (a rename would warm nothing) and has its schema cached."""
+    from cost_pipeline.dbt_warm import WARM_SCHEMAS, warm_up
+
+    warm_up()
+    for name in WARM_SCHEMAS:
+        module, _, qualname = name.partition(":")
+        schema = getattr(__import__(module, fromlist=[qualname]), qualname).json_schema
+        before = schema.__func__.cache_info().hits
+        schema()
+        assert schema.__func__.cache_info().hits == before + 1, name
