@@ -1,20 +1,22 @@
 """dbt started ahead of its step: a run's first dbt command finds dbt imported (``cost-pipeline-dbt``).
 
-Each dbt command of a night is a process of its own (``cost-pipeline-dbt``, which dagster-dbt starts and reads), and
-about 1.3 s of it on a quiet machine (2 s on a slow one) is Python importing dbt and its adapter before the first node
-runs, on the night's critical path: the steps before dbt's use one of the machine's cores. A run whose steps use the
-dbt resource starts one process when its resources are set up (``WarmDbt``, from ``ProjectDbtCli``): it imports dbt,
-builds the JSON schemas dbt validates its project and profile with (``warm_up``), and waits on a Unix socket while
-the ingest steps run. The run's first dbt command (``cost-pipeline-dbt``, with
-``COST_DBT_WARM`` naming the socket) hands its command over (``hand_over``): it passes its standard input, output and
-error (SCM_RIGHTS), its arguments, environment and working folder, then waits and exits with the waiting process's
-exit code, forwarding SIGINT and SIGTERM to it. dbt runs there exactly as it would have in the command's own process
-(``dbt_in_warehouse_folder.main``), writing to the same pipe: dagster-dbt reads the same lines and exit code.
+Each dbt command of a night is a process of its own (``cost-pipeline-dbt``, which dagster-dbt starts and reads). Before
+its first node it spent about 1.3 s importing dbt and its adapter and 0.4 s building the JSON schemas dbt validates its
+project, profile and results with (quiet machine; docs/benchmarks.md), on the night's critical path, while the steps
+before it (the ingest, one Python thread) left the machine's other core mostly idle. A run whose steps use the dbt
+resource starts one process when its resources are set up (``WarmDbt``, from ``ProjectDbtCli``): it does both
+(``warm_up``) and waits on a Unix socket while the ingest steps run. The run's first dbt command (``cost-pipeline-dbt``
+with ``COST_DBT_WARM`` naming the socket) hands its command over (``hand_over``): it passes its standard input, output
+and error (SCM_RIGHTS), its arguments, environment and working folder, then waits and exits with the waiting process's
+exit code, forwarding SIGINT and SIGTERM to it. dbt runs there as it would have in the command's own process
+(``dbt_in_warehouse_folder.main``), writing to the same pipe: dagster-dbt reads the same lines (their ``pid`` is the
+waiting process's) and the same exit code.
 
 The waiting process serves one command. If it is gone (or never started), the command runs dbt itself, as before. If
-the command's process dies (kill -9), the waiting process interrupts its dbt as dagster-dbt would (SIGINT); if the
-run's process dies before the handover, the waiting process ends too (Linux). The run's resource teardown ends a
-process no command took.
+the command's process dies (kill -9), the waiting process interrupts its dbt as dagster-dbt would (SIGINT). Until the
+handover, it ends when the run's process does (Linux's parent-death signal); after it, it lives as long as its dbt,
+as a dbt process of its own would. The run's resource teardown ends it if it still runs: no command came, or the step
+stopped while its dbt ran (which would otherwise keep the warehouse's lock).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import traceback
 from pathlib import Path
 
 WARM_VARIABLE = "COST_DBT_WARM"
+ENDED_WAITING = 128 + signal.SIGTERM  # the exit status of a waiting process that no command took
 _LENGTH = struct.Struct("!I")  # the request's length
 _NUMBER = struct.Struct("!i")  # the waiting process's pid, then dbt's exit code
 
@@ -64,17 +67,25 @@ WARM_SCHEMAS = (
 )
 
 
+def resolved_schemas() -> list[type]:
+    """The classes of ``WARM_SCHEMAS``, imported."""
+    classes = []
+    for name in WARM_SCHEMAS:
+        module, _, qualname = name.partition(":")
+        classes.append(getattr(importlib.import_module(module), qualname))
+    return classes
+
+
 def warm_up() -> None:
     """Import dbt and build the JSON schemas its build validates with, as ``cost-pipeline-dbt build`` would."""
     for module in WARM_IMPORTS:
         importlib.import_module(module)
-    for name in WARM_SCHEMAS:
-        module, _, qualname = name.partition(":")
-        getattr(importlib.import_module(module), qualname).json_schema()
+    for schema_class in resolved_schemas():
+        schema_class.json_schema()
 
 
 class WarmDbt:
-    """One process that imports dbt and waits for a dbt command (``serve``); ``close`` ends it if none came."""
+    """One process that warms up and waits for a dbt command (``serve``); ``close`` ends it if it still runs."""
 
     def __init__(self) -> None:
         self.taken = False
@@ -85,13 +96,19 @@ class WarmDbt:
             listener.bind(self.address)
             listener.listen(1)
             # The socket listens before the process starts: a command that comes before dbt is imported waits for it.
+            # -P: the run's folder is not on its import path, as it is not on cost-pipeline-dbt's. Its standard error
+            # until the handover goes nowhere: it is the command's afterwards.
             self.process = subprocess.Popen(
-                [sys.executable, "-m", __name__, str(listener.fileno()), str(os.getpid())],
+                [sys.executable, "-P", "-m", __name__, str(listener.fileno()), str(os.getpid())],
                 pass_fds=[listener.fileno()],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},  # as dagster-dbt starts dbt
             )
+        except BaseException:
+            _remove(self._folder)
+            raise
         finally:
             listener.close()  # the waiting process holds it alone: once it is gone, a command runs dbt itself
 
@@ -103,42 +120,50 @@ class WarmDbt:
         return self.address
 
     def close(self) -> None:
+        """End the process: one no command took, or one whose dbt still runs when its run ends (a step that raised
+        while dbt ran), which would otherwise keep the warehouse's lock."""
         if self.process.poll() is None:
             self.process.terminate()
-        self.process.wait()
-        Path(self.address).unlink(missing_ok=True)
-        os.rmdir(self._folder)
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        _remove(self._folder)
 
 
 def hand_over(address: str) -> int | None:
     """Run this process's dbt command in the process waiting at ``address``: its exit code, or None when no process
-    took the command (nothing ran; run dbt here)."""
-    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        connection.connect(address)
-        request = json.dumps({"argv": sys.argv, "env": dict(os.environ), "cwd": os.getcwd()}).encode()
-        socket.send_fds(connection, [b"\0"], [0, 1, 2])
-        connection.sendall(_LENGTH.pack(len(request)) + request)
-        pid = _read_number(connection)
-    except OSError:
-        pid = None
-    if pid is None:
-        connection.close()
-        return None
-
-    forwarded: list[int] = []
+    took the command (nothing ran; run dbt here). SIGINT and SIGTERM are forwarded to it, once it has a command."""
+    pid: int | None = None
+    received: list[int] = []
 
     def forward(number: int, _frame) -> None:
-        forwarded.append(number)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, number)
+        received.append(number)
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, number)
 
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, forward)
-    code = _read_number(connection)
-    if code is None and forwarded:  # the signal ended dbt's process: it ends this one too, as it would have
-        signal.signal(forwarded[-1], signal.SIG_DFL)
-        os.kill(os.getpid(), forwarded[-1])
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        try:
+            connection.connect(address)
+            request = json.dumps({"argv": sys.argv, "env": dict(os.environ), "cwd": os.getcwd()}).encode()
+            socket.send_fds(connection, [b"\0"], [0, 1, 2])
+            connection.sendall(_LENGTH.pack(len(request)) + request)
+        except OSError:
+            pass
+        pid = _read_number(connection)
+        if pid is None and received:  # no process took the command: it was stopped before dbt ran
+            _end_by(received[-1])
+        if pid is None:
+            return None
+        for number in received:  # a signal that came while the command was handed over
+            os.kill(pid, number)
+        code = _read_number(connection)
+    if code is None and received:  # the signal ended dbt's process: it ends this one too, as it would have
+        _end_by(received[-1])
     if code is None:
         print(f"cost-pipeline-dbt: dbt's process {pid} ended without an exit code", file=sys.stderr)
         return 1
@@ -147,17 +172,28 @@ def hand_over(address: str) -> int | None:
 
 def serve(listener: socket.socket, parent: int) -> None:
     """Warm up, then run the one dbt command handed over at ``listener`` as this process's own; end with it."""
-    ending = _end_with(parent)
-    warm_up()
-    connection, _ = listener.accept()
-    listener.close()
+    folder = os.path.dirname(listener.getsockname())
+    # SIGTERM while it waits (the run ended without a dbt command, or the run's process died): exit through the finally
+    # below, which removes the socket, with the exit status a shell gives a process ended by SIGTERM.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(ENDED_WAITING))
+    try:
+        _parent_death_signal(signal.SIGTERM)
+        if os.getppid() != parent:  # the run's process ended before the signal was armed
+            return
+        warm_up()
+        connection, _ = listener.accept()
+    finally:
+        listener.close()
+        _remove(folder)
     _, fds, _, _ = socket.recv_fds(connection, 1, 3)
     (length,) = _LENGTH.unpack(_read_exactly(connection, _LENGTH.size))
     request = json.loads(_read_exactly(connection, length))
     for fd, standard in zip(fds, (0, 1, 2), strict=True):
         os.dup2(fd, standard)
         os.close(fd)
-    ending.cancel()  # from here on this process lives as long as the command's
+    # From here on this process lives as long as the command's, and ends as dbt would on a signal.
+    _parent_death_signal(0)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     connection.sendall(_NUMBER.pack(os.getpid()))
     finished = threading.Event()
     threading.Thread(target=_interrupt_when_gone, args=(connection, finished), daemon=True).start()
@@ -173,12 +209,12 @@ def _run(request: dict) -> int:
     """The command's exit code, dbt run in this process as ``cost-pipeline-dbt`` would have run it."""
     from cost_pipeline.dbt_in_warehouse_folder import main
 
-    sys.argv = request["argv"]
-    os.chdir(request["cwd"])
-    os.environ.clear()
-    os.environ.update(request["env"])
-    time.tzset()
     try:
+        sys.argv = request["argv"]
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        time.tzset()
         main()
     except SystemExit as exit:
         if exit.code is None or isinstance(exit.code, int):
@@ -202,30 +238,25 @@ def _interrupt_when_gone(connection: socket.socket, finished: threading.Event) -
         os.kill(os.getpid(), signal.SIGINT)
 
 
-class _Ending:
-    """Until cancelled, this process ends when the run's process does (Linux's parent-death signal)."""
-
-    def __init__(self, prctl) -> None:
-        self._prctl = prctl
-
-    def cancel(self) -> None:
-        if self._prctl is not None:
-            self._prctl(_PR_SET_PDEATHSIG, 0)
-
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _end_with(parent: int) -> _Ending:
-    prctl = None
+def _parent_death_signal(number: int) -> None:
+    """Linux: ``number`` reaches this process when the process that started it ends (0: none)."""
     with contextlib.suppress(OSError, AttributeError):
         import ctypes
 
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    if os.getppid() != parent:  # the run's process ended before the signal was armed
-        sys.exit(0)
-    return _Ending(prctl)
+        ctypes.CDLL(None, use_errno=True).prctl(1, number)  # PR_SET_PDEATHSIG
+
+
+def _end_by(number: int) -> None:
+    """End this process by signal ``number``, as its default action does."""
+    signal.signal(number, signal.SIG_DFL)
+    os.kill(os.getpid(), number)
+
+
+def _remove(folder: str) -> None:
+    """The socket's folder and the socket in it, if still there."""
+    Path(folder, "dbt.sock").unlink(missing_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.rmdir(folder)
 
 
 def _read_exactly(connection: socket.socket, size: int) -> bytes:
@@ -242,7 +273,7 @@ def _read_number(connection: socket.socket) -> int | None:
     """The next number on ``connection``; None when it closed first."""
     try:
         return _NUMBER.unpack(_read_exactly(connection, _NUMBER.size))[0]
-    except (ConnectionError, OSError):
+    except OSError:
         return None
 
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -18,7 +20,7 @@ import dagster as dg
 import pytest
 
 from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, seed_partial_parse, warehouse_folder_dbt_executable
-from cost_pipeline.dbt_warm import WARM_VARIABLE, WarmDbt
+from cost_pipeline.dbt_warm import ENDED_WAITING, WARM_VARIABLE, WarmDbt, resolved_schemas, warm_up
 from cost_pipeline.defs.dbt import DBT_GLOBAL_FLAGS, NIGHTLY_BUILD, ProjectDbtCli
 
 
@@ -52,6 +54,11 @@ def _events(output: str) -> list[dict]:
     return [json.loads(line) for line in output.splitlines() if line.startswith("{")]
 
 
+def _names(output: str) -> list[str]:
+    """The events dbt wrote, by name, in order."""
+    return [event["info"]["name"] for event in _events(output)]
+
+
 def _listed(output: str) -> list[str]:
     """The lines dbt ls printed, without what changes between two processes (pid, time, invocation)."""
     return [event["info"]["msg"] for event in _events(output) if event["info"]["name"] == "PrintEvent"]
@@ -64,6 +71,7 @@ def test_a_command_handed_over_prints_the_same_lines_and_exits_the_same(demo_cop
     handed = _dbt(listing, _environment(warehouse, tmp_path / "handed", **{WARM_VARIABLE: warm.address}))
     assert (handed.returncode, own.returncode) == (0, 0), handed.stdout + handed.stderr
     assert _listed(handed.stdout) == _listed(own.stdout) and len(_listed(own.stdout)) > 50
+    assert _names(handed.stdout) == _names(own.stdout)
     assert {event["info"]["pid"] for event in _events(handed.stdout)} == {warm.process.pid}
     assert warm.process.wait(timeout=60) == 0  # it served its one command and ended
     # A command that fails: the same error and exit code (2, a usage error), now with no process waiting.
@@ -118,20 +126,34 @@ def test_a_command_killed_interrupts_its_dbt(demo_copy: Path, warm: WarmDbt, tmp
     assert warm.process.wait(timeout=60) == 0
 
 
-def test_a_waiting_process_ends_with_the_run_s_process():
+# A run's process that starts a waiting process and ends without a dbt command or a teardown.
+RUN_THAT_DIES = "from cost_pipeline.dbt_warm import WarmDbt; w = WarmDbt(); print(w.process.pid, w.address)"
+
+
+def test_a_waiting_process_ends_with_the_run_s_process_and_removes_its_socket():
     started = subprocess.run(
-        [sys.executable, "-c", "from cost_pipeline.dbt_warm import WarmDbt; print(WarmDbt().process.pid)"],
+        [
+            sys.executable,
+            "-c",
+            "from cost_pipeline.dbt_warm import WarmDbt; w = WarmDbt(); print(w.process.pid, w.address)",
+        ],
         capture_output=True,
         text=True,
         check=True,
+        timeout=120,
     )
-    waiting = int(started.stdout)
+    pid, address = started.stdout.split()
+    status = Path(f"/proc/{pid}/status")
     for _ in range(600):  # the parent-death signal comes once the kernel has torn the run's process down
-        if not Path(f"/proc/{waiting}").exists() or "zombie" in Path(f"/proc/{waiting}/status").read_text():
-            return
+        try:
+            if "zombie" in status.read_text() or "State:\tX" in status.read_text():
+                break
+        except FileNotFoundError:
+            break
         time.sleep(0.1)
-    os.kill(waiting, signal.SIGKILL)
-    raise AssertionError("the waiting process outlived the run's process")
+    else:
+        raise AssertionError("the waiting process outlived the run's process")
+    assert not Path(address).parent.exists()  # it removed its socket's folder on the way out
 
 
 def test_the_dbt_resource_hands_its_first_command_over_and_ends_an_unused_process(demo_copy: Path, monkeypatch):
@@ -157,17 +179,39 @@ def test_the_dbt_resource_hands_its_first_command_over_and_ends_an_unused_proces
 
     with dg.build_resources({"dbt": resource}) as resources:
         unused = resources.dbt._warm
-    assert unused.process.returncode == -signal.SIGTERM and not Path(unused.address).exists()
+    # ended by the teardown's SIGTERM, while it still started or as it waited
+    assert unused.process.returncode in (-signal.SIGTERM, ENDED_WAITING) and not Path(unused.address).parent.exists()
 
 
-def test_warming_up_builds_what_a_build_would_build_first():
-    """Each class named resolves in the installed dbt (a rename would warm nothing) and has its schema cached."""
-    from cost_pipeline.dbt_warm import WARM_SCHEMAS, warm_up
-
+def test_the_schemas_to_build_ahead_resolve_and_are_kept_once_built():
+    """Each class named resolves in the installed dbt (a rename would build nothing ahead) and keeps its schema."""
     warm_up()
-    for name in WARM_SCHEMAS:
-        module, _, qualname = name.partition(":")
-        schema = getattr(__import__(module, fromlist=[qualname]), qualname).json_schema
-        before = schema.__func__.cache_info().hits
-        schema()
-        assert schema.__func__.cache_info().hits == before + 1, name
+    for schema_class in resolved_schemas():
+        before = schema_class.json_schema.__func__.cache_info().hits
+        schema_class.json_schema()
+        assert schema_class.json_schema.__func__.cache_info().hits == before + 1, schema_class
+
+
+def test_a_process_that_dies_before_taking_the_command_leaves_it_to_dbt_itself(demo_copy: Path, tmp_path: Path):
+    """A waiting process that accepts the command and ends before it answers (out of memory, say): the command runs
+    dbt itself, once."""
+    address = str(tmp_path / "dying.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(address)
+    listener.listen(1)
+
+    def accept_and_die() -> None:
+        connection, _ = listener.accept()
+        connection.recv(1)
+        connection.close()
+
+    dying = threading.Thread(target=accept_and_die)
+    dying.start()
+    warehouse = demo_copy / "warehouse.duckdb"
+    listing = ["ls", "--resource-type", "model"]
+    own = _dbt(listing, _environment(warehouse, tmp_path / "own"))
+    handed = _dbt(listing, _environment(warehouse, tmp_path / "handed", **{WARM_VARIABLE: address}))
+    dying.join(timeout=60)
+    listener.close()
+    assert (handed.returncode, _listed(handed.stdout)) == (own.returncode, _listed(own.stdout))
+    assert handed.returncode == 0 and len(_listed(own.stdout)) > 50

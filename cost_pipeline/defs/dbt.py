@@ -50,7 +50,6 @@ from cost_pipeline.dbt_setup import (
     prepare_manifest,
     prune_build_folders,
     seed_partial_parse,
-    warehouse_folder_dbt_executable,
 )
 from cost_pipeline.dbt_test_descriptions import describe_test
 from cost_pipeline.dbt_warm import WARM_VARIABLE, WarmDbt
@@ -69,10 +68,9 @@ if dbt_project.preparer.using_dagster_dev():
 class ProjectDbtCli(DbtCliResource):
     """dagster-dbt's dbt resource without three start-up costs every night paid for nothing:
 
-    - dbt's imports, before the run's first dbt command: set up for a run, the resource starts a process that imports
-      dbt while the run's first steps go on, and the run's first command runs there (``cost_pipeline.dbt_warm``), about
-      1.5 s sooner. Only through ``cost-pipeline-dbt`` beside this Python.
-
+    - dbt's start-up, before the run's first dbt command: set up for a run, the resource starts a process that imports
+      dbt and builds its JSON schemas while the run's first steps go on, and the run's first command runs there
+      (``cost_pipeline.dbt_warm``; docs/benchmarks.md). Only through ``cost-pipeline-dbt`` beside this Python.
     - ``dbt --version`` in a subprocess, a whole dbt start-up, to learn the version of the dbt it runs. The dbt beside
       this Python (directly or through ``cost-pipeline-dbt``) is the installed dbt-core, whose version its package
       metadata gives (another dbt still gets asked).
@@ -80,9 +78,12 @@ class ProjectDbtCli(DbtCliResource):
       ``fetch_column_metadata``, which ``cost_models`` never calls: the build runs in dbt's own process.
     """
 
+    def _beside_this_python(self, *names: str) -> bool:
+        return Path(self.dbt_executable) in {Path(sys.executable).parent / name for name in names}
+
     @cached_property
     def _cli_version(self) -> Version:
-        if Path(self.dbt_executable) in {Path(sys.executable).parent / name for name in ("dbt", "cost-pipeline-dbt")}:
+        if self._beside_this_python("dbt", "cost-pipeline-dbt"):
             return Version(version("dbt-core"))
         return super()._cli_version
 
@@ -93,13 +94,17 @@ class ProjectDbtCli(DbtCliResource):
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         super().setup_for_execution(context)
-        if Path(self.dbt_executable) == Path(warehouse_folder_dbt_executable()):
-            self._warm = WarmDbt()
+        if self._beside_this_python("cost-pipeline-dbt"):
+            try:
+                self._warm = WarmDbt()
+            except Exception as error:  # noqa: BLE001 - a head start is not worth a night: dbt then starts as before
+                context.log.warning(f"dbt could not be started ahead of its step, it starts when needed: {error!r}")
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         warm, self._warm = self._warm, None
         if warm is not None:
             warm.close()
+        super().teardown_after_execution(context)
 
     def cli(self, args: Sequence[str], **kwargs: Any) -> DbtCliInvocation:
         """dagster-dbt's dbt command; the run's first one runs in the process its resource started."""
