@@ -160,7 +160,8 @@ def hand_over(address: str) -> int | None:
         if pid is None:
             return None
         for number in received:  # a signal that came while the command was handed over
-            os.kill(pid, number)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, number)
         code = _read_number(connection)
     if code is None and received:  # the signal ended dbt's process: it ends this one too, as it would have
         _end_by(received[-1])
