@@ -38,6 +38,8 @@ from pathlib import Path
 
 WARM_VARIABLE = "COST_DBT_WARM"
 ENDED_WAITING = 128 + signal.SIGTERM  # the exit status of a waiting process that no command took
+# Unix sockets that carry file descriptors (Linux, macOS): elsewhere every dbt command starts dbt itself.
+SUPPORTED = hasattr(socket, "AF_UNIX") and hasattr(socket, "send_fds")
 _LENGTH = struct.Struct("!I")  # the request's length
 _NUMBER = struct.Struct("!i")  # the waiting process's pid, then dbt's exit code
 

@@ -52,6 +52,7 @@ from cost_pipeline.dbt_setup import (
     seed_partial_parse,
 )
 from cost_pipeline.dbt_test_descriptions import describe_test
+from cost_pipeline.dbt_warm import SUPPORTED as WARM_SUPPORTED
 from cost_pipeline.dbt_warm import WARM_VARIABLE, WarmDbt
 from cost_pipeline.defs.resources import Warehouse
 from cost_pipeline.duckdb_memory import dbt_environment
@@ -94,7 +95,7 @@ class ProjectDbtCli(DbtCliResource):
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         super().setup_for_execution(context)
-        if self._beside_this_python("cost-pipeline-dbt"):
+        if WARM_SUPPORTED and self._beside_this_python("cost-pipeline-dbt"):
             try:
                 self._warm = WarmDbt()
             except Exception as error:  # noqa: BLE001 - a head start is not worth a night: dbt then starts as before
