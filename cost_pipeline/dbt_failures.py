@@ -13,7 +13,8 @@ When every failed test is on a staging model of a landing source and each failin
 (rule ``dbt:<test>``, the file ledger's counts moved with them, so rows in still equal rows staged plus quarantined)
 and the nightly job builds again without them; the night's summary names them (``held_rows``). Only a source whose
 rows stand alone (``Source.rows_stand_alone``: a request, a device sample, a timesheet entry, a training step, a
-batch's trial round; not a register, price, ledger, rule, job or bill that other rows are read through) is held
+batch's trial round, a service invoice; not a register, price, ledger, rule, job or cloud bill that other rows are
+read through) is held
 from, and only when each staging model then has exactly its failing rows fewer: a record delivered again in an older
 file would otherwise take the held row's place (a model that keeps one delivery of a record by a key, its meta's
 ``record_key`` or the compared columns of identical lines, has every delivery of a failing record held). A held row

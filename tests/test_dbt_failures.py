@@ -212,6 +212,7 @@ def test_rows_that_fail_a_staging_test_are_quarantined_and_the_night_builds_with
         "device_samples_prometheus": (True, 0, {}),
         "training_steps": (True, 0, {}),
         "batch_rounds": (True, 0, {}),
+        "service_invoices": (True, 0, {}),
     }
 
 
@@ -565,13 +566,14 @@ def test_an_entry_logged_twice_in_an_export_holds_only_the_failing_copy(demo_run
     [
         ("stg_steps__training_steps", "training_steps", "steps/a_step_file_shipped_before.jsonl"),
         ("stg_registry__rounds", "batch_rounds", "registry/a_rounds_export_before.csv"),
+        ("stg_services__invoices", "service_invoices", "services/a_invoices_exported_before.csv"),
     ],
 )
-def test_a_step_or_a_round_delivered_before_is_held_in_every_delivery(demo_run, tmp_path, model, source, older):
-    """A step file or a rounds export shipped again: staging keeps each step (job, number, start) and each round
-    (batch, number) once, from the newest file. Holding the newest copy alone would let the older one count in its
-    place, so the hold is refused; with the model's meta record_key both copies are held, and the model has exactly
-    one row fewer."""
+def test_a_record_delivered_before_is_held_in_every_delivery(demo_run, tmp_path, model, source, older):
+    """A step file, a rounds export or an invoice file shipped again: staging keeps each step (job, number, start),
+    each round (batch, number) and each invoice (its id) once, from the newest file. Holding the newest copy alone
+    would let the older one count in its place, so the hold is refused; with the model's meta record_key both copies
+    are held, and the model has exactly one row fewer."""
     warehouse = tmp_path / "warehouse.duckdb"
     shutil.copyfile(demo_run.warehouse, warehouse)
     record_key = tuple(_manifest()["nodes"][f"model.cost_pipeline.{model}"]["config"]["meta"]["record_key"])

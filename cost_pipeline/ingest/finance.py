@@ -34,5 +34,6 @@ SOURCES = (
         "External-service invoices and accruals",
         RowLoader(schemas.service_invoices, csv_required),
         batch_lineage=batch_lineage("intermediate.int_service_invoices_costed"),
+        rows_stand_alone=True,
     ),
 )

@@ -182,12 +182,13 @@ class Source:
     # where leaving a row out changes no figure but its own batch's, and the shares other rows take of a pool (a
     # request's share of a model-month's spend, a sample's interval taken by the sample before it, a job's share of
     # owned capacity). So a training step (its own batch's step figures, and its job's setup, hang and discarded time,
-    # read from the job's steps: the job's batch, the same unless the step's label disagrees with its job's) and a
-    # batch's trial round (its batch's rounds and stop signal). False for registers, prices, ledgers, rules, jobs,
-    # replicas and bills, through which other rows are read, priced or classified (a FOCUS line makes the job it names
-    # cloud-billed, whatever batch the line is tagged with, and prices every batch's cloud what-if; a task outcome
-    # classifies its requests; a sacct record attributes its job's samples and steps), and for sources whose later
-    # models keep one of several deliveries (invoices by invoice id, inventories by their latest listing).
+    # read from the job's steps: the job's batch, the same unless the step's label disagrees with its job's), a
+    # batch's trial round (its batch's rounds and stop signal) and an external-service invoice (its batch's services
+    # cost and its month's cash: every line of the invoice is held, accrued and billed). False for registers, prices,
+    # ledgers, rules, jobs, replicas and cloud bills, through which other rows are read, priced or classified (a FOCUS
+    # line makes the job it names cloud-billed, whatever batch the line is tagged with, and prices every batch's cloud
+    # what-if; a task outcome classifies its requests; a sacct record attributes its job's samples and steps), and for
+    # inventories, whose later models keep an object's latest listing.
     rows_stand_alone: bool = False
 
     def __post_init__(self) -> None:

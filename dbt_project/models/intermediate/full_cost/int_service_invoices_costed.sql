@@ -3,7 +3,7 @@
 -- it, else the month of invoiced_on; an accrual (no invoiced_on) must give service_month (ingest quarantines it
 -- otherwise, rule accrual_service_month). An invoiced line is 'billed' (low = high = amount); an accrual is
 -- 'pending', its range amount -+ pending_range_pct % from the batch's contract version, rounded to the cent once
--- per line. An invoice listed both as an accrual and as billed counts once, billed.
+-- per line. An invoice listed both as an accrual and as billed counts once, billed (stg_services__invoices).
 with invoices as (
     select * from {{ ref('stg_services__invoices') }}
 ),
@@ -12,23 +12,8 @@ parameters as (
     select * from {{ ref('stg_contract__parameters') }}
 ),
 
-latest_line as (
-    select
-        invoices.*,
-        row_number() over (
-            partition by invoice_id
-            order by case when invoiced_on is null then 1 else 0 end, source_file desc, source_line desc
-        ) as line_rank
-    from invoices
-),
-
--- An invoice listed both as an accrual and as billed counts once: its billed line, else its latest line.
-counted_lines as (
-    select * from latest_line where line_rank = 1
-),
-
 attributed as (
-    {{ resolve_batch('counted_lines', 'batch_id') }}
+    {{ resolve_batch('invoices', 'batch_id') }}
 ),
 
 ranged as (
