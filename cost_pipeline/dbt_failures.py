@@ -14,11 +14,12 @@ When every failed test is on a staging model of a landing source and each failin
 and the nightly job builds again without them; the night's summary names them (``held_rows``). Only a source whose
 rows stand alone (``Source.rows_stand_alone``: a request, a device sample, a timesheet entry, a training step, a
 batch's trial round, a service invoice; not a register, price, ledger, rule, job or cloud bill that other rows are
-read through) is held
-from, and only when each staging model then has exactly its failing rows fewer: a record delivered again in an older
-file would otherwise take the held row's place (a model that keeps one delivery of a record by a key, its meta's
-``record_key`` or the compared columns of identical lines, has every delivery of a failing record held). A held row
-is left out as if the contract had quarantined it at ingest. Held rows are tested again every night: a file with
+read through) is held from, and only when each staging model then has exactly its failing rows fewer: another
+delivery of the record would otherwise take the held row's place (a model that keeps one delivery of a record by a
+key, its meta's ``record_key`` or the compared columns of identical lines, has every delivery of a failing record
+held). A held row is left out as if the contract had quarantined it at ingest, with the other deliveries of its
+record (an older copy; an invoice's accrual with its failing billed line, where a quarantine at ingest would have
+let the accrual count). Held rows are tested again every night: a file with
 held rows is read again, and a gone file's held rows go back into raw before the build
 (``cost_pipeline.ingest.lib.warehouse.release_held_rows``). Otherwise ``failure_report`` is the run's error: per
 test, what it checks, how many rows break it, and the first files and lines.
@@ -43,8 +44,10 @@ from cost_pipeline.ingest.registry import SOURCES
 if TYPE_CHECKING:
     from dagster_dbt import DbtCliResource
 
-# The message of a held row that is an earlier delivery of a failing record (not itself the failing row).
-_DELIVERED = "a newer delivery of this record failed this dbt test"
+# The message of a held row that is another delivery of a failing record (not itself the failing row): an older
+# copy, or an invoice's accrual held with its failing billed line. Rows held before say "a newer delivery ...".
+_DELIVERED = "another delivery of this record failed this dbt test"
+_DELIVERED_LIKE = "%delivery of this record failed this dbt test%"
 PLACES_SHOWN = 5  # landing file and line pairs named per failed test; the stored table holds every row
 # A raw row (alias r) whose file and line are among the failing rows' (temp table held).
 _HELD = "exists (select 1 from held where held.source_file = r.source_file and held.source_line = r.source_line)"
@@ -345,10 +348,10 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> di
 
 
 def held_rows(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, int, int, str]]:
-    """The rows raw holds back after a dbt test: (source, test, rows that failed it, earlier deliveries of their
+    """The rows raw holds back after a dbt test: (source, test, rows that failed it, other deliveries of their
     records held with them, first failing file and line, or first held one when none failed tonight), by source
     and test."""
-    delivered = f"message like '%{_DELIVERED}%'"
+    delivered = f"message like '{_DELIVERED_LIKE}'"
     return con.execute(
         "select source, substr(rule, ?) as test, count(*) filter (where not " + delivered + "), "
         "count(*) filter (where " + delivered + "), "

@@ -117,7 +117,7 @@ def print_source_summary(warehouse: Path, out=None) -> SummaryFindings:
         print(f"  stale: figures from {name} are as of {as_of(since)}; tonight's load failed: {error}", file=out)
         findings.stale.append(name)
     for name, test, rows, deliveries, first in held:
-        also = f", with {deliveries:,} earlier deliver{'y' if deliveries == 1 else 'ies'} of them" if deliveries else ""
+        also = f", with {deliveries:,} other deliver{'y' if deliveries == 1 else 'ies'} of them" if deliveries else ""
         print(
             f"  held: {rows:,} row(s) of {name} passed the contract and failed dbt test {test} (first: {first}){also}; "
             "quarantined, left out of the marts built tonight",

@@ -331,11 +331,11 @@ def test_every_delivery_of_a_failing_record_is_held_so_no_older_one_takes_its_pl
     assert night.code == HELD_EXIT, night.err
     assert (
         f"  held: 1 row(s) of serving_requests passed the contract and failed dbt test {STATUS_TEST} (first: "
-        f"{REQUESTS_FILE} line 5), with 1 earlier delivery of them; quarantined" in night.out
+        f"{REQUESTS_FILE} line 5), with 1 other delivery of them; quarantined" in night.out
     )
     assert query(
         night.warehouse,
-        "select source_file, line, message like '%a newer delivery of this record failed%' from raw.quarantine "
+        "select source_file, line, message like '%another delivery of this record failed%' from raw.quarantine "
         "where starts_with(rule, 'dbt:') order by source_file",
     ) == [(RESENT_FILE, 1, True), (REQUESTS_FILE, 5, False)]
     assert _requests_ledger(night.warehouse, RESENT_FILE) == (1, 0, 1)
@@ -367,6 +367,36 @@ def _delivered_again(
 def _failed_on(model: str, raw_table: str) -> FailedTest:
     """A test on ``model`` (reading ``raw_table``) whose failing rows are stored in scratch.failing."""
     return FailedTest(name="t", path="p.yml", rule="r", model=model, stored="scratch.failing", raw_tables=(raw_table,))
+
+
+def test_an_invoice_s_accrual_is_held_with_its_failing_billed_line(demo_run, tmp_path):
+    """B-7's billed invoice LC-2026-311 was accrued first, in a file named after the invoices' (an accrual is its
+    newest line): staging keeps the billed line, from the older file. Holding the billed line alone would let the
+    accrual count in its place, so the hold is refused; with the model's record_key the accrual is held with it."""
+    warehouse = tmp_path / "warehouse.duckdb"
+    shutil.copyfile(demo_run.warehouse, warehouse)
+    invoices, accruals = "services/invoices_2026-11.csv", "services/z_accruals_2026-11.csv"
+    with duckdb.connect(str(warehouse)) as con:
+        _delivered_again(
+            con, "service_invoices", invoices, 2, accruals, ", null as invoiced_on, '2026-11' as service_month"
+        )
+        kept = "select source_file, source_line from staging.stg_services__invoices where invoice_id = 'LC-2026-311'"
+        assert con.execute(kept).fetchall() == [(invoices, 2)]
+        con.execute(
+            "create schema if not exists scratch; create table scratch.failing as select * from "
+            "staging.stg_services__invoices where invoice_id = 'LC-2026-311'"
+        )
+        before = con.execute("select count(*) from staging.stg_services__invoices").fetchone()[0]
+        test = _failed_on("staging.stg_services__invoices", "service_invoices")
+        with pytest.raises(HoldRefused):
+            hold_rows(con, [test])
+        assert hold_rows(con, [replace(test, record_key=("invoice_id",))]) == {"service_invoices": 2}
+        assert con.execute("select count(*) from staging.stg_services__invoices").fetchone() == (before - 1,)
+        assert con.execute(kept).fetchall() == []
+        assert con.execute(
+            "select source_file, line, message like '%another delivery of this record%' from raw.quarantine "
+            "where rule = 'dbt:t' order by source_file"
+        ).fetchall() == [(invoices, 2, False), (accruals, 1, True)]
 
 
 def test_a_hold_another_row_would_take_the_place_of_is_undone(demo_run, tmp_path):

@@ -50,7 +50,8 @@ def held(demo_run, tmp_path_factory: pytest.TempPathFactory) -> Night:
         [
             f"update raw.training_steps set discarded_reason = 'bogus' where source_line = {STEP_LINE}",
             f"update raw.batch_rounds set ended_at = null where source_line = {ROUND_LINE}",
-            f"update raw.service_invoices set stage = 'bogus' where source_line = {INVOICE_LINE}",
+            f"update raw.service_invoices set stage = 'bogus' where source_file = '{INVOICES_FILE}' "
+            f"and source_line = {INVOICE_LINE}",
         ],
     )
 

@@ -361,7 +361,7 @@ def held_rows_checks(context: dg.AssetCheckExecutionContext, warehouse: Warehous
         untested = _untested(context.instance, check.asset_key)
         found = []
         if rows or deliveries:
-            found.append(f"{rows:,} row(s) held and {deliveries:,} earlier deliveries of them, first: {mine[0][2]}")
+            found.append(f"{rows:,} row(s) held and {deliveries:,} other deliveries of them, first: {mine[0][2]}")
         if untested:
             found.append(
                 f"raw/{source} was loaded after {', '.join(untested)} last ran: its new rows are not tested yet, "

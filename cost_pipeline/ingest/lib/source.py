@@ -184,7 +184,8 @@ class Source:
     # owned capacity). So a training step (its own batch's step figures, and its job's setup, hang and discarded time,
     # read from the job's steps: the job's batch, the same unless the step's label disagrees with its job's), a
     # batch's trial round (its batch's rounds and stop signal) and an external-service invoice (its batch's services
-    # cost and its month's cash: every line of the invoice is held, accrued and billed). False for registers, prices,
+    # cost and its month's cash book and journal; every line of the invoice is held, its accrual with a failing
+    # billed line, where a quarantine at ingest would have let the accrual count). False for registers, prices,
     # ledgers, rules, jobs, replicas and cloud bills, through which other rows are read, priced or classified (a FOCUS
     # line makes the job it names cloud-billed, whatever batch the line is tagged with, and prices every batch's cloud
     # what-if; a task outcome classifies its requests; a sacct record attributes its job's samples and steps), and for
