@@ -1,7 +1,8 @@
 -- The cash book (R12): what was paid, by month and item - capacity purchases on their purchase date, facility
 -- and serving-fleet costs in their month, cloud bills at BilledCost in their billing period (a line without an
--- invoice yet is pending), vendor invoices in the month invoiced (an accrual is pending). Never added to the resource or service book: a server bought in January is cash in
--- January and resource cost over three years.
+-- invoice yet is pending), vendor invoices in the month invoiced, whatever month they were for (an accrual is pending
+-- in its service month). Never added to the resource or service book: a server bought in January is cash in January
+-- and resource cost over three years.
 with purchases as (
     select
         cast({{ dbt.date_trunc('month', 'purchased_on') }} as date) as month_start,
@@ -30,9 +31,17 @@ cloud as (
     from {{ ref('int_focus_charges_attributed') }}
 ),
 
--- Vendor invoices in the month invoiced; an accrual not yet invoiced is pending in its service month.
+-- Vendor invoices in the month invoiced (the cost lines date an invoice by the month it was for: its service_month
+-- when given); an accrual not yet invoiced is pending in its service month.
 services as (
-    select month_start, 'external_service' as item, evidence_level, amount
+    select
+        case
+            when invoiced_on is null then month_start
+            else cast({{ dbt.date_trunc('month', 'invoiced_on') }} as date)
+        end as month_start,
+        'external_service' as item,
+        evidence_level,
+        amount
     from {{ ref('int_service_invoices_costed') }}
 ),
 
