@@ -40,6 +40,7 @@ WARM_VARIABLE = "COST_DBT_WARM"
 ENDED_WAITING = 128 + signal.SIGTERM  # the exit status of a waiting process that no command took
 # Unix sockets that carry file descriptors (Linux, macOS): elsewhere every dbt command starts dbt itself.
 SUPPORTED = hasattr(socket, "AF_UNIX") and hasattr(socket, "send_fds")
+_SOCKET = "dbt.sock"  # in a folder of its own (tempfile.mkdtemp)
 _LENGTH = struct.Struct("!I")  # the request's length
 _NUMBER = struct.Struct("!i")  # the waiting process's pid, then dbt's exit code
 
@@ -92,7 +93,7 @@ class WarmDbt:
     def __init__(self) -> None:
         self.taken = False
         self._folder = tempfile.mkdtemp(prefix="cost-dbt-")
-        self.address = os.path.join(self._folder, "dbt.sock")
+        self.address = os.path.join(self._folder, _SOCKET)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             listener.bind(self.address)
@@ -257,7 +258,7 @@ def _end_by(number: int) -> None:
 
 def _remove(folder: str) -> None:
     """The socket's folder and the socket in it, if still there."""
-    Path(folder, "dbt.sock").unlink(missing_ok=True)
+    Path(folder, _SOCKET).unlink(missing_ok=True)
     with contextlib.suppress(FileNotFoundError):
         os.rmdir(folder)
 

@@ -21,6 +21,7 @@ check alone evaluates it without loading anything.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -162,6 +163,11 @@ class Freshness:
                 description=f"the deliveries of {self.source} could not be read: {one_line(error)}",
             )
 
+    def result_on(self, warehouse: Warehouse) -> dg.AssetCheckResult:
+        """The check's result on a connection of its own (a step that loads nothing)."""
+        with contextlib.closing(warehouse.connect()) as con:
+            return self.result(con)
+
     def separate_check(self) -> dg.AssetChecksDefinition:
         """The check as a step of its own, after the loads of the source and of its alternatives."""
 
@@ -172,11 +178,7 @@ class Freshness:
             additional_deps=[dg.AssetKey(["raw", other]) for other in self.alternatives],
         )
         def _delivered_on_time(warehouse: Warehouse) -> dg.AssetCheckResult:
-            con = warehouse.connect()
-            try:
-                return self.result(con)
-            finally:
-                con.close()
+            return self.result_on(warehouse)
 
         return _delivered_on_time
 

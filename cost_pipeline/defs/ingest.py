@@ -313,18 +313,17 @@ def _load(
     fresh = DELIVERED_ON_TIME in {key.name for key in context.selected_asset_check_keys}
     con = connect_for_ingest(warehouse, landing)
     try:
+        failure = None
         try:
             report = source.load(con, landing.root, load_contract(), options)
         except Exception as error:
             message = one_line(error)
             failure = LoadFailure(message, record_failure(con, source.name, message, last_load(context)))
-            result = report_result(
-                context, kept_report(con, source.name), failure, freshness.result(con) if fresh else None
-            )
+            report = kept_report(con, source.name)
         else:
             clear_failure(con, source.name)
             record_arrivals(con, source.name)
-            result = report_result(context, report, delivered=freshness.result(con) if fresh else None)
+        result = report_result(context, report, failure, freshness.result(con) if fresh else None)
     finally:
         con.close()
     yield result
@@ -340,11 +339,7 @@ def _delivered_alone(
             f"{', '.join(load_checks)} of raw/{freshness.source} describe(s) its load: materialise raw/"
             f"{freshness.source} with them (only {DELIVERED_ON_TIME} can run alone)"
         )
-    con = warehouse.connect()
-    try:
-        return freshness.result(con)
-    finally:
-        con.close()
+    return freshness.result_on(warehouse)
 
 
 def source_asset(source: Source) -> dg.AssetsDefinition:
