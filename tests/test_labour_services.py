@@ -235,7 +235,7 @@ def _csv_rows(path: Path, schema):
     return parsed, validate_rows(parsed, schema)
 
 
-def test_service_invoices_accruals_need_a_service_month(tmp_path):
+def test_service_invoices_accruals_need_a_service_month_and_an_invoice_number_is_its_vendor_s(tmp_path):
     path = write(
         tmp_path / "s.csv",
         "invoice_id,vendor,batch_id,stage,amount,currency,invoiced_on,service_month\n"
@@ -244,15 +244,20 @@ def test_service_invoices_accruals_need_a_service_month(tmp_path):
         "I-3,V,B-7,ongoing_support,600.00,USD,,\n"
         "I-4,V,B-7,maintenance,600.00,USD,2026-11-10,\n"
         "I-5,V,B-7,initial_delivery,12.345,USD,2026-11-10,\n"
-        "I-1,V,B-7,initial_delivery,2400.00,USD,2026-11-10,\n",
+        "I-1,V,B-7,initial_delivery,2400.00,USD,2026-11-10,\n"
+        "I-1,W,B-7,initial_delivery,7.00,USD,2026-11-10,\n",
     )
     parsed, valid = _csv_rows(path, service_invoices(load_contract()))
-    assert list(valid["invoice_id"]) == ["I-1", "I-2"]
+    # An invoice number is its vendor's: W's I-1 is another invoice, V's I-1 twice is one.
+    assert list(zip(valid["vendor"], valid["invoice_id"], strict=True)) == [("V", "I-1"), ("V", "I-2"), ("W", "I-1")]
+    assert [(r.line, r.rule, r.message) for r in parsed.rejections if r.line == 7] == [
+        (7, "vendor+invoice_id.unique", "vendor and invoice_id repeat an earlier row")
+    ]
     assert [(r.line, r.rule) for r in parsed.rejections] == [
         (4, "accrual_service_month"),
         (5, "stage.isin"),
         (6, "amount.str_matches"),
-        (7, "invoice_id.unique"),
+        (7, "vendor+invoice_id.unique"),
     ]
 
 

@@ -1,7 +1,9 @@
 """Raw is kept and taking data out is on the record, over whole nights: the demo's invoice file deleted, the next
 night keeps its services cost and names it missing; retracted, the night after leaves it out, and the cost history
-gets a new version of each batch it fed, named by the retraction, with every earlier version as it was. A late
-timesheet for another batch arrives the same night: that batch's new version is not the retraction's.
+gets a new version of each batch it fed, named by the retraction, with every earlier version as it was. An accrual
+of one of its invoices, booked to an unregistered batch, arrives with the deletion and counts only once the billed
+line is retracted: the unattributed batch is one the retracted file fed too. A late timesheet for another batch
+arrives the same night: that batch's new version is not the retraction's.
 Night 1 is the session's demo run (copied); this module runs two more."""
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import contextlib
 import io
 import shutil
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -22,6 +25,12 @@ from tests.helpers import query
 pytestmark = pytest.mark.xdist_group("retraction_history")
 
 INVOICES = "services/invoices_2026-11.csv"
+# LC-2026-311 (billed 2,400.00 to B-7 in INVOICES) accrued earlier at 2,000.00 to B-9, a batch never registered.
+ACCRUALS = "services/accruals_2026-11.csv"
+ACCRUAL = (
+    "invoice_id,vendor,batch_id,stage,amount,currency,invoiced_on,service_month\n"
+    "LC-2026-311,Labelcraft,B-9,initial_delivery,2000.00,USD,,2026-11\n"
+)
 SERVICES = "select batch_id, services_cost from marts.fct_batch_costs order by 1"
 VERSIONS = "select * from history.snp_batch_costs order by batch_id, snapshot_version"
 # Harvest's export, one entry for B-10, which the retracted invoices never fed.
@@ -49,6 +58,7 @@ def nights(demo_run, tmp_path_factory) -> Nights:
     shutil.copytree(demo_run.landing, landing)
     shutil.copyfile(demo_run.warehouse, warehouse)
     (landing / INVOICES).unlink()
+    (landing / ACCRUALS).write_text(ACCRUAL, encoding="utf-8")
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert main(["run", "--landing", str(landing), "--warehouse", str(warehouse)]) == 0
@@ -66,7 +76,7 @@ def nights(demo_run, tmp_path_factory) -> Nights:
 def test_a_deleted_invoice_file_keeps_its_cost_and_the_summary_names_it_missing(nights):
     before = query(nights.first, SERVICES)
     assert any(cost for _, cost in before)  # the demo's invoices cost something
-    assert query(nights.deleted, SERVICES) == before
+    assert query(nights.deleted, SERVICES) == before, "the accrual of a billed invoice does not count"
     (line,) = [line for line in nights.summary.splitlines() if line.strip().startswith("missing:")]
     assert "1 file(s) gone from the landing folder" in line and INVOICES in line and "(since 20" in line
     # Nothing changed in the figures: no new cost-history version.
@@ -76,10 +86,13 @@ def test_a_deleted_invoice_file_keeps_its_cost_and_the_summary_names_it_missing(
 def test_a_retracted_invoice_file_leaves_the_figures_and_the_new_versions_name_the_reason(nights):
     before = dict(query(nights.first, SERVICES))
     after = dict(query(nights.retracted, SERVICES))
-    fed = {batch for batch, cost in before.items() if cost}
-    assert fed and all(not after[batch] for batch in fed)
+    billed = {batch for batch, cost in before.items() if cost}
+    assert billed == {"B-7", "B-8"} and all(not after[batch] for batch in billed)
+    # The billed line gone, its invoice's accrual counts: 2,000.00 to the unattributed batch (B-9 is unregistered).
+    assert after["unattributed"] - before["unattributed"] == Decimal("2000.00")
+    fed = billed | {"unattributed"}
     assert {b: c for b, c in after.items() if b not in fed} == {b: c for b, c in before.items() if b not in fed}
-    assert query(nights.retracted, "select count(*) from raw.service_invoices") == [(0,)]
+    assert query(nights.retracted, "select source_file from raw.service_invoices") == [(ACCRUALS,)]
 
     # History is never rewritten: every earlier version is still there, as written.
     versions = query(nights.retracted, VERSIONS)

@@ -235,7 +235,8 @@ class Col:
 class SourceSchema:
     table: str
     columns: tuple[Col, ...]
-    unique: tuple[str, ...] = field(default=())
+    # Keys unique within a file: a column, or a tuple of columns that together name a record.
+    unique: tuple[str | tuple[str, ...], ...] = field(default=())
     # Checks across columns of one row (element-wise on the row); a failure is quarantined under the check's name.
     row_checks: tuple[pa.Check, ...] = field(default=())
     # Cross-field order rules (end >= start, salvage <= price), declared as data; checked like row checks.
@@ -412,7 +413,7 @@ def service_invoices(contract: Contract) -> SourceSchema:
             Col("invoiced_on", "DATE", nullable=True, checks=_date()),
             Col("service_month", "VARCHAR", nullable=True, checks=(pa.Check.str_matches(MONTH_PATTERN),)),
         ),
-        unique=("invoice_id",),
+        unique=(("vendor", "invoice_id"),),  # an invoice number is the vendor's own: two vendors may share one
         row_checks=(
             pa.Check(
                 lambda row: not (pd.isna(row["invoiced_on"]) and pd.isna(row["service_month"])),

@@ -9,6 +9,17 @@ from __future__ import annotations
 from cost_pipeline.contract import schemas
 from cost_pipeline.ingest.lib.source import RowLoader, Source, batch_lineage, csv_required
 
+# An invoice counts once, its billed line, else its newest (stg_services__invoices): a file's invoice may count from
+# another file, and with the file retracted another delivery of it counts again, maybe for another batch. So a file
+# fed the batch of every delivery of every invoice (vendor, invoice_id) it holds, resolved as the night resolves it.
+INVOICE_BATCHES = batch_lineage(
+    "raw.service_invoices",
+    batch="coalesce(registered.batch_id, 'unattributed')",
+    joined="inner join raw.service_invoices as delivery on delivery.vendor = lineage.vendor "
+    "and delivery.invoice_id = lineage.invoice_id "
+    "left join staging.stg_registry__batches as registered on registered.batch_id = delivery.batch_id",
+)
+
 SOURCES = (
     Source(
         "ledger_purchases",
@@ -33,7 +44,7 @@ SOURCES = (
         ("*.csv",),
         "External-service invoices and accruals",
         RowLoader(schemas.service_invoices, csv_required),
-        batch_lineage=batch_lineage("intermediate.int_service_invoices_costed"),
+        batch_lineage=INVOICE_BATCHES,
         rows_stand_alone=True,
     ),
 )

@@ -326,10 +326,14 @@ def validate_rows(
     rejected.update(misfits)
     valid = valid.drop(index=list(misfits))
     for key in schema.unique:
-        within = valid[[key]] if file_of is None else valid[[key]].assign(_file=[file_of[i - 1] for i in valid.index])
+        columns = [key] if isinstance(key, str) else list(key)
+        within = valid[columns]
+        if file_of is not None:
+            within = within.assign(_file=[file_of[i - 1] for i in valid.index])
         duplicated = within.duplicated(keep="first")
+        said = f"{columns[0]} repeats" if len(columns) == 1 else f"{' and '.join(columns)} repeat"
         for line in valid.index[duplicated]:
-            rejected[int(line)] = Rejection(int(line), f"{key}.unique", f"{key} repeats an earlier row")
+            rejected[int(line)] = Rejection(int(line), f"{'+'.join(columns)}.unique", f"{said} an earlier row")
         valid = valid[~duplicated]
     parsed.rejections.extend(rejected.values())
     parsed.rejections.sort(key=lambda r: r.line)
