@@ -137,3 +137,36 @@ def test_every_declared_batch_lineage_reads_the_relations_a_night_builds(demo_ru
         assert {batch for _, batch in fed if batch is not None} <= batches, name
         if loaded:
             assert [file for file, _ in fed if file in loaded], f"{name}: the demo's files feed batches; none found"
+
+
+FOCUS = "billing/aws_focus_2026-11.csv"
+# The demo's B-10 volume line (12.00, its Tags naming B-10) as an earlier export of November had it: not yet invoiced
+# and tagged for B-7. A later export of the same line counts instead (its tags are not compared), until it is
+# retracted.
+EARLY_FOCUS = "billing/aws_focus_2026-11-early.csv"
+
+
+def test_a_retracted_focus_export_names_the_batch_an_earlier_export_of_its_line_counts_for_again(demo_copy):
+    landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
+    header, *lines = (landing / FOCUS).read_text(encoding="utf-8").splitlines()
+    (volume,) = [line for line in lines if "vol-0b10ckpt" in line]
+    early = volume.replace("INV-2026-11-0042", "").replace('""B-10""', '""B-7""')
+    assert early != volume and '""B-7""' in early
+    (landing / EARLY_FOCUS).write_text(f"{header}\n{early}\n", encoding="utf-8")
+    costs = "select batch_id, storage_cost, cloud_compute_cost from marts.fct_batch_costs order by 1"
+    before = query(warehouse, costs)
+    assert run_pipeline(landing, warehouse)
+    assert query(warehouse, costs) == before, "the later export counts, for B-10"
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["retract", FOCUS, "--reason", "restated", "--warehouse", str(warehouse)]) == 0
+    fed = query(warehouse, "select batch_id from raw.retraction_batches where source = 'billing_focus' order by 1")
+    assert fed == [("B-10",), ("B-7",), ("unattributed",)]
+    assert run_pipeline(landing, warehouse)
+    after = {batch: (storage, cloud) for batch, storage, cloud in query(warehouse, costs)}
+    was = {batch: (storage, cloud) for batch, storage, cloud in before}
+    # By hand: B-7's storage takes the early export's 12.00; B-10 keeps neither its cloud GPUs (96.00) nor the volume.
+    assert after["B-7"] == (was["B-7"][0] + Decimal("12.00"), was["B-7"][1])
+    assert after["B-10"] == (Decimal("0.00"), Decimal("0.00"))
+    named = query(warehouse, "select distinct batch_id from history.snp_batch_cost_retractions order by 1")
+    assert ("B-7",) in named

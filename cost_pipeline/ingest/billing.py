@@ -148,6 +148,25 @@ class FocusOptions:
     batch_tag_key: str = "batch_id"
 
 
+# A FOCUS line exported again counts once, from the newest file, its tags not compared (stg_billing__focus_charges):
+# with a file retracted, an earlier export of its line counts again, maybe tagged for another batch. So a file fed
+# the batch of every delivery of each charge it holds (same resource and charge period start, which is all the job
+# match reads), resolved as int_focus_charges_attributed resolves it: a registered tag, else the charge's job's batch
+# for an untagged line, else unattributed.
+FOCUS_BATCHES = batch_lineage(
+    "raw.billing_focus",
+    batch="case when registered.batch_id is not null then registered.batch_id "
+    "when delivery.batch_id is null then coalesce(jobs.batch_id, 'unattributed') else 'unattributed' end",
+    joined="inner join raw.billing_focus as delivery on delivery.resource_id is not distinct from lineage.resource_id "
+    "and delivery.charge_period_start is not distinct from lineage.charge_period_start "
+    "left join staging.stg_registry__batches as registered on registered.batch_id = delivery.batch_id "
+    "left join (select distinct resource_id, charge_period_start, job_key "
+    "from intermediate.int_focus_charges_attributed) as counted "
+    "on counted.resource_id is not distinct from lineage.resource_id "
+    "and counted.charge_period_start is not distinct from lineage.charge_period_start "
+    "left join intermediate.int_jobs_attributed as jobs on jobs.job_key = counted.job_key",
+)
+
 SOURCES = (
     Source(
         "billing_focus",
@@ -161,6 +180,6 @@ SOURCES = (
             parquet_row=lambda options: lambda row: focus_row(row, options.batch_tag_key),
         ),
         options=FocusOptions,
-        batch_lineage=batch_lineage("intermediate.int_focus_charges_attributed"),
+        batch_lineage=FOCUS_BATCHES,
     ),
 )
