@@ -1,11 +1,16 @@
 -- The internal GPU-hour price per month (R8): straight-line depreciation of owned assets over their life
--- plus the month's facility costs, over the GPU-hours the owned GPUs were available in that month.
+-- plus the month's facility costs, over the GPU-hours the owned GPUs were available in that month. Every month from
+-- the first to the last a facility cost, job or serving replica names (a month between them too).
+-- A life is depreciation_years x 365 days (docs/marts.md), whatever leap days it spans; each purchase's months take
+-- its depreciation up to the month's end, rounded to the cent, less that up to the month's start, so that a
+-- purchase's months add up to its price less salvage exactly.
 with purchases as (
     select
         *,
         cast(purchased_on as {{ dbt.type_timestamp() }}) as in_service_from,
-        cast({{ dbt.dateadd('year', 'depreciation_years', 'purchased_on') }} as {{ dbt.type_timestamp() }})
-            as in_service_until
+        cast({{ dbt.dateadd('day', 'depreciation_years * 365', 'purchased_on') }} as {{ dbt.type_timestamp() }})
+            as in_service_until,
+        depreciation_years * 365.0 * 24 * 3600 as life_seconds
     from {{ ref('stg_ledger__purchases') }}
 ),
 
@@ -20,12 +25,16 @@ jobs as (
     where start_at is not null and end_at is not null
 ),
 
+replicas as (
+    select started_at, ended_at from {{ ref('stg_serving__replicas') }}
+),
+
 months as (
     select cost_month as month_start from facility
     union
-    select cast({{ dbt.date_trunc('month', 'start_at') }} as date) from jobs
+    {{ months_run('jobs', 'start_at', 'end_at') }}
     union
-    select cast({{ dbt.date_trunc('month', 'end_at') }} as date) from jobs
+    {{ months_run('replicas', 'started_at', 'ended_at') }}
 ),
 
 month_bounds as (
@@ -42,6 +51,13 @@ in_service as (
         purchases.unit_price,
         purchases.salvage_value,
         purchases.depreciation_years,
+        purchases.life_seconds,
+        {{ seconds_between('purchases.in_service_from',
+            'least(greatest(month_bounds.month_from, purchases.in_service_from), purchases.in_service_until)') }}
+            as before_seconds,
+        {{ seconds_between('purchases.in_service_from',
+            'least(greatest(month_bounds.month_until, purchases.in_service_from), purchases.in_service_until)') }}
+            as through_seconds,
         case
             when purchases.in_service_from >= month_bounds.month_until
                 or purchases.in_service_until <= month_bounds.month_from then 0
@@ -59,9 +75,9 @@ capacity as (
         sum(quantity * gpus_per_unit * in_service_seconds) as available_gpu_seconds,
         max(case when in_service_seconds > 0 then 1 else 0 end) as has_assets,
         sum(case when in_service_seconds > 0 then quantity * gpus_per_unit else 0 end) as gpus_in_service,
-        -- Straight line: (price - salvage) spread evenly over depreciation_years x 365 days.
-        sum(quantity * (unit_price - salvage_value) * in_service_seconds
-            / (depreciation_years * 365.0 * 24 * 3600)) as depreciation_cost
+        -- Straight line: (price - salvage) spread evenly over depreciation_years x 365 days, in cents per purchase.
+        sum(round(quantity * (unit_price - salvage_value) * through_seconds / life_seconds, 2)
+            - round(quantity * (unit_price - salvage_value) * before_seconds / life_seconds, 2)) as depreciation_cost
     from in_service
     group by month_start
 )

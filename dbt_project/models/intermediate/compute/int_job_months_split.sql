@@ -1,5 +1,6 @@
--- Each job's occupied GPU time split over the calendar months it ran in. A job whose occupation has gaps
--- (a requeued Kubernetes job) is spread over its span in proportion. is_cloud_billed marks a job that a FOCUS
+-- Each job's occupied GPU time split over the calendar months it ran in, every month from its start to its end (one
+-- it runs straight through too). A job whose occupation has gaps (a requeued Kubernetes job) is spread over its span
+-- in proportion; its months add up to its occupied GPU-seconds exactly. is_cloud_billed marks a job that a FOCUS
 -- line names by ResourceId: its cost comes from the bill, not from owned capacity.
 with jobs as (
     select
@@ -20,9 +21,7 @@ cloud_jobs as (
 ),
 
 months as (
-    select cast({{ dbt.date_trunc('month', 'start_at') }} as date) as month_start from jobs
-    union
-    select cast({{ dbt.date_trunc('month', 'end_at') }} as date) from jobs
+    {{ months_run('jobs', 'start_at', 'end_at') }}
 ),
 
 month_bounds as (
@@ -45,19 +44,34 @@ job_overlaps as (
     inner join month_bounds
         on jobs.start_at < month_bounds.month_until
         and jobs.end_at > month_bounds.month_from
+),
+
+-- The span's seconds up to each month's end: a month takes the rounded share up to its end less the rounded share
+-- up to its start, so a job's months add up to its occupied GPU-seconds exactly.
+job_months_through as (
+    select
+        *,
+        sum(overlap_seconds) over (
+            partition by job_key order by month_start rows between unbounded preceding and current row
+        ) as through_seconds
+    from job_overlaps
+    where overlap_seconds > 0
 )
 
 select
-    job_overlaps.job_key,
-    job_overlaps.job_id,
-    job_overlaps.batch_id,
-    job_overlaps.phase,
-    job_overlaps.month_start,
-    cast(case when job_overlaps.span_seconds = job_overlaps.overlap_seconds then job_overlaps.occupied_gpu_seconds
-        else round(cast(job_overlaps.occupied_gpu_seconds as double) * job_overlaps.overlap_seconds
-            / job_overlaps.span_seconds, 0)
+    job_months_through.job_key,
+    job_months_through.job_id,
+    job_months_through.batch_id,
+    job_months_through.phase,
+    job_months_through.month_start,
+    cast(case when job_months_through.span_seconds = job_months_through.overlap_seconds
+        then job_months_through.occupied_gpu_seconds
+        else round(cast(job_months_through.occupied_gpu_seconds as double) * job_months_through.through_seconds
+            / job_months_through.span_seconds, 0)
+            - round(cast(job_months_through.occupied_gpu_seconds as double)
+                * (job_months_through.through_seconds - job_months_through.overlap_seconds)
+                / job_months_through.span_seconds, 0)
     end as bigint) as occupied_gpu_seconds,
     cloud_jobs.job_key is not null as is_cloud_billed
-from job_overlaps
-left join cloud_jobs on job_overlaps.job_key = cloud_jobs.job_key
-where job_overlaps.overlap_seconds > 0
+from job_months_through
+left join cloud_jobs on job_months_through.job_key = cloud_jobs.job_key

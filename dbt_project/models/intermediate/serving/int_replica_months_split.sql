@@ -1,13 +1,11 @@
--- Each serving replica's GPU time split over the calendar months it ran in, with its agreed GPU-hour price
--- (null: the replica runs on owned GPUs at the internal price).
+-- Each serving replica's GPU time split over the calendar months it ran in (every month from its start to its end),
+-- with its agreed GPU-hour price (null: the replica runs on owned GPUs at the internal price).
 with replicas as (
     select * from {{ ref('stg_serving__replicas') }}
 ),
 
 months as (
-    select cast({{ dbt.date_trunc('month', 'started_at') }} as date) as month_start from replicas
-    union
-    select cast({{ dbt.date_trunc('month', 'ended_at') }} as date) from replicas
+    {{ months_run('replicas', 'started_at', 'ended_at') }}
 ),
 
 month_bounds as (
