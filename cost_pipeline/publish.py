@@ -158,12 +158,13 @@ def _part_hidden(complement: Complement, confidential: dict[tuple[str, str], str
 def _complement_blank(
     source: str, complement: Complement, confidential: dict[tuple[str, str], str], rules: dict[str, Blank], least: int
 ) -> Blank:
-    """A total row is blanked when one of its parts is hidden and not zero, unless the people behind the parts'
-    sum are at least ``least`` (then the sum is as publishable as the total itself)."""
+    """A total row is blanked when one of its parts (those ``complement.where`` names) is hidden and not zero, unless
+    the people behind the parts' sum are at least ``least`` (then the sum is as publishable as the total itself)."""
     match = " and ".join(f"p.{quote(part)} = t.{quote(total)}" for part, total in complement.by)
     part = f"p.{quote(complement.parts_column)}"
+    which = f" and ({complement.where})" if complement.where else ""
     condition = (
-        f"exists (select 1 from {quote(source)}.{MARTS}.{quote(complement.parts_table)} as p where {match} "
+        f"exists (select 1 from {quote(source)}.{MARTS}.{quote(complement.parts_table)} as p where {match}{which} "
         f"and ({_part_hidden(complement, confidential, rules)}) and coalesce({part}, 0) <> 0)"
     )
     if complement.people:

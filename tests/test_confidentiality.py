@@ -235,6 +235,22 @@ def test_subtracting_the_parts_from_a_total_does_not_give_a_blanked_cost(nights,
         assert people_costs == set() and batch == [(None,)] and phases == [(None,)]
 
 
+@pytest.mark.parametrize("audience", [FINANCE, ENGINEERING])
+def test_a_review_class_s_cost_less_its_published_lines_does_not_give_a_small_group_s_labour(nights, audience):
+    """A batch's people may be three or more while one review class's are fewer: B-8's avoidable rework holds one
+    person's labour (2 h, 180.00) beside its compute lines; the class's cost less those lines is that person's cost."""
+    recovered = rows(
+        file_of(nights["a"], audience),
+        "select b.batch_id, b.avoidable_rework_cost - sum(case when l.cost_type <> 'labour' then l.amount else 0 end)"
+        " from marts.fct_batch_budget as b join marts.fct_cost_lines as l on l.batch_id = b.batch_id"
+        " and l.review_class = 'avoidable_rework' where b.batch_id = 'B-8'"
+        " group by b.batch_id, b.avoidable_rework_cost",
+    )
+    people = "select labour_people from marts.fct_batch_budget where batch_id = 'B-8'"
+    assert rows(file_of(nights["a"], audience), people)[0][0] >= 3, "the batch's own rule lets its totals through"
+    assert recovered == [("B-8", Decimal("180.00") if audience == FINANCE else None)]
+
+
 def test_a_comparison_over_a_blanked_cost_does_not_tell_two_rates_apart(nights):
     """B-10's budget check (over_boundary) compares its actual cost, Hana's cost included, with its budget."""
     sql = "select over_boundary from marts.fct_batch_budget where batch_id = 'B-10'"

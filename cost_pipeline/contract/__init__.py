@@ -50,6 +50,7 @@ class Complement:
     by: tuple[tuple[str, str], ...]  # (part column, total column) pairs that match a part to its total row
     people: str | None  # the total's column counting the people behind its parts; None: unknown
     columns: tuple[str, ...]  # the total's columns that add the parts up
+    where: str | None = None  # which parts rows the columns add up (SQL on the parts row, aliased p); None: all
 
 
 @dataclass(frozen=True)
@@ -467,6 +468,7 @@ class Contract:
                     by=tuple((str(p).lower(), str(t).lower()) for p, t in rule["by"].items()),
                     people=str(rule["people"]).lower() if rule.get("people") else None,
                     columns=tuple(str(c).lower() for c in rule["columns"]),
+                    where=str(rule["where"]) if rule.get("where") else None,
                 )
             )
         return tuple(complements)

@@ -18,18 +18,35 @@ compute as (
     select batch_id, occupied_gpu_hours from {{ ref('fct_batch_compute') }}
 ),
 
+{%- set review_classes = [('reasonable_exploration', 'exploration'),
+                          ('unforeseeable_failure', 'unforeseeable_failure'),
+                          ('avoidable_rework', 'avoidable_rework'),
+                          ('planned_work', 'planned_work')] %}
+
 review as (
     select
         batch_id,
-        {%- for review_class, column in [('reasonable_exploration', 'exploration_cost'),
-                                         ('unforeseeable_failure', 'unforeseeable_failure_cost'),
-                                         ('avoidable_rework', 'avoidable_rework_cost'),
-                                         ('planned_work', 'planned_work_cost')] %}
+        {%- for review_class, column in review_classes %}
         case when max(case when review_class = '{{ review_class }}' and is_unpriced then 1 else 0 end) = 0
-            then sum(case when review_class = '{{ review_class }}' then amount else 0 end) end as {{ column }}
+            then sum(case when review_class = '{{ review_class }}' then amount else 0 end) end as {{ column }}_cost
             {%- if not loop.last %},{% endif %}
         {%- endfor %}
     from {{ ref('fct_cost_lines') }}
+    group by batch_id
+),
+
+-- The people whose own cost rate is in each class's cost (measured labour; an assumed rate is the contract's, and
+-- its hours are published): R20, engineering sees a class's cost only when they are three or more.
+review_people as (
+    select
+        batch_id,
+        {%- for review_class, column in review_classes %}
+        count(distinct case when review_class = '{{ review_class }}' and evidence_level = 'measured'
+            then person_key end) as {{ column }}_measured_people
+            {%- if not loop.last %},{% endif %}
+        {%- endfor %}
+    from {{ ref('int_cost_lines_unioned') }}
+    where cost_type = 'labour'
     group by batch_id
 ),
 
@@ -84,12 +101,17 @@ joined as (
         case when review.batch_id is null then 0 else review.unforeseeable_failure_cost end
             as unforeseeable_failure_cost,
         case when review.batch_id is null then 0 else review.avoidable_rework_cost end as avoidable_rework_cost,
-        case when review.batch_id is null then 0 else review.planned_work_cost end as planned_work_cost
+        case when review.batch_id is null then 0 else review.planned_work_cost end as planned_work_cost,
+        {%- for _, column in review_classes %}
+        coalesce(review_people.{{ column }}_measured_people, 0) as {{ column }}_measured_people
+            {%- if not loop.last %},{% endif %}
+        {%- endfor %}
     from batches
     inner join costs on batches.batch_id = costs.batch_id
     left join compute on batches.batch_id = compute.batch_id
     left join round_totals on batches.batch_id = round_totals.batch_id
     left join review on batches.batch_id = review.batch_id
+    left join review_people on batches.batch_id = review_people.batch_id
     left join forecasts on batches.batch_id = forecasts.batch_id
 )
 
@@ -125,6 +147,9 @@ select
     cast(avoidable_rework_cost as decimal(18, 2)) as avoidable_rework_cost,
     cast(planned_work_cost as decimal(18, 2)) as planned_work_cost,
     cast(labour_people as bigint) as labour_people,
+    {%- for _, column in review_classes %}
+    cast({{ column }}_measured_people as bigint) as {{ column }}_measured_people,
+    {%- endfor %}
     is_unpriced,
     {{ reporting_currency() }} as currency
 from joined
