@@ -1,7 +1,7 @@
 -- Each job's occupied GPU time split over the calendar months it ran in, every month from its start to its end (one
 -- it runs straight through too). A job whose occupation has gaps (a requeued Kubernetes job) is spread over its span
 -- in proportion; its months add up to its occupied GPU-seconds exactly. is_cloud_billed marks a job that a FOCUS
--- line names by ResourceId: its cost comes from the bill, not from owned capacity.
+-- compute line (not Storage) names by ResourceId: its cost comes from the bill, not from owned capacity.
 with jobs as (
     select
         job_key,
@@ -17,7 +17,8 @@ with jobs as (
 ),
 
 cloud_jobs as (
-    select distinct job_key from {{ ref('int_focus_charges_attributed') }} where job_key is not null
+    select distinct job_key from {{ ref('int_focus_charges_attributed') }}
+    where job_key is not null and {{ is_cloud_compute('service_category') }}
 ),
 
 months as (

@@ -46,7 +46,7 @@ cloud as (
         charges.batch_id,
         coalesce(charges.phase, 'batch_level') as phase,
         charges.month_start,
-        case when charges.service_category = 'Storage' then 'storage' else 'compute' end as cost_type,
+        case when {{ is_cloud_compute('charges.service_category') }} then 'compute' else 'storage' end as cost_type,
         'cloud_bill' as cost_source,
         coalesce(charges.service_name, charges.service_category, 'unspecified') as cost_detail,
         cast(null as {{ dbt.type_string() }}) as labour_category,
