@@ -302,6 +302,20 @@ def test_nan_in_a_nullable_number_is_not_taken_for_a_blank(tmp_path):
     assert rules(quarantined) == [(3, "human_minutes.not_finite"), (4, "human_minutes.not_finite")]
 
 
+def test_a_hand_off_s_minutes_without_a_cost_per_hour_are_quarantined(tmp_path):
+    """90 minutes of a person's time with no hourly cost would cost 0.00 and understate the cost per successful
+    task (R14); no minutes, or none spent, need no rate."""
+    write(
+        tmp_path / "landing" / "tasks" / "outcomes.csv",
+        "task_id,task_category,succeeded,judged_by,human_minutes,human_cost_per_hour\n"
+        "t-1,x,true,human,90,60.00\nt-2,x,true,human,90,\nt-3,x,true,a,0,\nt-4,x,true,a,,\n",
+    )
+    warehouse, quarantined = load(tmp_path, "task_outcomes")
+    assert query(warehouse, "select task_id from raw.task_outcomes order by 1") == [("t-1",), ("t-3",), ("t-4",)]
+    assert rules(quarantined) == [(3, "handoff_cost_per_hour")]
+    assert "human_cost_per_hour when human_minutes are more than 0" in quarantined[0][3]
+
+
 @pytest.mark.parametrize(
     ("domain", "value", "rule"),
     [

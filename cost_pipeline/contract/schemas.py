@@ -614,6 +614,18 @@ def task_outcomes(contract: Contract) -> SourceSchema:
             Col("human_cost_per_hour", "DECIMAL(18,2)", nullable=True, checks=_money(), domain=AMOUNT),
         ),
         unique=("task_id",),
+        row_checks=(
+            # A hand-off's minutes without the cost of a person's hour would cost nothing (R14's trap).
+            pa.Check(
+                lambda row: (
+                    pd.isna(row["human_minutes"])
+                    or row["human_minutes"] == 0
+                    or not pd.isna(row["human_cost_per_hour"])
+                ),
+                element_wise=True,
+                name="handoff_cost_per_hour",
+            ),
+        ),
     )
 
 
