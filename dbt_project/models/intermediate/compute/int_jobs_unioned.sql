@@ -1,13 +1,21 @@
 -- One row per scheduler allocation, whichever scheduler ran it: Slurm allocations (step rows left out,
 -- they live inside their allocation) and Kubernetes-style jobs folded from their event stream. job_key (cluster,
 -- JobID, submit time) tells apart two jobs that share a JobID; every model after this one joins jobs on it.
+-- A Kubernetes job name submitted again is another job: each submit event starts a run of its own (events before
+-- a name's first submit belong to its first run), with its own events, times, GPUs and labels.
 with sacct as (
     select * from {{ ref('stg_scheduler__sacct_jobs') }}
     where record_type = 'allocation'
 ),
 
 events as (
-    select * from {{ ref('stg_scheduler__job_events') }}
+    select
+        *,
+        greatest(1, sum(case when event_type = 'submit' then 1 else 0 end) over (
+            partition by job_id order by event_at, source_file, source_line
+            rows between unbounded preceding and current row
+        )) as run_number
+    from {{ ref('stg_scheduler__job_events') }}
 ),
 
 -- A Kubernetes job occupies its GPUs from each start until the next preempt, requeue or end.
@@ -17,8 +25,12 @@ event_sequence as (
         event_type,
         event_at,
         state,
-        lead(event_at) over (partition by job_id order by event_at, source_file, source_line) as next_event_at,
-        row_number() over (partition by job_id order by event_at desc, source_file desc, source_line desc) as recency
+        run_number,
+        lead(event_at) over (partition by job_id, run_number order by event_at, source_file, source_line)
+            as next_event_at,
+        row_number() over (
+            partition by job_id, run_number order by event_at desc, source_file desc, source_line desc
+        ) as recency
     from events
 ),
 
@@ -33,9 +45,10 @@ event_jobs as (
         -- Every start after the first is a restart (after a preemption or a requeue).
         cast(sum(case when event_type = 'start' then 1 else 0 end) - 1 as integer) as restarts,
         max(case when recency = 1 then event_type end) as last_event_type,
-        max(case when event_type = 'end' and recency = 1 then state end) as end_state
+        max(case when event_type = 'end' and recency = 1 then state end) as end_state,
+        run_number
     from event_sequence
-    group by job_id
+    group by job_id, run_number
 ),
 
 event_attributes as (
@@ -50,9 +63,10 @@ event_attributes as (
         max(run_reason) as run_reason,
         max(restart_of) as restart_of,
         max(continues) as continues,
-        max(end_reason) as end_reason
+        max(end_reason) as end_reason,
+        run_number
     from events
-    group by job_id
+    group by job_id, run_number
 ),
 
 kubernetes as (
@@ -102,7 +116,9 @@ kubernetes as (
         event_attributes.continues,
         event_attributes.end_reason
     from event_jobs
-    inner join event_attributes on event_jobs.job_id = event_attributes.job_id
+    inner join event_attributes
+        on event_jobs.job_id = event_attributes.job_id
+        and event_jobs.run_number = event_attributes.run_number
 ),
 
 slurm as (
