@@ -183,10 +183,13 @@ costed as (
     left join prices on held_seconds.storage_class = prices.storage_class
 ),
 
+-- By ETag too: in a versioned bucket another version of the same key holds other bytes, and is no duplicate of
+-- what this one duplicates.
 duplicates as (
     select
         costed.bucket,
         costed.object_key,
+        costed.etag,
         costed.month_start,
         min(etag_places.location) as duplicate_of
     from costed
@@ -194,7 +197,7 @@ duplicates as (
         on costed.month_start = etag_places.month_start
         and costed.etag = etag_places.etag
         and not (costed.bucket = etag_places.bucket and costed.object_key = etag_places.object_key)
-    group by costed.bucket, costed.object_key, costed.month_start
+    group by costed.bucket, costed.object_key, costed.etag, costed.month_start
 )
 
 select
@@ -232,4 +235,5 @@ from costed
 left join duplicates
     on costed.bucket = duplicates.bucket
     and costed.object_key = duplicates.object_key
+    and costed.etag = duplicates.etag
     and costed.month_start = duplicates.month_start

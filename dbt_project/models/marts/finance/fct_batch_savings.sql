@@ -68,11 +68,12 @@ storage_objects as (
         etag,
         last_modified_at,
         monthly_cost,
+        is_unpriced,
         max(case when finding = 'past_retention' then 1 else 0 end) as is_past_retention,
         max(case when finding = 'duplicate' then 1 else 0 end) as is_duplicate
     from {{ ref('fct_storage_governance') }}
-    where finding in ('past_retention', 'duplicate') and not is_unpriced
-    group by month_start, bucket, object_key, version_id, batch_id, etag, last_modified_at, monthly_cost
+    where finding in ('past_retention', 'duplicate')
+    group by month_start, bucket, object_key, version_id, batch_id, etag, last_modified_at, monthly_cost, is_unpriced
 ),
 
 storage_ranked as (
@@ -91,7 +92,8 @@ storage as (
         cast(null as double) as gpu_hours,
         sum(monthly_cost) as amount
     from storage_ranked
-    where is_past_retention = 1 or (is_duplicate = 1 and copy_number > 1)
+    -- An unpriced copy is ranked too (the first copy may have no price) but adds no amount.
+    where not is_unpriced and (is_past_retention = 1 or (is_duplicate = 1 and copy_number > 1))
     group by batch_id
 ),
 
