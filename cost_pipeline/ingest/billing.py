@@ -151,18 +151,23 @@ class FocusOptions:
 # A FOCUS line exported again counts once, from the newest file, its tags not compared (stg_billing__focus_charges):
 # with a file retracted, an earlier export of its line counts again, maybe tagged for another batch. So a file fed
 # the batch of every delivery of each charge it holds (same resource and charge period start, which is all the job
-# match reads), resolved as int_focus_charges_attributed resolves it: a registered tag, else the charge's job's batch
-# for an untagged line, else unattributed.
+# match reads; a line without a resource, a tax or a support fee, by its category and amounts too), resolved as
+# int_focus_charges_attributed resolves it: a registered tag, else the charge's job's batch for an untagged line,
+# else unattributed.
 FOCUS_BATCHES = batch_lineage(
     "raw.billing_focus",
     batch="case when registered.batch_id is not null then registered.batch_id "
     "when delivery.batch_id is null then coalesce(jobs.batch_id, 'unattributed') else 'unattributed' end",
-    joined="inner join raw.billing_focus as delivery on delivery.resource_id is not distinct from lineage.resource_id "
-    "and delivery.charge_period_start is not distinct from lineage.charge_period_start "
+    joined="inner join raw.billing_focus as delivery "
+    "on delivery.charge_period_start is not distinct from lineage.charge_period_start "
+    "and (delivery.resource_id = lineage.resource_id or (delivery.resource_id is null and lineage.resource_id is null "
+    "and delivery.charge_category is not distinct from lineage.charge_category "
+    "and delivery.billed_cost is not distinct from lineage.billed_cost "
+    "and delivery.effective_cost is not distinct from lineage.effective_cost)) "
     "left join staging.stg_registry__batches as registered on registered.batch_id = delivery.batch_id "
     "left join (select distinct resource_id, charge_period_start, job_key "
-    "from intermediate.int_focus_charges_attributed) as counted "
-    "on counted.resource_id is not distinct from lineage.resource_id "
+    "from intermediate.int_focus_charges_attributed where resource_id is not null) as counted "
+    "on counted.resource_id = lineage.resource_id "
     "and counted.charge_period_start is not distinct from lineage.charge_period_start "
     "left join intermediate.int_jobs_attributed as jobs on jobs.job_key = counted.job_key",
 )

@@ -10,7 +10,7 @@ with purchases as (
         cast(purchased_on as {{ dbt.type_timestamp() }}) as in_service_from,
         cast({{ dbt.dateadd('day', 'depreciation_years * 365', 'purchased_on') }} as {{ dbt.type_timestamp() }})
             as in_service_until,
-        depreciation_years * 365.0 * 24 * 3600 as life_seconds
+        cast(depreciation_years as {{ dbt.type_bigint() }}) * 365 * 24 * 3600 as life_seconds
     from {{ ref('stg_ledger__purchases') }}
 ),
 
@@ -75,9 +75,11 @@ capacity as (
         sum(quantity * gpus_per_unit * in_service_seconds) as available_gpu_seconds,
         max(case when in_service_seconds > 0 then 1 else 0 end) as has_assets,
         sum(case when in_service_seconds > 0 then quantity * gpus_per_unit else 0 end) as gpus_in_service,
-        -- Straight line: (price - salvage) spread evenly over depreciation_years x 365 days, in cents per purchase.
-        sum(round(quantity * (unit_price - salvage_value) * through_seconds / life_seconds, 2)
-            - round(quantity * (unit_price - salvage_value) * before_seconds / life_seconds, 2)) as depreciation_cost
+        -- Straight line: (price - salvage) spread evenly over depreciation_years x 365 days, in cents per purchase
+        -- (rounded half away from zero in integer arithmetic, the same on every engine: macros/cents_per_unit.sql).
+        sum({{ money_share('quantity * (unit_price - salvage_value)', 'through_seconds', 'life_seconds') }}
+            - {{ money_share('quantity * (unit_price - salvage_value)', 'before_seconds', 'life_seconds') }})
+            as depreciation_cost
     from in_service
     group by month_start
 )

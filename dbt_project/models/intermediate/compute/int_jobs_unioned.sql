@@ -1,21 +1,33 @@
 -- One row per scheduler allocation, whichever scheduler ran it: Slurm allocations (step rows left out,
 -- they live inside their allocation) and Kubernetes-style jobs folded from their event stream. job_key (cluster,
 -- JobID, submit time) tells apart two jobs that share a JobID; every model after this one joins jobs on it.
--- A Kubernetes job name submitted again is another job: each submit event starts a run of its own (events before
--- a name's first submit belong to its first run), with its own events, times, GPUs and labels.
+-- A Kubernetes job name submitted again is another job: a run of a name starts at each submit event, and at the
+-- first event after an end (a stream whose submit was never exported), with its own events, times, GPUs and labels.
+-- A submit goes first among events at the same instant.
 with sacct as (
     select * from {{ ref('stg_scheduler__sacct_jobs') }}
     where record_type = 'allocation'
 ),
 
+ordered_events as (
+    select
+        *,
+        case when event_type = 'submit' then 0 else 1 end as submit_first,
+        lag(event_type) over (
+            partition by job_id
+            order by event_at, case when event_type = 'submit' then 0 else 1 end, source_file, source_line
+        ) as previous_event_type
+    from {{ ref('stg_scheduler__job_events') }}
+),
+
 events as (
     select
         *,
-        greatest(1, sum(case when event_type = 'submit' then 1 else 0 end) over (
-            partition by job_id order by event_at, source_file, source_line
+        sum(case when event_type = 'submit' or previous_event_type = 'end' then 1 else 0 end) over (
+            partition by job_id order by event_at, submit_first, source_file, source_line
             rows between unbounded preceding and current row
-        )) as run_number
-    from {{ ref('stg_scheduler__job_events') }}
+        ) as run_number
+    from ordered_events
 ),
 
 -- A Kubernetes job occupies its GPUs from each start until the next preempt, requeue or end.
@@ -26,10 +38,12 @@ event_sequence as (
         event_at,
         state,
         run_number,
-        lead(event_at) over (partition by job_id, run_number order by event_at, source_file, source_line)
-            as next_event_at,
+        lead(event_at) over (
+            partition by job_id, run_number order by event_at, submit_first, source_file, source_line
+        ) as next_event_at,
         row_number() over (
-            partition by job_id, run_number order by event_at desc, source_file desc, source_line desc
+            partition by job_id, run_number
+            order by event_at desc, submit_first desc, source_file desc, source_line desc
         ) as recency
     from events
 ),

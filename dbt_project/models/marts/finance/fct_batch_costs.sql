@@ -17,7 +17,6 @@ people as (
     select
         batch_id,
         count(distinct person_key) as labour_people,
-        count(distinct case when evidence_level = 'measured' then person_key end) as measured_labour_people,
         sum(hours) as labour_hours
     from {{ ref('int_labour_costed') }}
     group by batch_id
@@ -75,7 +74,6 @@ select
     end as weakest_evidence_level,
     cast(coalesce(people.labour_hours, 0) as decimal(18, 2)) as labour_hours,
     cast(coalesce(people.labour_people, 0) as bigint) as labour_people,
-    cast(coalesce(people.measured_labour_people, 0) as bigint) as measured_labour_people,
     coalesce(totals.has_correction, false) as has_correction,
     coalesce(totals.is_unpriced, false) as is_unpriced,
     cast(coalesce(totals.unpriced_gpu_hours, 0) as decimal(18, 4)) as unpriced_gpu_hours,
