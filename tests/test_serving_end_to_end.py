@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
 
+from tests.helpers import cli_night
 from tests.test_end_to_end import PRICE, cents
 
 # assistant-large: 8 GPUs x 720 h x 4.00; assistant-small: 2 GPUs x 720 h at November's internal price.
@@ -95,3 +96,16 @@ def test_training_and_serving_never_share_a_table(demo_run):
     }
     assert serving == {"fct_tenant_service_costs"}
     assert not serving & training
+
+
+def test_a_month_s_serving_costs_no_replica_carries_fail_the_night_naming_the_test(demo_copy):
+    """A month's other serving costs are shared among the models whose replicas held GPUs that month: with no
+    replica in December, its 500.00 would be in no model-month and out of the service book, with exit 0."""
+    landing = demo_copy / "landing"
+    (landing / "serving" / "monthly_costs_2026-12.csv").write_text(
+        "month,item,amount\n2026-12,operations,500.00\n", encoding="utf-8"
+    )
+    night = cli_night(landing, demo_copy / "warehouse.duckdb")
+    said = night.out + night.err
+    assert night.code == 1, said
+    assert "sums_match_int_model_months_costed_other_cost_cents" in said
