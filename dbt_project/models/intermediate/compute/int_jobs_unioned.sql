@@ -52,6 +52,7 @@ event_jobs as (
     select
         job_id,
         min(case when event_type = 'submit' then event_at end) as submit_at,
+        min(event_at) as first_event_at,
         min(case when event_type = 'start' then event_at end) as start_at,
         max(case when event_type = 'end' then event_at end) as end_at,
         sum(case when event_type = 'start' and next_event_at is not null
@@ -85,7 +86,9 @@ event_attributes as (
 
 kubernetes as (
     select
-        {{ job_key('cast(null as ' ~ dbt.type_string() ~ ')', 'event_jobs.job_id', 'event_jobs.submit_at') }} as job_key,
+        -- A run whose submit was never exported is keyed by its first event: two such runs of a name are two jobs.
+        {{ job_key('cast(null as ' ~ dbt.type_string() ~ ')', 'event_jobs.job_id',
+                   'coalesce(event_jobs.submit_at, event_jobs.first_event_at)') }} as job_key,
         cast(null as {{ dbt.type_string() }}) as cluster,
         event_jobs.job_id,
         cast(null as {{ dbt.type_string() }}) as job_id_raw,
