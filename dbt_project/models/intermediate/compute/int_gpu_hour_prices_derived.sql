@@ -41,7 +41,9 @@ month_bounds as (
     {{ month_bounds('months') }}
 ),
 
-in_service as (
+-- A purchase's seconds in service from its start to each month's start and to its end (0 before it, its whole life
+-- after it): the month's seconds in service are the difference.
+service_spans as (
     select
         month_bounds.month_start,
         month_bounds.month_from,
@@ -57,16 +59,16 @@ in_service as (
             as before_seconds,
         {{ seconds_between('purchases.in_service_from',
             'least(greatest(month_bounds.month_until, purchases.in_service_from), purchases.in_service_until)') }}
-            as through_seconds,
-        case
-            when purchases.in_service_from >= month_bounds.month_until
-                or purchases.in_service_until <= month_bounds.month_from then 0
-            else {{ seconds_between(
-                'greatest(purchases.in_service_from, month_bounds.month_from)',
-                'least(purchases.in_service_until, month_bounds.month_until)') }}
-        end as in_service_seconds
+            as through_seconds
     from month_bounds
     cross join purchases
+),
+
+in_service as (
+    select
+        *,
+        through_seconds - before_seconds as in_service_seconds
+    from service_spans
 ),
 
 capacity as (

@@ -9,15 +9,20 @@ with sacct as (
     where record_type = 'allocation'
 ),
 
+ranked_events as (
+    select
+        *,
+        case when event_type = 'submit' then 0 else 1 end as submit_first
+    from {{ ref('stg_scheduler__job_events') }}
+),
+
 ordered_events as (
     select
         *,
-        case when event_type = 'submit' then 0 else 1 end as submit_first,
         lag(event_type) over (
-            partition by job_id
-            order by event_at, case when event_type = 'submit' then 0 else 1 end, source_file, source_line
+            partition by job_id order by event_at, submit_first, source_file, source_line
         ) as previous_event_type
-    from {{ ref('stg_scheduler__job_events') }}
+    from ranked_events
 ),
 
 events as (
