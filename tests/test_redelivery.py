@@ -140,3 +140,30 @@ def test_raw_keeps_every_delivery_and_the_newest_record_wins(demo_run, tmp_path)
         ]
     finally:
         con.close()
+
+
+def test_device_samples_delivered_again_under_the_host_s_long_name_count_once(demo_run, tmp_path):
+    """A scrape exported again by a collector that names hosts in full (GPU-A.cluster.example for gpu-a) holds the
+    same samples: each GPU instant counts once, as a window over one GPU sees it under both names (it partitioned by
+    the name as spelled, so every figure of B-7's jobs counted twice: effective compute, energy, idle GPU-hours)."""
+    landing = tmp_path / "landing"
+    shutil.copytree(demo_run.landing, landing)
+    scrape = landing / "telemetry" / "dcgm_b7.csv"
+    header, *rows = scrape.read_text(encoding="utf-8").splitlines()
+    assert header.split(",")[1] == "hostname"
+    renamed = []
+    for row in rows:
+        fields = row.split(",")
+        fields[1] = f"{fields[1].upper()}.cluster.example"
+        renamed.append(",".join(fields))
+    (landing / "telemetry" / "dcgm_b7_fqdn.csv").write_text("\n".join([header, *renamed]) + "\n", encoding="utf-8")
+    warehouse = tmp_path / "warehouse.duckdb"
+
+    assert run_pipeline(landing, warehouse)
+
+    clean, again = table_fingerprints(demo_run.warehouse), table_fingerprints(warehouse)
+    assert {t: h for t, h in again.items() if t != "fct_batch_cost_history"} == {
+        t: h for t, h in clean.items() if t != "fct_batch_cost_history"
+    }
+    spellings = "select count(distinct reported_hostname) from staging.stg_telemetry__device_samples"
+    assert query(warehouse, spellings) == [(2 * query(demo_run.warehouse, spellings)[0][0],)]

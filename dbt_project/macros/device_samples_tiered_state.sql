@@ -46,6 +46,7 @@
     {%- do texts.append(delivered_columns('samples')) -%}
     {%- do texts.append(delivered_again_matches('samples')) -%}
     {%- do texts.append(host_chunk_filter('hostname')) -%}
+    {%- do texts.append(short_host('hostname')) -%}
     {#- The rules that decide what is built again, as written: a fix to them builds every job and day once. -#}
     {%- set rules = [
         sample_days_to_build, sample_days_forget, device_samples_inputs_fresh, device_samples_tiered_forget,

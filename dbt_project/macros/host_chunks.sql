@@ -4,15 +4,16 @@
     window and group of theirs is within one host (a GPU belongs to its host), so a chunk of hosts is built exactly
     as a full build builds it, and holds only its share of the samples.
 
-    The pre-hook ``host_chunks_begin(where)`` counts the samples the build reads per host name (``where``: its
+    The pre-hook ``host_chunks_begin(where)`` counts the samples the build reads per host (``where``: its
     filter on ``sampled_at`` of stg_telemetry__device_samples, or none) and sets the chunks: one per
-    ``host_chunk_rows`` (a var, 25 M by default) or part of it, each a run of host names in their order holding about
+    ``host_chunk_rows`` (a var, 25 M by default) or part of it, each a run of hosts (short names) in their order holding about
     as many samples as the others, and chunk 0 first. The model reads only the samples of the current chunk
     (``host_chunk_filter``), so its main statement builds chunk 0; the post-hook ``host_chunks_rest()`` inserts each
     other chunk that holds a host, each in its own statement, before the model's other post-hooks. On Spark there is
     one chunk and no hook does anything.
 
-    The filter names the chunk's hosts as a list (``cost_pipeline_chunk_hosts``), which DuckDB folds into the
+    The filter names the chunk's hosts, as the files spell them (``reported_hostname``, the raw column), as a list
+    (``cost_pipeline_chunk_hosts``), which DuckDB folds into the
     statement as constants and pushes through int_device_samples_attributed's joins down to the scans of the raw
     samples: a chunk reads and joins to the jobs only its own hosts' samples (the view counts the GPUs a host reported
     at an instant over every host name, one scan more for unlabelled samples). How much of a scan is skipped depends
@@ -26,36 +27,37 @@
 {% macro host_chunks_begin(where=none) -%}
     {%- if target.type == 'duckdb' -%}
         {#- A host is in the chunk its samples' middle falls in: (2 x before + samples) < 2 x total, so the last chunk
-            is chunks - 1. -#}
+            is chunks - 1. A host is its short name (staging's hostname), and the chunk lists every spelling of it
+            the files use (reported_hostname): a window over one GPU sees its samples under every name. -#}
         set variable cost_pipeline_hosts = (
             select {
                 'chunks': coalesce(any_value(chunks), 1),
                 'hosts': coalesce(
-                    list({'name': hostname, 'chunk': (2 * before + samples) * chunks // (2 * total)})
-                        filter (where hostname is not null),
+                    list({'name': reported_hostname, 'chunk': (2 * before + samples) * chunks // (2 * total)})
+                        filter (where reported_hostname is not null),
                     []
                 )
             }
             from (
                 select
-                    hostname,
+                    reported_hostname,
                     samples,
                     before,
                     total,
                     greatest(1, cast(ceil(total / {{ var('host_chunk_rows', 25000000) }}) as bigint)) as chunks
                 from (
                     select
-                        hostname,
-                        samples,
-                        coalesce(sum(samples) over (
-                            order by hostname rows between unbounded preceding and 1 preceding
-                        ), 0) as before,
-                        sum(samples) over () as total
+                        reported_hostname,
+                        sum(name_samples) over (partition by hostname) as samples,
+                        -- The samples of the hosts before this one (a range frame: every name of a host is a peer).
+                        sum(name_samples) over (order by hostname range between unbounded preceding and current row)
+                        - sum(name_samples) over (partition by hostname) as before,
+                        sum(name_samples) over () as total
                     from (
-                        select hostname, count(*) as samples
+                        select hostname, reported_hostname, count(*) as name_samples
                         from {{ ref('stg_telemetry__device_samples') }}
                         {%- if where is not none %} where {{ where }}{% endif %}
-                        group by hostname
+                        group by hostname, reported_hostname
                     )
                 )
             )

@@ -12,7 +12,8 @@
 -- not a share per host: Slurm may split a job's GPUs unevenly over its nodes, and a node list can name a node
 -- without GPUs. Instants, not days or windows, so that a day's or a job's samples alone decide; an exporter that
 -- stamps each GPU at another time is not caught by this rule. Every other sample is GPU time no job claims, with the reason:
--- fct_unattributed_gpu_hours shows it. Hosts match by short name (node-01 and node-01.cluster.example are one host).
+-- fct_unattributed_gpu_hours shows it. Hosts match by short name (staging's hostname: node-01 and
+-- node-01.cluster.example are one host).
 -- A view: int_device_samples_tiered reads the attributed samples, fct_unattributed_gpu_hours the rest.
 -- Written so that a filter on sampled_at (the days a model incremental by day builds again) reaches every scan of
 -- the samples: each branch reads the staging view itself (a CTE read twice is materialized whole), and the
@@ -56,7 +57,7 @@ allocation_hosts as (
 -- The jobs that held each host, with their run intervals and GPUs (a job named twice by its node list counts once).
 host_jobs as (
     select distinct
-        lower(split_part(allocation_hosts.hostname, '.', 1)) as host,
+        {{ short_host('allocation_hosts.hostname') }} as hostname,
         jobs.job_key,
         jobs.start_at,
         jobs.end_at,
@@ -89,7 +90,7 @@ unlabelled_matches as (
         samples.source_file,
         samples.source_line,
         samples.sampled_at,
-        lower(split_part(samples.hostname, '.', 1)) as host,
+        samples.hostname,
         count(host_jobs.job_key) as jobs_on_host,
         max(host_jobs.job_key) as only_job_key,
         max(case when host_jobs.holds_gpu_share or samples.gpu_instance_id is not null then 1 else 0 end)
@@ -97,39 +98,39 @@ unlabelled_matches as (
         max(host_jobs.gpus_allocated) as gpus_allocated
     from {{ ref('stg_telemetry__device_samples') }} as samples
     left join host_jobs
-        on lower(split_part(samples.hostname, '.', 1)) = host_jobs.host
+        on samples.hostname = host_jobs.hostname
         and samples.sampled_at >= host_jobs.start_at
         and samples.sampled_at < host_jobs.end_at
     -- Only the chunk's hosts' samples, when a model is built a chunk of hosts at a time (macros/host_chunks.sql;
     -- otherwise every host): each row comes back to its own sample below, which the chunk keeps or not alike.
-    where samples.job_id is null and {{ host_chunk_filter('samples.hostname') }}
+    where samples.job_id is null and {{ host_chunk_filter('samples.reported_hostname') }}
     group by
-        samples.source_file, samples.source_line, samples.sampled_at, lower(split_part(samples.hostname, '.', 1))
+        samples.source_file, samples.source_line, samples.sampled_at, samples.hostname
 ),
 
 -- The GPUs each host reported, with a job label or without, at each instant it reported one without: only those
 -- instants are counted, so labelled telemetry costs one scan that finds none. (Read from the staging view, not from
 -- unlabelled_matches: a CTE read twice is materialized whole, and a filter on sampled_at would no longer reach it.)
--- The instants are the chunk's hosts'; the GPUs are counted over every host name, since one host may go by several
--- (node-01 and node-01.cluster.example), and a chunk is a set of names.
+-- The instants are the chunk's hosts'; the GPUs are counted over every name a host goes by (node-01 and
+-- node-01.cluster.example, one short name in staging; a chunk holds every spelling of its hosts).
 unlabelled_instants as (
     select distinct
-        lower(split_part(hostname, '.', 1)) as host,
+        hostname,
         sampled_at
     from {{ ref('stg_telemetry__device_samples') }}
-    where job_id is null and {{ host_chunk_filter('hostname') }}
+    where job_id is null and {{ host_chunk_filter('reported_hostname') }}
 ),
 
 host_instants as (
     select
-        unlabelled_instants.host,
+        unlabelled_instants.hostname,
         unlabelled_instants.sampled_at,
         count(distinct samples.gpu_index) as gpus_reported
     from {{ ref('stg_telemetry__device_samples') }} as samples
     inner join unlabelled_instants
-        on lower(split_part(samples.hostname, '.', 1)) = unlabelled_instants.host
+        on samples.hostname = unlabelled_instants.hostname
         and samples.sampled_at = unlabelled_instants.sampled_at
-    group by unlabelled_instants.host, unlabelled_instants.sampled_at
+    group by unlabelled_instants.hostname, unlabelled_instants.sampled_at
 ),
 
 unlabelled_decided as (
@@ -147,7 +148,7 @@ unlabelled_decided as (
         end as attribution
     from unlabelled_matches
     left join host_instants
-        on unlabelled_matches.host = host_instants.host
+        on unlabelled_matches.hostname = host_instants.hostname
         and unlabelled_matches.sampled_at = host_instants.sampled_at
 )
 

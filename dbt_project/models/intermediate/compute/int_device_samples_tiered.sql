@@ -65,7 +65,7 @@ samples as (
     where
         samples.attributed_job_key is not null
         -- This chunk's hosts (macros/host_chunks.sql).
-        and {{ host_chunk_filter('samples.hostname') }}
+        and {{ host_chunk_filter('samples.reported_hostname') }}
     {%- if incremental %}
         -- The rebuilt jobs' samples; the window's bounds as constants, so that the scans skip the other days.
         and {{ device_samples_tiered_window('samples.sampled_at') }}

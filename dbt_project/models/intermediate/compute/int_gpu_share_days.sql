@@ -62,7 +62,7 @@ crowded_instants as (
         sampled_at
     from {{ ref('int_device_samples_attributed') }}
     -- This chunk's hosts (macros/host_chunks.sql), on every read of the samples.
-    where {{ host_chunk_filter('hostname') }}
+    where {{ host_chunk_filter('reported_hostname') }}
     {%- if days is not none %}
         and {{ sample_days_where(days, 'sampled_at') }}
     {%- endif %}
@@ -77,7 +77,7 @@ crowded_samples as (
         on samples.hostname = crowded_instants.hostname
         and samples.gpu_index = crowded_instants.gpu_index
         and samples.sampled_at = crowded_instants.sampled_at
-    where {{ host_chunk_filter('samples.hostname') }}
+    where {{ host_chunk_filter('samples.reported_hostname') }}
     {%- if days is not none %}
         and {{ sample_days_where(days, 'samples.sampled_at') }}
     {%- endif %}
@@ -196,7 +196,7 @@ instants as (
             and samples.sampled_at = crowded_instants.sampled_at
         where
             crowded_instants.sampled_at is null
-            and {{ host_chunk_filter('samples.hostname') }}
+            and {{ host_chunk_filter('samples.reported_hostname') }}
         {%- if days is not none %}
             and {{ sample_days_where(days, 'samples.sampled_at') }}
         {%- endif %}

@@ -12,7 +12,10 @@ with source as (
 renamed as (
     select
         {{ adapter.quote("timestamp") }} as sampled_at,
-        hostname,
+        -- One host under every name it goes by (a sample delivered again under node-01.cluster.example is node-01's
+        -- again, not another GPU's); the name as the file spelled it chooses a host chunk (macros/host_chunks.sql).
+        {{ short_host('hostname') }} as hostname,
+        hostname as reported_hostname,
         gpu as gpu_index,
         -- A MIG instance of the GPU and its profile (docs/fractional_gpus.md); null: the whole GPU.
         gpu_instance_id,
