@@ -7,6 +7,7 @@ report exported month to date. raw keeps every delivery (nothing is lost); stagi
 
 from __future__ import annotations
 
+import csv
 import shutil
 from decimal import Decimal
 from pathlib import Path
@@ -167,3 +168,71 @@ def test_device_samples_delivered_again_under_the_host_s_long_name_count_once(de
     }
     spellings = "select count(distinct reported_hostname) from staging.stg_telemetry__device_samples"
     assert query(warehouse, spellings) == [(2 * query(demo_run.warehouse, spellings)[0][0],)]
+
+
+def _harvest_export(source: Path, name: str, keep, edit=lambda row: row, extra=()) -> None:
+    """Another Harvest export beside ``source``: the entries ``keep`` selects, each through ``edit``, then ``extra``
+    (rows as dicts of Harvest's columns)."""
+    with source.open(encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        header, rows = reader.fieldnames, list(reader)
+    with (source.parent / name).open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, header)
+        writer.writeheader()
+        writer.writerows([edit(dict(row)) for row in rows if keep(row)] + list(extra))
+
+
+def _labour(warehouse: Path) -> dict[str, Decimal]:
+    return dict(query(warehouse, "select batch_id, labour_cost from marts.fct_batch_costs"))
+
+
+def test_an_older_month_to_date_export_counts_only_where_the_newer_one_does_not_reach(demo_run, tmp_path):
+    """A report exported on the 5th, before Alice's 2 November entry was corrected from 7 to 6 hours and her 4
+    November entry deleted: the month's report (newer by its name) says what those days' entries are now, so labour
+    is the clean demo's (each was another line, and both counted: B-7's labour 1,080.00 too high)."""
+    landing = tmp_path / "landing"
+    shutil.copytree(demo_run.landing, landing)
+    month = landing / "timesheets" / "harvest_time_report_2026-11.csv"
+
+    def corrected_later(row: dict) -> dict:
+        if (row["Date"], row["First Name"], row["Task"]) == ("2026-11-02", "Alice", "Data preparation"):
+            row.update({"Hours": "7", "Hours Rounded": "7", "Cost Amount": "840.00"})
+        return row
+
+    with month.open(encoding="utf-8", newline="") as handle:
+        alice = next(row for row in csv.DictReader(handle) if row["First Name"] == "Alice")
+    deleted = {**alice, "Date": "2026-11-04", "Task": "Training runs", "Hours": "2", "Cost Amount": "240.00"}
+    _harvest_export(
+        month, "harvest_time_report_2026-11-05.csv", lambda row: row["Date"] <= "2026-11-05", corrected_later, [deleted]
+    )
+    warehouse = tmp_path / "warehouse.duckdb"
+
+    assert run_pipeline(landing, warehouse)
+
+    assert _labour(warehouse) == _labour(demo_run.warehouse)
+    clean, again = table_fingerprints(demo_run.warehouse), table_fingerprints(warehouse)
+    assert {t: h for t, h in again.items() if t != "fct_batch_cost_history"} == {
+        t: h for t, h in clean.items() if t != "fct_batch_cost_history"
+    }
+
+
+def test_a_newer_export_filtered_to_one_project_replaces_only_that_project_s_entries(demo_run, tmp_path):
+    """A report filtered to project B-8, exported after Dmitri's evaluation rework was corrected from 2 to 3 hours:
+    B-8's labour takes the hour (90.00 an hour), and B-7's and the platform's entries, which that report does not
+    cover, stay as the month's report says."""
+    landing = tmp_path / "landing"
+    shutil.copytree(demo_run.landing, landing)
+    month = landing / "timesheets" / "harvest_time_report_2026-11.csv"
+
+    def corrected(row: dict) -> dict:
+        if (row["First Name"], row["Task"]) == ("Dmitri", "Evaluation rework"):
+            row.update({"Hours": "3", "Hours Rounded": "3", "Cost Amount": "270.00"})
+        return row
+
+    _harvest_export(month, "harvest_time_report_2026-11_b8.csv", lambda row: row["Project Code"] == "B-8", corrected)
+    warehouse = tmp_path / "warehouse.duckdb"
+
+    assert run_pipeline(landing, warehouse)
+
+    clean = _labour(demo_run.warehouse)
+    assert _labour(warehouse) == {**clean, "B-8": clean["B-8"] + Decimal("90.00")}

@@ -2,7 +2,13 @@
 -- and category and the batch come in int_labour_costed.
 -- Harvest entries carry no id: a time report exported again (month to date) repeats every earlier entry, which
 -- counts once. Client and project names, notes, the billable flag, the person's roles and cost rate may be edited
--- between exports: not compared, the newest kept. An edit of date, person, task or hours makes another entry.
+-- between exports: not compared, the newest kept.
+-- An entry whose date, person, task, project or hours were edited between two exports is another line in each: the
+-- newer export (by file name, as every source's newest delivery) replaces what an older one says within what the
+-- newer one covers. Harvest filters a report by sets of people, projects and tasks and by a date range, so an export
+-- covers at least every (person, project, task) it holds one of each of, over its first to its last date: an older
+-- entry inside that box is in the newer export as it is now, or was edited or deleted since. An older entry outside
+-- it (another project of a report filtered by project, a day the newer report does not reach) stays.
 -- The ignored columns are in the model's meta too: rows held after a failed test are held in every export of their
 -- entry (cost_pipeline/dbt_failures.py).
 {%- set ignore = ['client', 'project', 'notes', 'billable', 'roles', 'cost_rate'] %}
@@ -10,6 +16,56 @@
 
 with newest as (
     {{ identical_lines_once(source('raw', 'timesheets'), ignore=ignore) }}
+),
+
+-- What each export covers: its first and last date, and the people, projects and tasks it holds.
+exports as (
+    select source_file, min(entry_date) as first_date, max(entry_date) as last_date
+    from {{ source('raw', 'timesheets') }}
+    group by source_file
+),
+
+export_people as (
+    select distinct source_file, first_name, last_name from {{ source('raw', 'timesheets') }}
+),
+
+export_projects as (
+    select distinct source_file, coalesce(project_code, '') as project_code from {{ source('raw', 'timesheets') }}
+),
+
+export_tasks as (
+    select distinct source_file, task from {{ source('raw', 'timesheets') }}
+),
+
+-- The entries a newer export covers: it says what they are now.
+superseded as (
+    select distinct
+        newest.source_file,
+        newest.source_line
+    from newest
+    inner join exports
+        on newest.source_file < exports.source_file
+        and newest.entry_date >= exports.first_date
+        and newest.entry_date <= exports.last_date
+    inner join export_people
+        on exports.source_file = export_people.source_file
+        and newest.first_name = export_people.first_name
+        and newest.last_name = export_people.last_name
+    inner join export_projects
+        on exports.source_file = export_projects.source_file
+        and coalesce(newest.project_code, '') = export_projects.project_code
+    inner join export_tasks
+        on exports.source_file = export_tasks.source_file
+        and newest.task = export_tasks.task
+),
+
+current_entries as (
+    select newest.*
+    from newest
+    left join superseded
+        on newest.source_file = superseded.source_file
+        and newest.source_line = superseded.source_line
+    where superseded.source_file is null
 ),
 
 renamed as (
@@ -29,7 +85,7 @@ renamed as (
         currency,
         source_file,
         source_line
-    from newest
+    from current_entries
 )
 
 select * from renamed
