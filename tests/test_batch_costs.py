@@ -15,6 +15,7 @@ from fractions import Fraction
 import duckdb
 
 from cost_pipeline.publish import ENGINEERING, FINANCE, published_path
+from tests.helpers import cli_night, query
 
 D = Decimal
 CAPACITY_CENTS = 2_854_082
@@ -383,3 +384,30 @@ def test_engineering_sees_hours_and_totals_but_no_small_group_figures(demo_run):
         "list_cost",
         "contract_discount",
     }
+
+
+def test_a_cloud_line_tagged_for_another_batch_than_its_job_s_counts_for_the_job_s_everywhere(demo_copy):
+    """B-10's cloud job line (102.40), tagged B-7 on the resource: the full cost followed the tag (B-7 +102.40) and
+    the compute marts the job (B-10), one line in two batches. Both now say B-10, as on the clean demo, and the line
+    is flagged (a warning test, int_focus_charges_attributed_tags_name_the_job_s_batch, names it in Dagster)."""
+    focus = demo_copy / "landing" / "billing" / "aws_focus_2026-11.csv"
+    header, first, *rest = focus.read_text(encoding="utf-8").splitlines()
+    assert "job/b10-eval-cloud" in first and first.count(",,AWS,AWS,AWS,") == 1
+    retagged = first.replace(",,AWS,AWS,AWS,", ',"{""batch_id"": ""B-7""}",AWS,AWS,AWS,')
+    focus.write_text("\n".join([header, retagged, *rest]) + "\n", encoding="utf-8")
+    figures = (
+        "select costs.batch_id, costs.compute_cost, compute.compute_cost from marts.fct_batch_costs as costs"
+        " left join marts.fct_batch_compute as compute using (batch_id) where costs.batch_id <> 'unattributed'"
+        " order by 1"
+    )
+    clean = query(demo_copy / "warehouse.duckdb", figures)
+
+    night = cli_night(demo_copy / "landing", demo_copy / "warehouse.duckdb")
+
+    assert night.code == 0, night.err
+    assert query(demo_copy / "warehouse.duckdb", figures) == clean
+    assert all(costs == compute for _, costs, compute in clean)
+    flagged = "select resource_id, batch_id from intermediate.int_focus_charges_attributed where tag_disagrees"
+    assert query(demo_copy / "warehouse.duckdb", flagged) == [
+        ("arn:aws:eks:us-east-1:123456789012:job/b10-eval-cloud", "B-10")
+    ]

@@ -1,7 +1,11 @@
--- FOCUS charge lines resolved to a batch (R9, R12): the batch key from Tags when it names a registered batch,
--- otherwise the scheduler job whose id the line's ResourceId names (the whole id, or its last '/' segment);
--- everything else stays visible as 'unattributed' with the reason. Amounts are kept as exported. A JobID that names
--- several jobs (reused) names the one that held it when the charge period began (int_job_aliases_resolved).
+-- FOCUS charge lines resolved to a batch (R9, R12): a line whose ResourceId names a scheduler job (the whole id, or
+-- its last '/' segment) in a registered batch is that job's batch's, whatever its Tags say; otherwise the batch key
+-- from Tags when it names a registered batch; everything else stays visible as 'unattributed' with the reason.
+-- The job wins because the compute marts charge a cloud job's bill to the job (int_job_months_costed): following
+-- the tag here put one line's money in two batches, the tag's in fct_batch_costs and the job's in fct_batch_compute.
+-- A tag that names another registered batch is flagged (tag_disagrees; a warning test names the lines).
+-- Amounts are kept as exported. A JobID that names several jobs (reused) names the one that held it when the charge
+-- period began (int_job_aliases_resolved).
 with charges as (
     select * from {{ ref('stg_billing__focus_charges') }}
 ),
@@ -77,24 +81,21 @@ select
     billed_cost,
     effective_cost,
     list_cost,
+    coalesce(job_batch_id, tagged_batch_id, 'unattributed') as batch_id,
     case
-        when tagged_batch_id is not null then tagged_batch_id
-        when batch_id is null and job_batch_id is not null then job_batch_id
-        else 'unattributed'
-    end as batch_id,
-    case
+        when job_batch_id is not null then 'resource_job'
         when tagged_batch_id is not null then 'tag'
-        when batch_id is null and job_batch_id is not null then 'resource_job'
         else 'none'
     end as attribution,
     case
-        when tagged_batch_id is not null then null
+        when job_batch_id is not null or tagged_batch_id is not null then null
         when batch_id is not null then 'batch_not_registered'
-        when job_batch_id is not null then null
         when matched_jobs > 1 then 'ambiguous_resource_match'
         when job_id is not null then 'job_not_in_a_registered_batch'
         else 'no_batch_tag_or_job_match'
     end as unattributed_reason,
+    coalesce(job_batch_id is not null and batch_id is not null and batch_id <> job_batch_id, false)
+        as tag_disagrees,
     job_key,
     job_id,
     job_phase as phase
