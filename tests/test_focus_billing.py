@@ -4,6 +4,7 @@ line staged or quarantined with a rule, the batch key read from Tags."""
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import shutil
 from collections import Counter
@@ -116,6 +117,31 @@ def test_a_parquet_export_loads_like_its_csv(tmp_path):
     assert [dict(r, source_line=r["source_line"] - 1) for r in csv_rows] == parquet_rows
     assert {r["batch_id"] for r in parquet_rows} >= {"genomics-sequencing"}
     assert [(rows_in, staged_, bad) for _, rows_in, staged_, bad in ledger] == [(len(csv_rows), len(csv_rows), 0)] * 2
+
+
+def test_a_gzipped_export_loads_like_its_csv_and_a_broken_one_is_quarantined_whole(tmp_path):
+    """AWS Data Exports and Azure cost exports write FOCUS CSV gzipped by default (``part-00001.csv.gz``): it stages
+    the lines its CSV does (it was not even read: listed as ignored, and its cost missing with exit 0). A ``.gz``
+    that is not gzip is quarantined whole, with its rule."""
+    source = SHARED_DATA / "openchargeback" / "aws_2025-01.csv"
+    landing = tmp_path / "landing"
+    (landing / "billing").mkdir(parents=True)
+    shutil.copyfile(source, landing / "billing" / "aws_2025-01.csv")
+    (landing / "billing" / "aws_2025-01_export.csv.gz").write_bytes(gzip.compress(source.read_bytes()))
+    (landing / "billing" / "broken.csv.gz").write_bytes(b"not gzip: " + source.read_bytes())
+    warehouse = tmp_path / "w.duckdb"
+    assert _materialize(landing, warehouse, tag_key="project_id").success
+    con = duckdb.connect(str(warehouse), read_only=True)
+    staged = dict(
+        con.execute(
+            "select source_file, list(struct_pack(source_line, batch_id, billed_cost, effective_cost, resource_id) "
+            "order by source_line) from raw.billing_focus group by source_file"
+        ).fetchall()
+    )
+    quarantined = con.execute("select source_file, line, rule from raw.quarantine").fetchall()
+    con.close()
+    assert staged["billing/aws_2025-01_export.csv.gz"] == staged["billing/aws_2025-01.csv"]
+    assert quarantined == [("billing/broken.csv.gz", 0, "file_compression")]
 
 
 FINOPS_SAMPLE = SHARED_DATA / "finops_sample" / "focus_sample.csv"

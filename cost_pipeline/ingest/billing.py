@@ -177,7 +177,7 @@ SOURCES = (
         "billing_focus",
         ("I4",),
         "billing",
-        ("*.csv", "*.parquet"),
+        ("*.csv", "*.csv.gz", "*.parquet"),
         "FOCUS 1.x billing exports",
         RowLoader(
             schemas.billing_focus,

@@ -171,9 +171,15 @@ _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def read_text(path: Path) -> str:
-    """The file's text."""
+    """The file's text; a ``.gz`` file's decompressed (AWS and Azure write their exports gzipped by default)."""
+    data = path.read_bytes()
+    if path.name.lower().endswith(".gz"):
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error):
+            raise FileRejected("file_compression", "file is not valid gzip") from None
     try:
-        return path.read_bytes().decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise FileRejected("file_encoding", "file is not UTF-8 text") from None
 
