@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,47 @@ def test_a_source_reads_the_same_times_on_a_host_in_utc_and_in_kolkata(tmp_path,
     in_kolkata = _load(landing, tmp_path / "kolkata.duckdb", name, "Asia/Kolkata", monkeypatch)
     assert in_utc == in_kolkata
     assert in_utc, "the source loaded rows (or quarantined some): the comparison compared something"
+
+
+def test_a_time_followed_by_a_zone_name_or_a_word_is_quarantined_and_spaces_around_a_time_are_not(tmp_path):
+    """DuckDB's cast to timestamp drops whatever follows the time (``CET``, ``EST``, any word) and pandas guesses
+    at a zone name; spaces after an offset kept it from being seen. Both read 09:00 as UTC, an hour or five off,
+    with exit 0. A zone name is no ISO 8601 zone: the row is quarantined with its rule, in SQL (device samples) and
+    in Python (training steps) alike; an offset with spaces around it is honoured."""
+    landing = tmp_path / "landing"
+    (landing / "telemetry").mkdir(parents=True)
+    (landing / "steps").mkdir()
+    metrics = "0.5,0.5,0.1,1000000.0,1000000.0,300.0"
+    (landing / "telemetry" / "samples.csv").write_text(
+        "timestamp,hostname,gpu,job_id,DCGM_FI_PROF_GR_ENGINE_ACTIVE,DCGM_FI_PROF_SM_ACTIVE,"
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE,DCGM_FI_PROF_NVLINK_TX_BYTES,DCGM_FI_PROF_NVLINK_RX_BYTES,"
+        "DCGM_FI_DEV_POWER_USAGE\n"
+        f" 2026-11-02T09:00:00+01:00 ,gpu-a,0,1001,{metrics}\n"
+        f"2026-11-02T09:00:00 CET,gpu-a,1,1001,{metrics}\n"
+        f"2026-11-02T09:00:00 EST,gpu-a,2,1001,{metrics}\n",
+        encoding="utf-8",
+    )
+    step = (
+        '{{"batch_id": "B-7", "job_id": "1002", "step": {step}, "started_at": "{started}", '
+        '"ended_at": "2026-11-03T00:20:00Z", "committed": true, "discarded_reason": null, "samples": 512, '
+        '"tokens": 1000000, "config_version": "c", "data_version": "d"}}\n'
+    )
+    (landing / "steps" / "steps.jsonl").write_text(
+        step.format(step=1, started="2026-11-03T00:10:00 EST")
+        + step.format(step=2, started=" 2026-11-03T01:10:00+01:00 "),
+        encoding="utf-8",
+    )
+    warehouse = tmp_path / "w.duckdb"
+    con = connect(warehouse, readable_dir=landing)
+    try:
+        for name in ("device_samples", "training_steps"):
+            assert load_source(con, landing, sources()[name], load_contract()).conserved
+    finally:
+        con.close()
+    assert query(warehouse, 'select gpu, "timestamp" from raw.device_samples') == [(0, datetime(2026, 11, 2, 8))]
+    assert query(warehouse, "select step, started_at from raw.training_steps") == [(2, datetime(2026, 11, 3, 0, 10))]
+    assert query(warehouse, "select source_file, line, rule from raw.quarantine order by 1, 2") == [
+        ("steps/steps.jsonl", 1, "started_at.coerce_dtype"),
+        ("telemetry/samples.csv", 3, "timestamp.parseable"),
+        ("telemetry/samples.csv", 4, "timestamp.parseable"),
+    ]

@@ -13,14 +13,17 @@ from cost_pipeline.ingest.lib.records import FileRejected, RowRejected
 
 
 def utc_naive(value: object) -> object:
-    """ISO text (or an aware datetime, as Parquet readers return) -> naive UTC datetime.
+    """ISO text (or an aware datetime, as Parquet readers return) -> naive UTC datetime; blank text -> None.
 
-    Anything unparseable is returned unchanged for validation to reject.
+    Anything unparseable is returned unchanged for validation to reject (``lib.validate`` refuses text left in a
+    time column: pandas would guess at it, and drop a zone name such as ``EST``).
     """
     if isinstance(value, datetime) and value.tzinfo is not None:
         return value.astimezone(UTC).replace(tzinfo=None)
     if not isinstance(value, str):
         return value
+    if not value.strip():
+        return None
     try:
         parsed = datetime.fromisoformat(value.strip())
         return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo else parsed
@@ -87,19 +90,23 @@ def utc_time(value: object, unit: str | None = None) -> object:
 
 
 # Text ending in a zone (Z or an offset, after a time of day) is a moment: converted to UTC. Other text is UTC.
-_ZONED_TEXT = r"\d[T ]\d.*([zZ]|[+-]\d{2}(:?\d{2})?)$"
+_ZONED_TEXT = r"\d[T ]\d.*(Z|[+-]\d{2}(:?\d{2})?)$"
 
 
 def utc_timestamp_sql(text: str) -> str:
     """SQL turning timestamp text into a naive UTC timestamp (null if it is none), whatever the session's zone.
 
-    DuckDB's cast of text to ``timestamp`` drops an offset; its cast to ``timestamptz`` reads a naive time in
-    the session's zone. So zoned text goes through ``timestamptz`` and back to UTC, other text straight to
-    ``timestamp``.
+    DuckDB's cast of text to ``timestamp`` drops an offset, and whatever follows the time (``CET``, ``EST``, any
+    word); its cast to ``timestamptz`` reads a naive time in the session's zone. So only text that is an ISO 8601
+    date or date-time (as ``iso_utc_naive`` reads it, spaces around it trimmed) is a time: zoned text goes
+    through ``timestamptz`` and back to UTC, other text straight to ``timestamp``; anything else is null, for the
+    source's rule to quarantine.
     """
+    trimmed = f"trim({text})"
     return (
-        f"case when regexp_matches({text}, '{_ZONED_TEXT}') "
-        f"then timezone('UTC', try_cast({text} as timestamptz)) else try_cast({text} as timestamp) end"
+        f"case when not regexp_full_match({trimmed}, '{_ISO_8601.pattern}') then null "
+        f"when regexp_matches({trimmed}, '{_ZONED_TEXT}') "
+        f"then timezone('UTC', try_cast({trimmed} as timestamptz)) else try_cast({trimmed} as timestamp) end"
     )
 
 

@@ -131,8 +131,17 @@ def _typed(frame: pd.DataFrame, schema: SourceSchema) -> dict[int, Rejection]:
     rejected: dict[int, Rejection] = {}
     for column in schema.columns:
         dtype = column.pandas_dtype
-        if dtype is str or column.sql_type == "TIMESTAMP":
-            continue  # text is made text (``_as_text``); pandera's time coercion already fails value by value
+        if column.sql_type == "TIMESTAMP":
+            # A time is made naive UTC first (``utc_time``); text left is no ISO 8601 time, and pandas would guess
+            # at it (``2026-11-02T09:00:00 EST`` read as 09:00 UTC): refused here, never coerced.
+            message = column_message(column.name, column.sql_type, "coerce_dtype", None)
+            for line, value in frame[column.name].items():
+                if isinstance(value, str):
+                    rejected[int(line)] = Rejection(int(line), column.rule or f"{column.name}.coerce_dtype", message)
+            frame.drop(index=[i for i in frame.index if int(i) in rejected], inplace=True)
+            continue
+        if dtype is str:
+            continue  # text is made text (``_as_text``)
         values = frame[column.name]
         typed = _coerced(values, dtype)
         if typed is None:
