@@ -236,3 +236,24 @@ def test_a_newer_export_filtered_to_one_project_replaces_only_that_project_s_ent
 
     clean = _labour(demo_run.warehouse)
     assert _labour(warehouse) == {**clean, "B-8": clean["B-8"] + Decimal("90.00")}
+
+
+def test_two_accounts_lines_alike_in_every_other_column_are_two_charges(demo_run, tmp_path):
+    """A second AWS account's export holds a support plan line like the first account's (29.00, no resource): the
+    lines were matched as one delivered twice, and the cash book's cloud bill was 142.00 instead of 171.00."""
+    landing = tmp_path / "landing"
+    shutil.copytree(demo_run.landing, landing)
+    bill = landing / "billing" / "aws_focus_2026-11.csv"
+    header, *lines = bill.read_text(encoding="utf-8").splitlines()
+    (support,) = [line for line in lines if ",Support plan," in line]
+    assert support.startswith("123456789012,")
+    (landing / "billing" / "aws_focus_acct2_2026-11.csv").write_text(
+        "\n".join([header, support.replace("123456789012,", "210987654321,", 1)]) + "\n", encoding="utf-8"
+    )
+    warehouse = tmp_path / "warehouse.duckdb"
+
+    assert run_pipeline(landing, warehouse)
+
+    cloud = "select amount, lines from marts.fct_cash_book where item = 'cloud_bill' and month = '2026-11-01'"
+    ((amount, count),) = query(demo_run.warehouse, cloud)
+    assert query(warehouse, cloud) == [(amount + Decimal("29.00"), count + 1)]

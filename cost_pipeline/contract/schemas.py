@@ -661,6 +661,10 @@ def billing_focus(contract: Contract) -> SourceSchema:
     return SourceSchema(
         "billing_focus",
         (
+            # Whose bill a line is on: two accounts' exports may hold lines alike in every other column (a support
+            # fee, a tax), and they are two charges (stg_billing__focus_charges compares every column).
+            Col("billing_account_id", "VARCHAR", nullable=True),
+            Col("sub_account_id", "VARCHAR", nullable=True),
             Col("billing_period_start", "TIMESTAMP", nullable=True),
             Col("billing_period_end", "TIMESTAMP", nullable=True),
             Col("charge_period_start", "TIMESTAMP"),

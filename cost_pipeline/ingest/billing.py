@@ -27,6 +27,8 @@ from cost_pipeline.ingest.lib.timestamps import iso_utc_naive
 
 REQUIRED = ("ChargePeriodStart", "ChargePeriodEnd", "BilledCost", "EffectiveCost")
 COLUMNS = {
+    "BillingAccountId": "billing_account_id",
+    "SubAccountId": "sub_account_id",
     "BillingPeriodStart": "billing_period_start",
     "BillingPeriodEnd": "billing_period_end",
     "ChargePeriodStart": "charge_period_start",

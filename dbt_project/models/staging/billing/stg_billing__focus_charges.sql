@@ -1,4 +1,5 @@
 -- FOCUS lines carry no line id: a month-to-date export shipped again repeats every earlier line, which counts once.
+-- The billing account and sub-account are compared: two accounts' lines alike in every other column are two charges.
 -- A restatement is a line of its own (ChargeClass = Correction, or other amounts), so it is kept. The invoice id,
 -- tags (and the batch read from them), resource name, commitment status and the names of who provides, publishes
 -- and invoices it may be filled in or changed by a later export of the same line: not compared, the newest kept.
@@ -11,6 +12,8 @@ with newest as (
 
 renamed as (
     select
+        billing_account_id,
+        sub_account_id,
         billing_period_start,
         billing_period_end,
         charge_period_start,
