@@ -454,7 +454,8 @@ def test_a_row_that_fails_two_tests_is_held_once_and_names_both(demo_run, tmp_pa
 
 def test_a_failing_row_that_is_not_a_landing_row_fails_the_night_naming_the_test(demo_run, tmp_path):
     """A request without input tokens passes staging's tests and fails on the costed requests, which are built rows,
-    not landing rows: nothing is quarantined, and the night fails as it did, naming the test and its stored rows."""
+    not landing rows: nothing is quarantined, and the night fails as it did, naming the test and its stored rows.
+    Its month is priced, so its cost, null without a weight, fails the cost's own test too."""
     night = _night(
         tmp_path,
         demo_run.landing,
@@ -469,15 +470,16 @@ def test_a_failing_row_that_is_not_a_landing_row_fails_the_night_naming_the_test
     )
     assert night.err.strip().splitlines()[-1] == (
         f"cost-pipeline: the run failed: dbt test {test['name']} ({test['original_file_path']}): "
-        "None of `request_id`, `input_bucket`, `output_bucket`, `latency_tier`, `request_cost_cents` is null: "
+        "None of `request_id`, `input_bucket`, `output_bucket`, `latency_tier` is null: "
         f"the test returned 1 row (failing values or groups, without their landing files); "
-        f"stored in audit.{test['alias']}"
+        f"stored in audit.{test['alias']}; 1 more test failed"
     )
     assert f"check {test['name']} on intermediate/int_requests_costed failed" in night.out
+    assert "check not_null_int_requests_costed_request_cost_cents on intermediate/int_requests_costed failed" in (
+        night.out
+    )
     assert query(night.warehouse, "select count(*) from raw.quarantine where starts_with(rule, 'dbt:')") == [(0,)]
-    assert query(night.warehouse, f'select null_columns from audit."{test["alias"]}"') == [
-        ("input_bucket request_cost_cents ",)
-    ]
+    assert query(night.warehouse, f'select null_columns from audit."{test["alias"]}"') == [("input_bucket ",)]
 
 
 def test_a_gone_files_held_row_goes_back_only_as_it_was_kept(demo_run, tmp_path):

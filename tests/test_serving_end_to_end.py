@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
 
-from tests.helpers import cli_night
+from tests.helpers import cli_night, query
 from tests.test_end_to_end import PRICE, cents
 
 # assistant-large: 8 GPUs x 720 h x 4.00; assistant-small: 2 GPUs x 720 h at November's internal price.
@@ -109,3 +111,92 @@ def test_a_month_s_serving_costs_no_replica_carries_fail_the_night_naming_the_te
     said = night.out + night.err
     assert night.code == 1, said
     assert "sums_match_int_model_months_costed_other_cost_cents" in said
+
+
+# The marts a request's cost reaches, each read whole but for the model added below.
+SERVING_MARTS = (
+    "fct_service_month",
+    "fct_request_group_costs",
+    "fct_tenant_service_costs",
+    "fct_task_costs",
+    "fct_task_routing",
+    "fct_model_task_economics",
+)
+
+
+def _request(request_id: str, at: str, task_id: str, attempt: int, status: str = "completed") -> dict:
+    return {
+        "request_id": request_id,
+        "requested_at": at,
+        "model": "assistant-owned",
+        "tenant": "acme",
+        "business_line": "support",
+        "input_tokens": 300,
+        "output_tokens": 100,
+        "cache_hit": False,
+        "latency_ms": 800,
+        "latency_tier": "interactive",
+        "status": status,
+        "task_id": task_id,
+        "attempt": attempt,
+        "escalated_to": None,
+        "human_handoff": False,
+    }
+
+
+def test_an_owned_replica_in_a_month_without_an_internal_price_is_unpriced_not_free(demo_run, demo_copy):
+    """No silent zero on the serving side: an owned replica (blank agreed price) in December 2025, before the demo's
+    capacity purchase is in service (2026-01-01), has no internal GPU-hour price. Its model-month's GPU cost and spend
+    C were 0.00 and its requests cost 0.00 in every serving mart, with exit 0. Now they are null and counted; so are
+    the requests of January 2026, when the model has no replica at all. The demo's November is unchanged."""
+    landing = demo_copy / "landing"
+    replicas = landing / "serving" / "replicas.csv"
+    replicas.write_text(
+        replicas.read_text(encoding="utf-8") + "R-O1,assistant-owned,2,2025-12-01T00:00:00,2026-01-01T00:00:00,\n",
+        encoding="utf-8",
+    )
+    requests = [
+        _request("U1-1", "2025-12-02T10:00:00", "U1", 1, status="failed"),
+        _request("U1-2", "2025-12-02T10:05:00", "U1", 2),
+        _request("U2-1", "2025-12-03T10:00:00", "U2", 1),
+        _request("U3-1", "2026-01-05T10:00:00", "U3", 1),  # no replica of the model in January
+    ]
+    (landing / "requests" / "requests_2025-12.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in requests), encoding="utf-8"
+    )
+    night = cli_night(landing, demo_copy / "warehouse.duckdb")
+    assert night.code == 0, night.out + night.err
+
+    def rows(sql: str) -> list[tuple]:
+        return query(night.warehouse, sql)
+
+    # 2 GPUs x 31 days x 24 h = 1,488 GPU-hours, known; the month has no other serving costs.
+    assert rows(
+        "select month, is_unpriced, gpu_hours, gpu_cost, other_cost, serving_cost, requests_total, requests_completed, "
+        "unpriced_requests, cost_per_request, allocated_to_requests "
+        "from marts.fct_service_month where model = 'assistant-owned'"
+    ) == [(date(2025, 12, 1), True, Decimal("1488.0000"), None, Decimal("0.00"), None, 3, 2, 3, None, None)]
+    assert rows(
+        "select month, requests, requests_not_completed, unpriced_requests, group_cost, cost_per_request "
+        "from marts.fct_request_group_costs where model = 'assistant-owned' order by all"
+    ) == [(date(2025, 12, 1), 2, 1, 3, None, None), (date(2026, 1, 1), 1, 0, 1, None, None)]
+    assert rows(
+        "select month, requests_total, unpriced_requests, serving_cost "
+        "from marts.fct_tenant_service_costs where model = 'assistant-owned' order by all"
+    ) == [(date(2025, 12, 1), 3, 3, None), (date(2026, 1, 1), 1, 1, None)]
+    assert rows(
+        "select task_id, attempts, unpriced_requests, request_cost, human_cost, task_cost "
+        "from marts.fct_task_costs where routed_model = 'assistant-owned' order by task_id"
+    ) == [
+        ("U1", 2, 2, None, Decimal("0.00"), None),
+        ("U2", 1, 1, None, Decimal("0.00"), None),
+        ("U3", 1, 1, None, Decimal("0.00"), None),
+    ]
+    assert rows(
+        "select tasks, unpriced_tasks, cost_per_call, task_cost, cost_per_successful_task "
+        "from marts.fct_model_task_economics where model = 'assistant-owned'"
+    ) == [(3, 3, None, None, None)]
+    for mart in SERVING_MARTS:
+        model = "routed_model" if mart in ("fct_task_costs", "fct_task_routing") else "model"
+        demo = f"select * from marts.{mart} where {model} <> 'assistant-owned' order by all"
+        assert rows(demo) == demo_run.query(demo), mart

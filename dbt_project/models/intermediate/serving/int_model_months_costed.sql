@@ -1,6 +1,8 @@
 -- The month's serving spend C per model (R13): replica GPU-hours x price (the replica's agreed price, or its
 -- share of the month's owned capacity cost when blank) plus the month's other serving costs, shared among
--- models by GPU-hours to the cent. Money is held in integer cents.
+-- models by GPU-hours to the cent. Money is held in integer cents. A model-month with a replica that has no price
+-- (has_unpriced_replica) has a null GPU cost and spend C, never 0.00 or the sum of its priced replicas: its share
+-- of the other costs is known and still taken by its GPU-hours, so the other models' shares do not change.
 with replica_months as (
     select * from {{ ref('int_replica_months_split') }}
 ),
@@ -33,7 +35,7 @@ model_months as (
         month_start,
         model,
         cast(sum(gpu_seconds) as bigint) as gpu_seconds,
-        cast(sum(coalesce(gpu_cost_cents, 0)) as bigint) as gpu_cost_cents,
+        cast({{ sum_when_known('gpu_cost_cents') }} as bigint) as gpu_cost_cents,
         max(case when uses_internal_price then 1 else 0 end) = 1 as uses_internal_price,
         max(case when gpu_cost_cents is null then 1 else 0 end) = 1 as has_unpriced_replica
     from replica_costs

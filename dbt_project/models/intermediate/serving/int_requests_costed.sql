@@ -1,6 +1,8 @@
 -- Every request with its shape (contract buckets and latency tier), whether it completed, and its share of its
 -- model-month's spend C by the contract's allocation key, in whole cents that add up to C exactly.
 -- Requests that did not complete carry their share too: their load is part of C, and N counts completed only.
+-- A request whose model-month spend is not known (a replica without a price, or no replica of the model that month)
+-- is unpriced: its cost is null, never 0.00, and every sum of request costs over it is null too.
 with requests as (
     select * from {{ ref('stg_serving__requests') }}
 ),
@@ -66,8 +68,9 @@ shaped as (
 with_spend as (
     select
         shaped.*,
-        coalesce(costs.serving_cost_cents, 0) as model_month_cost_cents,
-        costs.model is not null as has_serving_cost
+        costs.serving_cost_cents as model_month_cost_cents,
+        costs.model is not null as has_serving_cost,
+        costs.serving_cost_cents is null as is_unpriced
     from shaped
     left join {{ ref('int_model_months_costed') }} as costs
         on shaped.month_start = costs.month_start and shaped.model = costs.model
@@ -75,10 +78,11 @@ with_spend as (
 
 -- The allocation's windows sort only the five columns they need, not every request's whole row; each request (one
 -- row per request_id) then takes its cents back by its id, a hash join. Sorting the whole rows made the model grow
--- faster than its rows.
+-- faster than its rows. Only model-months whose spend is known are shared out; an unpriced request finds no share.
 allocation_parts as (
     select request_id, month_start, model, model_month_cost_cents, allocation_weight
     from with_spend
+    where not is_unpriced
 ),
 
 allocated as (
@@ -109,7 +113,8 @@ select
     with_spend.request_shape,
     with_spend.allocation_weight,
     with_spend.has_serving_cost,
+    with_spend.is_unpriced,
     allocated.allocated_cents as request_cost_cents,
     with_spend.contract_version
 from with_spend
-inner join allocated on with_spend.request_id = allocated.request_id
+left join allocated on with_spend.request_id = allocated.request_id

@@ -1,6 +1,7 @@
 -- Every task with all it took (R14): each attempt and retry, escalations to a larger model, hand-offs to a
 -- person and the person's time, and whether it finally succeeded. The model a task was routed to first is its
--- routing choice.
+-- routing choice. A task with an unpriced request (its model-month spend is not known) has a null request cost,
+-- never the sum of its priced requests.
 with requests as (
     select * from {{ ref('int_requests_costed') }}
     where task_id is not null
@@ -22,7 +23,8 @@ request_totals as (
         count(*) as attempts,
         cast(sum(case when escalated_to is not null then 1 else 0 end) as bigint) as escalations,
         max(case when human_handoff then 1 else 0 end) = 1 as human_handoff,
-        cast(sum(request_cost_cents) as bigint) as request_cost_cents,
+        cast({{ sum_when_known('request_cost_cents') }} as bigint) as request_cost_cents,
+        cast(sum(case when is_unpriced then 1 else 0 end) as bigint) as unpriced_requests,
         max(contract_version) as contract_version
     from requests
     group by task_id
@@ -41,6 +43,7 @@ select
     request_totals.escalations,
     request_totals.human_handoff or coalesce(outcomes.human_minutes, 0) > 0 as human_handoff,
     request_totals.request_cost_cents,
+    request_totals.unpriced_requests,
     cast(round(coalesce(outcomes.human_minutes, 0) * coalesce(outcomes.human_cost_per_hour, 0) / 60.0 * 100, 0)
         as bigint) as human_cost_cents,
     outcomes.task_id is not null as has_outcome,

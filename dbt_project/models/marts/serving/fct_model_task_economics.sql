@@ -12,6 +12,7 @@ select
     human_handoffs,
     escalations,
     attempts,
+    unpriced_tasks,
     success_rate,
     cost_per_call,
     task_cost,
