@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -42,14 +43,14 @@ def test_bad_duration_names_its_rule():
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("None", None),
-        ("Unknown", None),
-        ("", None),
-        ("2026-11-03T06:00:00", datetime(2026, 11, 3, 6)),
+        ("None", ()),
+        ("Unknown", ()),
+        ("", ()),
+        ("2026-11-03T06:00:00", (datetime(2026, 11, 3, 6),)),
     ],
 )
 def test_timestamps(text, expected):
-    assert slurm.parse_timestamp(text, "Start") == expected
+    assert slurm.local_instants(text, "Start") == expected
 
 
 @pytest.mark.parametrize(
@@ -258,8 +259,9 @@ def test_quarantine_messages_say_what_was_expected_with_an_example_never_the_val
     )
     messages = {r.rule: r.message for r in parsed.rejections}
     assert messages == {
-        "start_timestamp": "Start should be a date-time as sacct writes it, such as 2026-11-30T14:05:00 (UTC, or with "
-        "an offset such as 2026-11-30T15:05:00+01:00), or Unknown/None when not known",
+        "start_timestamp": "Start should be a date-time as sacct writes it, such as 2026-11-30T14:05:00 (in the "
+        "source's time_zone, UTC unless set, or with an offset such as 2026-11-30T15:05:00+01:00), or Unknown/None "
+        "when not known",
         "sacct_field_count": f"the line should have {len(slurm.SACCT_FIELDS)} fields separated by |, as the header "
         "names; it has 3",
         "end_not_before_start": "End should be at or after Start (a job that started 2026-11-30T10:00:00 ends then "
@@ -281,3 +283,127 @@ def test_sacct_json_time_message_gives_an_example():
         slurm._epoch_text(10**20)
     assert error.value.rule == "time_epoch"
     assert str(error.value) == "a time should be a Unix time in seconds such as 1764460800, as sacct --json writes it"
+
+
+# sacct prints local times (the TZ of the machine it runs on): the source's time_zone converts them to UTC.
+
+
+def _rows_and_rules(parsed: ParsedFile) -> tuple[dict[str, dict], list[tuple[int, str]]]:
+    assert len(parsed.rows) + len(parsed.rejections) == parsed.rows_in
+    return {r["job_id"]: r for r in parsed.rows}, [(r.line, r.rule) for r in parsed.rejections]
+
+
+def test_a_shanghai_clusters_times_are_eight_hours_ahead_of_utc():
+    shanghai = SacctOptions(time_zone="Asia/Shanghai")
+    parsed = _parse(
+        [
+            HEADER,
+            _line(Submit="2026-11-03T07:55:00", Start="2026-11-03T08:00:00", End="2026-11-03T10:00:00"),
+            # A time with an offset or Z keeps it, whatever the zone (SLURM_TIME_FORMAT=%FT%T%z writes +0800).
+            _line(JobID="1235", Start="2026-11-03T00:00:00Z", End="2026-11-03T04:00:00+02:00"),
+            _line(
+                JobID="1236",
+                Submit="2026-11-03T07:55:00+0800",
+                Start="2026-11-03T08:00:00+0800",
+                End="2026-11-03T02:00:00Z",
+            ),
+        ],
+        shanghai,
+    )
+    rows, rules = _rows_and_rules(parsed)
+    assert not rules
+    assert (rows["1234"]["submit_at"], rows["1234"]["start_at"], rows["1234"]["end_at"]) == (
+        datetime(2026, 11, 2, 23, 55),
+        datetime(2026, 11, 3, 0, 0),
+        datetime(2026, 11, 3, 2, 0),
+    )
+    assert (rows["1235"]["start_at"], rows["1235"]["end_at"]) == (datetime(2026, 11, 3), datetime(2026, 11, 3, 2))
+    assert (rows["1236"]["submit_at"], rows["1236"]["start_at"]) == (rows["1234"]["submit_at"], datetime(2026, 11, 3))
+
+
+def test_a_berlin_time_in_the_repeated_autumn_hour_is_the_instant_elapsed_agrees_with():
+    # 25 October 2026, 03:00 CEST becomes 02:00 CET: 02:30 is 00:30 UTC (the first time) or 01:30 UTC (the second).
+    berlin = SacctOptions(time_zone="Europe/Berlin")
+    parsed = _parse(
+        [
+            HEADER,
+            _line(JobID="1", Start="2026-10-25T01:30:00", End="2026-10-25T02:30:00", Elapsed="02:00:00"),
+            _line(JobID="2", Start="2026-10-25T01:30:00", End="2026-10-25T02:30:00", Elapsed="01:00:00"),
+            _line(JobID="3", Start="2026-10-25T02:30:00", End="2026-10-25T04:00:00", Elapsed="02:30:00"),
+            # Both in the repeated hour, 30 minutes apart either way: nothing tells which, never guessed.
+            _line(JobID="4", Start="2026-10-25T02:10:00", End="2026-10-25T02:40:00", Elapsed="00:30:00"),
+        ],
+        berlin,
+    )
+    rows, rules = _rows_and_rules(parsed)
+    assert rules == [(5, "start_at.time_zone_ambiguous")]
+    assert "Europe/Berlin" in parsed.rejections[0].message and "Elapsed" in parsed.rejections[0].message
+    assert rows["1"]["end_at"] == datetime(2026, 10, 25, 1, 30)
+    assert rows["2"]["end_at"] == datetime(2026, 10, 25, 0, 30)
+    assert rows["3"]["start_at"] == datetime(2026, 10, 25, 0, 30)
+    # The 2-hour job is 2 hours, as sacct's own Elapsed says.
+    assert rows["1"]["end_at"] - rows["1"]["start_at"] == timedelta(hours=2)
+
+
+def test_a_berlin_time_in_the_skipped_spring_hour_is_quarantined_naming_its_column():
+    # 29 March 2026, 02:00 CET becomes 03:00 CEST: no clock in Berlin showed 02:30.
+    berlin = SacctOptions(time_zone="Europe/Berlin")
+    parsed = _parse(
+        [
+            HEADER,
+            _line(JobID="1", Start="2026-03-29T01:00:00", End="2026-03-29T04:00:00", Elapsed="02:00:00"),
+            _line(JobID="2", Start="2026-03-29T02:30:00", End="2026-03-29T04:00:00", Elapsed="00:30:00"),
+            _line(JobID="3", Start="2026-03-29T01:00:00", End="2026-03-29T02:30:00", Elapsed="00:30:00"),
+        ],
+        berlin,
+    )
+    rows, rules = _rows_and_rules(parsed)
+    assert rules == [(3, "start_at.time_zone"), (4, "end_at.time_zone")]
+    assert "Europe/Berlin" in parsed.rejections[0].message
+    assert rows["1"]["end_at"] - rows["1"]["start_at"] == timedelta(hours=2)
+
+
+def test_elapsed_longer_than_end_minus_start_is_quarantined():
+    parsed = _parse(
+        [
+            HEADER,
+            _line(JobID="1", Elapsed="02:00:01"),  # a second is rounding
+            _line(JobID="2", Elapsed="03:00:00"),
+            # Shorter: the job may have been suspended, which only a Suspended field says.
+            _line(JobID="3", Elapsed="01:00:00"),
+        ]
+    )
+    rows, rules = _rows_and_rules(parsed)
+    assert rules == [(3, "elapsed_seconds.end_minus_start")]
+    assert set(rows) == {"1", "3"}
+    assert "Elapsed should be End - Start" in parsed.rejections[0].message
+
+
+def test_with_suspended_elapsed_must_be_end_minus_start_less_it():
+    header = HEADER + "|Suspended"
+    parsed = _parse(
+        [
+            header,
+            _line(JobID="1", Elapsed="01:00:00") + "|01:00:00",
+            _line(JobID="2", Elapsed="01:00:00") + "|00:00:00",
+            _line(JobID="3", Elapsed="02:00:00") + "|00:00:00",
+        ]
+    )
+    rows, rules = _rows_and_rules(parsed)
+    assert rules == [(3, "elapsed_seconds.end_minus_start")]
+    assert set(rows) == {"1", "3"}
+
+
+def test_a_time_zone_that_is_no_iana_name_is_refused_naming_the_option():
+    for name in ("Asia/Shangai", "CST", "localtime", ""):
+        with pytest.raises(ValueError, match="time_zone should be the IANA name") as refused:
+            SacctOptions(time_zone=name)
+        assert "Asia/Shanghai" in str(refused.value)
+
+
+def test_sacct_json_unix_times_are_utc_whatever_the_time_zone():
+    text = (Path(__file__).parent / "data" / "slurm" / "sacct_json_v0.0.43.json").read_text(encoding="utf-8")
+    parsed = [ParsedFile(path=Path("sacct.json"), sha256=""), ParsedFile(path=Path("sacct.json"), sha256="")]
+    slurm.sacct_or_json_parser(SacctOptions())(text.splitlines(), parsed[0])
+    slurm.sacct_or_json_parser(SacctOptions(time_zone="Asia/Shanghai"))(text.splitlines(), parsed[1])
+    assert parsed[0].rows and parsed[0].rows == parsed[1].rows

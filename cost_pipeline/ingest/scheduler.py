@@ -3,6 +3,13 @@
 The field parsers are pure functions, no I/O: each turns one messy sacct field into a typed value or raises
 ``FieldError`` with the contract rule it broke, so the caller can quarantine the row. Kubernetes job events map
 their labels and states onto the same columns. Both sources are declared at the end (``SOURCES``).
+
+sacct prints Submit, Start and End in the local time of the machine that runs it (its ``TZ``), without a zone
+unless ``SLURM_TIME_FORMAT`` asks for one (``%z``; such a time keeps its offset). The source's ``time_zone`` option
+names that zone (an IANA name, UTC by default, as ``TZ=UTC sacct`` writes) and every time is converted to UTC with
+it: read as UTC, a cluster on Asia/Shanghai would put its jobs eight hours after the device samples that measured
+them. Across a daylight-saving change a local time can be skipped (quarantined) or repeated (resolved by the row's
+own Elapsed, else quarantined); never guessed.
 """
 
 from __future__ import annotations
@@ -11,8 +18,10 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
+from itertools import product
 from typing import NamedTuple
+from zoneinfo import ZoneInfo, available_timezones
 
 from cost_pipeline.contract import MIG_PROFILE_PATTERN, schemas
 from cost_pipeline.ingest.lib.records import FileRejected, ParsedFile, Rejection, jsonl_line_parser
@@ -92,23 +101,40 @@ def parse_count(text: str, field: str) -> int | None:
     )
 
 
-def parse_timestamp(text: str, field: str) -> datetime | None:
-    """Slurm timestamps are ISO without zone (UTC here); ``None``/``Unknown`` mean not (yet) known.
+# The raw column of each sacct time, which names its rules. In this order a row reports the first that is wrong.
+TIME_COLUMNS = {"Start": "start_at", "End": "end_at", "Submit": "submit_at"}
 
-    A timestamp that does carry an offset is converted to UTC, so every value compares with every other.
+
+def local_instants(text: str, field: str, zone: tzinfo = UTC) -> tuple[datetime, ...]:
+    """The instants (UTC, naive) a sacct time written in ``zone`` can be: none when not (yet) known, else one; two,
+    the earlier first, for a time in the hour a daylight-saving change repeats (the wall clock showed it twice).
+
+    A time that carries an offset or ``Z`` is that instant whatever the zone. A time the change skips (no clock in
+    the zone showed it) raises ``FieldError`` ``<column>.time_zone``: the file is not in that zone, or was edited.
     """
     value = text.strip()
     if value.lower() in _NO_TIME:
-        return None
+        return ()
     try:
         parsed = datetime.fromisoformat(value)
-        return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo is not None else parsed
+        if parsed.tzinfo is not None:
+            return (parsed.astimezone(UTC).replace(tzinfo=None),)
+        earlier, later = (parsed.replace(tzinfo=zone, fold=fold).astimezone(UTC) for fold in (0, 1))
     except (ValueError, OverflowError):  # OverflowError: an offset that moves year 1 or 9999 off the calendar
         raise FieldError(
             f"{field.lower()}_timestamp",
-            f"{field} should be a date-time as sacct writes it, such as 2026-11-30T14:05:00 (UTC, or with an offset "
-            "such as 2026-11-30T15:05:00+01:00), or Unknown/None when not known",
+            f"{field} should be a date-time as sacct writes it, such as 2026-11-30T14:05:00 (in the source's "
+            "time_zone, UTC unless set, or with an offset such as 2026-11-30T15:05:00+01:00), or Unknown/None when "
+            "not known",
         ) from None
+    if earlier.astimezone(zone).replace(tzinfo=None) != parsed:
+        raise FieldError(
+            f"{TIME_COLUMNS.get(field, field.lower())}.time_zone",
+            f"{field} should be a time the clocks showed in the source's time_zone ({zone}); it is in the hour they "
+            "skip when daylight saving starts, so the export is in another zone (set time_zone to the TZ sacct ran "
+            "in) or was edited",
+        )
+    return tuple(dict.fromkeys(instant.replace(tzinfo=None) for instant in sorted((earlier, later))))
 
 
 def parse_duration(text: str, field: str) -> int | None:
@@ -273,8 +299,57 @@ def split_sacct_lines(
         yield line_no, (dict(zip(fields, values, strict=True)) if len(values) == len(fields) else None), text
 
 
-def parse_sacct_record(fields: dict[str, str]) -> dict[str, object]:
-    """One sacct row -> the staging shape; raises ``FieldError`` on the first rule it breaks."""
+def unexplained_seconds(
+    start: datetime | None, end: datetime | None, elapsed: int | None, suspended: int | None
+) -> float | None:
+    """End - Start less Elapsed and the time suspended (0 when the export has no ``Suspended``), in seconds; None
+    when it cannot be told (a job not started or not ended, or no Elapsed).
+
+    Slurm's accounting computes Elapsed as End - Start less the seconds the job was suspended and prints all three
+    from the same instants, so a row agrees with itself to the second.
+    """
+    if start is None or end is None or elapsed is None:
+        return None
+    return (end - start).total_seconds() - elapsed - (suspended or 0)
+
+
+def resolved_times(
+    fields: dict[str, str], zone: tzinfo = UTC, elapsed: int | None = None, suspended: int | None = None
+) -> dict[str, datetime | None]:
+    """Start, End and Submit of a row as UTC instants, read in ``zone``.
+
+    A time in the hour a daylight-saving change repeats is one of two instants: it is the one with which the row
+    agrees with itself, End - Start being Elapsed (and Suspended) to the second, Start no later than End and Submit
+    no later than Start. When that leaves no instant, or more than one, the row is quarantined (rule
+    ``<column>.time_zone_ambiguous``): an hour off either way would move the job away from its device samples.
+    """
+    instants = {field: local_instants(fields.get(field, ""), field, zone) or (None,) for field in TIME_COLUMNS}
+    rows = [dict(zip(TIME_COLUMNS, chosen, strict=True)) for chosen in product(*instants.values())]
+    if len(rows) == 1:
+        return rows[0]
+
+    def agrees(row: dict[str, datetime | None]) -> bool:
+        start, end, submit = row["Start"], row["End"], row["Submit"]
+        if start is not None and ((end is not None and end < start) or (submit is not None and submit > start)):
+            return False
+        unexplained = unexplained_seconds(start, end, elapsed, suspended)
+        return unexplained is None or abs(unexplained) <= 1
+
+    agreeing = [row for row in rows if agrees(row)]
+    if len(agreeing) == 1:
+        return agreeing[0]
+    field = next(f for f in TIME_COLUMNS if len({row[f] for row in agreeing or rows}) > 1)
+    raise FieldError(
+        f"{TIME_COLUMNS[field]}.time_zone_ambiguous",
+        f"{field} is in the hour the clocks of the source's time_zone ({zone}) show twice when daylight saving "
+        "ends, and the row does not tell which (End - Start should be Elapsed for one of them only); sacct run "
+        "with TZ=UTC writes times that are never ambiguous",
+    )
+
+
+def parse_sacct_record(fields: dict[str, str], zone: tzinfo = UTC) -> dict[str, object]:
+    """One sacct row -> the staging shape, its times written in ``zone``; raises ``FieldError`` on the first rule it
+    breaks."""
     missing = [f for f in REQUIRED_FIELDS if f not in fields]
     if missing:
         raise FieldError(
@@ -283,12 +358,24 @@ def parse_sacct_record(fields: dict[str, str]) -> dict[str, object]:
     record_type, allocation_id, step = parse_job_id(fields["JobID"])
     state, cancelled_by = parse_state(fields["State"])
     labels = parse_labels(fields.get("Comment", ""), fields.get("WCKey", ""))
-    start = parse_timestamp(fields["Start"], "Start")
-    end = parse_timestamp(fields["End"], "End")
+    elapsed = parse_duration(fields.get("Elapsed", ""), "Elapsed")
+    suspended = parse_duration(fields.get("Suspended", ""), "Suspended")
+    times = resolved_times(fields, zone, elapsed, suspended)
+    start, end = times["Start"], times["End"]
     if start is not None and end is not None and end < start:
         raise FieldError(
             "end_not_before_start",
             "End should be at or after Start (a job that started 2026-11-30T10:00:00 ends then or later)",
+        )
+    # Without a Suspended field the job may have been suspended for any time: only an Elapsed longer than End -
+    # Start is certainly wrong (a Start or End edited, or an export read in a zone it was not written in).
+    unexplained = unexplained_seconds(start, end, elapsed, suspended)
+    if unexplained is not None and (unexplained < -1 or (suspended is not None and unexplained > 1)):
+        raise FieldError(
+            "elapsed_seconds.end_minus_start",
+            "Elapsed should be End - Start less the time the job was suspended (a job that ran from 10:00:00 to "
+            "12:00:00 was running 02:00:00 at most, exactly that less Suspended when the export has it); Start or "
+            "End is wrong, or the export is not in the source's time_zone",
         )
     restarts = parse_count(fields.get("Restarts", ""), "Restarts")
     node_list = fields.get("NodeList", "").strip()
@@ -309,10 +396,10 @@ def parse_sacct_record(fields: dict[str, str]) -> dict[str, object]:
         "exit_code": fields.get("ExitCode", "").strip() or None,
         "failed_node": fields.get("FailedNode", "").strip() or None,
         "restarts": 0 if restarts is None else restarts,
-        "submit_at": parse_timestamp(fields.get("Submit", ""), "Submit"),
+        "submit_at": times["Submit"],
         "start_at": start,
         "end_at": end,
-        "elapsed_seconds": parse_duration(fields.get("Elapsed", ""), "Elapsed"),
+        "elapsed_seconds": elapsed,
         "time_limit_seconds": parse_duration(fields["Timelimit"], "Timelimit"),
         "gpus_requested": requested.gpus,
         "gpus_allocated": allocated.gpus,
@@ -337,14 +424,29 @@ def parse_sacct_record(fields: dict[str, str]) -> dict[str, object]:
     }
 
 
+def _zone(name: str) -> ZoneInfo:
+    """The IANA zone ``name``, read from the system's tz database or the tzdata package (installed with pandas):
+    no download. ``localtime`` is refused with any unknown name: it is the zone of the machine running the
+    pipeline, not of the one that ran sacct."""
+    if name == "localtime" or name not in available_timezones():
+        raise ValueError(
+            "sacct time_zone should be the IANA name of the time zone sacct ran in (the cluster's TZ), such as "
+            f"Asia/Shanghai, Europe/Berlin or UTC, not {name!r}"
+        )
+    return ZoneInfo(name)
+
+
 @dataclass(frozen=True)
 class SacctOptions:
-    """How the sacct exports were written: ``|`` with a header line unless told otherwise."""
+    """How the sacct exports were written: ``|`` with a header line unless told otherwise; ``time_zone``, the IANA
+    name of the zone sacct ran in (it prints local times; UTC unless told otherwise, as ``TZ=UTC sacct`` writes)."""
 
     sacct_delimiter: str = "|"
     sacct_fields: list[str] | None = None  # the field list of header-less files
+    time_zone: str = "UTC"
 
     def __post_init__(self) -> None:
+        _zone(self.time_zone)
         if not self.sacct_delimiter or any(end in self.sacct_delimiter for end in "\r\n"):
             raise ValueError("sacct_delimiter should be the character(s) between fields, such as | or ☃")
         if self.sacct_fields is None:
@@ -363,6 +465,7 @@ class SacctOptions:
 def sacct_line_parser(options: SacctOptions) -> LineParser:
     delimiter = options.sacct_delimiter
     fields = tuple(options.sacct_fields) if options.sacct_fields else None
+    zone = _zone(options.time_zone)
 
     def parse(lines: list[str], parsed: ParsedFile) -> None:
         if fields is None and lines:
@@ -390,7 +493,7 @@ def sacct_line_parser(options: SacctOptions) -> LineParser:
                 )
                 continue
             try:
-                row = parse_sacct_record(values)
+                row = parse_sacct_record(values, zone)
             except FieldError as error:
                 parsed.rejections.append(Rejection(line, error.rule, str(error), raw))
                 continue
@@ -403,7 +506,8 @@ def sacct_line_parser(options: SacctOptions) -> LineParser:
 # ``sacct --json`` (Slurm 23.02 and later): the data_parser's ``jobs[]``, each job with its ``steps[]``. Every job
 # and step is turned into the fields the parsable output would have written, then read by the same rules, so it
 # lands in the same raw columns. A record's "line" is its position in the file: jobs in order, each followed by
-# its steps.
+# its steps. Its times are Unix times, one instant in every zone: they are read as UTC whatever the time_zone
+# option says of the parsable exports.
 
 
 def _no_val(value: object) -> object:
