@@ -4,8 +4,10 @@ total, compare a blanked figure with a published one) and no attack recovers a p
 file still holds it.
 
 One night is the demo (night 1). Night 2 delivers a late timesheet in two variants that differ only in two
-people's rates: Gus Novak, a fifth person on B-7 (4 -> 5 people: the change is one person's), and Hana Sato,
-alone on B-10 (a group of one). The engineering files of the two variants must be identical."""
+people's rates: Gus Novak, a fifth person on B-7 (4 -> 5 people: the change is one person's), and Hana Sato on
+B-10, the one person there whose own rate is known: two more book hours to B-10 without a rate (at the contract's
+assumed rate, which a reader can apply to their published hours), so B-10 has three people and one measured.
+The engineering files of the two variants must be identical."""
 
 from __future__ import annotations
 
@@ -29,8 +31,9 @@ pytestmark = pytest.mark.xdist_group("confidentiality")
 LATE_FILE = Path("timesheets") / "harvest_time_report_2026-11-late.csv"
 GUS_HOURS, HANA_HOURS = Decimal("5"), Decimal("2")
 # Variant a and b: (Gus's rate on B-7, Hana's rate on B-10). Hana's rate a keeps B-10 inside its budget boundary
-# (108.00 + 1.50 against 100.00 ± 10 %), rate b takes it over: a comparison over her blanked cost would tell them.
-RATES = {"a": (Decimal("211.13"), Decimal("0.75")), "b": (Decimal("157.91"), Decimal("98.76"))}
+# (108.00 + 0.20 + 1.50 assumed against 100.00 ± 10 %), rate b takes it over: a comparison over her blanked cost
+# would tell them.
+RATES = {"a": (Decimal("211.13"), Decimal("0.10")), "b": (Decimal("157.91"), Decimal("98.76"))}
 # The snapshot's content hash, as a reader of dbt_project/macros/insert_only_snapshot.sql would recompute it.
 TRACED = ["contract_version", "config_version", "data_version"]
 FIGURES = [
@@ -63,7 +66,7 @@ FIGURES = [
     "pending_cost",
     "labour_people",
 ]
-APPENDED = {"is_unpriced": "false", "unpriced_gpu_hours": "0"}
+APPENDED = {"is_unpriced": "false", "unpriced_gpu_hours": "0", "labour_measured_people": "labour_people"}
 
 
 def late_timesheet(variant: str) -> str:
@@ -72,6 +75,8 @@ def late_timesheet(variant: str) -> str:
         "Date,Project Code,Task,Hours,First Name,Last Name,Roles,Cost Rate\n"
         f"2026-11-10,B-7,Training runs,{GUS_HOURS},Gus,Novak,ML Engineer,{gus}\n"
         f"2026-11-10,B-10,Business evaluation,{HANA_HOURS},Hana,Sato,Product,{hana}\n"
+        "2026-11-10,B-10,Coordination,0.01,Ivo,Petrov,Product,\n"
+        "2026-11-10,B-10,Coordination,0.01,Jun,Park,Product,\n"
     )
 
 
@@ -115,9 +120,23 @@ def test_the_finance_file_holds_the_planted_rates(nights):
         rows(finance, "select snapshot_version, labour_cost from marts.fct_batch_cost_history where batch_id = 'B-7'")
     )
     assert history[2] - history[1] == GUS_HOURS * gus
-    assert rows(finance, "select labour_cost, labour_people from marts.fct_batch_costs where batch_id = 'B-10'") == [
-        (HANA_HOURS * hana, 1)
-    ]
+    assert rows(
+        finance,
+        "select labour_cost - ?, labour_people, labour_measured_people from marts.fct_batch_costs"
+        " where batch_id = 'B-10'",
+        [assumed_labour(finance, "B-10")],
+    ) == [(HANA_HOURS * hana, 3, 1)]
+
+
+def assumed_labour(finance: Path, batch_id: str) -> Decimal:
+    """The batch's labour at the contract's assumed rates: what a reader computes from the published hours."""
+    ((assumed,),) = rows(
+        finance,
+        "select sum(amount) from marts.fct_cost_lines where batch_id = ? and cost_type = 'labour'"
+        " and evidence_level = 'assumed'",
+        [batch_id],
+    )
+    return assumed
 
 
 def content_hash_sql(labour: str) -> str:
@@ -207,7 +226,8 @@ def test_differencing_two_nights_or_two_versions_does_not_give_a_persons_cost(ni
 @pytest.mark.parametrize("audience", [FINANCE, ENGINEERING])
 def test_subtracting_the_parts_from_a_total_does_not_give_a_blanked_cost(nights, audience):
     """A model's task cost minus its requests' costs is its hand-offs' people cost; a batch's total minus its
-    compute, storage and services is its labour (B-10's one person)."""
+    compute, storage and services is its labour, and less the labour at the assumed rate (the published hours at the
+    contract's rate) B-10's one measured person's, beside two assumed ones."""
     path = file_of(nights["a"], audience)
     hand_offs = rows(
         path,
@@ -216,16 +236,19 @@ def test_subtracting_the_parts_from_a_total_does_not_give_a_blanked_cost(nights,
         "having e.task_cost - sum(c.request_cost) <> 0",
     )
     hana = HANA_HOURS * RATES["a"][1]
+    assumed = assumed_labour(file_of(nights["a"], FINANCE), "B-10")
     batch = rows(
         path,
-        "select total_cost - compute_cost - storage_cost - services_cost from marts.fct_batch_costs "
+        "select total_cost - compute_cost - storage_cost - services_cost - ? from marts.fct_batch_costs "
         "where batch_id = 'B-10'",
+        [assumed],
     )
     phases = rows(
         path,
-        "select b.actual_cost - sum(case when l.cost_type <> 'labour' then l.amount else 0 end) "
+        "select b.actual_cost - sum(case when l.cost_type <> 'labour' then l.amount else 0 end) - ? "
         "from marts.fct_batch_budget as b join marts.fct_cost_lines as l on l.batch_id = b.batch_id "
         "where b.batch_id = 'B-10' group by b.actual_cost",
+        [assumed],
     )
     people_costs = {v for (v,) in hand_offs if v is not None}
     if audience == FINANCE:

@@ -19,7 +19,9 @@
 
 {#- Full-cost figures added to the snapshot after versions were written (R16), with their value in those versions:
     hashed only when they differ from it (insert_only_snapshot's appended), so adding them wrote no new version.
-    A batch with unpriced owned compute has a null compute and total cost (no silent zero). -#}
+    A batch with unpriced owned compute has a null compute and total cost (no silent zero). The measured people
+    were not kept before: taken as every person (labour_people, the most they can be) in the versions written
+    before them, the count the small-group rule read then. -#}
 {% macro batch_appended_cost_figures() %}
-    {{ return({'is_unpriced': 'false', 'unpriced_gpu_hours': '0'}) }}
+    {{ return({'is_unpriced': 'false', 'unpriced_gpu_hours': '0', 'labour_measured_people': 'labour_people'}) }}
 {% endmacro %}

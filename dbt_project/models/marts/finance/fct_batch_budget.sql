@@ -92,6 +92,7 @@ joined as (
         costs.total_cost as actual_cost,
         compute.occupied_gpu_hours as actual_gpu_hours,
         costs.labour_people,
+        costs.labour_measured_people,
         costs.is_unpriced,
         coalesce(round_totals.rounds_run, 0) as rounds_run,
         coalesce(round_totals.rising_without_evidence, 0) as rising_without_evidence,
@@ -147,6 +148,7 @@ select
     cast(avoidable_rework_cost as decimal(18, 2)) as avoidable_rework_cost,
     cast(planned_work_cost as decimal(18, 2)) as planned_work_cost,
     cast(labour_people as bigint) as labour_people,
+    cast(labour_measured_people as bigint) as labour_measured_people,
     {%- for _, column in review_classes %}
     cast({{ column }}_measured_people as bigint) as {{ column }}_measured_people,
     {%- endfor %}

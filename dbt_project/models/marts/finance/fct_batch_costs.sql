@@ -17,6 +17,9 @@ people as (
     select
         batch_id,
         count(distinct person_key) as labour_people,
+        -- R20: the people whose own cost rate is in labour_cost. An assumed rate is the contract's and its hours
+        -- are published, so the assumed part of labour_cost can be worked out: the small-group rule counts these.
+        count(distinct case when evidence_level = 'measured' then person_key end) as labour_measured_people,
         sum(hours) as labour_hours
     from {{ ref('int_labour_costed') }}
     group by batch_id
@@ -74,6 +77,7 @@ select
     end as weakest_evidence_level,
     cast(coalesce(people.labour_hours, 0) as decimal(18, 2)) as labour_hours,
     cast(coalesce(people.labour_people, 0) as bigint) as labour_people,
+    cast(coalesce(people.labour_measured_people, 0) as bigint) as labour_measured_people,
     coalesce(totals.has_correction, false) as has_correction,
     coalesce(totals.is_unpriced, false) as is_unpriced,
     cast(coalesce(totals.unpriced_gpu_hours, 0) as decimal(18, 4)) as unpriced_gpu_hours,

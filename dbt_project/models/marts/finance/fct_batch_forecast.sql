@@ -9,7 +9,7 @@ with forecasts as (
 ),
 
 costs as (
-    select batch_id, total_cost, compute_cost, labour_people from {{ ref('fct_batch_costs') }}
+    select batch_id, total_cost, compute_cost, labour_people, labour_measured_people from {{ ref('fct_batch_costs') }}
 ),
 
 batches as (
@@ -26,6 +26,7 @@ joined as (
         forecasts.*,
         costs.total_cost - costs.compute_cost as other_cost_to_date,
         costs.labour_people,
+        costs.labour_measured_people,
         batches.budget_cost,
         batches.variance_boundary_pct,
         batches.max_trial_rounds,
@@ -76,6 +77,7 @@ select
                 > budget_cost * (100 + variance_boundary_pct), false)
     end as projected_over_boundary,
     cast(labour_people as bigint) as labour_people,
+    cast(labour_measured_people as bigint) as labour_measured_people,
     is_unpriced,
     {{ reporting_currency() }} as currency
 from joined
