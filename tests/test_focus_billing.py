@@ -221,17 +221,20 @@ def _line(start: str, tags: str = "NULL", cost: str = "1.25") -> dict[str, str]:
 
 
 def test_a_date_time_that_is_not_iso_8601_is_quarantined_never_guessed(tmp_path):
-    """Built from FOCUS's date-time format (ISO 8601, UTC): 01.04.2025 is not read as 4 January or 1 April."""
+    """Built from FOCUS's date-time format (ISO 8601, UTC): 01.04.2025 is not read as 4 January or 1 April, and a
+    time in another zone is refused, not converted (2026-12-01T00:00:00+08:00 is a December bill's start in its
+    provider's zone, and would be booked in November as the UTC instant)."""
     landing, warehouse = tmp_path / "landing", tmp_path / "w.duckdb"
     starts = [
         "2026-11-30T00:00:00Z",
-        "2026-11-30T01:00:00+01:00",
+        "2026-11-30T00:00:00+00:00",
         "2026-11-30",
         "2026-11-30 00:00:00",
         "01.04.2025",
         "04/01/2025",
         "30 Nov 2026",
         "2026-11-31T00:00:00Z",
+        "2026-12-01T00:00:00+08:00",
     ]
     _write_focus(landing, [_line(start) for start in starts])
     assert _materialize(landing, warehouse).success
@@ -246,11 +249,13 @@ def test_a_date_time_that_is_not_iso_8601_is_quarantined_never_guessed(tmp_path)
         (5, "2026-11-30 00:00:00"),
     ]
     assert [(line, rule) for _, line, rule, _ in quarantined] == [
-        (line, "charge_period_start.iso_8601") for line in (6, 7, 8, 9)
+        *((line, "charge_period_start.iso_8601") for line in (6, 7, 8, 9)),
+        (10, "charge_period_start.utc"),
     ]
-    assert all("an ISO 8601 date-time such as 2026-11-30T00:00:00Z" in message for *_, message in quarantined)
+    assert all("an ISO 8601 date-time such as 2026-11-30T00:00:00Z" in message for *_, message in quarantined[:4])
+    assert "offset +08:00" in quarantined[4][3]
     assert all("01.04.2025" not in message for *_, message in quarantined)  # the value stays out of the message
-    assert ledger[0][1:] == (8, 4, 4)
+    assert ledger[0][1:] == (9, 4, 5)
 
 
 def test_null_tags_are_missing_and_tags_of_any_size_load(tmp_path):

@@ -18,6 +18,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Context, Decimal
 
 from cost_pipeline.contract import schemas
@@ -125,12 +126,37 @@ def batch_from_tags(tags: object, key: str) -> str | None:
     return None if value in (None, "") else str(value)
 
 
+# An offset after a time of day (+08:00, -0500, +01).
+_OFFSET = re.compile(r"\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?([+-]\d{2}(?::?\d{2})?)$")
+
+
+def utc_only(value: object, column: str) -> object:
+    """FOCUS writes every date-time in UTC. One with another offset is refused (rule ``<column>.utc``), not converted:
+    a bill whose BillingPeriodStart is 2026-12-01T00:00:00+08:00 is December's in the provider's zone, and read as
+    the UTC instant 30 November 16:00 it would be booked in November."""
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        offset = value.utcoffset()
+        shown = str(offset)
+    elif isinstance(value, str) and (found := _OFFSET.search(value.strip())):
+        shown = found.group(1)
+        offset = int(shown[1:3]) * 60 + int(shown[-2:] if len(shown) > 3 else 0)
+    else:
+        return value
+    if offset:
+        raise RowRejected(
+            f"{column}.utc",
+            f"column {column} is not in UTC: FOCUS date-times are UTC (2026-11-30T00:00:00Z), this one has the "
+            f"offset {shown}; read as UTC, a period in another zone would be booked in another month",
+        )
+    return value
+
+
 def focus_row(row: dict[str, object], tag_key: str) -> dict[str, object]:
     """One FOCUS line (by FOCUS column names) -> the raw billing shape; raises ``RowRejected`` for a broken rule."""
     mapped = {column: _missing_as_none(row.get(name)) for name, column in COLUMNS.items()}
     mapped["provider_name"] = _missing_as_none(row.get(PROVIDER_SUCCESSOR)) or mapped["provider_name"]
     for column in TIMESTAMPS:
-        mapped[column] = iso_utc_naive(mapped[column], column)
+        mapped[column] = iso_utc_naive(utc_only(mapped[column], column), column)
     for column in AMOUNTS:
         mapped[column] = exact_amount(mapped[column], column)
     tags = _missing_as_none(row.get("Tags"))
