@@ -180,12 +180,10 @@ class FocusOptions:
 # with a file retracted, an earlier export of its line counts again, maybe tagged for another batch. So a file fed
 # the batch of every delivery of each charge it holds (same resource and charge period start, which is all the job
 # match reads; a line without a resource, a tax or a support fee, by its category and amounts too), resolved as
-# int_focus_charges_attributed resolves it: a registered tag, else the charge's job's batch for an untagged line,
-# else unattributed.
+# int_focus_charges_attributed resolves it: the charge's job's batch, else a registered tag, else unattributed.
 FOCUS_BATCHES = batch_lineage(
     "raw.billing_focus",
-    batch="case when registered.batch_id is not null then registered.batch_id "
-    "when delivery.batch_id is null then coalesce(jobs.batch_id, 'unattributed') else 'unattributed' end",
+    batch="coalesce(jobs.batch_id, registered.batch_id, 'unattributed')",
     joined="inner join raw.billing_focus as delivery "
     "on delivery.charge_period_start is not distinct from lineage.charge_period_start "
     "and (delivery.resource_id = lineage.resource_id or (delivery.resource_id is null and lineage.resource_id is null "

@@ -1,6 +1,8 @@
--- FOCUS charge lines resolved to a batch (R9, R12): a line whose ResourceId names a scheduler job (the whole id, or
--- its last '/' segment) in a registered batch is that job's batch's, whatever its Tags say; otherwise the batch key
--- from Tags when it names a registered batch; everything else stays visible as 'unattributed' with the reason.
+-- FOCUS charge lines resolved to a batch (R9, R12): a line whose ResourceId names one scheduler job (the whole id,
+-- or for a Kubernetes job its last '/' segment: an EKS job's ARN; a Slurm JobID such as 1001 may end any cloud
+-- resource's id, /instances/1001) is that job's batch's, whatever its Tags say, 'unattributed' when the job is in
+-- no registered batch; otherwise the batch key from Tags when it names a registered batch; everything else stays
+-- visible as 'unattributed' with the reason.
 -- The job wins because the compute marts charge a cloud job's bill to the job (int_job_months_costed): following
 -- the tag here put one line's money in two batches, the tag's in fct_batch_costs and the job's in fct_batch_compute.
 -- A tag that names another registered batch is flagged (tag_disagrees; a warning test names the lines).
@@ -15,7 +17,8 @@ batches as (
 ),
 
 jobs as (
-    select jobs.job_key, jobs.job_id, jobs.batch_id, jobs.phase, aliases.held_from, aliases.held_until
+    select
+        jobs.job_key, jobs.job_id, jobs.batch_id, jobs.phase, jobs.scheduler, aliases.held_from, aliases.held_until
     from {{ ref('int_jobs_attributed') }} as jobs
     inner join {{ ref('int_job_aliases_resolved') }} as aliases
         on jobs.job_key = aliases.job_key
@@ -32,7 +35,10 @@ job_matches as (
     inner join jobs
         on (
             charges.resource_id = jobs.job_id
-            or charges.resource_id like {{ dbt.concat(["'%/'", "jobs.job_id"]) }}
+            or (
+                jobs.scheduler = 'kubernetes'
+                and charges.resource_id like {{ dbt.concat(["'%/'", "jobs.job_id"]) }}
+            )
         )
         and {{ held_by_alias('jobs', 'charges.charge_period_start') }}
     group by charges.source_file, charges.source_line
@@ -46,8 +52,7 @@ resolved as (
         case when job_matches.matched_jobs = 1 then jobs.job_key end as job_key,
         case when job_matches.matched_jobs = 1 then jobs.job_id end as job_id,
         case when job_matches.matched_jobs = 1 then jobs.phase end as job_phase,
-        case when job_matches.matched_jobs = 1 and jobs.batch_id <> 'unattributed' then jobs.batch_id end
-            as job_batch_id
+        case when job_matches.matched_jobs = 1 then jobs.batch_id end as job_batch_id
     from charges
     left join batches as tagged on charges.batch_id = tagged.batch_id
     left join job_matches
@@ -88,10 +93,10 @@ select
         else 'none'
     end as attribution,
     case
+        when job_batch_id = 'unattributed' then 'job_not_in_a_registered_batch'
         when job_batch_id is not null or tagged_batch_id is not null then null
         when batch_id is not null then 'batch_not_registered'
         when matched_jobs > 1 then 'ambiguous_resource_match'
-        when job_id is not null then 'job_not_in_a_registered_batch'
         else 'no_batch_tag_or_job_match'
     end as unattributed_reason,
     coalesce(job_batch_id is not null and batch_id is not null and batch_id <> job_batch_id, false)
