@@ -160,7 +160,12 @@ select
     case when count(consumed_quantity) = count(*) and count(distinct consumed_unit) = 1
         then min(consumed_unit) end as consumed_unit,
     case when count(invoice_id) = count(*) then 'billed' else 'pending' end as evidence_level
-from intermediate.int_focus_charges_attributed
+-- A job's lines are its compute lines (the resource book's job rows); a Storage line naming the job is a resource
+-- of its own, as the resource book has it.
+from (
+    select * replace (case when is_compute then job_key end as job_key)
+    from intermediate.int_focus_charges_attributed
+)
 group by all
 """
 

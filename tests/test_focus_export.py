@@ -169,3 +169,41 @@ def test_one_month_and_a_warehouse_without_the_book(warehouse, tmp_path, capsys)
     duckdb.connect(str(empty)).close()
     assert main(["export", "--focus", "--warehouse", str(empty), "--out", str(tmp_path / "x.csv")]) == 10
     assert "no night has built marts.fct_resource_book" in capsys.readouterr().err
+
+
+def test_a_cloud_jobs_storage_line_is_in_the_resource_book_and_the_export_as_a_resource_of_its_own(demo_copy, tmp_path):
+    """A Storage line naming B-10's cloud job (its checkpoint volume, 7.00) was in neither the job's row (compute
+    lines only) nor the other resources' (lines without a job): the cash book's November cloud bill was 7.00 more
+    than the resource book's and the export's, and the job's exported row took the volume's ResourceId and
+    category. Now it is a resource of its own, and the job's row is its compute lines'."""
+    focus = demo_copy / "landing" / "billing" / "aws_focus_2026-11.csv"
+    header, first, *rest = focus.read_text(encoding="utf-8").splitlines()
+    volume = "arn:aws:ec2:us-east-1:123456789012:volume/b10-eval-cloud"
+    line = (
+        first.replace("arn:aws:eks:us-east-1:123456789012:job/b10-eval-cloud", volume)
+        .replace(",171.37,171.37,102.40,102.40,", ",7.00,7.00,7.00,7.00,")
+        .replace(",Compute,Amazon EKS,SKU-AmazonEKS,32,GPU-Hours,", ",Storage,Amazon EBS,SKU-AmazonEBS,70,GB-Mo,")
+    )
+    assert volume in line and ",Storage,Amazon EBS," in line
+    focus.write_text("\n".join([header, first, *rest, line]) + "\n", encoding="utf-8")
+    warehouse = demo_copy / "warehouse.duckdb"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("DAGSTER_HOME", raising=False)
+        assert main(["run", "--landing", str(demo_copy / "landing"), "--warehouse", str(warehouse)]) == 0
+        out = tmp_path / "book.csv"
+        assert main(["export", "--focus", "--warehouse", str(warehouse), "--out", str(out)]) == 0
+    with open(out, encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    ((cash,),) = query(
+        warehouse, "select amount from marts.fct_cash_book where item = 'cloud_bill' and month = '2026-11-01'"
+    )
+    ((book,),) = query(
+        warehouse,
+        "select sum(resource_cost) from marts.fct_resource_book"
+        " where cost_source = 'cloud_bill' and month = '2026-11-01'",
+    )
+    exported = sum(Decimal(r["BilledCost"]) for r in rows if r["ProviderName"] != "Owned GPU capacity")
+    assert cash == book == exported
+    (job,) = [r for r in rows if r["ResourceId"].endswith("job/b10-eval-cloud")]
+    (storage,) = [r for r in rows if r["ResourceId"] == volume]
+    assert (job["ServiceCategory"], storage["ServiceCategory"], storage["BilledCost"]) == ("Compute", "Storage", "7.00")

@@ -72,6 +72,8 @@ select
     charge_category,
     charge_class,
     charge_class = 'Correction' as is_correction,
+    -- Compute, or Storage (a checkpoint volume the bill names by its job): a job's bill is its compute lines only.
+    {{ is_cloud_compute('service_category') }} as is_compute,
     invoice_id,
     provider_name,
     publisher_name,

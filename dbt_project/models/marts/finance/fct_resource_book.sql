@@ -1,6 +1,7 @@
 -- The resource book (R12): usage x internal price by job and model version. Owned GPU time is priced at the
 -- month's internal price (its share of capacity cost, int_capacity_costs_allocated); cloud usage is the FOCUS
--- EffectiveCost (amortised, after discounts) of the job the line names, or of the resource when no job does.
+-- EffectiveCost (amortised, after discounts) of the job the line names, or of the resource when no job does (or
+-- the line is a job's storage: int_job_months_costed holds a job's compute lines only).
 -- Never added to the cash book or the service book.
 with job_costs as (
     select * from {{ ref('int_job_months_costed') }}
@@ -16,14 +17,14 @@ cloud_lines as (
         count(*) as charge_lines,
         max(case when is_correction then 1 else 0 end) = 1 as has_correction
     from {{ ref('int_focus_charges_attributed') }}
-    where job_id is null
+    where job_id is null or not is_compute
     group by month_start, batch_id, coalesce(resource_id, service_name, 'unspecified')
 ),
 
 corrected_jobs as (
     select job_key, month_start, max(case when is_correction then 1 else 0 end) = 1 as has_correction
     from {{ ref('int_focus_charges_attributed') }}
-    where job_key is not null
+    where job_key is not null and is_compute
     group by job_key, month_start
 ),
 
