@@ -207,3 +207,38 @@ def test_a_cloud_jobs_storage_line_is_in_the_resource_book_and_the_export_as_a_r
     (job,) = [r for r in rows if r["ResourceId"].endswith("job/b10-eval-cloud")]
     (storage,) = [r for r in rows if r["ResourceId"] == volume]
     assert (job["ServiceCategory"], storage["ServiceCategory"], storage["BilledCost"]) == ("Compute", "Storage", "7.00")
+
+
+def test_the_books_agree_to_the_cent_on_amounts_of_less_than_a_cent(demo_copy, tmp_path):
+    """Three resources at 0.005 each (FOCUS amounts carry up to 18 decimals): each book rounded its own groups (the
+    cash book per month, the cost lines per batch and service, the resource book per resource), so they said
+    142.02, 142.02 and 142.03 for one month's bill. Each line is whole cents once (its month adding up to its exact
+    sum rounded), and every book and the export sum those."""
+    focus = demo_copy / "landing" / "billing" / "aws_focus_2026-11.csv"
+    header, first, *rest = focus.read_text(encoding="utf-8").splitlines()
+    tiny = [
+        first.replace("arn:aws:eks:us-east-1:123456789012:job/b10-eval-cloud", f"i-0tiny{n}")
+        .replace(",171.37,171.37,102.40,102.40,", ",0.005,0.005,0.005,0.005,")
+        .replace(",,AWS,AWS,AWS,", ',"{""batch_id"": ""B-10""}",AWS,AWS,AWS,')
+        for n in (1, 2, 3)
+    ]
+    assert all(",0.005,0.005,0.005,0.005," in line for line in tiny)
+    focus.write_text("\n".join([header, first, *rest, *tiny]) + "\n", encoding="utf-8")
+    warehouse = demo_copy / "warehouse.duckdb"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("DAGSTER_HOME", raising=False)
+        assert main(["run", "--landing", str(demo_copy / "landing"), "--warehouse", str(warehouse)]) == 0
+        out = tmp_path / "book.csv"
+        assert main(["export", "--focus", "--warehouse", str(warehouse), "--out", str(out)]) == 0
+    with open(out, encoding="utf-8", newline="") as handle:
+        exported = sum(Decimal(r["BilledCost"]) for r in csv.DictReader(handle) if r["x_EvidenceLevel"] != "measured")
+    november = "month = '2026-11-01'"
+    ((cash,),) = query(
+        warehouse, f"select sum(amount) from marts.fct_cash_book where item = 'cloud_bill' and {november}"
+    )
+    ((lines,),) = query(warehouse, "select sum(amount) from marts.fct_cost_lines where cost_source = 'cloud_bill'")
+    ((book,),) = query(
+        warehouse,
+        f"select sum(resource_cost) from marts.fct_resource_book where cost_source = 'cloud_bill' and {november}",
+    )
+    assert cash == lines == book == exported == Decimal("142.02")

@@ -1,8 +1,8 @@
 -- Each job's cost per calendar month. A job on owned GPUs takes its largest-remainder share of the month's
 -- capacity cost (int_capacity_costs_allocated: the job-months, serving replicas and idle capacity of a month sum to
--- its capacity cost to the cent); a job a FOCUS line names by ResourceId costs what the bill says
--- (EffectiveCost of its lines in the charge month, rounded to the cent once per job and month), its compute lines
--- only: a Storage line that names the job (a checkpoint volume) is storage, as in int_cost_lines_unioned.
+-- its capacity cost to the cent); a job a FOCUS line names by ResourceId costs what the bill says (EffectiveCost of
+-- its lines in the charge month, in the lines' whole cents: int_focus_charges_attributed), its compute lines only:
+-- a Storage line that names the job (a checkpoint volume) is storage, as in int_cost_lines_unioned.
 with job_months as (
     select * from {{ ref('int_job_months_split') }}
 ),
@@ -21,8 +21,8 @@ cloud_charges as (
     select
         job_key,
         month_start,
-        cast(round(sum(effective_cost), 2) as decimal(18, 2)) as compute_cost,
-        cast(round(sum(list_cost), 2) as decimal(18, 2)) as list_cost
+        cast(sum(effective_cost_cents) / 100.0 as decimal(18, 2)) as compute_cost,
+        cast(sum(list_cost_cents) / 100.0 as decimal(18, 2)) as list_cost
     from {{ ref('int_focus_charges_attributed') }}
     where job_key is not null and {{ is_cloud_compute('service_category') }}
     group by job_key, month_start

@@ -52,10 +52,12 @@ cloud as (
         cast(null as {{ dbt.type_string() }}) as labour_category,
         case when charges.invoice_id is null then 'pending' else 'billed' end as evidence_level,
         coalesce(jobs.review_class, 'planned_work') as review_class,
-        charges.effective_cost as amount,
-        charges.effective_cost as amount_low,
-        charges.effective_cost as amount_high,
-        case when jobs.is_rerun then charges.effective_cost else 0 end as rerun_amount,
+        -- The line's whole cents (int_focus_charges_attributed): every book sums the same cents.
+        cast(charges.effective_cost_cents / 100.0 as decimal(18, 2)) as amount,
+        cast(charges.effective_cost_cents / 100.0 as decimal(18, 2)) as amount_low,
+        cast(charges.effective_cost_cents / 100.0 as decimal(18, 2)) as amount_high,
+        case when jobs.is_rerun then cast(charges.effective_cost_cents / 100.0 as decimal(18, 2)) else 0 end
+            as rerun_amount,
         0 as gpu_hours,
         0 as labour_hours,
         cast(null as {{ dbt.type_string() }}) as person_key,

@@ -59,51 +59,66 @@ resolved as (
         on charges.source_file = job_matches.source_file
         and charges.source_line = job_matches.source_line
     left join jobs on job_matches.job_key = jobs.job_key
+),
+
+attributed as (
+    select
+        source_file,
+        source_line,
+        cast({{ dbt.date_trunc('month', 'charge_period_start') }} as date) as month_start,
+        cast({{ dbt.date_trunc('month', 'coalesce(billing_period_start, charge_period_start)') }} as date)
+            as billing_month,
+        charge_period_start,
+        charge_period_end,
+        charge_category,
+        charge_class,
+        charge_class = 'Correction' as is_correction,
+        -- Compute, or Storage (a checkpoint volume the bill names by its job): a job's bill is its compute lines only.
+        {{ is_cloud_compute('service_category') }} as is_compute,
+        invoice_id,
+        provider_name,
+        publisher_name,
+        invoice_issuer_name,
+        billing_currency,
+        resource_id,
+        service_name,
+        service_category,
+        sku_id,
+        consumed_quantity,
+        consumed_unit,
+        billed_cost,
+        effective_cost,
+        list_cost,
+        coalesce(job_batch_id, tagged_batch_id, 'unattributed') as batch_id,
+        case
+            when job_batch_id is not null then 'resource_job'
+            when tagged_batch_id is not null then 'tag'
+            else 'none'
+        end as attribution,
+        case
+            when job_batch_id = 'unattributed' then 'job_not_in_a_registered_batch'
+            when job_batch_id is not null or tagged_batch_id is not null then null
+            when batch_id is not null then 'batch_not_registered'
+            when matched_jobs > 1 then 'ambiguous_resource_match'
+            else 'no_batch_tag_or_job_match'
+        end as unattributed_reason,
+        coalesce(job_batch_id is not null and batch_id is not null and batch_id <> job_batch_id, false)
+            as tag_disagrees,
+        job_key,
+        job_id,
+        job_phase as phase
+    from resolved
 )
 
 select
-    source_file,
-    source_line,
-    cast({{ dbt.date_trunc('month', 'charge_period_start') }} as date) as month_start,
-    cast({{ dbt.date_trunc('month', 'coalesce(billing_period_start, charge_period_start)') }} as date)
-        as billing_month,
-    charge_period_start,
-    charge_period_end,
-    charge_category,
-    charge_class,
-    charge_class = 'Correction' as is_correction,
-    -- Compute, or Storage (a checkpoint volume the bill names by its job): a job's bill is its compute lines only.
-    {{ is_cloud_compute('service_category') }} as is_compute,
-    invoice_id,
-    provider_name,
-    publisher_name,
-    invoice_issuer_name,
-    billing_currency,
-    resource_id,
-    service_name,
-    service_category,
-    sku_id,
-    consumed_quantity,
-    consumed_unit,
-    billed_cost,
-    effective_cost,
-    list_cost,
-    coalesce(job_batch_id, tagged_batch_id, 'unattributed') as batch_id,
-    case
-        when job_batch_id is not null then 'resource_job'
-        when tagged_batch_id is not null then 'tag'
-        else 'none'
-    end as attribution,
-    case
-        when job_batch_id = 'unattributed' then 'job_not_in_a_registered_batch'
-        when job_batch_id is not null or tagged_batch_id is not null then null
-        when batch_id is not null then 'batch_not_registered'
-        when matched_jobs > 1 then 'ambiguous_resource_match'
-        else 'no_batch_tag_or_job_match'
-    end as unattributed_reason,
-    coalesce(job_batch_id is not null and batch_id is not null and batch_id <> job_batch_id, false)
-        as tag_disagrees,
-    job_key,
-    job_id,
-    job_phase as phase
-from resolved
+    attributed.*,
+    -- Each line in whole cents, its month's lines adding up to their exact sum rounded once (FOCUS amounts carry up
+    -- to 18 decimals): every book sums these, so the cash book, the cost lines and the resource book agree to the
+    -- cent however they group the lines. BilledCost by the month it is billed in, the others by the charge month.
+    {{ cumulative_cents('billed_cost', ['billing_month', 'billing_currency'], ['source_file', 'source_line']) }}
+        as billed_cost_cents,
+    {{ cumulative_cents('effective_cost', ['month_start', 'billing_currency'], ['source_file', 'source_line']) }}
+        as effective_cost_cents,
+    {{ cumulative_cents('list_cost', ['month_start', 'billing_currency'], ['source_file', 'source_line']) }}
+        as list_cost_cents
+from attributed

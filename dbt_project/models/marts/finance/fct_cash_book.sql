@@ -27,7 +27,8 @@ cloud as (
         billing_month as month_start,
         'cloud_bill' as item,
         case when invoice_id is null then 'pending' else 'billed' end as evidence_level,
-        billed_cost as amount
+        -- The line's whole cents (int_focus_charges_attributed), as every book sums them.
+        cast(billed_cost_cents / 100.0 as decimal(18, 2)) as amount
     from {{ ref('int_focus_charges_attributed') }}
 ),
 

@@ -12,8 +12,8 @@ cloud_lines as (
         month_start,
         batch_id,
         coalesce(resource_id, service_name, 'unspecified') as resource_key,
-        sum(effective_cost) as effective_cost,
-        sum(list_cost) as list_cost,
+        sum(effective_cost_cents) as effective_cost_cents,
+        sum(list_cost_cents) as list_cost_cents,
         count(*) as charge_lines,
         max(case when is_correction then 1 else 0 end) = 1 as has_correction
     from {{ ref('int_focus_charges_attributed') }}
@@ -62,8 +62,8 @@ lines as (
         cast(null as {{ dbt.type_string() }}) as job_id,
         0 as occupied_gpu_seconds,
         cast(null as double) as price_per_available_gpu_hour,
-        cast(round(effective_cost, 2) as decimal(18, 2)) as resource_cost,
-        cast(round(list_cost, 2) as decimal(18, 2)) as list_cost,
+        cast(effective_cost_cents / 100.0 as decimal(18, 2)) as resource_cost,
+        cast(list_cost_cents / 100.0 as decimal(18, 2)) as list_cost,
         false as is_unpriced,
         has_correction
     from cloud_lines
