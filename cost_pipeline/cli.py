@@ -266,7 +266,8 @@ def _table(con: duckdb.DuckDBPyConnection, title: str, relation: str, columns: t
 
 
 def _unpriced(con: duckdb.DuckDBPyConnection, out) -> None:
-    """One line naming the months whose owned-GPU time had no price (their compute cost is null, never 0.00)."""
+    """One line naming the months whose owned-GPU time had no price (their compute cost is null, never 0.00), and one
+    naming the model-months whose requests have no cost (their serving spend is not known)."""
     try:
         months = con.execute(
             "select month_start, occupied_gpu_hours from marts.fct_gpu_hour_price where is_unpriced order by 1"
@@ -276,6 +277,23 @@ def _unpriced(con: duckdb.DuckDBPyConnection, out) -> None:
     if months:
         listed = ", ".join(f"{month:%Y-%m} ({float(hours):,.2f} GPU-h)" for month, hours in months)
         print(f"\nUnpriced months (no owned capacity in service; compute cost null, not 0.00): {listed}", file=out)
+    try:
+        served = con.execute(
+            "select month, model, sum(unpriced_requests) from marts.fct_request_group_costs "
+            "where unpriced_requests > 0 group by month, model order by month, model"
+        ).fetchall()
+    except duckdb.CatalogException:
+        return
+    if served:
+        listed = ", ".join(
+            f"{month:%Y-%m} {model} ({requests:,} request{'' if requests == 1 else 's'})"
+            for month, model, requests in served
+        )
+        print(
+            "\nUnpriced serving (a replica without a price, or no replica, in the model's month; request costs null, "
+            f"not 0.00): {listed}",
+            file=out,
+        )
 
 
 def report(warehouse: Path, out: TextIO | None = None) -> None:

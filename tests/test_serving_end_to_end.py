@@ -166,6 +166,11 @@ def test_an_owned_replica_in_a_month_without_an_internal_price_is_unpriced_not_f
     )
     night = cli_night(landing, demo_copy / "warehouse.duckdb")
     assert night.code == 0, night.out + night.err
+    # The night's summary names them, as it names the unpriced months of owned compute.
+    assert (
+        "Unpriced serving (a replica without a price, or no replica, in the model's month; request costs null, not "
+        "0.00): 2025-12 assistant-owned (3 requests), 2026-01 assistant-owned (1 request)"
+    ) in night.out
 
     def rows(sql: str) -> list[tuple]:
         return query(night.warehouse, sql)
