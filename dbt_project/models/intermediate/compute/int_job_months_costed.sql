@@ -22,7 +22,9 @@ cloud_charges as (
         job_key,
         month_start,
         cast(sum(effective_cost_cents) / 100.0 as decimal(18, 2)) as compute_cost,
-        cast(sum(list_cost_cents) / 100.0 as decimal(18, 2)) as list_cost
+        -- A line without ListCost leaves the job-month's list cost unknown, not the sum of the others (its
+        -- contract discount would be a partial one).
+        cast({{ sum_when_known('list_cost_cents') }} / 100.0 as decimal(18, 2)) as list_cost
     from {{ ref('int_focus_charges_attributed') }}
     where job_key is not null and {{ is_cloud_compute('service_category') }}
     group by job_key, month_start

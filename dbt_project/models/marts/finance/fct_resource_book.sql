@@ -13,7 +13,8 @@ cloud_lines as (
         batch_id,
         coalesce(resource_id, service_name, 'unspecified') as resource_key,
         sum(effective_cost_cents) as effective_cost_cents,
-        sum(list_cost_cents) as list_cost_cents,
+        -- Unknown when a line has no ListCost: a partial sum would make a partial contract discount.
+        {{ sum_when_known('list_cost_cents') }} as list_cost_cents,
         count(*) as charge_lines,
         max(case when is_correction then 1 else 0 end) = 1 as has_correction
     from {{ ref('int_focus_charges_attributed') }}
