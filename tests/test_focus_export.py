@@ -212,8 +212,8 @@ def test_a_cloud_jobs_storage_line_is_in_the_resource_book_and_the_export_as_a_r
 def test_the_books_agree_to_the_cent_on_amounts_of_less_than_a_cent(demo_copy, tmp_path):
     """Three resources at 0.005 each (FOCUS amounts carry up to 18 decimals): each book rounded its own groups (the
     cash book per month, the cost lines per batch and service, the resource book per resource), so they said
-    142.02, 142.02 and 142.03 for one month's bill. Each line is whole cents once (its month adding up to its exact
-    sum rounded), and every book and the export sum those."""
+    142.02, 142.02 and 142.03 for one month's bill. Each line is whole cents once, rounded with the lines every book
+    groups it with (here each resource's 0.005 is a cent), and every book and the export sum those."""
     focus = demo_copy / "landing" / "billing" / "aws_focus_2026-11.csv"
     header, first, *rest = focus.read_text(encoding="utf-8").splitlines()
     tiny = [
@@ -241,4 +241,4 @@ def test_the_books_agree_to_the_cent_on_amounts_of_less_than_a_cent(demo_copy, t
         warehouse,
         f"select sum(resource_cost) from marts.fct_resource_book where cost_source = 'cloud_bill' and {november}",
     )
-    assert cash == lines == book == exported == Decimal("142.02")
+    assert cash == lines == book == exported == Decimal("142.03")

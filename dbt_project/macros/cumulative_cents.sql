@@ -1,9 +1,9 @@
 {#- Each row's `amount` (money of any precision, signed: a FOCUS credit or correction is negative) in whole cents,
     such that the rows of a partition add up to their exact sum rounded to the cent, once: a row takes its
     partition's running sum through it, rounded, less the running sum before it, rounded (ordered by `order_by`,
-    which must name one row). Every grouping of the rows then sums whole cents, so books that group the same lines
-    differently (by batch, by resource, by invoice) agree to the cent; each row's cents are within one of its own
-    amount rounded. A null amount is null. -#}
+    which must name one row). Make the partition the finest grain any reader groups the rows by: every group is then
+    a set of whole partitions and sums the same cents whichever rows hold them (a coarser partition passes one
+    group's rounding to another's rows). A null amount is null (a partition's null rows add nothing). -#}
 {% macro cumulative_cents(amount, partition_by, order_by) -%}
     {%- set window = 'partition by ' ~ (partition_by | join(', ')) ~ ' order by ' ~ (order_by | join(', ')) -%}
     case when {{ amount }} is not null then

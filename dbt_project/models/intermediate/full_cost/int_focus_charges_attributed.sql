@@ -8,6 +8,10 @@
 -- A tag that names another registered batch is flagged (tag_disagrees; a warning test names the lines).
 -- Amounts are kept as exported. A JobID that names several jobs (reused) names the one that held it when the charge
 -- period began (int_job_aliases_resolved).
+{%- set focus_cells = [
+    'month_start', 'billing_month', 'billing_currency', 'batch_id', 'job_key', 'resource_id', 'service_name',
+    'service_category', 'invoice_id is null', 'is_correction'] %}
+
 with charges as (
     select * from {{ ref('stg_billing__focus_charges') }}
 ),
@@ -112,13 +116,13 @@ attributed as (
 
 select
     attributed.*,
-    -- Each line in whole cents, its month's lines adding up to their exact sum rounded once (FOCUS amounts carry up
-    -- to 18 decimals): every book sums these, so the cash book, the cost lines and the resource book agree to the
-    -- cent however they group the lines. BilledCost by the month it is billed in, the others by the charge month.
-    {{ cumulative_cents('billed_cost', ['billing_month', 'billing_currency'], ['source_file', 'source_line']) }}
-        as billed_cost_cents,
-    {{ cumulative_cents('effective_cost', ['month_start', 'billing_currency'], ['source_file', 'source_line']) }}
-        as effective_cost_cents,
-    {{ cumulative_cents('list_cost', ['month_start', 'billing_currency'], ['source_file', 'source_line']) }}
-        as list_cost_cents
+    -- Each line in whole cents (FOCUS amounts carry up to 18 decimals), its cell's lines adding up to their exact
+    -- sum rounded once: a cell is every line alike in all that any book groups them by (the month charged and
+    -- billed, currency, batch, job, resource, service, whether invoiced, whether a correction). Every book's group
+    -- is a set of whole cells, so the cash book, the cost lines and journal, the jobs' bills, the resource book and
+    -- the FOCUS export agree to the cent; no cell takes another's rounding (a month-wide running sum gave one job's
+    -- cents to the next line's), and which line of a cell holds its cents does not change any figure.
+    {{ cumulative_cents('billed_cost', focus_cells, ['source_file', 'source_line']) }} as billed_cost_cents,
+    {{ cumulative_cents('effective_cost', focus_cells, ['source_file', 'source_line']) }} as effective_cost_cents,
+    {{ cumulative_cents('list_cost', focus_cells, ['source_file', 'source_line']) }} as list_cost_cents
 from attributed
