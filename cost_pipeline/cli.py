@@ -282,7 +282,7 @@ def _unpriced(con: duckdb.DuckDBPyConnection, out) -> None:
             "select month, model, sum(unpriced_requests) from marts.fct_request_group_costs "
             "where unpriced_requests > 0 group by month, model order by month, model"
         ).fetchall()
-    except duckdb.CatalogException:
+    except (duckdb.CatalogException, duckdb.BinderException):  # not built, or built before the column was
         return
     if served:
         listed = ", ".join(

@@ -66,7 +66,7 @@ FIGURES = [
     "pending_cost",
     "labour_people",
 ]
-APPENDED = {"is_unpriced": "false", "unpriced_gpu_hours": "0", "labour_measured_people": "labour_people"}
+APPENDED = {"is_unpriced": "false", "unpriced_gpu_hours": "0", "labour_measured_people": "-1"}
 
 
 def late_timesheet(variant: str) -> str:
@@ -336,3 +336,21 @@ def test_a_figure_read_off_a_blanked_one_is_blanked_with_it(nights, table, blank
     assert hidden, f"no row of {table} has {blanked} blanked: the test proves nothing"
     shown = rows(engineering, f"select batch_id, {derived} from marts.{table} where {derived} is not null")
     assert [batch for batch, _ in shown if (batch,) in hidden] == []
+
+
+def test_a_version_written_before_the_measured_people_were_kept_has_no_labour_for_engineering(demo_copy):
+    """A warehouse's history from before the count was kept: its versions count every person (B-7's 4, one of them
+    at an assumed rate), which may hide one measured person beside assumed ones. Engineering sees no labour in such
+    a version; finance keeps it."""
+    from cost_pipeline.publish import publish_marts
+
+    warehouse = demo_copy / "warehouse.duckdb"
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("update marts.fct_batch_cost_history set labour_measured_people = null")
+    files = publish_marts(warehouse)
+    sql = (
+        "select batch_id, labour_cost is null, total_cost is null from marts.fct_batch_cost_history"
+        " where labour_people > 0 order by 1"
+    )
+    assert rows(files[ENGINEERING], sql) == [("B-7", True, True), ("B-8", True, True), ("unattributed", True, True)]
+    assert all(not blank for _, blank, _ in rows(files[FINANCE], sql))

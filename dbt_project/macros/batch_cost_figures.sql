@@ -20,8 +20,8 @@
 {#- Full-cost figures added to the snapshot after versions were written (R16), with their value in those versions:
     hashed only when they differ from it (insert_only_snapshot's appended), so adding them wrote no new version.
     A batch with unpriced owned compute has a null compute and total cost (no silent zero). The measured people
-    were not kept before: taken as every person (labour_people, the most they can be) in the versions written
-    before them, the count the small-group rule read then. -#}
+    were not kept before and are not known in those versions (-1: no count is, so every batch takes a version that
+    has them); the small-group rule blanks such a version's labour when it had any. -#}
 {% macro batch_appended_cost_figures() %}
-    {{ return({'is_unpriced': 'false', 'unpriced_gpu_hours': '0', 'labour_measured_people': 'labour_people'}) }}
+    {{ return({'is_unpriced': 'false', 'unpriced_gpu_hours': '0', 'labour_measured_people': '-1'}) }}
 {% endmacro %}

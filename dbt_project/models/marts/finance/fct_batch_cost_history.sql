@@ -1,8 +1,8 @@
 -- Every snapshot version of every batch's figures (R16), oldest first, with the columns that changed since the
 -- version before. fct_batch_compute and fct_batch_costs show the latest figures; this mart shows how they got there.
 -- A figure appended to the snapshot later (batch_appended_cost_figures) is null in the versions written before it,
--- where it held its first value (not unpriced, 0 unpriced GPU-hours): that is not counted as a change. One whose
--- value there is another figure of the version (labour_measured_people: labour_people) is published with it.
+-- where it held its first value (not unpriced, 0 unpriced GPU-hours): that is not counted as a change. The measured
+-- people were not known there (-1 in batch_appended_cost_figures): null, and the first version with them a change.
 {%- set appended = batch_appended_cost_figures() %}
 {%- set figures = batch_cost_figures() + batch_full_cost_figures() + (appended | list) %}
 {%- set compared = ['contract_version', 'config_version', 'data_version'] + figures %}
@@ -17,14 +17,9 @@ pairs as (
         current_version.snapshot_version,
         {%- for column in compared %}
         {%- if column in appended %}
-        {#- null in a version written before the column was kept: it held the column's first value then (a
-            constant, or another figure of the same version) #}
-        {%- set before = appended[column] %}
-        {%- set qualified = before in figures %}
-        coalesce(current_version.{{ column }}, {% if qualified %}current_version.{% endif %}{{ before }})
-            as current_{{ loop.index }},
-        coalesce(previous_version.{{ column }}, {% if qualified %}previous_version.{% endif %}{{ before }})
-            as previous_{{ loop.index }}
+        {#- null in a version written before the column was kept: it held the column's first value then #}
+        coalesce(current_version.{{ column }}, {{ appended[column] }}) as current_{{ loop.index }},
+        coalesce(previous_version.{{ column }}, {{ appended[column] }}) as previous_{{ loop.index }}
         {%- else %}
         current_version.{{ column }} as current_{{ loop.index }},
         previous_version.{{ column }} as previous_{{ loop.index }}
@@ -65,11 +60,7 @@ select
     snapshots.inputs_hash,
     snapshots.content_hash,
     {%- for column in figures %}
-    {%- if appended.get(column) in figures %}
-    coalesce(snapshots.{{ column }}, snapshots.{{ appended[column] }}) as {{ column }},
-    {%- else %}
     snapshots.{{ column }},
-    {%- endif %}
     {%- endfor %}
     case when snapshots.snapshot_version = 1 then 'first snapshot' else change_lists.changed_columns end
         as changed_columns,
