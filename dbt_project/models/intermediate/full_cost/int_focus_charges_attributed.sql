@@ -5,7 +5,7 @@
 -- visible as 'unattributed' with the reason.
 -- The job wins because the compute marts charge a cloud job's bill to the job (int_job_months_costed): following
 -- the tag here put one line's money in two batches, the tag's in fct_batch_costs and the job's in fct_batch_compute.
--- A tag that names another registered batch is flagged (tag_disagrees; a warning test names the lines).
+-- A tag that names another batch than the job's is flagged (tag_disagrees; a warning test names the lines).
 -- Amounts are kept as exported. A JobID that names several jobs (reused) names the one that held it when the charge
 -- period began (int_job_aliases_resolved).
 {%- set focus_cells = [
