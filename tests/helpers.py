@@ -67,3 +67,28 @@ def cli_night(landing: Path, warehouse: Path, tamper: Sequence[str] = ()) -> Nig
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = main(["run", "--landing", str(landing), "--warehouse", str(warehouse)])
     return Night(landing, warehouse, code, out.getvalue(), err.getvalue())
+
+
+# The demo's FOCUS export, and the ResourceId of its first line: B-10's cloud job, 102.40, untagged.
+DEMO_FOCUS = Path("billing") / "aws_focus_2026-11.csv"
+DEMO_CLOUD_JOB = "arn:aws:eks:us-east-1:123456789012:job/b10-eval-cloud"
+
+
+def demo_focus_line(
+    landing: Path, resource_id: str = DEMO_CLOUD_JOB, amount: str | None = None, batch_tag: str | None = None
+) -> str:
+    """The demo FOCUS export's first line with another ResourceId, amount (its four costs) or Tags batch key."""
+    line = (landing / DEMO_FOCUS).read_text(encoding="utf-8").splitlines()[1].replace(DEMO_CLOUD_JOB, resource_id)
+    if amount is not None:
+        line = line.replace(",171.37,171.37,102.40,102.40,", f",{amount},{amount},{amount},{amount},")
+    if batch_tag is not None:
+        line = line.replace(",,AWS,AWS,AWS,", f',"{{""batch_id"": ""{batch_tag}""}}",AWS,AWS,AWS,')
+    return line
+
+
+def append_demo_focus_lines(landing: Path, *lines: str) -> None:
+    """``lines`` added at the end of the demo's FOCUS export."""
+    path = landing / DEMO_FOCUS
+    path.write_text(
+        path.read_text(encoding="utf-8").rstrip("\n") + "\n" + "".join(f"{line}\n" for line in lines), encoding="utf-8"
+    )

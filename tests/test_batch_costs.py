@@ -15,7 +15,7 @@ from fractions import Fraction
 import duckdb
 
 from cost_pipeline.publish import ENGINEERING, FINANCE, published_path
-from tests.helpers import cli_night, query
+from tests.helpers import append_demo_focus_lines, cli_night, demo_focus_line, query
 
 D = Decimal
 CAPACITY_CENTS = 2_854_082
@@ -418,16 +418,10 @@ def test_a_cloud_resource_whose_id_ends_in_a_slurm_jobid_does_not_make_that_owne
     the owned Slurm job 1001's JobID, which made the job cloud-billed at 5.00 (its 39.64 of owned capacity went to
     idle, B-7's compute understated by 34.64). Only a Kubernetes job is matched by its id's last segment: the job
     stays owned, and the line is B-7's cloud cost by its tag."""
-    focus = demo_copy / "landing" / "billing" / "aws_focus_2026-11.csv"
-    header, first, *rest = focus.read_text(encoding="utf-8").splitlines()
     instance = "//compute.googleapis.com/projects/ml/zones/us-central1-a/instances/1001"
-    line = (
-        first.replace("arn:aws:eks:us-east-1:123456789012:job/b10-eval-cloud", instance)
-        .replace(",171.37,171.37,102.40,102.40,", ",5.00,5.00,5.00,5.00,")
-        .replace(",,AWS,AWS,AWS,", ',"{""batch_id"": ""B-7""}",AWS,AWS,AWS,')
-    )
+    line = demo_focus_line(demo_copy / "landing", instance, amount="5.00", batch_tag="B-7")
     assert instance in line and ",5.00,5.00,5.00,5.00," in line and "B-7" in line
-    focus.write_text("\n".join([header, first, *rest, line]) + "\n", encoding="utf-8")
+    append_demo_focus_lines(demo_copy / "landing", line)
     warehouse = demo_copy / "warehouse.duckdb"
     compute = "select batch_id, compute_cost from marts.fct_batch_compute order by 1"
     costs = "select compute_cost from marts.fct_batch_costs where batch_id = 'B-7'"

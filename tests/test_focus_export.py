@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cost_pipeline.cli import main
-from tests.helpers import query
+from tests.helpers import append_demo_focus_lines, demo_focus_line, query
 
 # Its module-scoped fixture runs once: the whole module goes to one worker.
 pytestmark = pytest.mark.xdist_group("focus_export")
@@ -171,29 +171,30 @@ def test_one_month_and_a_warehouse_without_the_book(warehouse, tmp_path, capsys)
     assert "no night has built marts.fct_resource_book" in capsys.readouterr().err
 
 
+def _night_and_export(demo_copy: Path, tmp_path: Path, *lines: str) -> list[dict[str, str]]:
+    """The demo's next night with ``lines`` added to its FOCUS export, then the resource book exported: its rows."""
+    append_demo_focus_lines(demo_copy / "landing", *lines)
+    warehouse, out = demo_copy / "warehouse.duckdb", tmp_path / "book.csv"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("DAGSTER_HOME", raising=False)
+        assert main(["run", "--landing", str(demo_copy / "landing"), "--warehouse", str(warehouse)]) == 0
+        assert main(["export", "--focus", "--warehouse", str(warehouse), "--out", str(out)]) == 0
+    with open(out, encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
 def test_a_cloud_jobs_storage_line_is_in_the_resource_book_and_the_export_as_a_resource_of_its_own(demo_copy, tmp_path):
     """A Storage line naming B-10's cloud job (its checkpoint volume, 7.00) was in neither the job's row (compute
     lines only) nor the other resources' (lines without a job): the cash book's November cloud bill was 7.00 more
     than the resource book's and the export's, and the job's exported row took the volume's ResourceId and
     category. Now it is a resource of its own, and the job's row is its compute lines'."""
-    focus = demo_copy / "landing" / "billing" / "aws_focus_2026-11.csv"
-    header, first, *rest = focus.read_text(encoding="utf-8").splitlines()
     volume = "arn:aws:ec2:us-east-1:123456789012:volume/b10-eval-cloud"
-    line = (
-        first.replace("arn:aws:eks:us-east-1:123456789012:job/b10-eval-cloud", volume)
-        .replace(",171.37,171.37,102.40,102.40,", ",7.00,7.00,7.00,7.00,")
-        .replace(",Compute,Amazon EKS,SKU-AmazonEKS,32,GPU-Hours,", ",Storage,Amazon EBS,SKU-AmazonEBS,70,GB-Mo,")
+    line = demo_focus_line(demo_copy / "landing", volume, amount="7.00").replace(
+        ",Compute,Amazon EKS,SKU-AmazonEKS,32,GPU-Hours,", ",Storage,Amazon EBS,SKU-AmazonEBS,70,GB-Mo,"
     )
     assert volume in line and ",Storage,Amazon EBS," in line
-    focus.write_text("\n".join([header, first, *rest, line]) + "\n", encoding="utf-8")
+    rows = _night_and_export(demo_copy, tmp_path, line)
     warehouse = demo_copy / "warehouse.duckdb"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv("DAGSTER_HOME", raising=False)
-        assert main(["run", "--landing", str(demo_copy / "landing"), "--warehouse", str(warehouse)]) == 0
-        out = tmp_path / "book.csv"
-        assert main(["export", "--focus", "--warehouse", str(warehouse), "--out", str(out)]) == 0
-    with open(out, encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle))
     ((cash,),) = query(
         warehouse, "select amount from marts.fct_cash_book where item = 'cloud_bill' and month = '2026-11-01'"
     )
@@ -214,24 +215,11 @@ def test_the_books_agree_to_the_cent_on_amounts_of_less_than_a_cent(demo_copy, t
     cash book per month, the cost lines per batch and service, the resource book per resource), so they said
     142.02, 142.02 and 142.03 for one month's bill. Each line is whole cents once, rounded with the lines every book
     groups it with (here each resource's 0.005 is a cent), and every book and the export sum those."""
-    focus = demo_copy / "landing" / "billing" / "aws_focus_2026-11.csv"
-    header, first, *rest = focus.read_text(encoding="utf-8").splitlines()
-    tiny = [
-        first.replace("arn:aws:eks:us-east-1:123456789012:job/b10-eval-cloud", f"i-0tiny{n}")
-        .replace(",171.37,171.37,102.40,102.40,", ",0.005,0.005,0.005,0.005,")
-        .replace(",,AWS,AWS,AWS,", ',"{""batch_id"": ""B-10""}",AWS,AWS,AWS,')
-        for n in (1, 2, 3)
-    ]
+    tiny = [demo_focus_line(demo_copy / "landing", f"i-0tiny{n}", amount="0.005", batch_tag="B-10") for n in (1, 2, 3)]
     assert all(",0.005,0.005,0.005,0.005," in line for line in tiny)
-    focus.write_text("\n".join([header, first, *rest, *tiny]) + "\n", encoding="utf-8")
+    rows = _night_and_export(demo_copy, tmp_path, *tiny)
     warehouse = demo_copy / "warehouse.duckdb"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv("DAGSTER_HOME", raising=False)
-        assert main(["run", "--landing", str(demo_copy / "landing"), "--warehouse", str(warehouse)]) == 0
-        out = tmp_path / "book.csv"
-        assert main(["export", "--focus", "--warehouse", str(warehouse), "--out", str(out)]) == 0
-    with open(out, encoding="utf-8", newline="") as handle:
-        exported = sum(Decimal(r["BilledCost"]) for r in csv.DictReader(handle) if r["x_EvidenceLevel"] != "measured")
+    exported = sum(Decimal(r["BilledCost"]) for r in rows if r["x_EvidenceLevel"] != "measured")
     november = "month = '2026-11-01'"
     ((cash,),) = query(
         warehouse, f"select sum(amount) from marts.fct_cash_book where item = 'cloud_bill' and {november}"
