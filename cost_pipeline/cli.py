@@ -266,8 +266,9 @@ def _table(con: duckdb.DuckDBPyConnection, title: str, relation: str, columns: t
 
 
 def _unpriced(con: duckdb.DuckDBPyConnection, out) -> None:
-    """One line naming the months whose owned-GPU time had no price (their compute cost is null, never 0.00), and one
-    naming the model-months whose requests have no cost (their serving spend is not known)."""
+    """One line naming the months whose owned-GPU time had no price (their compute cost is null, never 0.00), one
+    naming the jobs on rented clusters that no bill prices yet, and one naming the model-months whose requests have
+    no cost (their serving spend is not known)."""
     try:
         months = con.execute(
             "select month_start, occupied_gpu_hours from marts.fct_gpu_hour_price where is_unpriced order by 1"
@@ -277,6 +278,19 @@ def _unpriced(con: duckdb.DuckDBPyConnection, out) -> None:
     if months:
         listed = ", ".join(f"{month:%Y-%m} ({float(hours):,.2f} GPU-h)" for month, hours in months)
         print(f"\nUnpriced months (no owned capacity in service; compute cost null, not 0.00): {listed}", file=out)
+    try:
+        unbilled = con.execute(
+            "select job_id, coalesce(batch_id, 'unattributed'), sum(occupied_gpu_hours) from marts.fct_resource_book "
+            "where cost_source = 'cloud_bill' and is_unpriced group by 1, 2 order by 1, 2"
+        ).fetchall()
+    except duckdb.CatalogException:
+        return
+    if unbilled:
+        listed = ", ".join(f"{job} ({batch}, {float(hours):,.2f} GPU-h)" for job, batch, hours in unbilled)
+        print(
+            f"\nCloud jobs not billed yet (rented cluster, no FOCUS line; compute cost null, not 0.00): {listed}",
+            file=out,
+        )
     try:
         served = con.execute(
             "select month, model, sum(unpriced_requests) from marts.fct_request_group_costs "

@@ -563,6 +563,7 @@ def _write_serving(landing: Path) -> None:
 # restates part of it (ChargeClass = Correction), bills a B-10-tagged volume, a support plan no batch owns and a
 # line tagged with a batch nobody registered.
 CLOUD_JOB = "b10-eval-cloud"
+CLOUD_CLUSTER = "eks-us-east-1"  # rented: the contract's owned_vs_cloud.cloud_clusters lists it
 CLOUD_JOB_ARN = f"arn:aws:eks:us-east-1:123456789012:job/{CLOUD_JOB}"
 FOCUS_COLUMNS = [
     "BillingAccountId",
@@ -637,7 +638,10 @@ def _write_cloud(landing: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
         "".join(
-            json.dumps(dict(e, gpus_requested=8, gpus_allocated=8, time_limit_s=21600, labels=labels)) + "\n"
+            json.dumps(
+                dict(e, cluster=CLOUD_CLUSTER, gpus_requested=8, gpus_allocated=8, time_limit_s=21600, labels=labels)
+            )
+            + "\n"
             for e in events
         ),
         encoding="utf-8",

@@ -178,3 +178,51 @@ def test_a_batch_with_one_unpriced_month_is_null_and_the_night_still_passes(tmp_
     assert query(warehouse, "select compute_cost from marts.fct_batch_compute where batch_id = 'B-7'") == [
         (Decimal("465.77"),)
     ]
+
+
+def test_a_rented_cluster_job_whose_bill_has_not_arrived_is_pending_not_owned_capacity(tmp_path):
+    """B-10's job ran on eks-us-east-1, which the contract lists as rented (owned_vs_cloud.cloud_clusters). Before
+    the provider's FOCUS file lands it has no cost yet: pending, its GPU-hours unpriced. It must not take a share
+    of the owned capacity at the internal price (which would lower every owned batch's cost)."""
+    landing = write_demo_landing(tmp_path / "landing")
+    (landing / "billing" / "aws_focus_2026-11.csv").unlink()
+    warehouse = tmp_path / "warehouse.duckdb"
+    assert run_pipeline(landing, warehouse)
+
+    full = {
+        r[0]: r[1:]
+        for r in query(
+            warehouse,
+            "select batch_id, compute_cost, owned_compute_cost, cloud_compute_cost, total_cost, pending_cost, "
+            "measured_cost, is_unpriced, unpriced_gpu_hours, weakest_evidence_level from marts.fct_batch_costs",
+        )
+    }
+    # 8 GPUs x 4 h (start 00:10, end 04:10) = 32 GPU-hours with no price; nothing of it owned.
+    assert full["B-10"] == (
+        None,
+        Decimal("0.00"),
+        None,
+        None,
+        None,
+        Decimal("0.00"),
+        True,
+        Decimal("32.0000"),
+        "pending",
+    )
+    # The owned batches keep the demo's compute cost (README): the capacity is shared by owned jobs only.
+    assert full["B-7"][:3] == (Decimal("465.77"), Decimal("465.77"), Decimal("0.00"))
+    assert full["B-8"][:3] == (Decimal("426.13"), Decimal("426.13"), Decimal("0.00"))
+    assert query(
+        warehouse,
+        "select cost_source, evidence_level, amount, gpu_hours from marts.fct_cost_lines "
+        "where batch_id = 'B-10' and cost_type = 'compute'",
+    ) == [("cloud_bill", "pending", None, Decimal("32.0000"))]
+    assert query(
+        warehouse,
+        "select count(*) from intermediate.int_capacity_costs_allocated where part_id like '%b10-eval-cloud%'",
+    ) == [(0,)]
+
+    out = io.StringIO()
+    report(warehouse, out)
+    (line,) = [line for line in out.getvalue().splitlines() if line.startswith("Cloud jobs not billed yet")]
+    assert line.endswith(": b10-eval-cloud (B-10, 32.00 GPU-h)")

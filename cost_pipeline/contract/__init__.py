@@ -187,6 +187,18 @@ class Contract:
             )
         return sku, gpus
 
+    @property
+    def cloud_clusters(self) -> tuple[str, ...]:
+        """The clusters whose GPUs are rented (owned_vs_cloud.cloud_clusters): their jobs cost what the provider bills,
+        never owned capacity; a job there with no bill yet is pending (docs/forecast.md)."""
+        names = (self.document.get("owned_vs_cloud") or {}).get("cloud_clusters") or []
+        if not isinstance(names, list) or any(not isinstance(n, str) or not n.strip() for n in names):
+            raise ValueError(
+                f"contract {self.version}: owned_vs_cloud.cloud_clusters should be a list of cluster names "
+                "(the Cluster field of sacct, the cluster of a job event)"
+            )
+        return tuple(n.strip() for n in names)
+
     def slurm_shares_per_gpu(self, kind: str) -> int | None:
         """Slurm GPU shards (``kind`` shards) or CUDA MPS shares (mps) that make one GPU
         (fractional_gpus.slurm_<kind>_per_gpu, gres.conf's Count per GPU), or None when not stated."""
@@ -558,6 +570,8 @@ class Contract:
         cloud = self.cloud_gpu_sku
         if cloud is not None:
             add("cloud_gpu_sku", cloud[0], lower_bound=cloud[1], description="The owned fleet's GPU as a cloud SKU.")
+        for name in self.cloud_clusters:
+            add("cloud_cluster", name, description="A cluster of rented GPUs: its jobs are billed, not owned capacity.")
         for code, text in doc["evidence_levels"].items():
             add("evidence_level", code, description=text)
         for code, text in doc["misread_fields"].items():

@@ -477,6 +477,9 @@ def scheduler_events(contract: Contract) -> SourceSchema:
         "scheduler_events",
         (
             Col("job_id", "VARCHAR"),
+            # The cluster the job ran on (blank: the one cluster of an export that names none); a Job name
+            # submitted on two clusters is two jobs, and the contract's owned_vs_cloud.cloud_clusters are rented.
+            Col("cluster", "VARCHAR", nullable=True),
             Col("event", "VARCHAR", checks=_isin(contract.scheduler_events)),
             Col("at", "TIMESTAMP"),
             Col("gpus_requested", "INTEGER", nullable=True, domain=GPU_COUNT),

@@ -684,6 +684,7 @@ def sacct_or_json_parser(options: SacctOptions) -> LineParser:
 
 _EVENT_FIELDS = (
     "job_id",
+    "cluster",
     "event",
     "at",
     "gpus_requested",

@@ -22,7 +22,7 @@ usage as (
         cast(null as {{ dbt.type_string() }}) as model,
         occupied_gpu_seconds as gpu_seconds
     from {{ ref('int_job_months_split') }}
-    where not is_cloud_billed
+    where not is_cloud
     union all
     select
         month_start,

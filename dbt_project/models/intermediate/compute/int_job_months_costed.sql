@@ -2,7 +2,9 @@
 -- capacity cost (int_capacity_costs_allocated: the job-months, serving replicas and idle capacity of a month sum to
 -- its capacity cost to the cent); a job a FOCUS line names by ResourceId costs what the bill says (EffectiveCost of
 -- its lines in the charge month, in the lines' whole cents: int_focus_charges_attributed), its compute lines only:
--- a Storage line that names the job (a checkpoint volume) is storage, as in int_cost_lines_unioned.
+-- a Storage line that names the job (a checkpoint volume) is storage, as in int_cost_lines_unioned. A job on a
+-- rented cluster (int_job_months_split.is_cloud) that no line bills yet is pending: its GPU-seconds with a null
+-- compute_cost and is_unpriced, never owned capacity's price and never 0.00.
 with job_months as (
     select * from {{ ref('int_job_months_split') }}
 ),
@@ -48,12 +50,16 @@ owned as (
         on job_months.job_key = allocation.job_key
         and job_months.month_start = allocation.month_start
     left join prices on job_months.month_start = prices.month_start
-    where not job_months.is_cloud_billed
+    where not job_months.is_cloud
 ),
 
 -- A cloud job's occupied time is placed in the months it ran; its bill in the months charged.
+billed_jobs as (
+    select distinct job_key from cloud_charges
+),
+
 cloud_keys as (
-    select job_key, month_start from job_months where is_cloud_billed
+    select job_key, month_start from job_months where is_cloud
     union
     select job_key, month_start from cloud_charges
 ),
@@ -68,9 +74,11 @@ cloud as (
         'cloud_bill' as cost_source,
         coalesce(job_months.occupied_gpu_seconds, 0) as occupied_gpu_seconds,
         cast(null as double) as price_per_available_gpu_hour,
-        coalesce(cloud_charges.compute_cost, cast(0 as decimal(18, 2))) as compute_cost,
+        -- A month of a billed job without a line of its own (run in October, billed in November) is 0.00 here.
+        case when billed_jobs.job_key is not null
+            then coalesce(cloud_charges.compute_cost, cast(0 as decimal(18, 2))) end as compute_cost,
         cloud_charges.list_cost,
-        false as is_unpriced
+        billed_jobs.job_key is null as is_unpriced
     from cloud_keys
     inner join {{ ref('int_jobs_attributed') }} as jobs on cloud_keys.job_key = jobs.job_key
     left join job_months
@@ -79,6 +87,7 @@ cloud as (
     left join cloud_charges
         on cloud_keys.job_key = cloud_charges.job_key
         and cloud_keys.month_start = cloud_charges.month_start
+    left join billed_jobs on cloud_keys.job_key = billed_jobs.job_key
 )
 
 select * from owned

@@ -1,10 +1,13 @@
 -- Each job's occupied GPU time split over the calendar months it ran in, every month from its start to its end (one
 -- it runs straight through too). A job whose occupation has gaps (a requeued Kubernetes job) is spread over its span
 -- in proportion; its months add up to its occupied GPU-seconds exactly. is_cloud_billed marks a job that a FOCUS
--- compute line (not Storage) names by ResourceId: its cost comes from the bill, not from owned capacity.
+-- compute line (not Storage) names by ResourceId; is_cloud a job billed so or run on a cluster the newest contract
+-- lists as rented (owned_vs_cloud.cloud_clusters): its cost comes from the bill, never from owned capacity, and
+-- until the bill arrives it has none (pending in int_job_months_costed).
 with jobs as (
     select
         job_key,
+        cluster,
         job_id,
         batch_id,
         phase,
@@ -21,6 +24,12 @@ cloud_jobs as (
     where job_key is not null and {{ is_cloud_compute('service_category') }}
 ),
 
+cloud_clusters as (
+    select distinct code as cluster
+    from {{ ref('stg_contract__enumerations') }}
+    where enumeration = 'cloud_cluster' and contract_version = {{ latest_contract_version() }}
+),
+
 months as (
     {{ months_run('jobs', 'start_at', 'end_at') }}
 ),
@@ -32,6 +41,7 @@ month_bounds as (
 job_overlaps as (
     select
         jobs.job_key,
+        jobs.cluster,
         jobs.job_id,
         jobs.batch_id,
         jobs.phase,
@@ -73,6 +83,8 @@ select
                 * (job_months_through.through_seconds - job_months_through.overlap_seconds)
                 / job_months_through.span_seconds, 0)
     end as bigint) as occupied_gpu_seconds,
-    cloud_jobs.job_key is not null as is_cloud_billed
+    cloud_jobs.job_key is not null as is_cloud_billed,
+    cloud_jobs.job_key is not null or cloud_clusters.cluster is not null as is_cloud
 from job_months_through
 left join cloud_jobs on job_months_through.job_key = cloud_jobs.job_key
+left join cloud_clusters on job_months_through.cluster = cloud_clusters.cluster

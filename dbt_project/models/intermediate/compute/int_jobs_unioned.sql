@@ -20,7 +20,7 @@ ordered_events as (
     select
         *,
         lag(event_type) over (
-            partition by job_id order by event_at, submit_first, source_file, source_line
+            partition by cluster, job_id order by event_at, submit_first, source_file, source_line
         ) as previous_event_type
     from ranked_events
 ),
@@ -29,7 +29,7 @@ events as (
     select
         *,
         sum(case when event_type = 'submit' or previous_event_type = 'end' then 1 else 0 end) over (
-            partition by job_id order by event_at, submit_first, source_file, source_line
+            partition by cluster, job_id order by event_at, submit_first, source_file, source_line
             rows between unbounded preceding and current row
         ) as run_number
     from ordered_events
@@ -38,16 +38,17 @@ events as (
 -- A Kubernetes job occupies its GPUs from each start until the next preempt, requeue or end.
 event_sequence as (
     select
+        cluster,
         job_id,
         event_type,
         event_at,
         state,
         run_number,
         lead(event_at) over (
-            partition by job_id, run_number order by event_at, submit_first, source_file, source_line
+            partition by cluster, job_id, run_number order by event_at, submit_first, source_file, source_line
         ) as next_event_at,
         row_number() over (
-            partition by job_id, run_number
+            partition by cluster, job_id, run_number
             order by event_at desc, submit_first desc, source_file desc, source_line desc
         ) as recency
     from events
@@ -55,6 +56,7 @@ event_sequence as (
 
 event_jobs as (
     select
+        cluster,
         job_id,
         min(case when event_type = 'submit' then event_at end) as submit_at,
         min(event_at) as first_event_at,
@@ -68,11 +70,12 @@ event_jobs as (
         max(case when event_type = 'end' and recency = 1 then state end) as end_state,
         run_number
     from event_sequence
-    group by job_id, run_number
+    group by cluster, job_id, run_number
 ),
 
 event_attributes as (
     select
+        cluster,
         job_id,
         max(gpus_requested) as gpus_requested,
         max(gpus_allocated) as gpus_allocated,
@@ -86,15 +89,15 @@ event_attributes as (
         max(end_reason) as end_reason,
         run_number
     from events
-    group by job_id, run_number
+    group by cluster, job_id, run_number
 ),
 
 kubernetes as (
     select
         -- A run whose submit was never exported is keyed by its first event: two such runs of a name are two jobs.
-        {{ job_key('cast(null as ' ~ dbt.type_string() ~ ')', 'event_jobs.job_id',
+        {{ job_key("nullif(event_jobs.cluster, '')", 'event_jobs.job_id',
                    'coalesce(event_jobs.submit_at, event_jobs.first_event_at)') }} as job_key,
-        cast(null as {{ dbt.type_string() }}) as cluster,
+        nullif(event_jobs.cluster, '') as cluster,
         event_jobs.job_id,
         cast(null as {{ dbt.type_string() }}) as job_id_raw,
         'kubernetes' as scheduler,
@@ -139,7 +142,8 @@ kubernetes as (
         event_attributes.end_reason
     from event_jobs
     inner join event_attributes
-        on event_jobs.job_id = event_attributes.job_id
+        on event_jobs.cluster is not distinct from event_attributes.cluster
+        and event_jobs.job_id = event_attributes.job_id
         and event_jobs.run_number = event_attributes.run_number
 ),
 

@@ -3,7 +3,8 @@
 -- and energy cost = facility energy x the month's electricity price (contract energy.price_per_kwh), rounded once
 -- to the cent; a month without a price has no energy cost (null). fct_energy_reconciliation sets these against the
 -- ledger's power bill and shows the rest as the gap. A job-month with no measured sample has null energy
--- (unobserved); a cloud-billed job's power is in its cloud price, so it has GPU energy but no facility figures.
+-- (unobserved); a cloud job's power (billed, or on a rented cluster) is in its cloud price, so it has GPU energy
+-- but no facility figures.
 with job_months as (
     select
         job_months.job_key,
@@ -11,7 +12,7 @@ with job_months as (
         job_months.phase,
         job_months.month_start,
         job_months.occupied_gpu_seconds,
-        job_months.is_cloud_billed,
+        job_months.is_cloud,
         jobs.contract_version
     from {{ ref('int_job_months_split') }} as job_months
     inner join {{ ref('int_jobs_attributed') }} as jobs on job_months.job_key = jobs.job_key
@@ -51,7 +52,7 @@ measured as (
         parameters.pue,
         grid_intensities.grid_intensity_g_co2e_per_kwh,
         energy_prices.price_per_kwh,
-        case when not job_months.is_cloud_billed then energy.gpu_kwh * parameters.pue end as facility_kwh
+        case when not job_months.is_cloud then energy.gpu_kwh * parameters.pue end as facility_kwh
     from job_months
     left join energy on job_months.job_key = energy.job_key and job_months.month_start = energy.month_start
     left join parameters on job_months.contract_version = parameters.contract_version
@@ -69,7 +70,7 @@ select
     measured.phase,
     measured.month_start,
     measured.contract_version,
-    measured.is_cloud_billed,
+    measured.is_cloud,
     measured.occupied_gpu_seconds,
     measured.power_observed_gpu_seconds,
     measured.counter_observed_gpu_seconds,

@@ -9,23 +9,24 @@
 -- phase 'batch_level'. Amounts are unrounded here: fct_cost_lines rounds each line to the cent once.
 -- No silent zero: owned compute in a month without an internal GPU-hour price (int_job_months_costed.is_unpriced)
 -- is a row too, with its GPU-hours, a null amount (and range, and rerun_amount for a rerun) and is_unpriced true,
--- so that every total built on it is null and flagged rather than the sum of the priced part.
+-- so that every total built on it is null and flagged rather than the sum of the priced part. So is a job on a
+-- rented cluster that no FOCUS line bills yet (cost_source cloud_bill, evidence pending, its GPU-hours, no amount).
 with jobs as (
     select costed.job_key, costed.is_rerun, reviewed.review_class
     from {{ ref('int_jobs_costed') }} as costed
     inner join {{ ref('int_jobs_reviewed') }} as reviewed on costed.job_key = reviewed.job_key
 ),
 
-owned_compute as (
+job_compute as (
     select
         costs.batch_id,
         costs.phase,
         costs.month_start,
         'compute' as cost_type,
-        'owned_capacity' as cost_source,
+        costs.cost_source,
         'gpu_time' as cost_detail,
         cast(null as {{ dbt.type_string() }}) as labour_category,
-        'measured' as evidence_level,
+        case when costs.cost_source = 'owned_capacity' then 'measured' else 'pending' end as evidence_level,
         jobs.review_class,
         costs.compute_cost as amount,
         costs.compute_cost as amount_low,
@@ -38,7 +39,7 @@ owned_compute as (
         costs.is_unpriced
     from {{ ref('int_job_months_costed') }} as costs
     inner join jobs on costs.job_key = jobs.job_key
-    where costs.cost_source = 'owned_capacity'
+    where costs.cost_source = 'owned_capacity' or costs.is_unpriced
 ),
 
 cloud as (
@@ -139,7 +140,7 @@ services as (
     from {{ ref('int_service_invoices_costed') }}
 )
 
-select * from owned_compute
+select * from job_compute
 union all
 select * from cloud
 union all

@@ -27,7 +27,7 @@ phases as (
         sum(power_observed_gpu_seconds) as power_observed_gpu_seconds,
         sum(counter_observed_gpu_seconds) as counter_observed_gpu_seconds,
         sum(power_observed_gpu_seconds + counter_observed_gpu_seconds) as observed_gpu_seconds,
-        sum(case when is_cloud_billed then gpu_kwh end) as cloud_gpu_kwh
+        sum(case when is_cloud then gpu_kwh end) as cloud_gpu_kwh
     from job_months
     group by batch_id, phase
 )

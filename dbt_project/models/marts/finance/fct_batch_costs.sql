@@ -2,12 +2,16 @@
 -- sums of its lines in fct_cost_lines. total_cost = compute + storage + labour + services; rerun_cost is the
 -- part of compute_cost spent on reruns, shown apart and not added again. Cloud lines count at EffectiveCost.
 -- The evidence columns split total_cost by evidence level; low/high add up each line's range.
--- No silent zero: a batch with an unpriced owned compute line (no internal GPU-hour price for its month) has
--- is_unpriced and unpriced_gpu_hours, and a null compute_cost, owned_compute_cost, rerun_cost, total_cost (low,
--- high) and measured_cost - never the sum of the priced lines shown as a total. Its storage, labour, services and
--- cloud compute stay, as do the billed, assumed and pending parts.
-{%- set unpriced_nulls = ['compute_cost', 'owned_compute_cost', 'rerun_cost', 'total_cost', 'total_cost_low',
-                          'total_cost_high', 'measured_cost'] %}
+-- No silent zero: a batch with an unpriced compute line has is_unpriced and unpriced_gpu_hours, and a null
+-- compute_cost, rerun_cost and total_cost (low, high) - never the sum of the priced lines shown as a total. An owned
+-- line without an internal GPU-hour price for its month also nulls owned_compute_cost and measured_cost; a job on a
+-- rented cluster whose bill has not arrived (pending, no amount) nulls cloud_compute_cost and pending_cost. The
+-- other parts (storage, labour, services, billed, assumed) stay.
+{%- set unpriced_nulls = {
+    'compute_cost': 'is_unpriced', 'rerun_cost': 'is_unpriced', 'total_cost': 'is_unpriced',
+    'total_cost_low': 'is_unpriced', 'total_cost_high': 'is_unpriced',
+    'owned_compute_cost': 'is_owned_unpriced', 'measured_cost': 'is_owned_unpriced',
+    'cloud_compute_cost': 'is_cloud_pending', 'pending_cost': 'is_cloud_pending'} %}
 
 with lines as (
     select * from {{ ref('fct_cost_lines') }}
@@ -46,6 +50,8 @@ totals as (
         sum(case when evidence_level = 'pending' then amount else 0 end) as pending_cost,
         max(case when has_correction then 1 else 0 end) = 1 as has_correction,
         max(case when is_unpriced then 1 else 0 end) = 1 as is_unpriced,
+        max(case when is_unpriced and cost_source = 'owned_capacity' then 1 else 0 end) = 1 as is_owned_unpriced,
+        max(case when is_unpriced and cost_source = 'cloud_bill' then 1 else 0 end) = 1 as is_cloud_pending,
         sum(case when is_unpriced then gpu_hours else 0 end) as unpriced_gpu_hours
     from lines
     group by batch_id
@@ -62,7 +68,7 @@ select
                        'services_cost', 'rerun_cost', 'total_cost', 'total_cost_low', 'total_cost_high',
                        'billed_cost', 'measured_cost', 'assumed_cost', 'pending_cost'] %}
     {%- if column in unpriced_nulls %}
-    case when not coalesce(totals.is_unpriced, false)
+    case when not coalesce(totals.{{ unpriced_nulls[column] }}, false)
         then cast(coalesce(totals.{{ column }}, 0) as decimal(18, 2)) end as {{ column }},
     {%- else %}
     cast(coalesce(totals.{{ column }}, 0) as decimal(18, 2)) as {{ column }},
@@ -70,7 +76,7 @@ select
     {%- endfor %}
     case
         when coalesce(totals.total_cost, 0) = 0 and not coalesce(totals.is_unpriced, false) then 'none'
-        when totals.pending_cost <> 0 then 'pending'
+        when totals.pending_cost <> 0 or totals.is_cloud_pending then 'pending'
         when totals.assumed_cost <> 0 then 'assumed'
         when totals.measured_cost <> 0 or totals.is_unpriced then 'measured'
         else 'billed'

@@ -2,13 +2,15 @@ with source as (
     select * from {{ source('raw', 'scheduler_events') }}
 ),
 
--- An event stream shipped again: each event (job, kind, time) once, from the newest file.
+-- An event stream shipped again: each event (cluster, job, kind, time) once, from the newest file.
 newest as (
-    {{ newest_delivery('source', ['job_id', 'event', adapter.quote('at')]) }}
+    {{ newest_delivery('source', ['cluster', 'job_id', 'event', adapter.quote('at')]) }}
 ),
 
 renamed as (
     select
+        -- Blank when the stream names no cluster (one cluster's export): '' so that it keys and partitions as one.
+        coalesce(cluster, '') as cluster,
         job_id,
         event as event_type,
         {{ adapter.quote("at") }} as event_at,
