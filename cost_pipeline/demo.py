@@ -719,7 +719,8 @@ STORAGE_OBJECTS = [
     ),
     ("scratch/tmp-dump.bin", 600, "2026-11-01T00:00:00.000Z", "d0e1f203142536475869707a8b9c0d1e", "STANDARD"),
 ]
-# An earlier inventory of ml-prod in the same month (header CSV, date in the name): superseded by the 30th's.
+# An earlier inventory of ml-prod in the same month (header CSV, date in the name): the object it lists is not in
+# the 30th's (deleted since), so it is charged until the 23rd and is no finding.
 STORAGE_EARLIER = [
     ("scratch/old-dump.bin", 900, "2026-11-02T00:00:00.000Z", "e1f20314253647586970a8b9c0d1e2f3", "STANDARD")
 ]

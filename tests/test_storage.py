@@ -433,6 +433,8 @@ DEMO_OBJECTS = {
     ("ml-prod", "checkpoints/b8/step-500.ckpt"): ("B-8", "checkpoint", 600, STANDARD, 10),
     ("ml-prod", "models/b8/candidates/cand-1.safetensors"): ("B-8", "candidate_model", 150, STANDARD, 6),
     ("ml-prod", "scratch/tmp-dump.bin"): ("unattributed", None, 600, STANDARD, 29),
+    # Listed by the inventory of the 23rd only (written the 2nd): deleted before the 30th, held 21 days.
+    ("ml-prod", "scratch/old-dump.bin"): ("unattributed", None, 900, STANDARD, 21),
     ("ml-archive", "raw/b8/shard-000.parquet"): ("B-8", "backup", 1500, GLACIER, 15),
     ("ml-archive", "tmp/unpriced.bin"): ("unattributed", None, 10, None, 29),
 }
@@ -448,7 +450,8 @@ def test_demo_storage_cost_per_object(demo_run):
         (b, k): (batch, purpose, size, cost, unpriced, month)
         for b, k, batch, purpose, size, cost, unpriced, month in rows
     }
-    # The earlier inventory of the month (2026-11-23, scratch/old-dump.bin) is superseded by the 30th's.
+    # Each object from its last listing: scratch/old-dump.bin, in the earlier inventory of the month (2026-11-23)
+    # and not in the 30th's, is charged until the 23rd.
     assert set(got) == set(DEMO_OBJECTS)
     for place, (batch, purpose, gib, price, days) in DEMO_OBJECTS.items():
         cost = _rounded(Fraction(0) if price is None else _cost(gib, price, days), "0.000001")
@@ -466,8 +469,50 @@ def test_demo_storage_cost_per_batch(demo_run):
     for batch, _, gib, price, days in DEMO_OBJECTS.values():
         expected[batch] = expected.get(batch, Fraction(0)) + (0 if price is None else _cost(gib, price, days))
     assert dict(rows) == {batch: _rounded(total) for batch, total in expected.items()}
-    # 66.70 + 9.20 + 6.44 + 0.80 + 0.25 + 6.67; 33.35 + 4.60 + 0.69 + 3.00; 13.34 + 0.00 (unpriced)
-    assert dict(rows) == {"B-7": Decimal("90.06"), "B-8": Decimal("41.64"), "unattributed": Decimal("13.34")}
+    # 66.70 + 9.20 + 6.44 + 0.80 + 0.25 + 6.67; 33.35 + 4.60 + 0.69 + 3.00; 13.34 + 14.49 + 0.00 (unpriced)
+    assert dict(rows) == {"B-7": Decimal("90.06"), "B-8": Decimal("41.64"), "unattributed": Decimal("27.83")}
+
+
+def test_a_prefix_filtered_inventory_delivered_later_hides_no_other_object(demo_copy):
+    """A second inventory configuration of ml-prod, filtered to logs/, delivered on the 30th at 06:00, after the
+    whole-bucket one of 00:00. Each object counts from its last listing: the log six hours longer, every other object
+    as before (the bucket's latest inventory alone, as before, kept the log and dropped the rest)."""
+    from tests.helpers import cli_night
+
+    landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
+    before = dict(
+        query(
+            warehouse,
+            "select object_key, storage_cost from intermediate.int_storage_objects_costed where bucket = 'ml-prod'",
+        )
+    )
+    (landing / "storage" / "ml-prod-logs_inventory_2026-11-30T06-00Z.csv").write_text(
+        "Bucket,Key,Size,LastModifiedDate,ETag,StorageClass\n"
+        f"ml-prod,logs/b7/train.log,{300 * GIB},2026-09-30T00:00:00.000Z,5e6f708192a3b4c5d6e7f8091a2b3c4d,STANDARD\n",
+        encoding="utf-8",
+    )
+    night = cli_night(landing, warehouse)
+    assert night.code == 0, night.err
+    after = dict(
+        query(
+            warehouse,
+            "select object_key, storage_cost from intermediate.int_storage_objects_costed where bucket = 'ml-prod'",
+        )
+    )
+    assert set(after) == set(before)
+    # 300 GiB x 0.023 x (29 days + 6 hours) / 30 days = 6.73875; the other objects unchanged.
+    assert after.pop("logs/b7/train.log") == _rounded(
+        300 * Fraction(STANDARD) * Fraction(29 * 24 + 6, 30 * 24), "0.000001"
+    )
+    before.pop("logs/b7/train.log")
+    assert after == before
+    # The log is past its retention once, not twice; the deleted scratch/old-dump.bin is no finding.
+    findings = query(
+        warehouse,
+        "select finding, object_key from marts.fct_storage_governance where bucket = 'ml-prod' order by 1, 2",
+    )
+    assert ("past_retention", "logs/b7/train.log") in findings
+    assert not [key for _, key in findings if key == "scratch/old-dump.bin"]
 
 
 def test_demo_storage_governance_rows(demo_run):

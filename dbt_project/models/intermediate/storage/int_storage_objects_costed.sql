@@ -1,9 +1,14 @@
--- One row per object (or object version) in each bucket's latest inventory of each month (I6, R9, R19): the prefix
--- rule that owns it (longest matching prefix), its batch, purpose, retention, duplicate ETags, and its storage
--- cost for the month. Cost = size in GB (2^30 bytes) x price per GB-month x held share of the month, where the
--- object is held from LastModifiedDate (or the month's start, if earlier) to the inventory date, over the length of
--- the month that contains the inventory date. storage_cost is kept unrounded (6 decimals) per object; every total
--- above rounds once to the cent.
+-- One row per object (or object version) listed in any inventory of its bucket in each month (I6, R9, R19), from
+-- its last listing of the month: the prefix rule that owns it (longest matching prefix), its batch, purpose,
+-- retention, duplicate ETags, and its storage cost for the month. Cost = size in GB (2^30 bytes) x price per
+-- GB-month x held share of the month, where the object is held from LastModifiedDate (or the month's start, if
+-- earlier) to its last listing's inventory date, over the length of the month that contains it. Every inventory
+-- of a bucket counts, whatever its configuration: a prefix-filtered configuration delivered after the whole-bucket
+-- one does not hide the other objects, and an object deleted mid-month is charged until its last listing.
+-- is_current: no later inventory of the month covers its key (a later inventory covers the keys between its first
+-- and last, which an S3 prefix filter keeps together) without listing it; an object not current was deleted
+-- within the month and is no governance finding. storage_cost is kept unrounded (6 decimals) per object; every
+-- total above rounds once to the cent.
 with objects as (
     select
         *,
@@ -11,28 +16,72 @@ with objects as (
     from {{ ref('stg_storage__inventory_objects') }}
 ),
 
-latest_inventories as (
+-- Each object's last listing of the month; an object listed twice in one inventory (a data file delivered again
+-- under another name, with other bytes) counts once: its listing in the last file, last line.
+ranked_listings as (
+    select
+        objects.*,
+        row_number() over (
+            partition by bucket, object_key, version_id, month_start
+            order by inventory_at desc, source_file desc, source_line desc
+        ) as listing_rank
+    from objects
+),
+
+last_listings as (
+    select * from ranked_listings where listing_rank = 1
+),
+
+-- Each inventory (bucket, instant) of a month and the range of keys it covers.
+inventories as (
     select
         bucket,
         month_start,
-        max(inventory_at) as inventory_at
+        inventory_at,
+        min(object_key) as first_key,
+        max(object_key) as last_key
     from objects
+    group by bucket, month_start, inventory_at
+),
+
+latest_inventories as (
+    select bucket, month_start, max(inventory_at) as inventory_at
+    from inventories
     group by bucket, month_start
 ),
 
--- The month's latest inventory of each bucket.
-latest_listings as (
-    select objects.*
-    from objects
+-- Objects a later inventory of the month covers without listing them: deleted before it. Only the objects not in
+-- the bucket's latest inventory of the month are compared (few: the latest lists nearly everything).
+deleted as (
+    select distinct
+        listings.bucket,
+        listings.object_key,
+        listings.version_id,
+        listings.month_start
+    from last_listings as listings
     inner join latest_inventories
-        on objects.bucket = latest_inventories.bucket
-        and objects.inventory_at = latest_inventories.inventory_at
+        on listings.bucket = latest_inventories.bucket
+        and listings.month_start = latest_inventories.month_start
+    inner join inventories
+        on listings.bucket = inventories.bucket
+        and listings.month_start = inventories.month_start
+        and inventories.inventory_at > listings.inventory_at
+        and listings.object_key >= inventories.first_key
+        and listings.object_key <= inventories.last_key
+    where listings.inventory_at < latest_inventories.inventory_at
 ),
 
--- An object listed twice in one inventory (a data file delivered again under another name, with other bytes)
--- counts once: its listing in the last file, last line.
 current_objects as (
-    {{ newest_delivery('latest_listings', ['bucket', 'object_key', 'version_id', 'inventory_at']) }}
+    select
+        last_listings.*,
+        deleted.object_key is null as is_current
+    from last_listings
+    left join deleted
+        on last_listings.bucket = deleted.bucket
+        and last_listings.object_key = deleted.object_key
+        and last_listings.month_start = deleted.month_start
+        and (last_listings.version_id = deleted.version_id
+            or (last_listings.version_id is null and deleted.version_id is null))
 ),
 
 rules as (
@@ -65,7 +114,7 @@ best_rules as (
     select * from rule_matches where match_rank = 1
 ),
 
--- Each distinct place (bucket, key) an ETag is held in the month's latest inventories.
+-- Each distinct place (bucket, key) an ETag is held in at the month's end (objects still current).
 etag_places as (
     select distinct
         month_start,
@@ -74,7 +123,7 @@ etag_places as (
         object_key,
         {{ dbt.concat(["'s3://'", 'bucket', "'/'", 'object_key']) }} as location
     from current_objects
-    where etag is not null
+    where etag is not null and is_current
 ),
 
 etag_counts as (
@@ -101,6 +150,7 @@ ruled as (
         current_objects.last_modified_at,
         current_objects.inventory_at,
         current_objects.month_start,
+        current_objects.is_current,
         current_objects.source_file,
         current_objects.source_line,
         best_rules.prefix as rule_prefix,
@@ -197,6 +247,7 @@ duplicates as (
         on costed.month_start = etag_places.month_start
         and costed.etag = etag_places.etag
         and not (costed.bucket = etag_places.bucket and costed.object_key = etag_places.object_key)
+    where costed.is_current
     group by costed.bucket, costed.object_key, costed.etag, costed.month_start
 )
 
@@ -210,6 +261,7 @@ select
     costed.last_modified_at,
     costed.inventory_at,
     costed.month_start,
+    costed.is_current,
     costed.rule_prefix,
     costed.purpose,
     costed.owner,

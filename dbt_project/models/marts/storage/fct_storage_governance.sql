@@ -1,9 +1,11 @@
--- Storage governance (R19): every object of a month's latest inventories that needs action, once per finding:
+-- Storage governance (R19): every object held at a month's end (int_storage_objects_costed.is_current: listed in
+-- the month's inventories and not deleted before a later one) that needs action, once per finding:
 -- no_owner_or_purpose (no prefix rule names its owner and purpose), past_retention (last modified + retention <
 -- inventory date) and duplicate (its ETag is also held under another bucket/key that month). An object with two
 -- findings has two rows. monthly_cost is the object's storage cost for the month, rounded once to the cent here.
 with objects as (
     select * from {{ ref('int_storage_objects_costed') }}
+    where is_current
 ),
 
 findings as (
