@@ -4,11 +4,13 @@ restarts, lineage and repeated same-cause failures."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import duckdb
 
 from cost_pipeline.cli import run_pipeline
+from tests.helpers import query
 
 
 def _event(job_id: str, event: str, at: str, **extra: object) -> str:
@@ -86,3 +88,74 @@ def test_kubernetes_jobs_reach_the_marts(tmp_path):
     assert runs["k2"][5:8] == (Decimal(4), True, True)
     assert runs["k3"][1:4] == ("RUNNING", "running", "running") and runs["k3"][5] == 0
     assert failures == [("scheduler_limit", 2, 2, Decimal(12))]
+
+
+def _scrape_lines(host: str, gpu: int, pod: str, at: datetime) -> list[str]:
+    """One dcgm-exporter scrape of a GPU held by a Kubernetes pod (an effective_compute sample), stamped in ms."""
+    metrics = {
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.93,
+        "DCGM_FI_PROF_SM_ACTIVE": 0.81,
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.42,
+        "DCGM_FI_PROF_NVLINK_TX_BYTES": 1.5e9,
+        "DCGM_FI_PROF_NVLINK_RX_BYTES": 0.5e9,
+        "DCGM_FI_DEV_POWER_USAGE": 650.5,
+    }
+    labels = f'gpu="{gpu}",Hostname="{host}",container="main",namespace="ml",pod="{pod}"'
+    return [f"{metric}{{{labels}}} {value} {int(at.timestamp() * 1000)}" for metric, value in metrics.items()]
+
+
+def test_an_indexed_jobs_pods_samples_are_its_own(tmp_path):
+    """An Indexed Job's pods are <job>-<completion index>-<5 characters>: their samples are the Job's, while a Job
+    really named <job>-<digits> keeps its own (an exact name wins)."""
+    landing = tmp_path / "landing"
+    (landing / "registry").mkdir(parents=True)
+    (landing / "registry" / "batches.csv").write_text(
+        "batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"
+        "B-1,p,g,t,d,m,c,cfg,v1\n",
+        encoding="utf-8",
+    )
+    (landing / "scheduler").mkdir()
+    # train-b7, an Indexed Job of two completions on two GPUs, and a Job named train-b7-3 on one, both 01:00-01:10.
+    (landing / "scheduler" / "events.jsonl").write_text(
+        "\n".join(
+            line
+            for job, gpus in (("train-b7", 2), ("train-b7-3", 1))
+            for line in (
+                _event(job, "start", "2026-11-02T01:00:00", gpus_requested=gpus, gpus_allocated=gpus),
+                _event(job, "end", "2026-11-02T01:10:00", gpus_requested=gpus, gpus_allocated=gpus, state="Succeeded"),
+            )
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    # A scrape a minute from 01:00 to 01:09: node-01's GPUs 0 and 1 run train-b7's completion indexes 0 and 1,
+    # node-02's GPU 0 runs train-b7-3's pod.
+    (landing / "telemetry").mkdir()
+    start = datetime(2026, 11, 2, 1, 0, tzinfo=UTC)
+    pods = (("node-01", 0, "train-b7-0-x7k2p"), ("node-01", 1, "train-b7-1-a1b2c"), ("node-02", 0, "train-b7-3-q9w8e"))
+    for host in ("node-01", "node-02"):
+        lines = [
+            line
+            for minute in range(10)
+            for pod_host, gpu, pod in pods
+            if pod_host == host
+            for line in _scrape_lines(host, gpu, pod, start + timedelta(minutes=minute))
+        ]
+        (landing / "telemetry" / f"{host}.prom").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    warehouse = tmp_path / "warehouse.duckdb"
+    assert run_pipeline(landing, warehouse)
+
+    runs = query(
+        warehouse,
+        "select job_id, samples, occupied_gpu_hours, effective_compute_gpu_hours, unobserved_gpu_hours "
+        "from marts.fct_runs order by job_id",
+    )
+    unattributed = query(warehouse, "select reason, samples from marts.fct_unattributed_gpu_hours")
+    # Each sample stands for the 60 s to its GPU's next one (the last to the job's end at 01:10): train-b7's two
+    # GPUs 10 samples x 60 s each, 1,200 GPU-seconds = 0.3333 GPU-hours, all effective compute (engine 0.93), none
+    # unobserved; train-b7-3's one GPU 600 GPU-seconds = 0.1667 GPU-hours. No sample is left unattributed.
+    assert runs == [
+        ("train-b7", 20, Decimal("0.3333"), Decimal("0.3333"), Decimal(0)),
+        ("train-b7-3", 10, Decimal("0.1667"), Decimal("0.1667"), Decimal(0)),
+    ]
+    assert unattributed == []

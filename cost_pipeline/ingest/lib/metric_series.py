@@ -28,7 +28,9 @@ _KEYS = ("landing_file", "timestamp", "hostname", "gpu", "gpu_instance_id", "gpu
 
 
 # The job a sample's labels name: DCGM's HPC job mapping (hpc_job), else the Kubernetes Job that owns the pod
-# (the Job controller names its pods <job name>-<5 random characters>; the scheduler events name the Job).
+# (the Job controller names its pods <job name>-<5 random characters>; the scheduler events name the Job). An Indexed
+# Job's pods are <job name>-<completion index>-<5 random characters>: their label keeps the index (train-b7-3), and
+# int_device_samples_attributed gives it to the Job when no job of that very name ran then (it knows the jobs).
 def job_from_labels(hpc_job: str, pod: str) -> str:
     """The SQL expression of a sample's job, from its ``hpc_job`` and ``pod`` label expressions."""
     job = trimmed_sql(hpc_job)

@@ -1,7 +1,13 @@
 -- Every device sample with the job (job_key) it is attributed to, and how (R5). A sample whose job label names a
 -- JobID or raw id belongs to the job that held that id at the sample time (held_by_alias: a JobID reused after a
 -- controller reset or on another cluster names another job at another time), when that job's run interval
--- [start, end) holds the sample time. A sample without a job
+-- [start, end) holds the sample time. A label that names no job running then and ends in -<digits> belongs, by
+-- the same rule (held_by_alias, run interval), to the Kubernetes job the label names without that suffix: the Job
+-- controller names an Indexed Job's pods <job name>-<completion index>-<5 characters>, so its pods' labels say
+-- train-b7-3 for Job train-b7 (macros/indexed_job_name.sql). A job running then under the label's own name keeps
+-- it (a Job named train-3 keeps its samples), and no Slurm job is found so. The second join reads the index only
+-- of the samples the first found no job for: it adds no scan, and when every label names its job no work per
+-- sample but a null key. A sample without a job
 -- label belongs to the Slurm allocation whose node list held its host at that time, when exactly one did (an
 -- exclusive node) and it held whole GPUs: a MIG instance's sample, or a sample on the node of a job holding only a
 -- share of a GPU (MIG instances, Slurm shards), needs its job label, since the node's other GPUs or instances may
@@ -26,7 +32,8 @@ with jobs as (
         start_at,
         end_at,
         mig_instances_allocated > 0 or shards_allocated > 0 or mps_allocated > 0 as holds_gpu_share,
-        gpus_allocated
+        gpus_allocated,
+        scheduler
     from {{ ref('int_jobs_attributed') }}
     where start_at is not null and end_at is not null
 ),
@@ -39,7 +46,8 @@ alias_jobs as (
         job_aliases.held_until,
         jobs.job_key,
         jobs.start_at,
-        jobs.end_at
+        jobs.end_at,
+        jobs.scheduler
     from {{ ref('int_job_aliases_resolved') }} as job_aliases
     inner join jobs on job_aliases.job_key = jobs.job_key
 ),
@@ -67,14 +75,17 @@ host_jobs as (
     inner join jobs on allocation_hosts.job_key = jobs.job_key
 ),
 
--- A labelled sample: one row per job its label names at its time, or one row without a job when it names none
--- running then (label_names_no_running_job).
+-- A labelled sample: one row per job its label names at its time, else the Kubernetes job its label names less a
+-- completion index (an Indexed Job's pod), or one row without a job when it names none running then
+-- (label_names_no_running_job).
 labelled as (
     select
         samples.*,
-        alias_jobs.job_key as attributed_job_key,
-        case when alias_jobs.job_key is not null then 'job_label' else 'label_names_no_running_job' end
-            as attribution
+        coalesce(alias_jobs.job_key, indexed_jobs.job_key) as attributed_job_key,
+        case
+            when coalesce(alias_jobs.job_key, indexed_jobs.job_key) is not null then 'job_label'
+            else 'label_names_no_running_job'
+        end as attribution
     from {{ ref('stg_telemetry__device_samples') }} as samples
     left join alias_jobs
         on
@@ -82,6 +93,15 @@ labelled as (
             and {{ held_by_alias('alias_jobs', 'samples.sampled_at') }}
             and samples.sampled_at >= alias_jobs.start_at
             and samples.sampled_at < alias_jobs.end_at
+    -- The index is read only when the label named no job running then (a null key joins nothing).
+    left join alias_jobs as indexed_jobs
+        on
+            case when alias_jobs.job_key is null then {{ indexed_job_name('samples.job_id') }} end
+            = indexed_jobs.alias_job_id
+            and indexed_jobs.scheduler = 'kubernetes'
+            and {{ held_by_alias('indexed_jobs', 'samples.sampled_at') }}
+            and samples.sampled_at >= indexed_jobs.start_at
+            and samples.sampled_at < indexed_jobs.end_at
     where samples.job_id is not null
 ),
 
