@@ -480,3 +480,32 @@ def test_demo_batch_plan(demo_run):
         ("B-7", Decimal("8000.00"), Decimal("250.00"), 3, Decimal("10.00")),
         ("B-8", Decimal("400.00"), Decimal("120.00"), 2, Decimal("5.00")),
     ]
+
+
+def test_the_vendors_invoice_settles_the_accrual_of_its_batch_stage_and_month(tmp_path):
+    """The demo accrues 600.00 of Labelcraft's November support for B-7 under finance's own reference
+    (LC-ACCR-2026-11). Labelcraft's invoice for it arrives in December under its own number, dated with the service
+    month: it replaces the accrual. Counting both gave B-7's services 3,640.00 instead of 3,040.00."""
+    from cost_pipeline.cli import run_pipeline
+    from cost_pipeline.demo import write_demo_landing
+    from tests.helpers import query
+
+    landing = write_demo_landing(tmp_path / "landing")
+    (landing / "services" / "invoices_2026-12.csv").write_text(
+        "invoice_id,vendor,batch_id,stage,amount,currency,invoiced_on,service_month\n"
+        "LC-2026-340,Labelcraft,B-7,ongoing_support,640.00,USD,2026-12-02,2026-11\n",
+        encoding="utf-8",
+    )
+    warehouse = tmp_path / "warehouse.duckdb"
+    assert run_pipeline(landing, warehouse)
+    # 2,400.00 (initial delivery, billed) + 640.00 (support, billed); nothing pending.
+    assert query(warehouse, "select services_cost, pending_cost from marts.fct_batch_costs where batch_id = 'B-7'") == [
+        (Decimal("3040.00"), Decimal("0.00"))
+    ]
+    assert query(
+        warehouse,
+        "select invoice_id, amount, evidence_level from intermediate.int_service_invoices_costed "
+        "where batch_id = 'B-7' order by invoice_id",
+    ) == [("LC-2026-311", Decimal("2400.00"), "billed"), ("LC-2026-340", Decimal("640.00"), "billed")]
+    # The accrual stays in raw, where it came from.
+    assert query(warehouse, "select count(*) from raw.service_invoices where invoice_id = 'LC-ACCR-2026-11'") == [(1,)]

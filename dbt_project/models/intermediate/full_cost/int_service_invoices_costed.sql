@@ -3,7 +3,8 @@
 -- it, else the month of invoiced_on; an accrual (no invoiced_on) must give service_month (ingest quarantines it
 -- otherwise, rule accrual_service_month). An invoiced line is 'billed' (low = high = amount); an accrual is
 -- 'pending', its range amount -+ pending_range_pct % from the batch's contract version, rounded to the cent once
--- per line. An invoice listed both as an accrual and as billed counts once, billed (stg_services__invoices).
+-- per line. An invoice listed both as an accrual and as billed counts once, billed, and an accrual settled by the
+-- vendor's invoice for its batch, stage and month does not count (stg_services__invoices).
 with invoices as (
     select * from {{ ref('stg_services__invoices') }}
 ),
@@ -32,11 +33,7 @@ select
     vendor,
     batch_key as batch_id,
     stage,
-    case
-        when service_month is not null
-            then cast({{ dbt.concat(["substring(service_month, 1, 7)", "'-01'"]) }} as date)
-        else cast({{ dbt.date_trunc('month', 'invoiced_on') }} as date)
-    end as month_start,
+    month_start,
     invoiced_on,
     amount,
     currency,

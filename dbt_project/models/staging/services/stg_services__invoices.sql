@@ -1,7 +1,10 @@
 -- One row per invoice (I8), an invoice being a vendor's invoice number (two vendors may use the same one): an invoice
 -- listed both as an accrual and as billed, or shipped again, counts once, its billed line, else its newest (the newest
 -- file and line win among equals). The key is in the model's meta too: rows held after a failed test are held in every
--- line of their invoice (cost_pipeline/dbt_failures.py).
+-- line of their invoice (cost_pipeline/dbt_failures.py). An accrual is finance's estimate of a vendor's service to a
+-- batch and stage in a month, under a reference of its own: the vendor's invoice for the same batch, stage and service
+-- month (service_month, else the month of invoiced_on) settles it, and the accrual no longer counts (it stays in raw).
+-- month_start is that service month.
 {%- set record_key = ['vendor', 'invoice_id'] %}
 {{ config(meta={'record_key': record_key}) }}
 
@@ -11,6 +14,35 @@ with source as (
 
 counted as (
     {{ newest_delivery('source', record_key, prefer='case when invoiced_on is null then 1 else 0 end') }}
+),
+
+months as (
+    select
+        counted.*,
+        case
+            when service_month is not null
+                then cast({{ dbt.concat(["substring(service_month, 1, 7)", "'-01'"]) }} as date)
+            else cast({{ dbt.date_trunc('month', 'invoiced_on') }} as date)
+        end as month_start
+    from counted
+),
+
+billed_months as (
+    select distinct vendor, batch_id, stage, month_start
+    from months
+    where invoiced_on is not null
+),
+
+unsettled as (
+    select months.*
+    from months
+    left join billed_months
+        on months.invoiced_on is null
+        and months.vendor = billed_months.vendor
+        and months.batch_id is not distinct from billed_months.batch_id
+        and months.stage = billed_months.stage
+        and months.month_start = billed_months.month_start
+    where billed_months.vendor is null
 ),
 
 renamed as (
@@ -23,9 +55,10 @@ renamed as (
         currency,
         invoiced_on,
         service_month,
+        month_start,
         source_file,
         source_line
-    from counted
+    from unsettled
 )
 
 select * from renamed
