@@ -1,9 +1,9 @@
 -- One row per scheduler allocation, whichever scheduler ran it: Slurm allocations (step rows left out,
 -- they live inside their allocation) and Kubernetes-style jobs folded from their event stream. job_key (cluster,
 -- JobID, submit time) tells apart two jobs that share a JobID; every model after this one joins jobs on it.
--- A Kubernetes job name submitted again is another job: a run of a name starts at each submit event, and at the
--- first event after an end (a stream whose submit was never exported), with its own events, times, GPUs and labels.
--- A submit goes first among events at the same instant.
+-- A Kubernetes job name submitted again is another job: a run of a name starts at the first event after an end, and
+-- at a submit after another submit with no end between (a stream whose submit was never exported is a run too), with
+-- its own events, times, GPUs and labels. A submit goes first among events at the same instant.
 with sacct as (
     select * from {{ ref('stg_scheduler__sacct_jobs') }}
     where record_type = 'allocation'
@@ -25,14 +25,39 @@ ordered_events as (
     from ranked_events
 ),
 
+-- The events since the name's last end (a segment), and the submits among them before each event.
+segmented_events as (
+    select
+        *,
+        sum(case when previous_event_type = 'end' then 1 else 0 end) over (
+            partition by cluster, job_id order by event_at, submit_first, source_file, source_line
+            rows between unbounded preceding and current row
+        ) as segment
+    from ordered_events
+),
+
+counted_events as (
+    select
+        *,
+        coalesce(sum(case when event_type = 'submit' then 1 else 0 end) over (
+            partition by cluster, job_id, segment order by event_at, submit_first, source_file, source_line
+            rows between unbounded preceding and 1 preceding
+        ), 0) as submits_before
+    from segmented_events
+),
+
+-- A run starts after an end, and at a submit when its segment already had one (the name deleted and submitted
+-- again). A submit stamped after its run's start (the two clocks apart) is that run's: not a run of its own with
+-- no start, which left the job's GPU time unpriced and an orphan start RUNNING for ever.
 events as (
     select
         *,
-        sum(case when event_type = 'submit' or previous_event_type = 'end' then 1 else 0 end) over (
-            partition by cluster, job_id order by event_at, submit_first, source_file, source_line
-            rows between unbounded preceding and current row
-        ) as run_number
-    from ordered_events
+        sum(case when previous_event_type = 'end' or (event_type = 'submit' and submits_before > 0) then 1 else 0 end)
+            over (
+                partition by cluster, job_id order by event_at, submit_first, source_file, source_line
+                rows between unbounded preceding and current row
+            ) as run_number
+    from counted_events
 ),
 
 -- A Kubernetes job occupies its GPUs from each start until the next preempt, requeue or end.
@@ -44,8 +69,10 @@ event_sequence as (
         event_at,
         state,
         run_number,
-        lead(event_at) over (
+        -- The next event other than a submit (a submit stamped after its start does not end an occupation).
+        min(case when event_type <> 'submit' then event_at end) over (
             partition by cluster, job_id, run_number order by event_at, submit_first, source_file, source_line
+            rows between 1 following and unbounded following
         ) as next_event_at,
         row_number() over (
             partition by cluster, job_id, run_number
@@ -108,7 +135,9 @@ kubernetes as (
             else 'PENDING'
         end as state,
         cast(null as {{ dbt.type_string() }}) as cancelled_by,
-        event_jobs.submit_at,
+        -- A submit stamped after the start it led to: the job was submitted by its start at the latest.
+        case when event_jobs.submit_at > event_jobs.start_at then event_jobs.start_at else event_jobs.submit_at end
+            as submit_at,
         event_jobs.start_at,
         event_jobs.end_at,
         event_jobs.occupied_seconds,
