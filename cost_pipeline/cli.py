@@ -235,15 +235,21 @@ def run_log(warehouse: Path) -> Path:
 def night(
     landing: Path, warehouse: Path, run_config: dict, verbose: bool, out: TextIO | None = None
 ) -> tuple[bool, NightProgress]:
-    """Run the nightly job, printing one line per asset on ``out`` (stdout); Dagster's and dbt's log go to
-    ``run_log`` unless ``verbose``."""
+    """Run the nightly job, printing one line per asset on ``out`` (stdout), then one per warn-severity dbt test that
+    failed; Dagster's and dbt's log go to ``run_log`` unless ``verbose``."""
     progress = NightProgress(warehouse=warehouse, out=out if out is not None else sys.stdout)
     if verbose:
-        return run_pipeline(landing, warehouse, run_config, progress=progress), progress
-    log_path = run_log(warehouse)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "w", encoding="utf-8") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
         ok = run_pipeline(landing, warehouse, run_config, progress=progress)
+    else:
+        log_path = run_log(warehouse)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with (
+            open(log_path, "w", encoding="utf-8") as log,
+            contextlib.redirect_stdout(log),
+            contextlib.redirect_stderr(log),
+        ):
+            ok = run_pipeline(landing, warehouse, run_config, progress=progress)
+    progress.print_warnings()
     return ok, progress
 
 

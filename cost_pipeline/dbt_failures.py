@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 _DELIVERED = "another delivery of this record failed this dbt test"
 _DELIVERED_LIKE = "%delivery of this record failed this dbt test%"
 PLACES_SHOWN = 5  # landing file and line pairs named per failed test; the stored table holds every row
+# A dbt test's asset check metadata: the table that keeps its failing rows, for a test that stores them every build.
+STORED_FAILURES = "stored_failures"
 # A raw row (alias r) whose file and line are among the failing rows' (temp table held).
 _HELD = "exists (select 1 from held where held.source_file = r.source_file and held.source_line = r.source_line)"
 
@@ -109,6 +111,17 @@ def _rows(count: int) -> str:
     return f"{count:,} row" + ("" if count == 1 else "s")
 
 
+def failures_table(test: Mapping[str, Any]) -> str:
+    """``schema.table`` where a dbt test (its manifest node) writes its failing rows when it stores them."""
+    return f"{test['schema']}.{test['alias']}"
+
+
+def stores_failures(test: Mapping[str, Any]) -> bool:
+    """The test keeps its failing rows in a table every build (its config's ``store_failures``; a warning audit)."""
+    config = test["config"]
+    return bool(config.get("store_failures")) and config.get("store_failures_as") in (None, "table")
+
+
 def failed_tests(run_results: Mapping[str, Any], manifest: Mapping[str, Any]) -> list[FailedTest]:
     """The error-severity tests that failed in a dbt invocation (status ``fail``; a warning's is ``warn``), by file
     and name: dbt's threads finish them in any order."""
@@ -130,7 +143,7 @@ def failed_tests(run_results: Mapping[str, Any], manifest: Mapping[str, Any]) ->
                 path=node["original_file_path"],
                 rule=describe_test(node).rstrip("."),
                 model=f"{tested['schema']}.{tested['alias']}" if tested else None,
-                stored=f"{node['schema']}.{node['alias']}",
+                stored=failures_table(node),
                 raw_tables=tuple(sorted(raw)) if staging and alone else (),
                 record_key=tuple(meta.get("record_key", ())),
                 identical_lines_ignore=(

@@ -1,5 +1,7 @@
 """What ``cost-pipeline run|demo`` prints while a night runs: one line per asset (name, rows, seconds), a line per
-failed check, and the root cause of a failure, naming the file, asset or dbt model.
+failed error-severity check, then a ``warning:`` line per warn-severity dbt test that failed (its rows returned and
+the table that stores them, if any; the night goes on), and the root cause of a failure, naming the file, asset or
+dbt model.
 
 Dagster's and dbt's own log (about 2,000 lines a night) go to a log file instead; ``-v`` shows them. The lines come
 from a Dagster logger that the CLI adds to the nightly job (``NightProgress.logger_def``): it sees every event of
@@ -18,6 +20,7 @@ import dagster as dg
 import duckdb
 
 from cost_pipeline import duckdb_session
+from cost_pipeline.dbt_failures import STORED_FAILURES
 from cost_pipeline.ingest.lib.warehouse import quote
 
 LOGGER = "cli_progress"
@@ -25,6 +28,8 @@ NAME_WIDTH = 48
 # Where a dbt error names its node: "Database Error in model fct_x (models/marts/fct_x.sql)".
 _DBT_NODE = re.compile(r"\b(?:Error|Failure) in (model|test|snapshot|unit_test|seed) (\S+) \(([^)]+)\)")
 _MODULE_PATH = re.compile(r"^(?:\w+\.)+(?=\w+: )")
+# dagster-dbt's metadata of a test's check: the rows the test returned.
+_FAILED_ROWS = "dagster_dbt/failed_row_count"
 # Counts an asset's metadata may hold, in the order they are shown (ingest, contract tables, ledger, publish).
 _COUNTS = (("rows_staged", "rows"), ("rows", "rows"), ("ignored_files", "ignored files"), ("finance_tables", "tables"))
 
@@ -42,6 +47,7 @@ class NightProgress:
     warehouse: Path
     out: TextIO
     failures: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # a line per warn-severity dbt test that failed
     assets: int = 0
     # mart -> {"reason", "as_of"}: the marts the night's publication kept from the last one (its ``stale_marts``);
     # None while nothing was published
@@ -105,7 +111,10 @@ class NightProgress:
         self._line(materialization.asset_key, detail, created - started if started is not None else None)
 
     def _checked(self, evaluation: Any) -> None:
-        if evaluation.passed or evaluation.severity != dg.AssetCheckSeverity.ERROR:
+        if evaluation.passed:
+            return
+        if evaluation.severity != dg.AssetCheckSeverity.ERROR:
+            self._warned(evaluation)
             return
         counts = ", ".join(
             f"{name} {value.value}"
@@ -114,6 +123,30 @@ class NightProgress:
         )
         where = evaluation.asset_key.to_user_string()
         print(f"check {evaluation.check_name} on {where} failed" + (f" ({counts})" if counts else ""), file=self.out)
+
+    def _warned(self, evaluation: Any) -> None:
+        """A warn-severity dbt test that failed: kept for ``print_warnings``. The night goes on; other warning checks
+        (quarantine, ignored, missing, stale, held rows) have their own lines in the summary."""
+        metadata = {name: value.value for name, value in evaluation.metadata.items()}
+        if not str(metadata.get("unique_id", "")).startswith("test."):
+            return
+        rows = metadata.get(_FAILED_ROWS)
+        returned = "failed" if rows is None else f"returned {rows:,} failing row{'' if rows == 1 else 's'}"
+        stored = metadata.get(STORED_FAILURES)
+        where = evaluation.asset_key.to_user_string()
+        self.warnings.append(
+            f"warning: dbt test {evaluation.check_name} on {where} {returned}"
+            + (f", stored in {stored}" if stored else "")
+            + " (warn severity: the night goes on)"
+        )
+
+    def print_warnings(self) -> None:
+        """One line per warn-severity dbt test that failed tonight, after the assets and failed error checks, by
+        test name (dbt finishes its tests in no fixed order)."""
+        if self.warnings:
+            print(file=self.out)
+        for line in sorted(self.warnings):
+            print(line, file=self.out, flush=True)
 
     def _print_models(self) -> None:
         """The dbt models of the step that just ended, with the rows of each table (views show as such)."""

@@ -19,6 +19,7 @@ from cost_pipeline.cli import main, run_log
 from cost_pipeline.dagster_home import dagster_home
 from cost_pipeline.demo import write_demo_landing
 from cost_pipeline.ingest.lib.warehouse import IngestReport
+from tests.helpers import DEMO_CLOUD_JOB, append_demo_focus_lines, cli_night, demo_focus_line
 
 # Its module-scoped nights run once: the whole module goes to one worker.
 pytestmark = pytest.mark.xdist_group("cli_nights")
@@ -74,6 +75,49 @@ def test_a_quiet_night_prints_one_line_per_asset_then_the_tables(nights):
     assert "Full cost per batch (marts.fct_batch_costs):" in first.out
     log = run_log(warehouse).read_text(encoding="utf-8")
     assert " - dagster - " in log  # Dagster's log (and dbt's, outside pytest's capture), for when it is needed
+
+
+PHASE_LABEL_WARNING = (
+    "warning: dbt test fct_runs_every_job_has_phase_label on marts/fct_runs returned 1 failing row "
+    "(warn severity: the night goes on)"
+)
+
+
+def test_a_quiet_night_prints_each_failed_warning_test_after_the_assets(nights):
+    """The demo's one job without a phase label fails the warn-severity test on fct_runs: a line says so, after the
+    asset lines and before the tables, and the night still exits 0."""
+    _, first, _ = nights
+    assert first.code == 0, first.err
+    lines = first.out.splitlines()
+    assert [line for line in lines if line.startswith("warning:")] == [PHASE_LABEL_WARNING]
+    warned = lines.index(PHASE_LABEL_WARNING)
+    assert lines.index(next(line for line in lines if line.startswith("published/marts"))) < warned
+    assert warned < lines.index("Compute bill per batch (marts.fct_batch_compute):")
+
+
+def test_a_failed_warning_test_is_printed_with_its_rows_and_stored_table_and_the_night_exits_0(demo_copy):
+    """Two FOCUS lines that warn-severity tests flag, added to the demo export: B-10's cloud job tagged B-7 (its tag
+    disagrees with its job's batch: int_focus_charges_attributed_tags_name_the_job_s_batch, an accepted_values test
+    returning one row, the value true) and an S3 line for the inventoried bucket ml-prod (billed and inventoried: one
+    bucket-month, the rows kept in audit). Each is a warning line; the night's exit code is not changed."""
+    landing = demo_copy / "landing"
+    tagged = demo_focus_line(landing, batch_tag="B-7")
+    bucket = demo_focus_line(landing, "arn:aws:s3:::ml-prod", amount="41.00").replace(
+        ",Compute,Amazon EKS,", ",Storage,Amazon S3,"
+    )
+    assert DEMO_CLOUD_JOB in tagged and "B-7" in tagged and ",Storage,Amazon S3," in bucket
+    append_demo_focus_lines(landing, tagged, bucket)
+
+    night = cli_night(landing, demo_copy / "warehouse.duckdb")
+
+    assert night.code == 0, night.err
+    assert [line for line in night.out.splitlines() if line.startswith("warning:")] == [
+        PHASE_LABEL_WARNING,
+        "warning: dbt test int_focus_charges_attributed_tags_name_the_job_s_batch on "
+        "intermediate/int_focus_charges_attributed returned 1 failing row (warn severity: the night goes on)",
+        "warning: dbt test storage_billed_and_inventoried on intermediate/int_storage_objects_costed returned "
+        "1 failing row, stored in audit.storage_billed_and_inventoried (warn severity: the night goes on)",
+    ]
 
 
 def test_the_default_dagster_home_is_beside_the_warehouse_and_keeps_both_nights(nights):

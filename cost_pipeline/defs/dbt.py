@@ -35,14 +35,17 @@ from pydantic import PrivateAttr
 
 from cost_pipeline.contract import load_contract
 from cost_pipeline.dbt_failures import (
+    STORED_FAILURES,
     HoldRefused,
     failed_tests,
     failure_report,
+    failures_table,
     held_rows,
     hold_rows,
     only_tests_failed,
     read_places,
     store_failing_rows,
+    stores_failures,
 )
 from cost_pipeline.dbt_setup import (
     dbt_project,
@@ -163,10 +166,10 @@ def with_row_counts(
 ) -> Iterator[dg.Output | dg.AssetCheckResult | dg.AssetObservation | dg.AssetMaterialization]:
     """dagster-dbt's events of ``invocation``, each model's output carrying the row count its post-hook logged, and
     each warn-severity test's check result of warn severity whether it passed or not (dagster-dbt says ERROR for a
-    passing one)."""
+    passing one), naming the table that keeps its failing rows (``STORED_FAILURES``) when the test stores them."""
     counts: dict[str, int] = {}
     warn_tests = {
-        node["name"]
+        node["name"]: failures_table(node) if stores_failures(node) else None
         for node in invocation.manifest["nodes"].values()
         if node["resource_type"] == "test" and str(node["config"].get("severity", "error")).lower() == "warn"
     }
@@ -189,7 +192,13 @@ def with_row_counts(
             if isinstance(asset_event, dg.Output) and counted is not None:
                 asset_event = asset_event.with_metadata({**asset_event.metadata, "dagster/row_count": counted})
             if isinstance(asset_event, dg.AssetCheckResult) and asset_event.check_name in warn_tests:
-                asset_event = asset_event._replace(severity=dg.AssetCheckSeverity.WARN)
+                stored = warn_tests[asset_event.check_name]
+                metadata = (
+                    {**asset_event.metadata, STORED_FAILURES: dg.MetadataValue.text(stored)}
+                    if stored
+                    else asset_event.metadata
+                )
+                asset_event = asset_event._replace(severity=dg.AssetCheckSeverity.WARN, metadata=metadata)
             yield asset_event
 
 
