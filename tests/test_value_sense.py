@@ -439,3 +439,77 @@ def test_one_bad_value_quarantines_its_own_row_not_the_whole_column(tmp_path):
         (6, "attempt.coerce_dtype"),
     ]
     assert quarantined[0][0].endswith("r.jsonl") and "whole number" in quarantined[0][3]
+
+
+# Date-time text that Python's datetime.fromisoformat reads and the SQL path (utc_timestamp_sql) does not, or the
+# other way round: the same text must be a time in every source or in none.
+COMPACT_OR_OUT_OF_RANGE_TIMES = [
+    "20261102T090000",  # compact (basic) ISO 8601
+    "20261102",
+    "2026-11-02T0900",
+    "2026-W45-1",  # week date
+    "2026-11-02T09",  # an hour alone
+    "2026-11-02T09:00:00,5",  # a comma before the fraction
+    "2026-11-02T09:00:00+05:30:00",  # an offset with seconds
+    "2026-11-02t09:00:00",
+    "\t2026-11-02T09:00:00",  # a tab is no space SQL trims
+    "2026-11-02T24:00:00",  # DuckDB: the next day
+    "2026-11-02T09:00:00+24:00",  # DuckDB: a day's offset
+    "2026-11-02T09:00:00+05:99",
+    "0000-01-01",  # DuckDB: 1 BC
+]
+ISO_TIMES = {
+    "2026-11-02T09:00:00.123+0530": "2026-11-02 03:30:00.123000",
+    "2026-11-02T09:00:00+05:30": "2026-11-02 03:30:00",
+    "2026-11-02T09:00-05": "2026-11-02 14:00:00",
+    "2026-11-02 09:00": "2026-11-02 09:00:00",
+    "2026-11-02T23:59:59.123456789Z": "2026-11-02 23:59:59.123456",
+    "2026-11-02T09:00:00+23:59": "2026-11-01 09:01:00",
+    "\u00a02026-11-02 ": "2026-11-02 00:00:00",  # a no-break space is one SQL's trim strips
+    "0001-01-01": "0001-01-01 00:00:00",
+}
+
+
+def test_python_and_sql_read_the_same_text_as_the_same_time_or_refuse_it_both():
+    from datetime import datetime
+
+    from cost_pipeline.ingest.lib.timestamps import utc_naive, utc_timestamp_sql
+
+    con = duckdb.connect()
+    try:
+        con.execute("set TimeZone = 'Asia/Kolkata'")
+        for text in [*COMPACT_OR_OUT_OF_RANGE_TIMES, *ISO_TIMES]:
+            (sql,) = con.execute(f"select {utc_timestamp_sql('$1')}", [text]).fetchone()
+            python = utc_naive(text)
+            expected = ISO_TIMES.get(text)
+            assert (str(python) if isinstance(python, datetime) else None) == expected, text
+            assert (None if sql is None else str(sql)) == expected, text
+    finally:
+        con.close()
+
+
+def test_a_compact_iso_time_is_quarantined_on_the_pandas_path_as_in_the_database(tmp_path):
+    """``20261102T090000`` is ISO 8601 (basic format) and Python's fromisoformat reads it; the device samples, read
+    in DuckDB, refuse it. A trial round's time so written is quarantined with its file, line and the rule any other
+    unreadable time gets, and a device sample's as it was."""
+    write(
+        tmp_path / "landing" / "registry" / "rounds.csv",
+        "batch_id,round,started_at,ended_at,evidence\n"
+        "B-1,1,2026-11-02T09:00:00,2026-11-02T10:00:00,\n"
+        "B-1,2,20261102T110000,2026-11-02T12:00:00,\n"
+        "B-1,3,2026-11-02T13:00:00,2026-W45-1,\n"
+        "B-1,4,2026-11-02T14:00:00,yesterday,\n",
+    )
+    warehouse, quarantined = load(tmp_path, "batch_rounds")
+    assert query(warehouse, "select round from raw.batch_rounds") == [(1,)]
+    assert [(file, line, rule) for file, line, rule, _ in quarantined] == [
+        ("registry/rounds.csv", 3, "started_at.coerce_dtype"),
+        ("registry/rounds.csv", 4, "ended_at.coerce_dtype"),
+        ("registry/rounds.csv", 5, "ended_at.coerce_dtype"),  # what any unreadable time gets
+    ]
+    write(
+        tmp_path / "landing" / "telemetry" / "a.csv",
+        f"{SAMPLE_HEADER}\n20261102T090000,gpu-a,0,1,0.9,0.8,0.5,1e8,1e8,300\n",
+    )
+    _, samples = load(tmp_path, "device_samples")
+    assert [(file, line, rule) for file, line, rule, _ in samples] == [("telemetry/a.csv", 2, "timestamp.parseable")]

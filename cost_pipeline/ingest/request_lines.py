@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 # Text that Python's json module refuses (or reads otherwise) while DuckDB's parser takes it: a trailing comma,
 # NaN or an infinity, an escaped surrogate (an emoji's pair too: Python's check decides) or NUL.
 _DOUBTFUL_TEXT = r",\s*[\]}]|[:,\[]\s*[-+]?(?i:nan|inf)|\\u[dD][89a-fA-F]|\\u0000"
-# The time text SQL reads as Python's ``datetime.fromisoformat`` does, within pandas' nanosecond range.
+# The time text SQL reads as Python's ``timestamps.from_iso`` does, within pandas' nanosecond range.
 _ISO_TIME = r"\d{4}-\d{2}-\d{2}[T ]([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)?"
 _FLAG_TRUE = "[Tt][Rr][Uu][Ee]"
 _FLAG_FALSE = "[Ff][Aa][Ll][Ss][Ee]|[Nn][Oo][Nn][Ee]|"

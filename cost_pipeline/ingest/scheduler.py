@@ -26,6 +26,7 @@ from zoneinfo import ZoneInfo, available_timezones
 from cost_pipeline.contract import MIG_PROFILE_PATTERN, schemas
 from cost_pipeline.ingest.lib.records import FileRejected, ParsedFile, Rejection, jsonl_line_parser
 from cost_pipeline.ingest.lib.source import LineParser, RowLoader, Source
+from cost_pipeline.ingest.lib.timestamps import from_iso
 
 SACCT_FIELDS: tuple[str, ...] = (
     "JobID",
@@ -116,7 +117,7 @@ def local_instants(text: str, field: str, zone: tzinfo = UTC) -> tuple[datetime,
     if value.lower() in _NO_TIME:
         return ()
     try:
-        parsed = datetime.fromisoformat(value)
+        parsed = from_iso(value)  # the ISO text every source reads as a time
         if parsed.tzinfo is not None:
             return (parsed.astimezone(UTC).replace(tzinfo=None),)
         earlier, later = (parsed.replace(tzinfo=zone, fold=fold).astimezone(UTC) for fold in (0, 1))
