@@ -21,15 +21,15 @@ def query(warehouse: str | Path, sql: str, params: list | None = None) -> list[t
         con.close()
 
 
-def dbt_show(tmp_path: Path, sql: str, env: dict[str, str]) -> dict:
-    """The one row ``dbt show --inline sql`` returns, run on the project with ``env`` (its own target and logs)."""
+def _dbt_show(tmp_path: Path, what: list[str], env: dict[str, str]) -> list[dict]:
+    """The rows ``dbt show`` returns for ``what``, run on the project with ``env`` (its own target and logs)."""
     import json
     import subprocess
 
     from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, dbt_executable
 
     shown = subprocess.run(
-        [dbt_executable(), "show", "--quiet", "--output", "json", "--inline", sql]
+        [dbt_executable(), "show", "--quiet", "--output", "json", *what]
         + ["--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR)]
         + ["--target-path", str(tmp_path / "target"), "--log-path", str(tmp_path / "logs")],
         cwd=DBT_PROJECT_DIR,
@@ -38,8 +38,19 @@ def dbt_show(tmp_path: Path, sql: str, env: dict[str, str]) -> dict:
         text=True,
         check=True,
     )
-    (row,) = json.loads(shown.stdout)["show"]
+    return json.loads(shown.stdout)["show"]
+
+
+def dbt_show(tmp_path: Path, sql: str, env: dict[str, str]) -> dict:
+    """The one row ``dbt show --inline sql`` returns, run on the project with ``env`` (its own target and logs)."""
+    (row,) = _dbt_show(tmp_path, ["--inline", sql], env)
     return row
+
+
+def dbt_show_model(tmp_path: Path, model: str, env: dict[str, str]) -> list[dict]:
+    """Every row of ``model``'s SQL as ``dbt show`` runs it on the warehouse ``env`` names: the model as its inputs
+    there make it, built or not (not its tests, which read it as built)."""
+    return _dbt_show(tmp_path, ["--select", model, "--limit", "-1", "--indirect-selection", "empty"], env)
 
 
 @dataclass(frozen=True)

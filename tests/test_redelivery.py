@@ -8,6 +8,7 @@ report exported month to date. raw keeps every delivery (nothing is lost); stagi
 from __future__ import annotations
 
 import csv
+import os
 import shutil
 from decimal import Decimal
 from pathlib import Path
@@ -15,8 +16,11 @@ from pathlib import Path
 import duckdb
 
 from cost_pipeline.cli import run_pipeline
+from cost_pipeline.contract import load_contract
 from cost_pipeline.fingerprint import table_fingerprints
-from tests.helpers import query
+from cost_pipeline.ingest.lib.warehouse import connect
+from cost_pipeline.ingest.registry import load_named
+from tests.helpers import cli_night, dbt_show_model, query
 
 # Every file a night may see again with its records unchanged (text formats: a re-export differs in its bytes).
 REDELIVERED = [
@@ -257,3 +261,81 @@ def test_two_accounts_lines_alike_in_every_other_column_are_two_charges(demo_run
     cloud = "select amount, lines from marts.fct_cash_book where item = 'cloud_bill' and month = '2026-11-01'"
     ((amount, count),) = query(demo_run.warehouse, cloud)
     assert query(warehouse, cloud) == [(amount + Decimal("29.00"), count + 1)]
+
+
+def test_lines_loaded_before_account_ids_were_kept_are_superseded_by_a_later_export_of_them(demo_copy):
+    """An upgraded warehouse: its FOCUS rows were loaded before BillingAccountId/SubAccountId were kept (null in raw)
+    and their export is gone from the landing folder (raw keeps its rows as loaded). The month's next export repeats
+    its five lines (in another order: other bytes, not a move) with the account id. Compared with the account ids,
+    old and new lines differed and both counted: B-10's cloud compute was 192.00. Now the export supersedes the old
+    rows: B-10's compute is 102.40 - 6.40 = 96.00 and its storage 12.00 (108.00 billed), and the month's cloud bill
+    102.40 - 6.40 + 12.00 + 29.00 + 5.00 = 142.00 in 5 lines, as on the demo."""
+    landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
+    export = landing / "billing" / "aws_focus_2026-11.csv"
+    header, *lines = export.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 5 and all(line.startswith("123456789012,") for line in lines)
+    export.unlink()
+    (landing / "billing" / "aws_focus_2026-11_v2.csv").write_text(
+        "\n".join([header, *reversed(lines)]) + "\n", encoding="utf-8"
+    )
+
+    night = cli_night(
+        landing, warehouse, ["update raw.billing_focus set billing_account_id = null, sub_account_id = null"]
+    )
+
+    assert night.code == 0, night.err
+    assert query(
+        warehouse,
+        "select source_file, count(*), count(billing_account_id) from raw.billing_focus group by 1 order by 1",
+    ) == [("billing/aws_focus_2026-11.csv", 5, 0), ("billing/aws_focus_2026-11_v2.csv", 5, 5)]
+    assert query(
+        warehouse,
+        "select batch_id, compute_cost, storage_cost, billed_cost from marts.fct_batch_costs where batch_id = 'B-10'",
+    ) == [("B-10", Decimal("96.00"), Decimal("12.00"), Decimal("108.00"))]
+    cloud = "select amount, lines from marts.fct_cash_book where item = 'cloud_bill' and month = '2026-11-01'"
+    assert query(warehouse, cloud) == [(Decimal("142.00"), 5)]
+
+
+def test_a_line_without_account_ids_matches_a_later_line_with_any_and_two_accounts_stay_two(tmp_path):
+    """stg_billing__focus_charges on hand-made exports: a.csv carries no account ids (as lines loaded before they were
+    kept); b.csv, later, the same lines with them, its support fee once per account (two lines alike but for the
+    account); c.csv and d.csv one fee each of two accounts. a.csv's two fees are b.csv's two (its n-th copy matched
+    to b.csv's n-th), its compute line b.csv's; its notebook line, in no later export, stays; c.csv's and d.csv's
+    fees are two charges."""
+    head = "BillingAccountId,ChargePeriodStart,ChargePeriodEnd,ChargeCategory,BilledCost,EffectiveCost,ResourceId"
+    fee, compute, notebook = (
+        "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,Usage,29.00,29.00,",
+        "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,Usage,102.40,102.40,job/b10",
+        "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,Usage,5.00,5.00,i-0nb99",
+    )
+    other_fee = "2026-11-03T00:00:00Z,2026-11-04T00:00:00Z,Usage,7.00,7.00,"
+    billing = tmp_path / "landing" / "billing"
+    billing.mkdir(parents=True)
+    files = {
+        "a.csv": [head.split(",", 1)[1], fee, fee, compute, notebook],
+        "b.csv": [head, f"222,{fee}", f"111,{fee}", f"111,{compute}"],
+        "c.csv": [head, f"111,{other_fee}"],
+        "d.csv": [head, f"222,{other_fee}"],
+    }
+    for name, lines in files.items():
+        (billing / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    warehouse = tmp_path / "w.duckdb"
+    con = connect(warehouse, readable_dir=tmp_path / "landing")
+    try:
+        assert load_named(con, tmp_path / "landing", "billing_focus", load_contract()).conserved
+    finally:
+        con.close()
+
+    staged = dbt_show_model(tmp_path, "stg_billing__focus_charges", {**os.environ, "COST_WAREHOUSE": str(warehouse)})
+
+    assert sorted(
+        (row["source_file"], row["source_line"], row["billing_account_id"], Decimal(str(row["billed_cost"])))
+        for row in staged
+    ) == [
+        ("billing/a.csv", 5, None, Decimal("5.00")),
+        ("billing/b.csv", 2, "222", Decimal("29.00")),
+        ("billing/b.csv", 3, "111", Decimal("29.00")),
+        ("billing/b.csv", 4, "111", Decimal("102.40")),
+        ("billing/c.csv", 2, "111", Decimal("7.00")),
+        ("billing/d.csv", 2, "222", Decimal("7.00")),
+    ]

@@ -665,7 +665,8 @@ def billing_focus(contract: Contract) -> SourceSchema:
         "billing_focus",
         (
             # Whose bill a line is on: two accounts' exports may hold lines alike in every other column (a support
-            # fee, a tax), and they are two charges (stg_billing__focus_charges compares every column).
+            # fee, a tax), and they are two charges (stg_billing__focus_charges compares every column; a line with
+            # neither, loaded before they were kept, matches a later line of any account).
             Col("billing_account_id", "VARCHAR", nullable=True),
             Col("sub_account_id", "VARCHAR", nullable=True),
             Col("billing_period_start", "TIMESTAMP", nullable=True),

@@ -59,11 +59,18 @@
     (copy_number); the newest file's copy is kept. Every raw column is compared but the line's place (file, line,
     file hash) and `ignore`: annotations a later export may fill in or change on the same line (an invoice id,
     backfilled tags, a person's current roles), whose newest value is the one kept. A column added to the raw
-    table later is compared without an edit here. -#}
-{% macro identical_lines_once(source_relation, ignore=[]) %}
+    table later is compared without an edit here.
+    `unkept`: raw columns that lines loaded before they were kept have null in all of them (raw keeps the rows of a
+    file gone from the landing folder as they were loaded). Such a line is the same line as one that has them, its
+    other compared columns equal: it takes their values from the newest file whose equal lines have them, its n-th
+    copy in its own file from that file's n-th such line (ordered by those values), so that file's delivery
+    supersedes it. Two lines that both have them and differ in them stay two lines. -#}
+{% macro identical_lines_once(source_relation, ignore=[], unkept=[]) %}
     {%- set columns = [] -%}
+    {%- set every_column = [] -%}
     {%- if execute -%}
         {%- for column in adapter.get_columns_in_relation(source_relation) -%}
+            {%- do every_column.append(adapter.quote(column.name)) -%}
             {%- if column.name not in ['source_file', 'source_line', 'file_sha256'] + ignore -%}
                 {%- do columns.append(adapter.quote(column.name)) -%}
             {%- endif -%}
@@ -74,6 +81,14 @@
     {%- else -%}
         {%- do columns.append('source_line') -%}
     {%- endif -%}
+    {%- set unkept_columns = [] -%}
+    {%- for name in unkept -%}
+        {%- if adapter.quote(name) in columns -%}
+            {%- do unkept_columns.append(adapter.quote(name)) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- set lines = cost_pipeline.unkept_filled(source_relation, every_column, columns, unkept_columns)
+        if unkept_columns else source_relation -%}
     {%- set numbered -%}
     (
         select
@@ -81,9 +96,60 @@
             row_number() over (
                 partition by {{ columns | join(', ') }}, source_file order by source_line
             ) as copy_number
-        from {{ source_relation }} as lines
+        from {{ lines }} as lines
     )
     {%- endset %}
     {#- numbered is a parenthesised windowed query: read once, by the window -#}
     {{ cost_pipeline.default__newest_delivery(numbered, columns + ['copy_number']) }}
 {% endmacro %}
+
+{#- `source_relation` with the `unkept` columns of its lines that have none of them taken from their match (see
+    identical_lines_once), as a parenthesised query of `every_column`. -#}
+{% macro unkept_filled(source_relation, every_column, columns, unkept) %}
+    {%- set others = [] -%}
+    {%- for column in columns if column not in unkept -%}
+        {%- do others.append(column) -%}
+    {%- endfor -%}
+    {%- set others = others | join(', ') -%}
+    (
+        select
+            {%- for c in every_column %}
+            {% if c in unkept -%}
+            case
+                when has_unkept then {{ c }}
+                else max(case when has_unkept and source_file = unkept_file then {{ c }} end)
+                    over (partition by {{ others }}, unkept_match)
+            end as {{ c }}
+            {%- else -%}
+            {{ c }}
+            {%- endif %}{% if not loop.last %},{% endif %}
+            {%- endfor %}
+        from (
+            select
+                referenced.*,
+                case
+                    when not has_unkept and source_file <> unkept_file
+                        then row_number() over (
+                            partition by {{ others }}, source_file, has_unkept order by source_line
+                        )
+                    when has_unkept and source_file = unkept_file
+                        then row_number() over (
+                            partition by {{ others }}, source_file, has_unkept
+                            order by {% for c in unkept %}{{ c }} nulls last, {% endfor %}source_line
+                        )
+                end as unkept_match
+            from (
+                select
+                    kept_or_not.*,
+                    max(case when has_unkept then source_file end) over (partition by {{ others }}) as unkept_file
+                from (
+                    select
+                        candidates.*,
+                        ({% for c in unkept %}{{ c }} is not null{% if not loop.last %} or {% endif %}{% endfor %})
+                            as has_unkept
+                    from {{ source_relation }} as candidates
+                ) as kept_or_not
+            ) as referenced
+        ) as matched
+    )
+{%- endmacro %}

@@ -1,5 +1,7 @@
 -- FOCUS lines carry no line id: a month-to-date export shipped again repeats every earlier line, which counts once.
 -- The billing account and sub-account are compared: two accounts' lines alike in every other column are two charges.
+-- A line loaded before they were kept has neither (raw keeps a gone file's rows as loaded): it is the same line as one
+-- with them, its other columns equal, so a later export of it supersedes it (identical_lines_once's unkept).
 -- A restatement is a line of its own (ChargeClass = Correction, or other amounts), so it is kept. The invoice id,
 -- tags (and the batch read from them), resource name, commitment status and the names of who provides, publishes
 -- and invoices it may be filled in or changed by a later export of the same line: not compared, the newest kept.
@@ -7,7 +9,8 @@ with newest as (
     {{ identical_lines_once(source('raw', 'billing_focus'),
                             ignore=['invoice_id', 'tags', 'batch_id', 'resource_name',
                                     'commitment_discount_status', 'provider_name', 'publisher_name',
-                                    'invoice_issuer_name']) }}
+                                    'invoice_issuer_name'],
+                            unkept=['billing_account_id', 'sub_account_id']) }}
 ),
 
 renamed as (
