@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import os
 import shutil
+from datetime import date
 from decimal import Decimal
 from pathlib import Path
 
@@ -338,4 +339,30 @@ def test_a_line_without_account_ids_matches_a_later_line_with_any_and_two_accoun
         ("billing/b.csv", 4, "111", Decimal("102.40")),
         ("billing/c.csv", 2, "111", Decimal("7.00")),
         ("billing/d.csv", 2, "222", Decimal("7.00")),
+    ]
+
+
+def test_a_corrected_ledger_re_export_replaces_the_month_s_item_not_adds_to_it(demo_copy):
+    """Ledger lines carry no id. A final export of November's facility ledger corrects power (1,152.00 -> 1,200.00)
+    and the serving ledger's operations (2,000.00 -> 2,100.00), each in a file of its own beside the first: the
+    newest file holding a month's item says what it cost. Counted both, November's facility cost was 4,656.00 and
+    the serving month's other costs 7,600.00."""
+    landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
+    (landing / "ledger" / "facility_2026-11_final.csv").write_text(
+        "month,item,amount,currency\n2026-11,power,1200.00,USD\n", encoding="utf-8"
+    )
+    (landing / "serving" / "monthly_costs_2026-11_final.csv").write_text(
+        "month,item,amount\n2026-11,operations,2100.00\n", encoding="utf-8"
+    )
+    night = cli_night(landing, warehouse)
+    assert night.code == 0, night.err
+    # 2,016.00 rent + 1,200.00 power + 288.00 network; October untouched.
+    assert query(warehouse, "select month_start, facility_cost from marts.fct_gpu_hour_price order by 1") == [
+        (date(2026, 10, 1), Decimal("3456.00")),
+        (date(2026, 11, 1), Decimal("3504.00")),
+    ]
+    # 1,200 + 800 + 1,500 + 2,100 = 5,600.00, shared by GPU-hours 5,760 : 1,440 = 4,480.00 : 1,120.00.
+    assert query(warehouse, "select model, other_cost from marts.fct_service_month order by model") == [
+        ("assistant-large", Decimal("4480.00")),
+        ("assistant-small", Decimal("1120.00")),
     ]

@@ -589,7 +589,7 @@ def serving_replicas(contract: Contract) -> SourceSchema:
                 domain=AMOUNT,
             ),
         ),
-        unique=("replica_id",),
+        unique=(("replica_id", "started_at"),),  # a replica id runs again: each run is its id and start
         ordered=(ends_after_start("ended_at", "started_at"),),
     )
 

@@ -27,7 +27,7 @@ usage as (
     select
         month_start,
         'serving_replica' as part_kind,
-        replica_id as part_id,
+        replica_key as part_id,
         cast(null as {{ dbt.type_string() }}) as batch_id,
         cast(null as {{ dbt.type_string() }}) as phase,
         model,

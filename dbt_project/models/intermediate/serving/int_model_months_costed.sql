@@ -8,7 +8,7 @@ with replica_months as (
 ),
 
 allocation as (
-    select month_start, part_id as replica_id, allocated_cents
+    select month_start, part_id as replica_key, allocated_cents
     from {{ ref('int_capacity_costs_allocated') }}
     where part_kind = 'serving_replica'
 ),
@@ -27,7 +27,7 @@ replica_costs as (
     from replica_months
     left join allocation
         on replica_months.month_start = allocation.month_start
-        and replica_months.replica_id = allocation.replica_id
+        and replica_months.replica_key = allocation.replica_key
 ),
 
 model_months as (

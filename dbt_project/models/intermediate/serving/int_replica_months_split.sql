@@ -14,6 +14,7 @@ month_bounds as (
 
 select
     month_bounds.month_start,
+    replicas.replica_key,
     replicas.replica_id,
     replicas.model,
     cast(replicas.gpus * {{ seconds_between(

@@ -1,7 +1,9 @@
--- Ledger lines carry no id: a line equal in every column to a line of another file (the ledger exported again)
--- counts once; a line repeated within one file is a cost of its own.
+-- Ledger lines carry no id: the newest file holding a month's item (the ledger exported again, whole or a
+-- corrected line) says what it cost, and an older file's lines of that month and item no longer count, changed or
+-- not (counted both, a corrected line added to the one it corrects). A line repeated within one file is a cost of
+-- its own.
 with newest as (
-    {{ identical_lines_once(source('raw', 'ledger_facility')) }}
+    {{ newest_file_lines(source('raw', 'ledger_facility'), ['month', 'item']) }}
 ),
 
 renamed as (

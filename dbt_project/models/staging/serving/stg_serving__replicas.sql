@@ -2,13 +2,15 @@ with source as (
     select * from {{ source('raw', 'serving_replicas') }}
 ),
 
--- A reference file delivered again (a whole new export, other bytes): each replica once, from the newest file.
+-- A replica's run is its id and start (replica_key): a replica id runs again (next month's list names it with its new
+-- start) and keeps each run; a list delivered again (other bytes) gives each run once, from the newest file.
 newest as (
-    {{ newest_delivery('source', ['replica_id']) }}
+    {{ newest_delivery('source', ['replica_id', 'started_at']) }}
 ),
 
 renamed as (
     select
+        {{ dbt.concat(['replica_id', "'@'", dbt.cast('started_at', dbt.type_string())]) }} as replica_key,
         replica_id,
         model,
         gpus,

@@ -1,0 +1,26 @@
+-- A replica is one set of GPUs: two runs of one replica id that overlap in time (a list naming a run again with
+-- another start, say) would count its GPU-hours and their cost twice. Each such pair is listed, with both rows'
+-- files and lines (a warning; the rows are kept in the audit schema).
+{{ config(severity='warn', store_failures=true, schema='audit') }}
+
+with runs as (
+    select replica_key, replica_id, started_at, ended_at, source_file, source_line
+    from {{ ref('stg_serving__replicas') }}
+)
+
+select
+    earlier.replica_id,
+    earlier.started_at,
+    earlier.ended_at,
+    later.started_at as later_started_at,
+    later.ended_at as later_ended_at,
+    earlier.source_file,
+    earlier.source_line,
+    later.source_file as later_source_file,
+    later.source_line as later_source_line
+from runs as earlier
+inner join runs as later
+    on earlier.replica_id = later.replica_id
+    and earlier.replica_key <> later.replica_key
+    and earlier.started_at <= later.started_at
+    and later.started_at < earlier.ended_at
