@@ -626,8 +626,8 @@ class Contract:
         return rows
 
     def parameter_rows(self) -> list[dict[str, Any]]:
-        """Numeric parameters (the utilization-tier rule, serving weights, labour assumed rates, the pending range)
-        as rows (contract_version, name, value)."""
+        """Numeric parameters (the utilization-tier rule, serving weights, labour assumed rates, the pending range,
+        the first month) as rows (contract_version, name, value)."""
         t = self.document["utilization_tiers"]
         values = {
             "sample_interval_seconds": t["sample_interval_seconds"],
@@ -673,6 +673,9 @@ class Contract:
         for role, levels in self.labour_assumed_rates.items():
             for level, rate in levels.items():
                 values[f"labour_assumed_rate.{role}.{level}"] = rate
+        # The first month the warehouse holds costs for, as first_month.<YYYY-MM> (value 1): owned capacity's
+        # depreciation is reconciled from it on (int_gpu_hour_prices_derived), not from the purchase.
+        values[f"first_month.{self.first_month:%Y-%m}"] = 1
         return [{"contract_version": self.version, "name": k, "value": float(v)} for k, v in values.items()]
 
 

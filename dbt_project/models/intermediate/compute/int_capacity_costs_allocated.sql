@@ -2,14 +2,16 @@
 -- everything that used the owned GPUs - training job-months and serving replica-months at the internal
 -- price - plus the month's idle capacity, by GPU-seconds, with largest remainders. The parts of a month sum
 -- to its capacity cost exactly. Usage beyond the available GPU-seconds (overbooking) leaves no idle part and
--- spreads the cost over the usage.
+-- spreads the cost over the usage. A month with capacity cost but no owned GPU in service (facility costs paid
+-- before the first purchase or after the last is fully depreciated) has no price: no usage takes a share (its jobs
+-- are unpriced, int_job_months_costed), and all of its cost is idle capacity, with 0 GPU-seconds.
 with prices as (
     select
         month_start,
         available_gpu_seconds,
         cast((depreciation_cost + facility_cost) * 100 as bigint) as capacity_cost_cents
     from {{ ref('int_gpu_hour_prices_derived') }}
-    where available_gpu_seconds > 0
+    where available_gpu_seconds > 0 or depreciation_cost + facility_cost <> 0
 ),
 
 usage as (
@@ -40,6 +42,7 @@ priced_usage as (
     select usage.*
     from usage
     inner join prices on usage.month_start = prices.month_start
+    where prices.available_gpu_seconds > 0
 ),
 
 idle as (

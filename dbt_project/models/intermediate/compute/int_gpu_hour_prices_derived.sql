@@ -1,6 +1,10 @@
 -- The internal GPU-hour price per month (R8): straight-line depreciation of owned assets over their life
 -- plus the month's facility costs, over the GPU-hours the owned GPUs were available in that month. Every month from
--- the first to the last a facility cost, job or serving replica names (a month between them too).
+-- the first to the last a facility cost, job, serving replica or purchase names (a month between them too): a
+-- purchase names the month it enters service, or the warehouse's first month (the contract's
+-- operations.first_month) if it entered service before, so that every month of the warehouse's period with
+-- depreciation has its row though no job, replica or facility cost names it. A month with no owned GPU in service
+-- has no price (its capacity cost, facility alone, is idle capacity: int_capacity_costs_allocated).
 -- A life is depreciation_years x 365 days (docs/marts.md), whatever leap days it spans; each purchase's months take
 -- its depreciation up to the month's end, rounded to the cent, less that up to the month's start, so that a
 -- purchase's months add up to its price less salvage exactly.
@@ -29,8 +33,24 @@ replicas as (
     select started_at, ended_at from {{ ref('stg_serving__replicas') }}
 ),
 
+first_month as (
+    select min(month_start) as month_start
+    from ({{ monthly_contract_parameter('first_month', 'is_first_month') }}) as parameters
+    where contract_version = {{ latest_contract_version() }}
+),
+
+purchase_months as (
+    select greatest(cast({{ dbt.date_trunc('month', 'purchases.in_service_from') }} as date), first_month.month_start)
+        as month_start
+    from purchases
+    cross join first_month
+    where purchases.in_service_until > cast(first_month.month_start as {{ dbt.type_timestamp() }})
+),
+
 months as (
     select cost_month as month_start from facility
+    union
+    select month_start from purchase_months
     union
     {{ months_run('jobs', 'start_at', 'end_at') }}
     union

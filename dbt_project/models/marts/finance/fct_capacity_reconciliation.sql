@@ -1,10 +1,11 @@
 -- R12: per month, usage allocated at the internal price plus idle capacity = the amortised capacity cost, to the
 -- cent. Training is summed from the job costs the resource book carries, serving replicas (the service book's
 -- owned GPUs) and idle capacity from the allocation; unreconciled_cost other than 0.00 would show an
--- allocation that lost or invented money.
+-- allocation that lost or invented money. Every month with owned capacity or capacity cost has its row: a month
+-- with no owned GPU in service shows its facility cost as idle capacity (0 available and idle GPU-hours).
 with prices as (
     select * from {{ ref('int_gpu_hour_prices_derived') }}
-    where available_gpu_seconds > 0
+    where available_gpu_seconds > 0 or depreciation_cost + facility_cost <> 0
 ),
 
 allocation as (
