@@ -4,6 +4,7 @@ its file, line and rule, never summed with the rest (there are no exchange rates
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from pathlib import Path
 
 import yaml
@@ -72,6 +73,41 @@ def test_a_timesheet_entry_in_another_currency_is_quarantined(tmp_path):
     )
     assert _load(tmp_path, "timesheets/harvest.csv", text, "timesheets") == [
         ("timesheets/harvest.csv", 3, "currency.reporting_currency")
+    ]
+
+
+def test_a_timesheet_rate_whose_currency_is_blank_is_quarantined_not_assumed(tmp_path):
+    # Line 2 has a rate and a blank Currency: its currency is unknown, so it is quarantined like a purchase,
+    # facility cost or invoice with a blank currency. Line 3 has no rate (costed at the contract's assumed rate):
+    # a blank Currency says nothing about money there. A file without the column is read in the reporting
+    # currency (tests/test_labour_services.py).
+    header = "Date,Project Code,Task,Hours,First Name,Last Name,Cost Rate,Currency\n"
+    text = header + (
+        "2026-11-02,B-7,Data preparation,6,Ann,Lee,100.00,\n"
+        "2026-11-02,B-7,Data preparation,6,Ann,Lee,,\n"
+        "2026-11-02,B-7,Data preparation,6,Ann,Lee,100.00,United States Dollar - USD\n"
+    )
+    assert _load(tmp_path, "timesheets/harvest.csv", text, "timesheets") == [
+        ("timesheets/harvest.csv", 2, "currency.not_nullable")
+    ]
+    assert query(tmp_path / "w.duckdb", "select cost_rate, currency from raw.timesheets order by source_line") == [
+        (None, None),
+        (Decimal("100.00"), "USD"),
+    ]
+
+
+def test_a_ledger_or_invoice_line_whose_currency_is_blank_is_quarantined(tmp_path):
+    text = "month,item,amount,currency\n2026-11,rent,10.00,USD\n2026-11,rent,10.00,\n2026-11,rent,10.00, \n"
+    assert _load(tmp_path / "f", "ledger/facility.csv", text, "ledger_facility") == [
+        ("ledger/facility.csv", 3, "currency.not_nullable"),
+        ("ledger/facility.csv", 4, "currency.not_nullable"),
+    ]
+    text = (
+        "invoice_id,vendor,batch_id,stage,amount,currency,invoiced_on,service_month\n"
+        "I-1,V,B-7,initial_delivery,5.00,,2026-11-02,\n"
+    )
+    assert _load(tmp_path / "i", "services/invoices.csv", text, "service_invoices") == [
+        ("services/invoices.csv", 2, "currency.not_nullable")
     ]
 
 

@@ -4,7 +4,9 @@ Columns are read by their Harvest names in any order; optional ones may be missi
 The batch key is the ``Project Code``; the ``Task`` is mapped to a role and a category by the contract
 (``labour_tasks``), and a task the contract does not list is quarantined (rule ``labour_task``). ``Cost Rate`` may
 be blank: the entry is then costed at the contract's assumed rate for its role. ``Currency`` is kept as its ISO
-code and must be the contract's reporting currency (rule ``currency.reporting_currency``).
+code and must be the contract's reporting currency (rule ``currency.reporting_currency``); an entry with a
+``Cost Rate`` and a blank ``Currency`` is quarantined (rule ``currency.not_nullable``), its rate's currency unknown. A
+file without the ``Currency`` column states none: its rates are in the reporting currency.
 
 Harvest writes ``Date`` in the account's date format, a setting of the Harvest account: ``2026-11-30``,
 ``11/30/2026``, ``30/11/2026``, ``30.11.2026``, ``2026.11.30`` or ``2026/11/30``. The source's ``date_format``
@@ -113,6 +115,11 @@ def harvest_row(row: dict[str, object], date_format: str = "iso") -> dict[str, o
     """One detailed-time-report line (by Harvest column names) -> the raw timesheet shape; may raise RowRejected."""
     mapped = {column: row.get(name) for name, column in COLUMNS.items()}
     mapped["entry_date"] = entry_date(mapped["entry_date"], date_format)
+    if "Currency" in row and mapped["currency"] is None and mapped["cost_rate"] is not None:
+        raise RowRejected(
+            "currency.not_nullable",
+            "column Currency is blank while Cost Rate gives a rate: the rate's currency is unknown (never assumed)",
+        )
     mapped["currency"] = currency_code(mapped["currency"])
     return mapped
 
