@@ -51,6 +51,8 @@ _DELIVERED_LIKE = "%delivery of this record failed this dbt test%"
 PLACES_SHOWN = 5  # landing file and line pairs named per failed test; the stored table holds every row
 # A dbt test's asset check metadata: the table that keeps its failing rows, for a test that stores them every build.
 STORED_FAILURES = "stored_failures"
+# The extent tables sources write beside their raw tables (Source.extent): what each file covers, never held from.
+_EXTENT_TABLES = {source.extent_table for source in SOURCES.values() if source.extent_table is not None}
 # A raw row (alias r) whose file and line are among the failing rows' (temp table held).
 _HELD = "exists (select 1 from held where held.source_file = r.source_file and held.source_line = r.source_line)"
 
@@ -133,7 +135,12 @@ def failed_tests(run_results: Mapping[str, Any], manifest: Mapping[str, Any]) ->
             continue
         tested = manifest["nodes"].get(node.get("attached_node") or "")
         parents = [manifest["sources"].get(parent) for parent in tested["depends_on"]["nodes"]] if tested else []
-        raw = [source["name"] for source in parents if source and source["source_name"] == "raw"]
+        # A source's extent table (Source.extent) is read beside its raw table and never held from.
+        raw = [
+            source["name"]
+            for source in parents
+            if source and source["source_name"] == "raw" and source["name"] not in _EXTENT_TABLES
+        ]
         staging = tested is not None and tested["resource_type"] == "model" and tested["schema"] == "staging"
         meta = tested["config"].get("meta", {}) if tested else {}
         alone = bool(raw) and all(name in SOURCES and SOURCES[name].rows_stand_alone for name in raw)

@@ -523,16 +523,19 @@ def test_a_gone_files_held_row_goes_back_only_as_it_was_kept(demo_run, tmp_path)
 
 def test_a_timesheet_entry_exported_again_is_held_in_every_export(demo_run, tmp_path):
     """Harvest exports a month to date again and again: an entry has no id, and staging keeps one of its identical
-    lines, from the newest export. Holding the newest alone would let an older export's copy count; the model's
-    meta names the columns it does not compare, so every copy of the entry is held."""
+    lines, from the newest export. The model's meta names the columns it does not compare, so every copy of the entry
+    is held. Held alone, the newest copy lets no older one count either: that lies inside what the newest export
+    covers, read from every row of the file, held ones too (raw.timesheets_extent). Line 2, Alice's only data
+    preparation, on the export's first day, took the task and the day out of a box read from raw: the older copy
+    counted in its place and such a hold was refused."""
     warehouse = tmp_path / "warehouse.duckdb"
     shutil.copyfile(demo_run.warehouse, warehouse)
     manifest = _manifest()
     staging = manifest["nodes"]["model.cost_pipeline.stg_timesheets__entries"]
     ignore = tuple(staging["config"]["meta"]["identical_lines_ignore"])
+    older = "timesheets/a_month_to_date_export.csv"  # sorts first: the older export
     with duckdb.connect(str(warehouse)) as con:
         (newest,) = con.execute("select max(source_file) from raw.timesheets").fetchone()
-        older = "timesheets/a_month_to_date_export.csv"  # sorts first: the older export
         _delivered_again(con, "timesheets", newest, 2, older, ", 'Other client' as client")
         con.execute(
             "create schema if not exists scratch; create table scratch.failing as select * from "
@@ -540,9 +543,16 @@ def test_a_timesheet_entry_exported_again_is_held_in_every_export(demo_run, tmp_
             [newest],
         )
         before = con.execute("select count(*) from staging.stg_timesheets__entries").fetchone()[0]
-        test = _failed_on("staging.stg_timesheets__entries", "timesheets")
-        with pytest.raises(HoldRefused):
-            hold_rows(con, [test])
+    test = _failed_on("staging.stg_timesheets__entries", "timesheets")
+    alone = tmp_path / "held_alone.duckdb"
+    shutil.copyfile(warehouse, alone)
+    with duckdb.connect(str(alone)) as con:
+        assert hold_rows(con, [test]) == {"timesheets": 1}
+        assert con.execute("select count(*) from staging.stg_timesheets__entries").fetchone() == (before - 1,)
+        assert con.execute(
+            "select count(*) from staging.stg_timesheets__entries where source_file = ?", [older]
+        ).fetchone() == (0,)
+    with duckdb.connect(str(warehouse)) as con:
         assert hold_rows(con, [replace(test, identical_lines_ignore=ignore)]) == {"timesheets": 2}
         assert con.execute("select count(*) from staging.stg_timesheets__entries").fetchone() == (before - 1,)
         assert con.execute(

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import duckdb
 
-from cost_pipeline.cli import run_pipeline
+from cost_pipeline.cli import HELD_EXIT, run_pipeline
 from cost_pipeline.contract import load_contract
 from cost_pipeline.fingerprint import table_fingerprints
 from cost_pipeline.ingest.lib.warehouse import connect
@@ -241,6 +241,85 @@ def test_a_newer_export_filtered_to_one_project_replaces_only_that_project_s_ent
 
     clean = _labour(demo_run.warehouse)
     assert _labour(warehouse) == {**clean, "B-8": clean["B-8"] + Decimal("90.00")}
+
+
+def _labour_and_hours(warehouse: Path) -> dict[str, tuple[Decimal, Decimal]]:
+    return {b: (cost, hours) for b, cost, hours in query(warehouse, _BATCH_LABOUR)}
+
+
+_BATCH_LABOUR = "select batch_id, labour_cost, labour_hours from marts.fct_batch_costs order by batch_id"
+
+
+def test_a_newer_export_s_quarantined_edit_still_replaces_the_older_entry(demo_run, tmp_path):
+    """A report filtered to project B-8, exported after Dmitri's evaluation rework (2 hours, 180.00, on 7 November: the
+    month's report) was edited, his only entry in it, whose hours are written "-3": the contract quarantines it. The
+    newer report still covers Dmitri (its first to last date x people x projects x tasks is what the file says, not
+    what passed the contract), so the older entry it replaced counts no more, and the quarantined one nowhere. Before,
+    the newer report's box was read from raw, without Dmitri, and his 2 superseded hours counted: B-8 920.00 over 9.
+    B-8 by hand: Alice 4 h x 120 + Eva 2 h assumed at 90 + Farah 1 h x 80 = 740.00 over 7 hours (the demo: 920.00 over
+    9, with Dmitri's 2 h x 90)."""
+    landing = tmp_path / "landing"
+    shutil.copytree(demo_run.landing, landing)
+    month = landing / "timesheets" / "harvest_time_report_2026-11.csv"
+    newer = "timesheets/harvest_time_report_2026-11_b8.csv"  # sorts after the month's report: newer
+
+    def mistyped(row: dict) -> dict:
+        if (row["First Name"], row["Task"]) == ("Dmitri", "Evaluation rework"):
+            row.update({"Hours": "-3", "Hours Rounded": "-3", "Cost Amount": "-270.00"})
+        return row
+
+    _harvest_export(month, Path(newer).name, lambda row: row["Project Code"] == "B-8", mistyped)
+    warehouse = tmp_path / "warehouse.duckdb"
+
+    assert run_pipeline(landing, warehouse)
+
+    clean = _labour_and_hours(demo_run.warehouse)
+    assert clean["B-8"] == (Decimal("920.00"), Decimal("9"))
+    assert _labour_and_hours(warehouse) == {**clean, "B-8": (Decimal("740.00"), Decimal("7"))}
+    # Alice, Eva, Dmitri, Farah: Dmitri's line 4 is in the quarantine, with its rule; rows in = staged + quarantined.
+    assert query(warehouse, "select source, line, rule from raw.quarantine where source_file = ?", [newer]) == [
+        ("timesheets", 4, "hours.hours_of_a_day")
+    ]
+    assert query(
+        warehouse,
+        "select rows_in, rows_staged, rows_quarantined from raw.ingested_files where source_file = ?",
+        [newer],
+    ) == [(4, 3, 1)]
+    assert query(warehouse, "select count(*) from raw.timesheets where source_file = ?", [newer]) == [(3,)]
+
+
+def test_a_newer_export_s_held_entry_still_replaces_the_older_one(demo_run, tmp_path):
+    """An older report (its name sorts before the month's) says Chloe worked 4 hours on B-7 on 3 November; the month's
+    report says 5, her only entry in it, and that line fails a staging test (its task changed in raw behind the
+    contract's back) and is held. The month's report still covers Chloe, so her older 4 hours count no more, and the
+    held 5 nowhere. Before, the month's box was read from raw without Chloe: holding her line would bring the older
+    one back, so the hold was refused and the night failed. B-7 by hand: the demo's 4,230.28 over 33.5 hours less
+    Chloe's 5 hours assumed at 100.00 = 3,730.28 over 28.5."""
+    landing, warehouse = tmp_path / "landing", tmp_path / "warehouse.duckdb"
+    shutil.copytree(demo_run.landing, landing)
+    shutil.copy2(demo_run.warehouse, warehouse)
+    month = "timesheets/harvest_time_report_2026-11.csv"
+    older = "timesheets/harvest_time_report_2026-11-05.csv"  # sorts before the month's report: older
+
+    def earlier(row: dict) -> dict:
+        row.update({"Hours": "4", "Hours Rounded": "4"})
+        return row
+
+    _harvest_export(landing / month, Path(older).name, lambda row: row["First Name"] == "Chloe", earlier)
+    ((line,),) = query(warehouse, "select source_line from raw.timesheets where first_name = 'Chloe'")
+    night = cli_night(
+        landing,
+        warehouse,
+        [f"update raw.timesheets set task = 'Bogus task' where source_file = '{month}' and first_name = 'Chloe'"],
+    )
+
+    assert night.code == HELD_EXIT, night.out + night.err
+    assert query(warehouse, "select source_file, line from raw.quarantine where starts_with(rule, 'dbt:')") == [
+        (month, line)
+    ]
+    clean = _labour_and_hours(demo_run.warehouse)
+    assert clean["B-7"] == (Decimal("4230.28"), Decimal("33.5"))
+    assert _labour_and_hours(warehouse) == {**clean, "B-7": (Decimal("3730.28"), Decimal("28.5"))}
 
 
 def test_two_accounts_lines_alike_in_every_other_column_are_two_charges(demo_run, tmp_path):

@@ -387,12 +387,23 @@ def source_asset(source: Source) -> dg.AssetsDefinition:
     return _configured
 
 
-# The bookkeeping tables every source writes besides its own (the ledger, the quarantine...): written by the assets
-# above, never materialised on their own; declared so that the graph describes them and names their owners.
+# The bookkeeping tables every source writes besides its own (the ledger, the quarantine...) and the extent table a
+# source writes beside its raw table (``Source.extent``): written by the assets above, never materialised on their
+# own; declared so that the graph describes them and names their owners.
 bookkeeping_specs: list[dg.AssetSpec] = [
     dg.AssetSpec(["raw", table], group_name=GROUP, kinds={"duckdb"}, description=description, owners=_owners(table))
     for table, description in BOOKKEEPING_TABLES.items()
     if table != "ignored_files"
+] + [
+    dg.AssetSpec(
+        ["raw", source.extent_table],
+        group_name=GROUP,
+        kinds={"duckdb"},
+        description=source.extent_summary(),
+        owners=_owners(source.name),
+    )
+    for source in SOURCES.values()
+    if source.extent_table is not None
 ]
 source_assets: list[dg.AssetsDefinition] = [source_asset(source) for source in SOURCES.values()]
 ASSETS_BY_TABLE = {asset.key.path[-1]: asset for asset in source_assets}

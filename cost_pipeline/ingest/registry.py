@@ -53,8 +53,14 @@ def sources() -> dict[str, Source]:
 
 
 def raw_tables() -> dict[str, str]:
-    """Every raw table with its description: the contract tables, the landing sources, then the bookkeeping."""
-    return {**contract_tables.TABLES, **{name: s.summary() for name, s in SOURCES.items()}, **BOOKKEEPING_TABLES}
+    """Every raw table with its description: the contract tables, the landing sources (each followed by its extent
+    table, if it declares one), then the bookkeeping."""
+    sourced: dict[str, str] = {}
+    for name, source in SOURCES.items():
+        sourced[name] = source.summary()
+        if source.extent_table is not None:
+            sourced[source.extent_table] = source.extent_summary()
+    return {**contract_tables.TABLES, **sourced, **BOOKKEEPING_TABLES}
 
 
 def load_source(

@@ -13,6 +13,9 @@ Harvest writes ``Date`` in the account's date format, a setting of the Harvest a
 option says which (``iso``, the default, ``mdy``, ``dmy``, ``dmy_dots``, ``ymd_dots``, ``ymd_slashes``, or Harvest's
 own name such as ``%d.%m.%Y``); an ISO date always loads, and a date in any other form is quarantined (rule
 ``entry_date.date_format``), never guessed: ``01/04/2026`` is 4 January in one account and 1 April in another.
+
+Each export's extent, the date, person, project and task of every row it holds (quarantined ones too), is recorded in
+``raw.timesheets_extent``: staging lets a newer export replace an older one's entries inside what the newer covers.
 """
 
 from __future__ import annotations
@@ -140,5 +143,8 @@ SOURCES = (
         options=HarvestOptions,
         batch_lineage=batch_lineage("intermediate.int_labour_costed"),
         rows_stand_alone=True,
+        # A newer export replaces what an older one says inside what it covers (stg_timesheets__entries): its first
+        # to last date x its people, projects and tasks, read from every row it holds, quarantined or held ones too.
+        extent=("entry_date", "first_name", "last_name", "project_code", "task"),
     ),
 )

@@ -45,6 +45,7 @@ from cost_pipeline.ingest.lib.validate import validate_files
 from cost_pipeline.ingest.lib.warehouse import (
     FirstSeen,
     IngestReport,
+    extent_table,
     retracted_contents,
     retracted_files,
     write_validated_source,
@@ -132,7 +133,13 @@ class RowLoader:
             remember_loaded(con, source.name, loader, hashed)
 
         return write_validated_source(
-            con, schema, landing_dir, list(zip(parsed_files, valid, strict=True)), reused, keep_reused
+            con,
+            schema,
+            landing_dir,
+            list(zip(parsed_files, valid, strict=True)),
+            reused,
+            keep_reused,
+            extent=source.extent,
         )
 
 
@@ -191,9 +198,30 @@ class Source:
     # what-if; a task outcome classifies its requests; a sacct record attributes its job's samples and steps), and for
     # inventories, whose later models keep an object's latest listing.
     rows_stand_alone: bool = False
+    # Raw columns whose values each file says of every row it holds, valid or not, recorded in raw.<name>_extent
+    # (``extent_table``, with file and line) and kept while the file's rows are: what the file covers. A staging model
+    # that lets a newer file replace what an older one says inside what the newer covers reads it there, not from
+    # raw, which lacks the rows quarantined at ingest or held after a dbt test (a Harvest export covers its first to
+    # last date x its people, projects and tasks). Read on the pandas path (``RowLoader``) only.
+    extent: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self.formats()  # every pattern has a known format
+        if self.extent and not isinstance(self.loader, RowLoader):
+            raise ValueError(f"{self.name}: an extent is recorded on the pandas path (RowLoader) only")
+
+    @property
+    def extent_table(self) -> str | None:
+        """The raw table of the source's extent, if it declares one."""
+        return extent_table(self.name) if self.extent else None
+
+    def extent_summary(self) -> str:
+        """The one-line description of the extent table: the asset spec's, and the dbt source's."""
+        listed = ", ".join(self.extent[:-1]) + f" and {self.extent[-1]}" if len(self.extent) > 1 else self.extent[0]
+        return (
+            f"What each file of raw.{self.name} covers, from every row it holds (those quarantined at ingest or held "
+            f"after a dbt test too), by {listed}; null where a value is not its column's type."
+        )
 
     def files(self, landing_dir: Path) -> list[Path]:
         """The source's files in sorted order."""

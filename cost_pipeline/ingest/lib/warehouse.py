@@ -10,6 +10,8 @@ it is recorded with ``duplicate_of`` naming that file and rows in = staged = qua
 A file refused whole (not text, a wrong header, an unreadable Parquet file) has ``refused_whole`` set: it holds
 one line-0 row in the quarantine, and its ledger row counts every record it held as in and quarantined (its lines
 less the header; a Parquet file's rows when its footer says), so the ledger shows how much was not loaded.
+A source that declares an extent (``Source.extent``) has ``raw.<source>_extent`` beside its raw table: those columns
+of every row each file holds, quarantined ones too (what the file covers), kept and replaced with the file's rows.
 
 Every connection runs under the DuckDB memory limit and spills beside the warehouse (``duckdb_memory``).
 An ingest connection can be locked down (``connect(path, readable_dir=...)``): DuckDB may then open files
@@ -283,7 +285,7 @@ def begin_source(
     report: IngestReport,
     reused: Collection[str] = (),
     key_of: Callable[[str, str], str] | None = None,
-) -> None:
+) -> list[str]:
     """Start the transaction that replaces one source's raw table, quarantine and ledger rows from ``present``
     (file -> sha256 of the files found tonight), keeping what earlier nights loaded from files now gone.
 
@@ -297,7 +299,7 @@ def begin_source(
     file in ``reused`` (its bytes loaded before by the same loader, ``in_database``) keeps its rows, lines and ledger
     row as they are. When the raw table's columns are the contract's, only the rows of files not kept are deleted
     (and raw is not touched when every file of the ledger is kept); otherwise the table is created anew (its columns
-    follow the contract) with the kept rows in it.
+    follow the contract) with the kept rows in it. Returns the files whose rows are kept.
     """
     con.execute("begin transaction")
     retracted = retracted_files(con, source)
@@ -326,6 +328,7 @@ def begin_source(
     report.missing.extend(missing_files(con, source))
     _replace_raw_table(con, source, columns, names, keep_all=set(names) == {f for f, _ in ledger})
     report.released.extend(release_held_rows(con, source, [f for f, _ in kept]))
+    return names
 
 
 def _replace_raw_table(
@@ -480,6 +483,44 @@ def record_ignored(con: duckdb.DuckDBPyConnection, landing_dir: Path, paths: Seq
     return [row[0] for row in rows]
 
 
+def extent_table(table: str) -> str:
+    """The raw table beside ``raw.<table>`` that records what each of its files covers (``Source.extent``)."""
+    return f"{table}_extent"
+
+
+def _text(value: object) -> str | None:
+    """A parsed value as text, for DuckDB to cast to its column's type (null: blank, or a float's NaN)."""
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def write_extent(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    columns: Sequence[tuple[str, str]],
+    files: Sequence[tuple[str, str, Sequence[Mapping[str, object]]]],
+) -> None:
+    """Insert into ``raw.<table>_extent`` the ``columns`` of every parsed row of each file (file, sha256, rows),
+    valid or not, each value made its column's type where it can be and null where it cannot."""
+    rows = [
+        [source_file, sha, int(row["source_line"]), *(_text(row.get(name)) for name, _ in columns)]
+        for source_file, sha, parsed_rows in files
+        for row in parsed_rows
+    ]
+    if not rows:
+        return
+    names = [name for name, _ in columns]
+    frame = pd.DataFrame(rows, columns=["extent_file", "extent_sha256", "extent_line", *names], dtype=object)
+    typed = ", ".join(f"try_cast(cast({quote(n)} as varchar) as {t})" for n, t in columns)
+    con.register("extent_rows", frame)
+    con.execute(
+        f"insert into {RAW}.{quote(extent_table(table))} select {typed}, extent_file, cast(extent_line as bigint), "
+        "extent_sha256 from extent_rows"
+    )
+    con.unregister("extent_rows")
+
+
 class FirstSeen:
     """Which file of one source first had each sha256, in the order files are offered (sorted paths).
 
@@ -503,6 +544,7 @@ def write_validated_source(
     parsed_files: Sequence[tuple[ParsedFile, pd.DataFrame]],
     reused: Mapping[str, str] | None = None,
     within: Callable[[IngestReport], None] | None = None,
+    extent: Sequence[str] = (),
 ) -> IngestReport:
     """Replace ``raw.<schema.table>`` with the valid rows of every file, quarantine the rest, in one transaction.
 
@@ -513,6 +555,8 @@ def write_validated_source(
     and not read tonight, ``reuse``) keep their rows, lines and ledger rows; none of them follows a file with its
     bytes (the caller read such a file instead), and a parsed file with the bytes of one is its duplicate.
     ``within`` runs inside the transaction, after the reused files are kept (it counts and remembers them).
+    ``extent`` (``Source.extent``): columns of every parsed row of each file loaded, quarantined rows too, written to
+    ``raw.<table>_extent`` (``write_extent``), whose rows of kept and reused files stay as raw's do.
     """
     report = IngestReport(schema.table)
     reused = reused or {}
@@ -522,7 +566,10 @@ def write_validated_source(
     columns = [(c.name, c.sql_type) for c in schema.columns]
     select_list = ", ".join(f"cast({quote(n)} as {t})" for n, t in columns)
     present = {parsed.path.relative_to(landing_dir).as_posix(): parsed.sha256 for parsed, _ in parsed_files}
-    begin_source(con, schema.table, columns, {**present, **reused}, report, reused=list(reused))
+    kept = begin_source(con, schema.table, columns, {**present, **reused}, report, reused=list(reused))
+    extent_columns = [(name, dict(columns)[name]) for name in extent]
+    if extent_columns:
+        _replace_raw_table(con, extent_table(schema.table), extent_columns, kept, keep_all=False)
     try:
         if within is not None:
             within(report)
@@ -530,6 +577,7 @@ def write_validated_source(
         copies = retracted_contents(con, schema.table)
         loaded: list[pd.DataFrame] = []
         origins: list[tuple[str, str, int]] = []  # file, sha256, rows: of each frame in ``loaded``
+        said: list[tuple[str, str, list[dict]]] = []  # file, sha256, every parsed row: of each file loaded
         for parsed, valid in parsed_files:
             source_file = parsed.path.relative_to(landing_dir).as_posix()
             if (source_file, parsed.sha256) in retracted:
@@ -544,6 +592,7 @@ def write_validated_source(
             if original is not None:
                 record_duplicate(con, schema.table, source_file, parsed.sha256, original, report)
                 continue
+            said.append((source_file, parsed.sha256, parsed.rows))
             if not valid.empty:
                 loaded.append(valid)
                 origins.append((source_file, parsed.sha256, len(valid)))
@@ -562,6 +611,8 @@ def write_validated_source(
                 "cast(source_line as bigint), file_sha256 from incoming_rows order by file_order, source_line"
             )
             con.unregister("incoming_rows")
+        if extent_columns:
+            write_extent(con, schema.table, extent_columns, said)
         con.execute("commit")
     except BaseException:
         con.execute("rollback")
