@@ -6,7 +6,7 @@ import json
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
 
-from tests.helpers import cli_night, query
+from tests.helpers import Night, cli_night, query
 from tests.test_end_to_end import PRICE, cents
 
 # assistant-large: 8 GPUs x 720 h x 4.00; assistant-small: 2 GPUs x 720 h at November's internal price.
@@ -234,3 +234,120 @@ def test_a_replica_listed_again_in_next_month_s_file_keeps_its_earlier_run(demo_
         # idle all month is spend of its own, not a failed night).
         (date(2026, 12, 1), "assistant-large", D("23808.00"), D("0.00"), D("23808.00"), 0, D("0.00")),
     ]
+
+
+def _gateway_request(number: int, **fields: object) -> dict:
+    """A completed request of the small model on 15 November, outside any task, as a gateway logs it."""
+    return {
+        "request_id": f"G-{number:03d}",
+        "requested_at": f"2026-11-15T10:{number // 60:02d}:{number % 60:02d}",
+        "model": "assistant-small",
+        "tenant": "acme",
+        "business_line": "support",
+        "input_tokens": 300,
+        "output_tokens": 100,
+        "cache_hit": False,
+        "latency_ms": 800,
+        "latency_tier": "interactive",
+        "status": "completed",
+        "task_id": None,
+        "attempt": 1,
+        "escalated_to": None,
+        "human_handoff": False,
+        **fields,
+    }
+
+
+def _night_with_gateway_log(demo_copy, requests: list[dict]) -> Night:
+    landing = demo_copy / "landing"
+    (landing / "requests" / "gateway_2026-11.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in requests), encoding="utf-8"
+    )
+    night = cli_night(landing, demo_copy / "warehouse.duckdb")
+    assert night.code == 0, night.out + night.err
+    return night
+
+
+def test_a_blank_task_escalation_tenant_or_business_line_is_absent(demo_run, demo_copy):
+    """Go gateways and many JSON serialisers write "" (or spaces) for an unset field. 100 such requests of the small
+    model, in no task, made a task '' of 100 attempts and 100 escalations routed to the small model (401 tasks, 140
+    escalations, 660 attempts, and the requests' cost in the small model's task cost) and a tenant ''. A blank text
+    is absent: no task, no escalation, tenant and business line unassigned.
+
+    Each added request weighs 300 + 3 x 11,000 = 33,300 by the contract's allocation key, the 100 of them 3,330,000
+    beside the demo's small requests' 3,338,000: of the small model's 4,667.60 each takes exactly
+    466,760 x 33,300 / 6,668,000 = 2,331 cents, 2,331.00 together. The tasks routed to the small model cost the
+    demo's 10,478.00 (4,667.60 of small requests, 5,570.40 of their 40 escalations to the large model, 240.00 of
+    people) less those 2,331.00: 8,147.00, over 360 successful tasks 22.630556."""
+    blank = ("", "  ")
+    night = _night_with_gateway_log(
+        demo_copy,
+        [
+            _gateway_request(
+                n,
+                output_tokens=11000,
+                latency_ms=44400,
+                latency_tier="batch",
+                task_id=blank[n % 2],
+                escalated_to=blank[(n + 1) % 2],
+                tenant=blank[n % 2],
+                business_line=blank[(n + 1) % 2],
+            )
+            for n in range(1, 101)
+        ],
+    )
+
+    def rows(sql: str) -> list[tuple]:
+        return query(night.warehouse, sql)
+
+    assert rows(
+        "select tasks, tasks_succeeded, escalations, attempts, task_cost, cost_per_successful_task "
+        "from marts.fct_model_task_economics where model = 'assistant-small'"
+    ) == [(400, 360, 40, 560, Decimal("8147.00"), Decimal("22.630556"))]
+    demo_small = demo_run.query("select task_cost from marts.fct_model_task_economics where model = 'assistant-small'")
+    assert demo_small == [(Decimal("8147.00") + Decimal("2331.00"),)]
+    assert rows("select count(*), count(distinct task_id), min(task_id) from marts.fct_task_costs") == [
+        (600, 600, "T0001")
+    ]
+    assert rows(
+        "select tenant, business_line, requests_total, serving_cost from marts.fct_tenant_service_costs "
+        "where tenant = 'unassigned' or business_line = 'unassigned' or trim(tenant) = '' or trim(business_line) = ''"
+    ) == [("unassigned", "unassigned", 100, Decimal("2331.00"))]
+    # The month's spend is the demo's, now over 540 completed requests.
+    assert rows(
+        "select serving_cost, requests_total, requests_completed, unpriced_requests, cost_per_request "
+        "from marts.fct_service_month where model = 'assistant-small'"
+    ) == [(SMALL_COST, 620, 540, 0, per_request(SMALL_COST, 540))]
+
+
+def test_a_model_named_in_another_case_or_with_spaces_is_the_same_model(demo_run, demo_copy):
+    """Model names are compared in lower case, without surrounding spaces. 40 requests of "Assistant-Small" (or
+    " assistant-small ") were unpriced and out of the small model's N (440 completed, C / N 10.608182), and a replica
+    of " Assistant-Large" left every request of the large model unpriced. They are one model now, in every mart
+    under one name: the small model's 4,667.60 over 480 completed requests is 9.724167 a request, and the large
+    model's figures are the demo's."""
+    replicas = demo_copy / "landing" / "serving" / "replicas.csv"
+    replicas.write_text(
+        replicas.read_text(encoding="utf-8").replace("R-L1,assistant-large,", "R-L1, Assistant-Large,"),
+        encoding="utf-8",
+    )
+    spellings = ("Assistant-Small", " assistant-small ", "ASSISTANT-SMALL", "assistant-Small")
+    night = _night_with_gateway_log(demo_copy, [_gateway_request(n, model=spellings[n % 4]) for n in range(1, 41)])
+
+    def rows(sql: str) -> list[tuple]:
+        return query(night.warehouse, sql)
+
+    service = "select model, serving_cost, requests_total, requests_completed, unpriced_requests, cost_per_request, "
+    service += "allocated_to_requests from marts.fct_service_month order by model"
+    assert rows(service) == [
+        demo_run.query(service)[0],
+        ("assistant-small", SMALL_COST, 560, 480, 0, Decimal("9.724167"), SMALL_COST),
+    ]
+    assert per_request(SMALL_COST, 480) == Decimal("9.724167")
+    for mart in SERVING_MARTS:
+        model = "routed_model" if mart in ("fct_task_costs", "fct_task_routing") else "model"
+        assert rows(f"select distinct {model} from marts.{mart} order by 1") == [
+            ("assistant-large",),
+            ("assistant-small",),
+        ], mart
+    assert rows("select sum(unpriced_requests) from marts.fct_request_group_costs") == [(0,)]

@@ -441,6 +441,53 @@ def test_one_bad_value_quarantines_its_own_row_not_the_whole_column(tmp_path):
     assert quarantined[0][0].endswith("r.jsonl") and "whole number" in quarantined[0][3]
 
 
+def test_a_blank_text_in_a_request_is_absent(tmp_path):
+    """Go gateways and many JSON serialisers write "" (or spaces) for an unset field. In either shape a blank text is
+    absent: an optional field is null (a blank latency tier was quarantined under ``latency_tier.isin``, the whole
+    request lost; a blank task, escalation or tenant was a task, an escalation and a tenant named ''), and a blank
+    model, request id or status is quarantined as a missing one is. SQL maps the lines it vouches for as the pandas
+    path (``request_row``) maps them."""
+    from cost_pipeline.ingest.request_rows import request_row
+
+    base = {"requested_at": "2026-11-01T00:00:00Z", "model": "m", "input_tokens": 10, "output_tokens": 5,
+            "cache_hit": False, "latency_ms": 2500, "status": "completed", "attempt": 1,
+            "human_handoff": False}  # fmt: skip
+    litellm = {"startTime": "2026-11-01T00:00:00Z", "endTime": "2026-11-01T00:00:01Z", "model": "m",
+               "prompt_tokens": 10, "completion_tokens": 5}  # fmt: skip
+    lines = [
+        dict(base, request_id="r-1", tenant="", business_line=" ", task_id="\t", escalated_to="", latency_tier=""),
+        dict(base, request_id="r-2", model=""),
+        dict(base, request_id="r-3", model="  "),
+        dict(base, request_id=" "),
+        dict(base, request_id="r-5", status=""),
+        dict(
+            litellm,
+            request_id="l-1",
+            team_id="",
+            status="  ",
+            metadata={"task_id": "", "escalated_to": " ", "business_line": "", "attempt": 2},
+        ),  # fmt: skip
+        dict(litellm, request_id="l-2", model=" \n"),
+    ]
+    write(tmp_path / "landing" / "requests" / "r.jsonl", "\n".join(json.dumps(r) for r in lines) + "\n")
+    warehouse, quarantined = load(tmp_path, "serving_requests")
+    columns = ["request_id", "model", "tenant", "business_line", "latency_tier", "status", "task_id", "escalated_to"]
+    staged = query(warehouse, f"select {', '.join(columns)} from raw.serving_requests order by request_id")
+    assert staged == [
+        ("l-1", "m", None, None, None, "completed", None, None),
+        ("r-1", "m", None, None, None, "completed", None, None),
+    ]
+    mapped = [request_row(lines[5]), request_row(lines[0])]  # the pandas path maps them alike
+    assert [tuple(row[c] for c in columns) for row in mapped] == staged
+    assert rules(quarantined) == [
+        (2, "model.not_nullable"),
+        (3, "model.not_nullable"),
+        (4, "request_id.not_nullable"),
+        (5, "status.not_nullable"),
+        (7, "model.not_nullable"),
+    ]
+
+
 # Date-time text that Python's datetime.fromisoformat reads and the SQL path (utc_timestamp_sql) does not, or the
 # other way round: the same text must be a time in every source or in none.
 COMPACT_OR_OUT_OF_RANGE_TIMES = [

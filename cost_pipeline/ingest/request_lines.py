@@ -8,7 +8,8 @@ The rules, their names and their messages stay those of the contract schema (``s
 pandera checks them. SQL vouches only for a line it can map without doubt: a JSON object (no repeated key, no
 ``NaN``, no trailing comma, no ``\\u`` escape of a surrogate or NUL), every value of the JSON type its column
 takes (a whole number where tokens are, an ISO 8601 date-time with seconds and at most microseconds where a time
-is, a code the contract lists where a status is) and inside its domain. Every other line, the broken ones, which
+is, a code the contract lists where a status is) and inside its domain. A blank text is absent, as null is
+(``request_rows.given``), in SQL and in Python alike. Every other line, the broken ones, which
 are few, is parsed and checked by the pandas path itself (``request_line_parser`` and ``validate_rows``), so its
 rule and message are the same as before, and its valid rows join the file's. A request id repeating an earlier
 staged row of the file is then quarantined (``request_id.unique``), whichever path checked either row.
@@ -44,7 +45,13 @@ from cost_pipeline.ingest.lib.records import FileRejected, ParsedFile, Rejection
 from cost_pipeline.ingest.lib.timestamps import utc_timestamp_sql
 from cost_pipeline.ingest.lib.validate import validate_rows
 from cost_pipeline.ingest.lib.warehouse import IngestReport, file_pattern, quote
-from cost_pipeline.ingest.request_rows import LITELLM_STATUS, READ_FIELDS, request_line_parser, request_row
+from cost_pipeline.ingest.request_rows import (
+    BLANK_TEXT,
+    LITELLM_STATUS,
+    READ_FIELDS,
+    request_line_parser,
+    request_row,
+)
 
 if TYPE_CHECKING:
     from cost_pipeline.ingest.lib.source import Source
@@ -98,6 +105,16 @@ def _blank(x: _Json) -> str:
 def _text(x: _Json) -> str:
     """A JSON string's text; null for anything else."""
     return f"case when {x.kind} = 'VARCHAR' then {x.text} end"
+
+
+def _given(x: _Json) -> str:
+    """A field's text, null when it is no string or a blank one (``request_rows.given``): what a Go gateway or a
+    serialiser writes for an unset field is absent. Only a text below ``'!'`` (empty, or led by a space or a control
+    character) can be blank, so the others pay no regular expression."""
+    return (
+        f"case when {x.kind} = 'VARCHAR' and ({x.text} >= '!' or not regexp_full_match({x.text}, '{BLANK_TEXT}')) "
+        f"then {x.text} end"
+    )
 
 
 def _optional_text_ok(x: _Json) -> str:
@@ -163,7 +180,7 @@ def _mapped_sql(schema: SourceSchema) -> str:
     renamed = " ".join(f"when '{k}' then '{v}'" for k, v in LITELLM_STATUS.items())
     meta = _value("metadata")
     meta_once = _text(meta)
-    litellm_status = f"coalesce(nullif({_text(_value('status'))}, ''), nullif({_text(_meta('status'))}, ''), 'success')"
+    litellm_status = f"coalesce({_given(_value('status'))}, {_given(_meta('status'))}, 'success')"
     return f"""
         with typed as (
             select landing_file, line, text, json_type(text, {typed_paths}) as k
@@ -195,27 +212,26 @@ def _mapped_sql(schema: SourceSchema) -> str:
             from meta
         ), fields as (
             select landing_file, line, native, object_ok,
-                   {_text(_value("request_id"))} as request_id,
+                   {_given(_value("request_id"))} as request_id,
                    case when native then {_time(_value("requested_at"))} else {_time(_value("startTime"))}
                        end as requested_at,
                    {_time(_value("endTime"))} as ended_at,
-                   {_text(_value("model"))} as model,
-                   {_text(_value("tenant"))} as native_tenant,
-                   {_text(_value("team_id"))} as team_id,
-                   {_text(_value("business_line"))} as native_business_line,
+                   {_given(_value("model"))} as model,
+                   {_given(_value("tenant"))} as native_tenant,
+                   {_given(_value("team_id"))} as team_id,
+                   {_given(_value("business_line"))} as native_business_line,
                    {_whole(_value("input_tokens"))} as native_input_tokens,
                    {_whole(_value("output_tokens"))} as native_output_tokens,
                    {_whole(_value("prompt_tokens"))} as prompt_tokens,
                    {_whole(_value("completion_tokens"))} as completion_tokens,
                    {_flag(_value("cache_hit"))} as cache_hit,
                    {_whole(_value("latency_ms"))} as native_latency_ms,
-                   {_text(_value("latency_tier"))} as latency_tier,
-                   {_text(_value("status"))} as native_status,
-                   {_text(_value("task_id"))} as native_task_id,
+                   {_given(_value("latency_tier"))} as latency_tier,
+                   {_given(_value("status"))} as native_status,
+                   {_given(_value("task_id"))} as native_task_id,
                    {_whole(_value("attempt"))} as native_attempt,
-                   {_text(_value("escalated_to"))} as native_escalated_to,
+                   {_given(_value("escalated_to"))} as native_escalated_to,
                    {_flag(_value("human_handoff"))} as native_human_handoff,
-                   {_value("request_id").kind} = 'VARCHAR' and {_value("model").kind} = 'VARCHAR' as keys_ok,
                    {_optional_text_ok(_value("tenant"))} and {_optional_text_ok(_value("business_line"))}
                        and {_optional_text_ok(_value("task_id"))} and {_optional_text_ok(_value("escalated_to"))}
                        and {_optional_text_ok(_value("latency_tier"))} as native_texts_ok,
@@ -227,10 +243,10 @@ def _mapped_sql(schema: SourceSchema) -> str:
             from (select *, json_type(m, {meta_paths}) as mk, json_extract_string(m, {meta_paths}) as mt from shaped)
         ), litellm as (
             select *,
-                   {_text(_meta("business_line"))} as meta_business_line,
-                   {_text(_meta("task_id"))} as meta_task_id,
+                   {_given(_meta("business_line"))} as meta_business_line,
+                   {_given(_meta("task_id"))} as meta_task_id,
                    case when {_meta("attempt").kind} is null then 1 else {_whole(_meta("attempt"))} end as meta_attempt,
-                   {_text(_meta("escalated_to"))} as meta_escalated_to,
+                   {_given(_meta("escalated_to"))} as meta_escalated_to,
                    {_flag(_meta("human_handoff"))} as meta_human_handoff,
                    {_optional_text_ok(_meta("business_line"))} and {_optional_text_ok(_meta("task_id"))}
                        and {_optional_text_ok(_meta("escalated_to"))} and {_optional_text_ok(_meta("status"))}
@@ -256,7 +272,7 @@ def _mapped_sql(schema: SourceSchema) -> str:
                    case when native then native_escalated_to else meta_escalated_to end as escalated_to,
                    case when native then native_human_handoff else meta_human_handoff end as human_handoff,
                    case when native then 'native' else 'litellm' end as request_shape,
-                   native, object_ok, keys_ok, native_texts_ok, native_latency_blank, end_blank, litellm_texts_ok,
+                   native, object_ok, native_texts_ok, native_latency_blank, end_blank, litellm_texts_ok,
                    meta_ok, meta_texts_ok, litellm_status_ascii, ended_at
             from litellm
         )
@@ -264,7 +280,8 @@ def _mapped_sql(schema: SourceSchema) -> str:
                output_tokens, cache_hit, latency_ms, latency_tier, status, task_id, attempt, escalated_to,
                human_handoff, request_shape,
                coalesce(
-                   object_ok and keys_ok and {_in_pandas_range("requested_at")}
+                   object_ok and request_id is not null and model is not null
+                   and {_in_pandas_range("requested_at")}
                    and input_tokens between 0 and {_TOKENS_MAX} and output_tokens between 0 and {_TOKENS_MAX}
                    and cache_hit is not null and human_handoff is not null
                    and attempt between 1 and {_COUNT_MAX}

@@ -4,6 +4,11 @@ A LiteLLM row is recognised by its ``startTime`` (and no ``requested_at``): ``st
 and ``endTime - startTime`` its latency; tokens, team and status are renamed; ``task_id``, ``attempt``,
 ``business_line``, ``escalated_to`` and ``human_handoff`` come from its ``metadata`` object.
 
+A blank text (``""``, or only spaces, tabs and line breaks: what Go gateways and many JSON serialisers write for an
+unset field) is absent, in every text field of either shape: an optional one is null (a blank ``task_id`` is no
+task, a blank ``tenant`` is unassigned, a blank ``latency_tier`` is derived from the latency), and a blank
+``request_id``, ``model`` or ``status`` is quarantined as a missing one is (``<column>.not_nullable``).
+
 The request log loads inside DuckDB (``request_lines.py``), which maps each line in SQL alike; the lines SQL does
 not vouch for are mapped here.
 """
@@ -11,6 +16,7 @@ not vouch for are mapped here.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 
 from cost_pipeline.ingest.lib.records import ParsedFile, jsonl_line_parser
@@ -37,6 +43,14 @@ _REQUEST_FIELDS = (
 _LITELLM_FIELDS = ("startTime", "endTime", "prompt_tokens", "completion_tokens", "team_id", "end_user", "metadata")
 READ_FIELDS = (*_REQUEST_FIELDS, *_LITELLM_FIELDS)  # the fields a line is read by
 LITELLM_STATUS = {"success": "completed", "failure": "failed"}
+_TEXT_FIELDS = ("request_id", "model", "tenant", "business_line", "latency_tier", "status", "task_id", "escalated_to")
+# A blank text, as a regular expression Python's re and DuckDB's RE2 read alike (request_lines.py checks it in SQL).
+BLANK_TEXT = r"[ \t\n\f\r]*"
+
+
+def given(value: object) -> object:
+    """A field's value, None when it is a blank text (absent, as null is)."""
+    return None if isinstance(value, str) and re.fullmatch(BLANK_TEXT, value) else value
 
 
 def _flag(value: object) -> object:
@@ -49,7 +63,7 @@ def _flag(value: object) -> object:
 def request_row(row: dict[str, object]) -> dict[str, object]:
     """One request in the native shape, or a LiteLLM spend-log row mapped into it."""
     if row.get("requested_at") is not None or row.get("startTime") is None:
-        mapped = {name: row.get(name) for name in _REQUEST_FIELDS}
+        mapped = {name: given(row.get(name)) if name in _TEXT_FIELDS else row.get(name) for name in _REQUEST_FIELDS}
         mapped["requested_at"] = utc_naive(mapped["requested_at"])
         mapped["cache_hit"] = _flag(mapped["cache_hit"])
         mapped["human_handoff"] = _flag(mapped["human_handoff"])
@@ -69,22 +83,22 @@ def request_row(row: dict[str, object]) -> dict[str, object]:
         if isinstance(started, datetime) and isinstance(ended, datetime)
         else None
     )
-    status = row.get("status") or metadata.get("status") or "success"
+    status = given(row.get("status")) or given(metadata.get("status")) or "success"
     return {
-        "request_id": row.get("request_id"),
+        "request_id": given(row.get("request_id")),
         "requested_at": started,
-        "model": row.get("model"),
-        "tenant": row.get("team_id"),
-        "business_line": metadata.get("business_line"),
+        "model": given(row.get("model")),
+        "tenant": given(row.get("team_id")),
+        "business_line": given(metadata.get("business_line")),
         "input_tokens": row.get("prompt_tokens"),
         "output_tokens": row.get("completion_tokens"),
         "cache_hit": _flag(row.get("cache_hit")),
         "latency_ms": latency,
         "latency_tier": None,
         "status": LITELLM_STATUS.get(str(status).lower(), str(status).lower()),
-        "task_id": metadata.get("task_id"),
+        "task_id": given(metadata.get("task_id")),
         "attempt": metadata.get("attempt", 1),
-        "escalated_to": metadata.get("escalated_to"),
+        "escalated_to": given(metadata.get("escalated_to")),
         "human_handoff": _flag(metadata.get("human_handoff")),
         "request_shape": "litellm",
         "source_line": row.get("source_line"),

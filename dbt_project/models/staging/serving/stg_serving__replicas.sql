@@ -12,7 +12,7 @@ renamed as (
     select
         {{ dbt.concat(['replica_id', "'@'", dbt.cast('started_at', dbt.type_string())]) }} as replica_key,
         replica_id,
-        model,
+        {{ model_name('model') }} as model,
         gpus,
         started_at,
         ended_at,

@@ -17,7 +17,7 @@ renamed as (
     select
         request_id,
         requested_at,
-        model,
+        {{ model_name('model') }} as model,
         coalesce(tenant, 'unassigned') as tenant,
         coalesce(business_line, 'unassigned') as business_line,
         input_tokens,
@@ -28,7 +28,7 @@ renamed as (
         status,
         task_id,
         attempt,
-        escalated_to,
+        {{ model_name('escalated_to') }} as escalated_to,
         human_handoff,
         request_shape,
         source_file,
