@@ -351,3 +351,22 @@ def test_a_model_named_in_another_case_or_with_spaces_is_the_same_model(demo_run
             ("assistant-small",),
         ], mart
     assert rows("select sum(unpriced_requests) from marts.fct_request_group_costs") == [(0,)]
+
+
+def test_a_request_with_neither_latency_tier_nor_latency_ms_is_quarantined_not_a_failed_night(demo_copy):
+    """Both latency fields are optional, one at a time: a request with neither has no tier to be grouped by. It got
+    past ingest and stopped the whole night in dbt (int_requests_costed's not-null latency_tier); now it is
+    quarantined with its file, line and rule, and the other request of the file counts."""
+    night = _night_with_gateway_log(
+        demo_copy, [_gateway_request(1, latency_ms=None, latency_tier=None), _gateway_request(2, latency_tier=None)]
+    )
+    warehouse = night.warehouse
+    assert query(
+        warehouse,
+        "select source_file, line, rule from raw.quarantine where source = 'serving_requests' order by line",
+    ) == [("requests/gateway_2026-11.jsonl", 1, "latency_known")]
+    # G-002 gave 800 ms: its tier is derived (interactive, as the demo's).
+    assert query(
+        warehouse,
+        "select request_id, latency_tier from intermediate.int_requests_costed where request_id like 'G-%'",
+    ) == [("G-002", "interactive")]

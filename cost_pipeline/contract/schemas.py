@@ -569,6 +569,15 @@ def serving_requests(contract: Contract) -> SourceSchema:
             Col("request_shape", "VARCHAR", checks=_isin(contract.request_shapes)),
         ),
         unique=("request_id",),
+        # A request's latency tier is given, or derived from latency_ms: without either it has no tier to be
+        # grouped by (it got past ingest and stopped the night in dbt).
+        row_checks=(
+            pa.Check(
+                lambda row: not (pd.isna(row["latency_tier"]) and pd.isna(row["latency_ms"])),
+                element_wise=True,
+                name="latency_known",
+            ),
+        ),
     )
 
 

@@ -287,6 +287,7 @@ def _mapped_sql(schema: SourceSchema) -> str:
                    and attempt between 1 and {_COUNT_MAX}
                    and (latency_ms is null or latency_ms between 0 and {_MILLISECONDS_MAX})
                    and (latency_tier is null or list_contains({tiers}, latency_tier))
+                   and (latency_tier is not null or latency_ms is not null)
                    and list_contains({statuses}, status)
                    and case when native then native_texts_ok and (native_latency_blank or latency_ms is not null)
                             else litellm_texts_ok and meta_ok and meta_texts_ok and litellm_status_ascii

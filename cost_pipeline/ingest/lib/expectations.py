@@ -37,6 +37,7 @@ _NAMED = {
     "hours_of_a_day": "at most 24 hours",
     "accrual_service_month": "a service month when there is no invoice date (an accrual)",
     "handoff_cost_per_hour": "a human_cost_per_hour when human_minutes are more than 0 (a hand-off's cost)",
+    "latency_known": "a latency_tier or a latency_ms to derive it from",
 }
 # ``^-?\d{1,N}(\.\d{1,M})?$``: a decimal number with at most N digits before the point and M after it.
 _DECIMAL = re.compile(r"^\^(?P<sign>-\?)?\\d\{1,(?P<whole>\d+)\}\(\\\.\\d\{1,(?P<places>\d+)\}\)\?\$$")
