@@ -46,16 +46,24 @@ def test_a_purchase_in_another_currency_is_quarantined(tmp_path):
     ]
 
 
-def test_a_focus_line_billed_in_another_currency_is_quarantined_and_a_blank_one_is_not(tmp_path):
+def test_a_focus_line_billed_in_another_currency_or_none_is_quarantined(tmp_path):
+    """FOCUS requires BillingCurrency on every line: a blank one is a currency unknown, quarantined, never assumed
+    to be the reporting currency (it was read as USD). An export without the column states none and is read in the
+    reporting currency (the FinOps Foundation's samples omit it)."""
     header = "ChargePeriodStart,ChargePeriodEnd,BilledCost,EffectiveCost,BillingCurrency\n"
     text = header + (
         "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,1.00,1.00,USD\n"
         "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,1.00,1.00,EUR\n"
         "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,1.00,1.00,\n"
+        "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,1.00,1.00,NULL\n"
     )
     assert _load(tmp_path, "billing/focus.csv", text, "billing_focus") == [
-        ("billing/focus.csv", 3, "billing_currency.reporting_currency")
+        ("billing/focus.csv", 3, "billing_currency.reporting_currency"),
+        ("billing/focus.csv", 4, "billing_currency.not_nullable"),
+        ("billing/focus.csv", 5, "billing_currency.not_nullable"),
     ]
+    without = "ChargePeriodStart,ChargePeriodEnd,BilledCost,EffectiveCost\n2026-11-01T00:00:00Z,2026-11-02,1.00,1.00\n"
+    assert _load(tmp_path / "without", "billing/focus.csv", without, "billing_focus") == []
 
 
 def test_harvest_writes_a_currency_as_its_name_and_code():

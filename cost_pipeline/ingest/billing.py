@@ -154,6 +154,12 @@ def utc_only(value: object, column: str) -> object:
 def focus_row(row: dict[str, object], tag_key: str) -> dict[str, object]:
     """One FOCUS line (by FOCUS column names) -> the raw billing shape; raises ``RowRejected`` for a broken rule."""
     mapped = {column: _missing_as_none(row.get(name)) for name, column in COLUMNS.items()}
+    if "BillingCurrency" in row and (mapped["billing_currency"] is None or not str(mapped["billing_currency"]).strip()):
+        raise RowRejected(
+            "billing_currency.not_nullable",
+            "column BillingCurrency is blank: FOCUS requires it on every line, and the line's currency is unknown "
+            "(never assumed); an export without the column is read in the reporting currency",
+        )
     mapped["provider_name"] = _missing_as_none(row.get(PROVIDER_SUCCESSOR)) or mapped["provider_name"]
     for column in TIMESTAMPS:
         mapped[column] = iso_utc_naive(utc_only(mapped[column], column), column)
