@@ -1,7 +1,7 @@
 """What ``cost-pipeline run|demo`` prints while a night runs: one line per asset (name, rows, seconds), a line per
 failed error-severity check, then a ``warning:`` line per warn-severity dbt test that failed (its rows returned and
-the table that stores them, if any; the night goes on), and the root cause of a failure, naming the file, asset or
-dbt model.
+the table that stores them, if any; the night goes on) and per source not delivered on time (its freshness check),
+and the root cause of a failure, naming the file, asset or dbt model.
 
 Dagster's and dbt's own log (about 2,000 lines a night) go to a log file instead; ``-v`` shows them. The lines come
 from a Dagster logger that the CLI adds to the nightly job (``NightProgress.logger_def``): it sees every event of
@@ -21,6 +21,7 @@ import duckdb
 
 from cost_pipeline import duckdb_session
 from cost_pipeline.dbt_failures import STORED_FAILURES
+from cost_pipeline.defs.freshness import CHECK as FRESHNESS_CHECK
 from cost_pipeline.ingest.lib.warehouse import quote
 
 LOGGER = "cli_progress"
@@ -125,9 +126,16 @@ class NightProgress:
         print(f"check {evaluation.check_name} on {where} failed" + (f" ({counts})" if counts else ""), file=self.out)
 
     def _warned(self, evaluation: Any) -> None:
-        """A warn-severity dbt test that failed: kept for ``print_warnings``. The night goes on; other warning checks
-        (quarantine, ignored, missing, stale, held rows) have their own lines in the summary."""
+        """A warn-severity dbt test, or a source's freshness check, that failed: kept for ``print_warnings``. The night
+        goes on; other warning checks (quarantine, ignored, missing, stale, held rows) have their own lines in the
+        summary."""
         metadata = {name: value.value for name, value in evaluation.metadata.items()}
+        if evaluation.check_name == FRESHNESS_CHECK:
+            self.warnings.append(
+                f"warning: {evaluation.asset_key.to_user_string()} not delivered on time: "
+                f"{evaluation.description or 'see its delivered_on_time check'} (the night goes on on what it has)"
+            )
+            return
         if not str(metadata.get("unique_id", "")).startswith("test."):
             return
         rows = metadata.get(_FAILED_ROWS)

@@ -218,3 +218,20 @@ def test_a_dbt_failure_names_the_model_and_its_file():
         "dbt model fct_batch_costs (models/marts/finance/fct_batch_costs.sql): "
         "Conversion Error: Could not convert string 'x' to INT32"
     )
+
+
+def test_a_source_not_delivered_on_time_is_a_warning_line_of_the_night(demo_copy):
+    """The registry's last delivery is made 10,000 hours old (its contract allows far less): the night goes on with
+    what it has (exit 0) and says so in its output, not only in Dagster's check."""
+    night = cli_night(
+        demo_copy / "landing",
+        demo_copy / "warehouse.duckdb",
+        tamper=[
+            "update ops.file_arrivals set first_seen_at = first_seen_at - interval 10000 hour "
+            "where source = 'batch_registry'"
+        ],
+    )
+    assert night.code == 0, night.err
+    (line,) = [line for line in night.out.splitlines() if "not delivered on time" in line]
+    assert line.startswith("warning: raw/batch_registry not delivered on time: batch_registry last delivered ")
+    assert "more than the" in line and line.endswith("(the night goes on on what it has)")
