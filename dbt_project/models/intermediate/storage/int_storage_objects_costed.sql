@@ -5,8 +5,8 @@
 -- earlier) to its last listing's inventory date, over the length of the month that contains it. Every inventory
 -- of a bucket counts, whatever its configuration: a prefix-filtered configuration delivered after the whole-bucket
 -- one does not hide the other objects, and an object deleted mid-month is charged until its last listing.
--- is_current: no later inventory of the month covers its key (a later inventory covers the keys between its first
--- and last, which an S3 prefix filter keeps together) without listing it; an object not current was deleted
+-- is_current: no later inventory file of the month covers its key (a file covers the keys between its first and
+-- last, which an S3 prefix filter keeps together) without listing it; an object not current was deleted
 -- within the month and is no governance finding. storage_cost is kept unrounded (6 decimals) per object; every
 -- total above rounds once to the cent.
 with objects as (
@@ -32,16 +32,19 @@ last_listings as (
     select * from ranked_listings where listing_rank = 1
 ),
 
--- Each inventory (bucket, instant) of a month and the range of keys it covers.
+-- Each inventory data file of a month and the range of keys it covers. By file, not by instant: two configurations of
+-- a bucket (each filtered to its prefix) are delivered at the same instant, and together they do not cover the keys
+-- between their prefixes.
 inventories as (
     select
         bucket,
         month_start,
         inventory_at,
+        source_file,
         min(object_key) as first_key,
         max(object_key) as last_key
     from objects
-    group by bucket, month_start, inventory_at
+    group by bucket, month_start, inventory_at, source_file
 ),
 
 latest_inventories as (
