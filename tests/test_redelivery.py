@@ -445,3 +445,36 @@ def test_a_corrected_ledger_re_export_replaces_the_month_s_item_not_adds_to_it(d
         ("assistant-large", Decimal("4480.00")),
         ("assistant-small", Decimal("1120.00")),
     ]
+
+
+def test_an_export_loaded_before_the_extent_was_recorded_still_covers_what_it_superseded(demo_copy):
+    """Upgrade: a newer Harvest export (Alice's Training runs of 3 November edited from 8 h to 5 h) was loaded before
+    raw.timesheets_extent existed, and its file has left the landing folder since (raw keeps its rows). Its box is
+    then read from its raw rows: the older export's 8 h entry stays superseded. Read from the extent alone, the box
+    vanished and B-7's labour counted both (4,830.28 instead of 3,870.28)."""
+    landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
+    month = landing / "timesheets" / "harvest_time_report_2026-11.csv"
+    edited = landing / "timesheets" / "harvest_time_report_2026-11b.csv"
+    line = (
+        "2026-11-03,Internal,assistant-rl,B-7,Training runs,,8,8,No,No,Yes,Alice,Chen,ML Engineer,Yes,0.0,0.0,"
+        "120.00,960.00,"
+    )
+    text = month.read_text(encoding="utf-8")
+    assert line in text
+    edited.write_text(
+        text.replace(line, line.replace(",8,8,", ",5,5,").replace(",960.00,", ",600.00,")), encoding="utf-8"
+    )
+    first = cli_night(landing, warehouse)
+    assert first.code == 0, first.err
+    labour = "select labour_cost from marts.fct_batch_costs where batch_id = 'B-7'"
+    # The demo's 4,230.28 less 3 h x 120.00.
+    assert query(warehouse, labour) == [(Decimal("3870.28"),)]
+
+    edited.unlink()
+    second = cli_night(
+        landing,
+        warehouse,
+        tamper=["delete from raw.timesheets_extent where source_file = 'timesheets/harvest_time_report_2026-11b.csv'"],
+    )
+    assert second.code == 0, second.err
+    assert query(warehouse, labour) == [(Decimal("3870.28"),)]

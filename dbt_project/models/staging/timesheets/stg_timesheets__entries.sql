@@ -21,25 +21,36 @@ with newest as (
     {{ identical_lines_once(source('raw', 'timesheets'), ignore=ignore) }}
 ),
 
--- What each export covers: its first and last date, and the people, projects and tasks it holds, quarantined and
--- held rows included.
+-- Every row each export holds, quarantined and held rows included (raw.timesheets_extent); an export loaded before
+-- the extent was recorded (raw keeps its rows after its file left the landing folder) by its raw rows, or its box
+-- would vanish and the entries it superseded count again.
+extent as (
+    select source_file, entry_date, first_name, last_name, project_code, task
+    from {{ source('raw', 'timesheets_extent') }}
+    union all
+    select source_file, entry_date, first_name, last_name, project_code, task
+    from {{ source('raw', 'timesheets') }}
+    where source_file not in (select distinct source_file from {{ source('raw', 'timesheets_extent') }})
+),
+
+-- What each export covers: its first and last date, and the people, projects and tasks it holds.
 exports as (
     select source_file, min(entry_date) as first_date, max(entry_date) as last_date
-    from {{ source('raw', 'timesheets_extent') }}
+    from extent
     group by source_file
 ),
 
 export_people as (
-    select distinct source_file, first_name, last_name from {{ source('raw', 'timesheets_extent') }}
+    select distinct source_file, first_name, last_name from extent
 ),
 
 export_projects as (
     select distinct source_file, coalesce(project_code, '') as project_code
-    from {{ source('raw', 'timesheets_extent') }}
+    from extent
 ),
 
 export_tasks as (
-    select distinct source_file, task from {{ source('raw', 'timesheets_extent') }}
+    select distinct source_file, task from extent
 ),
 
 -- The entries a newer export covers: it says what they are now.
