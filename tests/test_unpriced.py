@@ -226,3 +226,26 @@ def test_a_rented_cluster_job_whose_bill_has_not_arrived_is_pending_not_owned_ca
     report(warehouse, out)
     (line,) = [line for line in out.getvalue().splitlines() if line.startswith("Cloud jobs not billed yet")]
     assert line.endswith(": b10-eval-cloud (B-10, 32.00 GPU-h)")
+
+
+def test_the_same_events_delivered_without_their_cluster_are_the_same_job(demo_copy):
+    """The cloud job's event stream shipped again as an older exporter wrote it, without the cluster: the same three
+    events, the same job. Keyed apart, they made a second job of the same 32 GPU-hours, forever unbilled (B-10's
+    compute and total null)."""
+    from tests.helpers import cli_night
+
+    landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
+    stream = (landing / "scheduler" / "cloud_events_2026-11.jsonl").read_text(encoding="utf-8")
+    assert '"cluster": "eks-us-east-1", ' in stream
+    (landing / "scheduler" / "cloud_events_2026-11-10.jsonl").write_text(
+        stream.replace('"cluster": "eks-us-east-1", ', ""), encoding="utf-8"
+    )
+    night = cli_night(landing, warehouse)
+    assert night.code == 0, night.err
+    assert query(
+        warehouse, "select job_key, occupied_gpu_hours from marts.fct_runs where job_id = 'b10-eval-cloud'"
+    ) == [("eks-us-east-1/b10-eval-cloud@2026-11-10 00:00:00", Decimal("32.0000"))]
+    assert query(
+        warehouse, "select compute_cost, total_cost, is_unpriced from marts.fct_batch_costs where batch_id = 'B-10'"
+    ) == [(Decimal("96.00"), Decimal("108.00"), False)]
+    assert "Cloud jobs not billed yet" not in night.out

@@ -2,15 +2,30 @@ with source as (
     select * from {{ source('raw', 'scheduler_events') }}
 ),
 
+-- An event delivered without a cluster (a stream exported before it named one, kept in raw) is the job's on the one
+-- cluster whose events name that job, else on the cluster of the same event (job, kind, time) delivered with one:
+-- it is the same job, not a second one of the same GPU time.
+clustered as (
+    select
+        source.*,
+        coalesce(
+            cluster,
+            case when min(cluster) over (partition by job_id) = max(cluster) over (partition by job_id)
+                then max(cluster) over (partition by job_id) end,
+            max(cluster) over (partition by job_id, event, {{ adapter.quote('at') }})
+        ) as event_cluster
+    from source
+),
+
 -- An event stream shipped again: each event (cluster, job, kind, time) once, from the newest file.
 newest as (
-    {{ newest_delivery('source', ['cluster', 'job_id', 'event', adapter.quote('at')]) }}
+    {{ newest_delivery('clustered', ['event_cluster', 'job_id', 'event', adapter.quote('at')]) }}
 ),
 
 renamed as (
     select
         -- Blank when the stream names no cluster (one cluster's export): '' so that it keys and partitions as one.
-        coalesce(cluster, '') as cluster,
+        coalesce(event_cluster, '') as cluster,
         job_id,
         event as event_type,
         {{ adapter.quote("at") }} as event_at,
