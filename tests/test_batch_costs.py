@@ -64,13 +64,16 @@ def cents(value: int) -> Decimal:
 def test_capacity_allocation_and_reconciliation_to_the_cent(demo_run):
     expected = november_allocation()
     assert sum(expected.values()) == CAPACITY_CENTS
-    # A training part is a job_key (cluster/JobID@submit); the demo's JobIDs are not reused, so name it by JobID.
+    # A training part is a job_key (cluster/JobID@submit), a replica's its run (replica_id@start); the demo reuses
+    # neither JobIDs nor replica ids, so name them by JobID and replica id.
     allocated = {
         (kind, part): cents_
         for kind, part, cents_ in demo_run.query(
-            "select a.part_kind, coalesce(j.job_id, a.part_id), a.allocated_cents "
+            "select a.part_kind, coalesce(j.job_id, r.replica_id, a.part_id), a.allocated_cents "
             "from intermediate.int_capacity_costs_allocated as a "
             "left join intermediate.int_jobs_unioned as j on a.part_kind = 'training_job' and j.job_key = a.part_id "
+            "left join staging.stg_serving__replicas as r "
+            "on a.part_kind = 'serving_replica' and r.replica_key = a.part_id "
             "where a.month_start = date '2026-11-01'"
         )
     }
