@@ -124,7 +124,7 @@ SERVING_MARTS = (
 )
 
 
-def _request(request_id: str, at: str, task_id: str, attempt: int, status: str = "completed") -> dict:
+def _request(request_id: str, at: str, task_id: str | None, attempt: int, status: str = "completed") -> dict:
     return {
         "request_id": request_id,
         "requested_at": at,
@@ -238,24 +238,8 @@ def test_a_replica_listed_again_in_next_month_s_file_keeps_its_earlier_run(demo_
 
 def _gateway_request(number: int, **fields: object) -> dict:
     """A completed request of the small model on 15 November, outside any task, as a gateway logs it."""
-    return {
-        "request_id": f"G-{number:03d}",
-        "requested_at": f"2026-11-15T10:{number // 60:02d}:{number % 60:02d}",
-        "model": "assistant-small",
-        "tenant": "acme",
-        "business_line": "support",
-        "input_tokens": 300,
-        "output_tokens": 100,
-        "cache_hit": False,
-        "latency_ms": 800,
-        "latency_tier": "interactive",
-        "status": "completed",
-        "task_id": None,
-        "attempt": 1,
-        "escalated_to": None,
-        "human_handoff": False,
-        **fields,
-    }
+    at = f"2026-11-15T10:{number // 60:02d}:{number % 60:02d}"
+    return {**_request(f"G-{number:03d}", at, None, 1), "model": "assistant-small", **fields}
 
 
 def _night_with_gateway_log(demo_copy, requests: list[dict]) -> Night:
