@@ -279,10 +279,11 @@ def test_a_time_column_whose_unit_the_contract_names_is_converted():
 def test_an_overflowing_value_is_quarantined_before_dbt_can_overflow(tmp_path):
     requests = [
         {"request_id": "r-1", "requested_at": "2026-11-01T00:00:00Z", "model": "m", "input_tokens": 10,
-         "output_tokens": 5, "cache_hit": False, "status": "completed", "attempt": 1, "human_handoff": False},
-        {"request_id": "r-2", "requested_at": "2026-11-01T00:00:00Z", "model": "m", "input_tokens": 10,
-         "output_tokens": 9_000_000_000_000_000_000, "cache_hit": False, "status": "completed", "attempt": 1,
+         "output_tokens": 5, "cache_hit": False, "latency_ms": 800, "status": "completed", "attempt": 1,
          "human_handoff": False},
+        {"request_id": "r-2", "requested_at": "2026-11-01T00:00:00Z", "model": "m", "input_tokens": 10,
+         "output_tokens": 9_000_000_000_000_000_000, "cache_hit": False, "latency_ms": 800, "status": "completed",
+         "attempt": 1, "human_handoff": False},
     ]  # fmt: skip
     write(tmp_path / "landing" / "requests" / "r.jsonl", "\n".join(json.dumps(r) for r in requests) + "\n")
     warehouse, quarantined = load(tmp_path, "serving_requests")
@@ -426,7 +427,8 @@ def test_one_bad_value_quarantines_its_own_row_not_the_whole_column(tmp_path):
     quarantine every row of the file under ``coerce_dtype``. Each value is judged on its own: ``1`` is true (as
     ``"1"`` is in a CSV and as it would be alone in a file), ``2`` and ``1.5`` are refused, each on its line."""
     base = {"requested_at": "2026-11-01T00:00:00Z", "model": "m", "input_tokens": 10, "output_tokens": 5,
-            "cache_hit": False, "status": "completed", "attempt": 1, "human_handoff": False}  # fmt: skip
+            "cache_hit": False, "latency_ms": 800, "status": "completed", "attempt": 1,
+            "human_handoff": False}  # fmt: skip
     changes = [{}, {"cache_hit": 1}, {"input_tokens": 1.5}, {}, {"cache_hit": 2}, {"attempt": "x"}, {}]
     requests = [dict(base, request_id=f"r-{n}", **change) for n, change in enumerate(changes, start=1)]
     write(tmp_path / "landing" / "requests" / "r.jsonl", "\n".join(json.dumps(r) for r in requests) + "\n")
