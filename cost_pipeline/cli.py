@@ -235,8 +235,8 @@ def run_log(warehouse: Path) -> Path:
 def night(
     landing: Path, warehouse: Path, run_config: dict, verbose: bool, out: TextIO | None = None
 ) -> tuple[bool, NightProgress]:
-    """Run the nightly job, printing one line per asset on ``out`` (stdout), then one per warn-severity dbt test that
-    failed; Dagster's and dbt's log go to ``run_log`` unless ``verbose``."""
+    """Run the nightly job, printing one line per asset on ``out`` (stdout), then one per warning (a warn-severity dbt
+    test that failed, a source not delivered on time); Dagster's and dbt's log go to ``run_log`` unless ``verbose``."""
     progress = NightProgress(warehouse=warehouse, out=out if out is not None else sys.stdout)
     if verbose:
         ok = run_pipeline(landing, warehouse, run_config, progress=progress)
