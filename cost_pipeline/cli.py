@@ -15,7 +15,7 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from importlib.metadata import version
 from pathlib import Path
@@ -232,23 +232,23 @@ def run_log(warehouse: Path) -> Path:
     return dagster_home(warehouse) / "cost-pipeline.log"
 
 
+@contextlib.contextmanager
+def into_run_log(warehouse: Path) -> Iterator[None]:
+    """Dagster's and dbt's output (stdout and stderr) into ``run_log`` while the block runs."""
+    log_path = run_log(warehouse)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w", encoding="utf-8") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+        yield
+
+
 def night(
     landing: Path, warehouse: Path, run_config: dict, verbose: bool, out: TextIO | None = None
 ) -> tuple[bool, NightProgress]:
     """Run the nightly job, printing one line per asset on ``out`` (stdout), then one per warning (a warn-severity dbt
     test that failed, a source not delivered on time); Dagster's and dbt's log go to ``run_log`` unless ``verbose``."""
     progress = NightProgress(warehouse=warehouse, out=out if out is not None else sys.stdout)
-    if verbose:
+    with contextlib.nullcontext() if verbose else into_run_log(warehouse):
         ok = run_pipeline(landing, warehouse, run_config, progress=progress)
-    else:
-        log_path = run_log(warehouse)
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        with (
-            open(log_path, "w", encoding="utf-8") as log,
-            contextlib.redirect_stdout(log),
-            contextlib.redirect_stderr(log),
-        ):
-            ok = run_pipeline(landing, warehouse, run_config, progress=progress)
     progress.print_warnings()
     return ok, progress
 
@@ -561,13 +561,7 @@ def _monthly(warehouse: Path, month: str | None, first: str | None, last: str | 
         return 2
 
     def action() -> list[tuple[str, bool, dict]]:
-        log_path = run_log(warehouse)
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        with (
-            open(log_path, "w", encoding="utf-8") as log,
-            contextlib.redirect_stdout(log),
-            contextlib.redirect_stderr(log),
-        ):
+        with into_run_log(warehouse):
             return run_months(warehouse, keys)
 
     code, outcomes = _locked(warehouse, action)

@@ -103,3 +103,16 @@ def append_demo_focus_lines(landing: Path, *lines: str) -> None:
     path.write_text(
         path.read_text(encoding="utf-8").rstrip("\n") + "\n" + "".join(f"{line}\n" for line in lines), encoding="utf-8"
     )
+
+
+def one_batch_landing(tmp_path: Path) -> Path:
+    """A landing folder with a registry of one batch, B-1, and an empty scheduler folder."""
+    landing = tmp_path / "landing"
+    (landing / "registry").mkdir(parents=True)
+    (landing / "registry" / "batches.csv").write_text(
+        "batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"
+        "B-1,p,g,t,d,m,c,cfg,v1\n",
+        encoding="utf-8",
+    )
+    (landing / "scheduler").mkdir()
+    return landing

@@ -6,25 +6,11 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from pathlib import Path
 
 import duckdb
 
 from cost_pipeline.cli import run_pipeline
-from tests.helpers import query
-
-
-def _one_batch_landing(tmp_path) -> Path:
-    """A landing folder with a registry of one batch, B-1, and an empty scheduler folder."""
-    landing = tmp_path / "landing"
-    (landing / "registry").mkdir(parents=True)
-    (landing / "registry" / "batches.csv").write_text(
-        "batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"
-        "B-1,p,g,t,d,m,c,cfg,v1\n",
-        encoding="utf-8",
-    )
-    (landing / "scheduler").mkdir()
-    return landing
+from tests.helpers import one_batch_landing, query
 
 
 def _event(job_id: str, event: str, at: str, **extra: object) -> str:
@@ -45,7 +31,7 @@ def _event(job_id: str, event: str, at: str, **extra: object) -> str:
 
 
 def test_kubernetes_jobs_reach_the_marts(tmp_path):
-    landing = _one_batch_landing(tmp_path)
+    landing = one_batch_landing(tmp_path)
     retry = {"reason": "failure_retry", "restart_of": "k1"}
     (landing / "scheduler" / "events.jsonl").write_text(
         "\n".join(
@@ -114,7 +100,7 @@ def _scrape_lines(host: str, gpu: int, pod: str, at: datetime) -> list[str]:
 def test_an_indexed_jobs_pods_samples_are_its_own(tmp_path):
     """An Indexed Job's pods are <job>-<completion index>-<5 characters>: their samples are the Job's, while a Job
     really named <job>-<digits> keeps its own (an exact name wins)."""
-    landing = _one_batch_landing(tmp_path)
+    landing = one_batch_landing(tmp_path)
     # train-b7, an Indexed Job of two completions on two GPUs, and a Job named train-b7-3 on one, both 01:00-01:10.
     (landing / "scheduler" / "events.jsonl").write_text(
         "\n".join(

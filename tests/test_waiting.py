@@ -13,6 +13,7 @@ from decimal import ROUND_HALF_UP, Decimal
 import duckdb
 
 from cost_pipeline.cli import run_pipeline
+from tests.helpers import one_batch_landing
 from tests.test_end_to_end import NOVEMBER_HOURS, hours, job_cost
 
 WAITING = ("queued", "setup", "data_and_sync_wait", "hang_after_fault", "tail", "preemption_recovery")
@@ -166,14 +167,7 @@ def _event(job_id: str, event: str, at: str, state: str | None = None, **labels:
 
 
 def test_kubernetes_queue_requeue_gap_and_restart(tmp_path):
-    landing = tmp_path / "landing"
-    (landing / "registry").mkdir(parents=True)
-    (landing / "registry" / "batches.csv").write_text(
-        "batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"
-        "B-1,p,g,t,d,m,c,cfg,v1\n",
-        encoding="utf-8",
-    )
-    (landing / "scheduler").mkdir()
+    landing = one_batch_landing(tmp_path)
     (landing / "scheduler" / "events.jsonl").write_text(
         "\n".join(
             [

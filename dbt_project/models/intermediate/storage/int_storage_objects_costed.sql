@@ -83,8 +83,7 @@ current_objects as (
         on last_listings.bucket = deleted.bucket
         and last_listings.object_key = deleted.object_key
         and last_listings.month_start = deleted.month_start
-        and (last_listings.version_id = deleted.version_id
-            or (last_listings.version_id is null and deleted.version_id is null))
+        and last_listings.version_id is not distinct from deleted.version_id
 ),
 
 rules as (
