@@ -21,7 +21,9 @@ import copy
 import gzip
 import json
 import os
-from datetime import datetime
+from datetime import UTC, datetime
+from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,8 @@ import pytest
 from cost_pipeline.contract import Contract, load_contract
 from cost_pipeline.ingest.lib.warehouse import IngestReport, connect
 from cost_pipeline.ingest.storage import load_storage_inventory
+from tests.helpers import cli_night, one_batch_landing, query
+from tests.test_storage import GIB, _rounded
 
 SCHEMA = (
     "Bucket, Key, VersionId, IsLatest, IsDeleteMarker, Size, LastModifiedDate, ETag, StorageClass, "
@@ -55,15 +59,21 @@ DAYS = {
 }
 
 
+def _gzip_csv(rows: list[list[str]]) -> bytes:
+    """Header-less CSV lines, every field quoted, gzipped as AWS delivers them."""
+    lines = [",".join(f'"{f}"' for f in fields) for fields in rows]
+    # mtime=0: gzip stamps the current second into its header, and the two layouts' files must be the same bytes.
+    return gzip.compress(("\n".join(lines) + "\n").encode("utf-8"), mtime=0)
+
+
 def _data(rows: list[tuple[str, ...]], with_class: bool = True) -> bytes:
     lines = []
     for key, version, latest, marker, size, modified, etag, storage_class in rows:
         fields = ["ml-prod", key, version, latest, marker, size, modified, etag]
         fields += [storage_class] if with_class else []
         fields += ["false", "COMPLETED", "SSE-S3"]
-        lines.append(",".join(f'"{f}"' for f in fields))
-    # mtime=0: gzip stamps the current second into its header, and the two layouts' files must be the same bytes.
-    return gzip.compress(("\n".join(lines) + "\n").encode("utf-8"), mtime=0)
+        lines.append(fields)
+    return _gzip_csv(lines)
 
 
 def _manifest(created_ms: str, keys: list[str], schema: str = SCHEMA) -> str:
@@ -218,3 +228,108 @@ def test_a_manifest_is_opened_through_the_one_gate_every_landing_file_passes(tmp
     assert {row[7] for row in rows} == {datetime(2026, 11, 30, 1, 0)}  # the other day loads
     assert any(f"storage/{dated}/{name}, line 0: rule inventory_manifest: the manifest storage/{dated}/manifest.json "
                f"{reason}" in example for example in report.examples)  # fmt: skip
+
+
+# A versioned bucket with two inventory configurations, as AWS writes them: "all-versions"
+# (IncludedObjectVersions=All: VersionId, IsLatest, IsDeleteMarker) and "current-only" (Current: no VersionId).
+# ckpt/a.bin has a current version (2,000 GiB, written 10 November) and a noncurrent one (1,000 GiB, 1 October);
+# ckpt/b.bin one version (600 GiB, 1 October). The current-only inventory lists each key's current version once more.
+CURRENT_ONLY_SCHEMA = "Bucket, Key, Size, LastModifiedDate, ETag, StorageClass, EncryptionStatus"
+A_NOW, A_OLD, B_NOW = (
+    "3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY",
+    "UQ.r3kXhPdfFWQ0jtRTsJZ3gn9nE2tKd",
+    "9xVzPb0aTkcbBxt1q0pXyyo9ZbrPj4Wq",
+)
+VERSIONS = [  # key, version, IsLatest, GiB, LastModifiedDate, ETag
+    ("ckpt/a.bin", A_NOW, "true", 2000, "2026-11-10T00:00:00.000Z", "e2"),
+    ("ckpt/a.bin", A_OLD, "false", 1000, "2026-10-01T00:00:00.000Z", "e1"),
+    ("ckpt/b.bin", B_NOW, "true", 600, "2026-10-01T00:00:00.000Z", "e3"),
+]
+MIDNIGHT, SIX = "1795996800000", "1796018400000"  # 2026-11-30T00:00Z and 06:00Z
+
+
+def _versioned_bucket(landing: Path, all_versions_at: str, current_only_at: str) -> None:
+    """Both configurations' deliveries of 30 November in the layout AWS delivers, a rule keeping ckpt/ 30 days."""
+    storage = landing / "storage"
+    (storage / "storage_prices.csv").parent.mkdir(parents=True, exist_ok=True)
+    (storage / "storage_prices.csv").write_text("storage_class,price_per_gb_month\nSTANDARD,0.023\n", encoding="utf-8")
+    (storage / "prefix_rules.csv").write_text(
+        "bucket,prefix,purpose,owner,batch_id,retention_days\nml-prod,ckpt/,checkpoint,training-team,B-1,30\n",
+        encoding="utf-8",
+    )
+    listings = {
+        "all-versions": (
+            SCHEMA,
+            all_versions_at,
+            [
+                ["ml-prod", key, version, latest, "false", str(gib * GIB), modified, etag, "STANDARD"]
+                + ["false", "COMPLETED", "SSE-S3"]
+                for key, version, latest, gib, modified, etag in VERSIONS
+            ],
+        ),
+        "current-only": (
+            CURRENT_ONLY_SCHEMA,
+            current_only_at,
+            [
+                ["ml-prod", key, str(gib * GIB), modified, etag, "STANDARD", "SSE-S3"]
+                for key, _, latest, gib, modified, etag in VERSIONS
+                if latest == "true"
+            ],
+        ),
+    }
+    for config, (schema, created_ms, rows) in listings.items():
+        folder = storage / "inventories" / "ml-prod" / config
+        dated = datetime.fromtimestamp(int(created_ms) / 1000, UTC).strftime("%Y-%m-%dT%H-%MZ")
+        (folder / dated).mkdir(parents=True)
+        (folder / "data").mkdir()
+        (folder / "data" / f"{config}.csv.gz").write_bytes(_gzip_csv(rows))
+        key = f"inventories/ml-prod/{config}/data/{config}.csv.gz"
+        (folder / dated / "manifest.json").write_text(_manifest(created_ms, [key], schema), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("all_versions_at", "current_only_at", "hours_held"),
+    [
+        # The current-only inventory six hours later: it is the current versions' last listing; the noncurrent
+        # version's is the all-versions one at midnight (and it is still held: a current-only inventory never lists
+        # a noncurrent version).
+        (MIDNIGHT, SIX, {A_NOW: 20 * 24 + 6, A_OLD: 29 * 24, B_NOW: 29 * 24 + 6}),
+        # The all-versions inventory six hours later: every version's last listing.
+        (SIX, MIDNIGHT, {A_NOW: 20 * 24 + 6, A_OLD: 29 * 24 + 6, B_NOW: 29 * 24 + 6}),
+    ],
+    ids=["current-only-later", "all-versions-later"],
+)
+def test_a_current_version_listed_by_both_configurations_of_a_versioned_bucket_counts_once(
+    tmp_path, all_versions_at, current_only_at, hours_held
+):
+    """The current-only listing of a key is the version the all-versions inventory lists with the same
+    LastModifiedDate: one object, from its last listing. Both counted, the current versions' 2,600 GiB were charged
+    twice (B-1's storage 110.75 and 110.94 for 66.74 and 66.93), and the listings a later inventory of the other
+    configuration did not name (the noncurrent version among them) were taken for deleted."""
+    landing = one_batch_landing(tmp_path)
+    _versioned_bucket(landing, all_versions_at, current_only_at)
+    night = cli_night(landing, tmp_path / "warehouse.duckdb")
+    assert night.code == 0, night.out + night.err
+    gib = {version: gib for _, version, _, gib, _, _ in VERSIONS}
+    # GiB x 0.023 x hours held (from 10 November, or 1 November, to the last listing) / 720 hours of November.
+    expected = {v: Fraction(gib[v]) * Fraction("0.023") * Fraction(h, 720) for v, h in hours_held.items()}
+    rows = query(
+        night.warehouse,
+        "select version_id, is_current, storage_cost from intermediate.int_storage_objects_costed order by 1",
+    )
+    assert rows == sorted((v, True, _rounded(cost, "0.000001")) for v, cost in expected.items())
+    # A_NOW 31.05 (2,000 x 0.023 x 486/720), B_NOW 13.455; A_OLD 22.233333 (696 h) or 22.425 (702 h).
+    assert expected[A_NOW] == Fraction("31.05") and expected[B_NOW] == Fraction("13.455")
+    total = {SIX: Decimal("66.74"), MIDNIGHT: Decimal("66.93")}[current_only_at]
+    assert _rounded(sum(expected.values())) == total
+    assert query(
+        night.warehouse, "select batch_id, storage_cost from marts.fct_batch_costs where batch_id = 'B-1'"
+    ) == [("B-1", total)]
+    # Both versions written in October are past the rule's 30 days, each listed once.
+    assert query(
+        night.warehouse,
+        "select finding, object_key, version_id, monthly_cost from marts.fct_storage_governance order by 2, 3",
+    ) == [
+        ("past_retention", "ckpt/a.bin", A_OLD, _rounded(expected[A_OLD])),
+        ("past_retention", "ckpt/b.bin", B_NOW, Decimal("13.46")),
+    ]

@@ -1,6 +1,7 @@
--- A replica is one set of GPUs: two runs of one replica id that overlap in time (a list naming a run again with
--- another start, say) would count its GPU-hours and their cost twice. Each such pair is listed, with both rows'
--- files and lines (a warning; the rows are kept in the audit schema).
+-- A replica is one set of GPUs: two runs of one replica id that overlap in time would count its GPU-hours and their
+-- cost twice. A newer file's run supersedes the older files' runs it overlaps (a list correcting a run's start:
+-- stg_serving__replicas), so what is left here is two overlapping runs in one file. Each such pair is listed, with
+-- both rows' files and lines (a warning; the rows are kept in the audit schema).
 {{ config(severity='warn', store_failures=true, schema='audit') }}
 
 with runs as (

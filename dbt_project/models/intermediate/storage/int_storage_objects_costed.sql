@@ -5,15 +5,57 @@
 -- earlier) to its last listing's inventory date, over the length of the month that contains it. Every inventory
 -- of a bucket counts, whatever its configuration: a prefix-filtered configuration delivered after the whole-bucket
 -- one does not hide the other objects, and an object deleted mid-month is charged until its last listing.
+-- A versioned bucket may have two configurations, one listing every version (rows with VersionId) and one the
+-- current versions only (no VersionId): a key's listing without a version id is the version of that key listed with
+-- one in the same month and the same LastModifiedDate (a version's write time never changes), one object counted
+-- once, from its last listing, under that version id.
 -- is_current: no later inventory file of the month covers its key (a file covers the keys between its first and
--- last, which an S3 prefix filter keeps together) without listing it; an object not current was deleted
--- within the month and is no governance finding. storage_cost is kept unrounded (6 decimals) per object; every
--- total above rounds once to the cent.
-with objects as (
+-- last, which an S3 prefix filter keeps together) without listing it; for an object version, no later inventory
+-- of all versions (a current-only inventory never lists a noncurrent version). An object not current was deleted
+-- within the month and is no governance finding. storage_cost is kept unrounded (6 decimals) per
+-- object; every total above rounds once to the cent.
+with listed as (
     select
         *,
         cast({{ dbt.date_trunc('month', 'inventory_at') }} as date) as month_start
     from {{ ref('stg_storage__inventory_objects') }}
+),
+
+-- The versions the month's inventories list with an id, by key and write time.
+versions as (
+    select
+        bucket,
+        object_key,
+        month_start,
+        last_modified_at,
+        max(version_id) as version_id
+    from listed
+    where version_id is not null
+    group by bucket, object_key, month_start, last_modified_at
+),
+
+objects as (
+    select
+        listed.bucket,
+        listed.object_key,
+        coalesce(listed.version_id, versions.version_id) as version_id,
+        listed.version_id as listed_version_id,
+        listed.size_bytes,
+        listed.last_modified_at,
+        listed.etag,
+        listed.storage_class,
+        listed.inventory_at,
+        listed.inventory_date_from,
+        listed.source_file,
+        listed.source_line,
+        listed.month_start
+    from listed
+    left join versions
+        on listed.version_id is null
+        and listed.bucket = versions.bucket
+        and listed.object_key = versions.object_key
+        and listed.month_start = versions.month_start
+        and listed.last_modified_at = versions.last_modified_at
 ),
 
 -- Each object's last listing of the month; an object listed twice in one inventory (a data file delivered again
@@ -34,7 +76,7 @@ last_listings as (
 
 -- Each inventory data file of a month and the range of keys it covers. By file, not by instant: two configurations of
 -- a bucket (each filtered to its prefix) are delivered at the same instant, and together they do not cover the keys
--- between their prefixes.
+-- between their prefixes. lists_versions: the file lists object versions (an inventory of all versions).
 inventories as (
     select
         bucket,
@@ -42,7 +84,8 @@ inventories as (
         inventory_at,
         source_file,
         min(object_key) as first_key,
-        max(object_key) as last_key
+        max(object_key) as last_key,
+        max(case when listed_version_id is not null then 1 else 0 end) as lists_versions
     from objects
     group by bucket, month_start, inventory_at, source_file
 ),
@@ -53,8 +96,9 @@ latest_inventories as (
     group by bucket, month_start
 ),
 
--- Objects a later inventory of the month covers without listing them: deleted before it. Only the objects not in
--- the bucket's latest inventory of the month are compared (few: the latest lists nearly everything).
+-- Objects a later inventory of the month covers without listing them: deleted before it (an object version: a later
+-- inventory of all versions). Only the objects not in the bucket's latest inventory of the month are compared
+-- (few: the latest lists nearly everything).
 deleted as (
     select distinct
         listings.bucket,
@@ -71,6 +115,7 @@ deleted as (
         and inventories.inventory_at > listings.inventory_at
         and listings.object_key >= inventories.first_key
         and listings.object_key <= inventories.last_key
+        and (listings.version_id is null or inventories.lists_versions = 1)
     where listings.inventory_at < latest_inventories.inventory_at
 ),
 
