@@ -435,7 +435,15 @@ def _retract(warehouse: Path, source_file: str, reason: str | None, by: str | No
 def _journal(warehouse: Path, month_text: str, out_path: Path | None, close: bool, by: str | None) -> int:
     """Print (or write to ``out_path``) a month's journal, or close the month (``cost_pipeline.journal``); errors are
     one line on stderr and their exit code."""
-    from cost_pipeline.journal import JournalError, close_month, journal_lines, parse_month, write_csv
+    from cost_pipeline.journal import (
+        JournalError,
+        close_month,
+        held_differences,
+        held_note,
+        journal_lines,
+        parse_month,
+        write_csv,
+    )
 
     try:
         month = parse_month(month_text)
@@ -446,14 +454,17 @@ def _journal(warehouse: Path, month_text: str, out_path: Path | None, close: boo
     def action():
         con = duckdb_session.connect(str(warehouse), read_only=not close)
         try:
-            return (close_month(con, month, by), True) if close else journal_lines(con, month)
+            held = held_differences(con, month)  # before a close: what the month holds as it is frozen
+            return (close_month(con, month, by), True) if close else journal_lines(con, month), held
         finally:
             con.close()
 
     code, result = _locked(warehouse, action, reads_only=not close)
     if code:
         return code
-    lines, closed = result
+    (lines, closed), held = result
+    for posting in held:
+        print(f"cost-pipeline: {held_note(posting)}", file=sys.stderr)
     if close:
         print(f"closed {month:%Y-%m}: {len(lines)} journal lines frozen in raw.closed_journal")
     elif out_path is None:

@@ -3,13 +3,20 @@
 ``marts.fct_gl_journal`` is the journal as tonight's figures state it. Finance posts a month once, so a closed month
 must never change: ``close`` copies the month's lines into ``raw.closed_journal`` (and records the close in
 ``raw.closed_months``), and from then on ``journal`` prints those frozen lines for it, whatever later nights say.
+``close`` also keeps what each batch's cost type posted, and where (``raw.closed_postings``, from
+``intermediate.int_gl_postings``).
 
 Months close in order; every month up to the latest closed one is closed (a month that had no lines when a later one
-closed is closed with none). When a later night restates a closed month C, the difference between C's figures now
-and what was posted for C (its frozen lines plus the adjustments already frozen in later closed months) posts as
-adjustment lines in the first open month, the month after the latest closed one, each naming C in
-``corrects_month``. Closing that month freezes its adjustments with it, so each difference posts exactly once.
-Every amount is a ``Decimal`` to the cent; the journal is balanced per month because each part of it is.
+closed is closed with none). When a later night restates a closed month C, each batch's cost type in C whose known
+amount now differs from what was posted for it (its frozen posting plus the adjustments already frozen in later
+closed months) posts the difference as adjustment lines in the first open month, the month after the latest closed
+one, each naming C in ``corrects_month``. A cost posted before posts its correction where it was posted (a
+cost-centre move of a later contract version does not rewrite a closed month); a cost never posted posts as
+tonight's mapping says. While some of its cost is unpriced (pending, no amount), its difference is held, not
+posted: an unknown amount is not a known 0.00, so posted money is never reversed on the strength of it. The lines
+it would post to are flagged ``is_unpriced`` and ``held_differences`` names it. Closing that month freezes its
+adjustments with it, so each difference posts exactly once. Every amount is a ``Decimal`` to the cent; the journal
+is balanced per month because each part of it is.
 """
 
 from __future__ import annotations
@@ -54,6 +61,22 @@ create table if not exists raw.closed_journal (
     unpriced_lines bigint not null,
     unpriced_gpu_hours decimal(18, 4) not null
 )"""
+_CLOSED_POSTINGS_DDL = """
+create table if not exists raw.closed_postings (
+    month date not null,
+    corrects_month date,
+    batch_id varchar not null,
+    cost_type varchar not null,
+    cost_centre varchar not null,
+    expense_account varchar not null,
+    expense_account_name varchar,
+    balancing_account varchar not null,
+    balancing_account_name varchar,
+    amount decimal(18, 2) not null,
+    unpriced_lines bigint not null,
+    unpriced_gpu_hours decimal(18, 4) not null,
+    currency varchar not null
+)"""
 
 
 class JournalError(CommandError):
@@ -92,6 +115,34 @@ class JournalLine:
 COLUMNS = tuple(f.name for f in fields(JournalLine))
 
 
+@dataclass(frozen=True)
+class Posting:
+    """What one batch's cost type posts in a month: its cost centre and accounts, and its known (priced) amount; the
+    columns of intermediate.int_gl_postings and raw.closed_postings."""
+
+    month: date  # the month whose journal holds it
+    corrects_month: date | None  # on an adjustment, the closed month whose cost it corrects
+    batch_id: str
+    cost_type: str
+    cost_centre: str
+    expense_account: str
+    expense_account_name: str | None
+    balancing_account: str
+    balancing_account_name: str | None
+    amount: Decimal
+    unpriced_lines: int
+    unpriced_gpu_hours: Decimal
+    currency: str
+
+    @property
+    def cost(self) -> tuple[date, str, str]:
+        """The cost it posts: its month, batch and cost type."""
+        return self.corrects_month or self.month, self.batch_id, self.cost_type
+
+
+POSTING_COLUMNS = tuple(f.name for f in fields(Posting))
+
+
 def parse_month(text: str) -> date:
     """``YYYY-MM`` as the month's first day; anything else is a wrong argument (exit 2)."""
     match = _MONTH.match(text or "")
@@ -125,6 +176,22 @@ def _current_lines(con: duckdb.DuckDBPyConnection, months: str, params: list) ->
     return [JournalLine(*row) for row in rows]
 
 
+def _current_postings(con: duckdb.DuckDBPyConnection, months: str, params: list) -> list[Posting]:
+    """The rows of intermediate.int_gl_postings for the months the ``months`` condition selects."""
+    rows = con.execute(
+        f"select month, null, {', '.join(POSTING_COLUMNS[2:])} from intermediate.int_gl_postings where {months}",
+        params,
+    ).fetchall()
+    return [Posting(*row) for row in rows]
+
+
+def _frozen_postings(con: duckdb.DuckDBPyConnection) -> list[Posting]:
+    if not _table_exists(con, "raw", "closed_postings"):
+        return []
+    rows = con.execute(f"select {', '.join(POSTING_COLUMNS)} from raw.closed_postings").fetchall()
+    return [Posting(*row) for row in rows]
+
+
 def _frozen_lines(con: duckdb.DuckDBPyConnection) -> list[JournalLine]:
     if not _table_exists(con, "raw", "closed_journal"):
         return []
@@ -137,29 +204,93 @@ def latest_closed(con: duckdb.DuckDBPyConnection) -> date | None:
     return con.execute("select max(month) from raw.closed_months").fetchone()[0]
 
 
-def adjustments(current: list[JournalLine], frozen: list[JournalLine], into: date) -> list[JournalLine]:
-    """Adjustment lines posting in month ``into``: per closed month, cost centre and account, the figures
-    ``current`` states for a closed month less what was posted for it (``frozen``: its own lines and the adjustments
-    naming it); nothing where they agree."""
-    posted: dict[tuple[date, str, str], Decimal] = defaultdict(Decimal)
-    template: dict[tuple[date, str, str], JournalLine] = {}
-    for line in frozen:
-        corrects = line.corrects_month or line.month
-        posted[(corrects, *line.key)] += line.net
-        template.setdefault((corrects, *line.key), line)
-    stated: dict[tuple[date, str, str], Decimal] = defaultdict(Decimal)
-    for line in current:
-        stated[(line.month, *line.key)] += line.net
-        template[(line.month, *line.key)] = line  # the current line's name and unpriced count win
+def adjustments(current: list[Posting], posted: list[Posting], into: date) -> tuple[list[Posting], list[Posting]]:
+    """What posts in month ``into`` for the closed months, and what is held: per closed month, batch and cost type,
+    the known amount ``current`` states less what was posted for it (``posted``: its own postings and the
+    adjustments naming its month); nothing where they agree. A cost posted before is corrected where it was posted;
+    one never posted goes where ``current`` maps it. A difference whose cost is partly unpriced now (its amount
+    unknown) is held: it is returned in the second list, carrying the unpriced count, and posts nothing."""
+    posted_amount: dict[tuple[date, str, str], Decimal] = defaultdict(Decimal)
+    where: dict[tuple[date, str, str], Posting] = {}
+    for posting in posted:
+        posted_amount[posting.cost] += posting.amount
+        where.setdefault(posting.cost, posting)
+    stated = {posting.cost: posting for posting in current}
+    adjusting, held = [], []
+    for cost in sorted(set(posted_amount) | set(stated)):
+        now = stated.get(cost)
+        difference = (now.amount if now else Decimal(0)) - posted_amount.get(cost, Decimal(0))
+        if not difference:
+            continue
+        base = replace(
+            where.get(cost) or now,
+            month=into,
+            corrects_month=cost[0],
+            amount=difference,
+            unpriced_lines=0,
+            unpriced_gpu_hours=Decimal("0.0000"),
+        )
+        if now is not None and now.unpriced_lines:
+            held.append(replace(base, unpriced_lines=now.unpriced_lines, unpriced_gpu_hours=now.unpriced_gpu_hours))
+        else:
+            adjusting.append(base)
+    return adjusting, held
+
+
+def adjustment_lines(adjusting: list[Posting], held: list[Posting]) -> list[JournalLine]:
+    """The journal lines of ``adjusting`` per closed month, cost centre and account: each posting debits its expense
+    account and credits its balancing account with its amount. A held posting adds no amount, only its unpriced
+    count, so the lines it would post to are flagged is_unpriced (and shown even when they post 0.00)."""
+    sums: dict[tuple, list] = {}
+    for posting, amount in [(p, p.amount) for p in adjusting] + [(p, Decimal(0)) for p in held]:
+        sides = (
+            ("expense", posting.expense_account, posting.expense_account_name, amount),
+            ("balancing", posting.balancing_account, posting.balancing_account_name, -amount),
+        )
+        for role, account, name, net in sides:
+            key = (posting.month, posting.corrects_month, posting.cost_centre, account, role)
+            line = sums.setdefault(key, [Decimal("0.00"), name, 0, Decimal("0.0000"), posting.currency])
+            line[0] += net
+            line[2] += posting.unpriced_lines
+            line[3] += posting.unpriced_gpu_hours
     lines = []
-    for key in sorted(set(posted) | set(stated)):
-        difference = stated.get(key, Decimal(0)) - posted.get(key, Decimal(0))
-        if difference:
-            base = replace(template[key], month=into, line_type="adjustment", corrects_month=key[0])
-            if key not in stated:  # the line is gone from the month's figures: nothing of it is unpriced now
-                base = replace(base, is_unpriced=False, unpriced_lines=0, unpriced_gpu_hours=Decimal(0))
-            lines.append(_sided(base, difference))
+    for (month, corrects, centre, account, role), (net, name, unpriced, gpu_hours, currency) in sums.items():
+        line = JournalLine(
+            month=month,
+            line_type="adjustment",
+            corrects_month=corrects,
+            cost_centre=centre,
+            gl_account=account,
+            account_name=name,
+            account_role=role,
+            debit=Decimal(0),
+            credit=Decimal(0),
+            currency=currency,
+            is_unpriced=unpriced > 0,
+            unpriced_lines=unpriced,
+            unpriced_gpu_hours=gpu_hours,
+        )
+        lines.append(_sided(line, net))
     return lines
+
+
+def _closed_months_adjustments(con: duckdb.DuckDBPyConnection, closed: date) -> tuple[list[Posting], list[Posting]]:
+    """``adjustments`` of every month up to ``closed`` into the month after it; refused (``JournalError``) when
+    months were closed before the journal kept what each batch posted."""
+    if not _table_exists(con, "raw", "closed_postings"):
+        raise JournalError(
+            f"months up to {closed:%Y-%m} were closed before raw.closed_postings kept what each batch posted: "
+            "their adjustments cannot be told apart from a cost-centre move or a pending amount"
+        )
+    return adjustments(_current_postings(con, "month <= ?", [closed]), _frozen_postings(con), next_month(closed))
+
+
+def held_differences(con: duckdb.DuckDBPyConnection, month: date) -> list[Posting]:
+    """The differences the first open ``month`` holds (``adjustments``); none in any other month."""
+    closed = latest_closed(con)
+    if closed is None or month != next_month(closed):
+        return []
+    return _closed_months_adjustments(con, closed)[1]
 
 
 def _order(lines: list[JournalLine]) -> list[JournalLine]:
@@ -183,12 +314,13 @@ def journal_lines(con: duckdb.DuckDBPyConnection, month: date) -> tuple[list[Jou
         return _order([line for line in _frozen_lines(con) if line.month == month]), True
     lines = _current_lines(con, "month = ?", [month])
     if closed is not None and month == next_month(closed):
-        lines += adjustments(_current_lines(con, "month <= ?", [closed]), _frozen_lines(con), into=month)
+        lines += adjustment_lines(*_closed_months_adjustments(con, closed))
     return _order(lines), False
 
 
 def close_month(con: duckdb.DuckDBPyConnection, month: date, by: str | None = None) -> list[JournalLine]:
-    """Freeze ``month``'s journal in raw.closed_journal and record the close; returns the frozen lines. Refused
+    """Freeze ``month``'s journal in raw.closed_journal, what each batch's cost type posted in it (its own postings
+    and its adjustments) in raw.closed_postings, and record the close; returns the frozen lines. Refused
     (``JournalError``) for a month closed already, or while an earlier month with lines or adjustments is open."""
     closed = latest_closed(con)
     if closed is not None and month <= closed:
@@ -200,15 +332,23 @@ def close_month(con: duckdb.DuckDBPyConnection, month: date, by: str | None = No
     if earlier:
         raise JournalError(f"close {min(earlier):%Y-%m} first: months close in order and it has journal lines")
     lines, _ = journal_lines(con, month)
+    postings = _current_postings(con, "month = ?", [month])
+    if closed is not None and month == next_month(closed):
+        postings += _closed_months_adjustments(con, closed)[0]
     con.execute("begin transaction")
     try:
         con.execute(_CLOSED_MONTHS_DDL)
         con.execute(_CLOSED_JOURNAL_DDL)
-        if lines:
-            con.executemany(
-                f"insert into raw.closed_journal ({', '.join(COLUMNS)}) values ({', '.join('?' * len(COLUMNS))})",
-                [list(astuple(line)) for line in lines],
-            )
+        con.execute(_CLOSED_POSTINGS_DDL)
+        for table, columns, rows in (
+            ("closed_journal", COLUMNS, lines),
+            ("closed_postings", POSTING_COLUMNS, postings),
+        ):
+            if rows:
+                con.executemany(
+                    f"insert into raw.{table} ({', '.join(columns)}) values ({', '.join('?' * len(columns))})",
+                    [list(astuple(row)) for row in rows],
+                )
         con.execute(
             "insert into raw.closed_months values (?, ?, ?, ?)",
             [month, len(lines), datetime.now(UTC).replace(tzinfo=None), by or _who()],
@@ -241,3 +381,12 @@ def write_csv(lines: list[JournalLine], out: TextIO) -> None:
             else:
                 row.append("" if value is None else str(value))
         writer.writerow(row)
+
+
+def held_note(posting: Posting) -> str:
+    """One line naming a held difference: the closed month, batch, cost type, where it would post, and why."""
+    return (
+        f"held for {posting.corrects_month:%Y-%m}: {posting.batch_id}'s {posting.cost_type} on {posting.cost_centre} "
+        f"{posting.expense_account} differs by {posting.amount:.2f} from what was posted, but is not adjusted: "
+        f"{posting.unpriced_lines} of its cost lines ({posting.unpriced_gpu_hours} GPU-h) have no amount yet"
+    )

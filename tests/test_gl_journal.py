@@ -1,6 +1,7 @@
 """The general-ledger journal (issue 11): balanced, equal to fct_batch_costs to the cent, with November 2026's lines
 worked out by hand; a closed month never changes, and a restatement after close posts once, as adjustments in the
-first open month naming the month it corrects."""
+first open month naming the month it corrects. A cost whose amount is pending after close is held, not reversed;
+a new contract version's cost centres map every posting made after it and leave the closed months as posted."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import csv
 import io
 import shutil
 from dataclasses import dataclass
+from datetime import date
 from decimal import Decimal
 from pathlib import Path
 
@@ -15,7 +17,9 @@ import duckdb
 import pytest
 
 from cost_pipeline.cli import main, run_pipeline
-from tests.helpers import query
+from cost_pipeline.contract import add_contract_directory, remove_contract_directory
+from cost_pipeline.journal import Posting, adjustment_lines, adjustments
+from tests.helpers import DEMO_FOCUS, demo_focus_line, query
 
 # Its module-scoped fixture runs once: the whole module goes to one worker.
 pytestmark = pytest.mark.xdist_group("gl_journal")
@@ -42,9 +46,25 @@ LATE_INVOICE = "EW-0043,EvalWorks,B-8,ongoing_support,250.00,USD,2026-11-28,\n"
 
 
 def _journal(capsys, warehouse: Path, month: str) -> tuple[int, list[dict[str, str]]]:
+    capsys.readouterr()  # what came before
     code = main(["journal", "--month", month, "--warehouse", str(warehouse)])
     text = capsys.readouterr().out
     return code, list(csv.DictReader(io.StringIO(text))) if code == 0 else []
+
+
+def _adjustments(capsys, warehouse: Path, month: str) -> tuple[list[tuple], str]:
+    """The month's adjustment lines (corrects month, cost centre, account, role, debit, credit, unpriced lines and
+    GPU-hours) and what ``journal`` wrote on stderr."""
+    capsys.readouterr()  # what came before
+    code = main(["journal", "--month", month, "--warehouse", str(warehouse)])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    rows = list(csv.DictReader(io.StringIO(printed.out)))
+    assert {r["line_type"] for r in rows} <= {"adjustment"}
+    debits, credits = sum(Decimal(r["debit"]) for r in rows), sum(Decimal(r["credit"]) for r in rows)
+    assert debits == credits
+    keyed = [(r["corrects_month"], *_key(r), r["unpriced_lines"], r["unpriced_gpu_hours"]) for r in rows]
+    return keyed, printed.err
 
 
 def _key(row: dict[str, str]) -> tuple:
@@ -144,3 +164,142 @@ def test_closing_freezes_adjustments_once_and_refuses_a_closed_month(restated, t
     ]
     closes = query(warehouse, "select strftime(month, '%Y-%m'), lines from raw.closed_months order by month")
     assert closes == [("2026-11", 12), ("2026-12", 2)]
+
+
+def test_a_cost_pending_after_close_is_held_not_reversed_until_its_amount_is_known(demo_copy, capsys):
+    """November closed with B-10's cloud job billed (96.00: 102.40 less a 6.40 correction). Then AWS's FOCUS file is
+    retracted: the job is pending again (its 32 GPU-hours, no amount). An unknown amount is not 0.00, so December
+    must not reverse the 96.00; only what is known moves (the file's B-10 volume, 12.00, and its two unattributed
+    lines, 29.00 + 5.00). A new export bills the job 120.00: then December adjusts by the known difference, 24.00."""
+    landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
+    assert main(["close", "--month", "2026-11", "--warehouse", str(warehouse), "--by", "controller"]) == 0
+    assert main(["retract", str(DEMO_FOCUS), "--reason", "restated", "--warehouse", str(warehouse)]) == 0
+    capsys.readouterr()
+    assert run_pipeline(landing, warehouse)
+    assert query(
+        warehouse,
+        "select evidence_level, amount, gpu_hours from marts.fct_cost_lines where batch_id = 'B-10' "
+        "and cost_type = 'compute'",
+    ) == [("pending", None, Decimal("32.0000"))]
+    december, err = _adjustments(capsys, warehouse, "2026-12")
+    # By hand: CC-410 compute holds B-10's 96.00 (0.00 posted, flagged: 1 line, 32 GPU-h); storage -12.00 with its
+    # clearing +12.00; CC-900 compute -34.00 with its clearing +34.00.
+    assert december == [
+        ("2026-11-01", "CC-410", "6110", "expense", "0.00", "0.00", "1", "32.0000"),
+        ("2026-11-01", "CC-410", "6120", "expense", "0.00", "12.00", "0", "0.0000"),
+        ("2026-11-01", "CC-410", "2910", "balancing", "12.00", "0.00", "1", "32.0000"),
+        ("2026-11-01", "CC-900", "6110", "expense", "0.00", "34.00", "0", "0.0000"),
+        ("2026-11-01", "CC-900", "2910", "balancing", "34.00", "0.00", "0", "0.0000"),
+    ]
+    assert err.splitlines() == [
+        "cost-pipeline: held for 2026-11: B-10's compute on CC-410 6110 differs by -96.00 from what was posted, but is "
+        "not adjusted: 1 of its cost lines (32.0000 GPU-h) have no amount yet"
+    ]
+
+    header = (landing / DEMO_FOCUS).read_text(encoding="utf-8").splitlines()[0]
+    restated = landing / "billing" / "aws_focus_2026-11-restated.csv"
+    restated.write_text(f"{header}\n{demo_focus_line(landing, amount='120.00')}\n", encoding="utf-8")
+    assert run_pipeline(landing, warehouse)
+    december, err = _adjustments(capsys, warehouse, "2026-12")
+    # By hand: compute 120.00 - 96.00 posted = +24.00; the clearing account nets -24.00 + 12.00 = 12.00 credit.
+    assert december == [
+        ("2026-11-01", "CC-410", "6110", "expense", "24.00", "0.00", "0", "0.0000"),
+        ("2026-11-01", "CC-410", "6120", "expense", "0.00", "12.00", "0", "0.0000"),
+        ("2026-11-01", "CC-410", "2910", "balancing", "0.00", "12.00", "0", "0.0000"),
+        ("2026-11-01", "CC-900", "6110", "expense", "0.00", "34.00", "0", "0.0000"),
+        ("2026-11-01", "CC-900", "2910", "balancing", "34.00", "0.00", "0", "0.0000"),
+    ]
+    assert err == ""
+
+
+def test_a_new_contracts_cost_centre_maps_postings_after_it_and_leaves_closed_months_as_posted(
+    demo_copy, tmp_path, capsys
+):
+    """Contract v2 moves team post-training from CC-410 to CC-420; B-7, B-8 and B-10 stay registered under v1.
+    November was closed under v1. Tonight's figures post under v2 (the mart's November is CC-420's), but the closed
+    November is not rewritten: no reclassification is posted. A late B-8 invoice (250.00) corrects B-8's November
+    services where they were posted (CC-410); B-10's first services cost (100.00), never posted, goes to CC-420."""
+    landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
+    assert main(["close", "--month", "2026-11", "--warehouse", str(warehouse), "--by", "controller"]) == 0
+    capsys.readouterr()
+    v1 = (Path(__file__).parents[1] / "cost_pipeline" / "contract" / "definitions_v1.yaml").read_text(encoding="utf-8")
+    v2 = v1.replace("version: v1", "version: v2", 1).replace(
+        "      post-training: CC-410\n", "      post-training: CC-420\n"
+    )
+    assert v2.count("CC-420") == 1
+    contracts = tmp_path / "contracts"
+    contracts.mkdir()
+    (contracts / "definitions_v2.yaml").write_text(v2, encoding="utf-8")
+    invoices = landing / "services" / "invoices_2026-11.csv"
+    header = invoices.read_text(encoding="utf-8").splitlines()[0]
+    late = f"{header}\n{LATE_INVOICE}EW-0044,EvalWorks,B-10,initial_delivery,100.00,USD,2026-11-29,\n"
+    (landing / "services" / "invoices_2026-11-late.csv").write_text(late, encoding="utf-8")
+    add_contract_directory(contracts)
+    try:
+        assert run_pipeline(landing, warehouse)
+        code, november = _journal(capsys, warehouse, "2026-11")
+        december, err = _adjustments(capsys, warehouse, "2026-12")
+    finally:
+        remove_contract_directory(contracts)
+    assert query(warehouse, "select batch_id, contract_version from marts.dim_batches order by 1") == [
+        ("B-10", "v1"), ("B-7", "v1"), ("B-8", "v1"), ("unattributed", "v2")
+    ]  # fmt: skip
+    # Tonight's November, by hand: the demo's lines with post-training's on CC-420 and services 4,500.00 + 250.00 +
+    # 100.00 = 4,850.00.
+    mart = query(
+        warehouse,
+        "select cost_centre, gl_account, account_role, cast(debit as varchar), cast(credit as varchar) "
+        "from marts.fct_gl_journal where month = date '2026-11-01' "
+        "order by cost_centre, account_role <> 'expense', gl_account",
+    )
+    moved = [("CC-420", *line[1:]) if line[0] == "CC-410" else line for line in NOVEMBER]
+    services = {("6140", "expense"): ("4850.00", "0.00"), ("2150", "balancing"): ("0.00", "4850.00")}
+    assert mart == [(*line[:3], *services.get(line[1:3], line[3:])) for line in moved]
+    # The closed November stays as posted, and December posts only the two invoices, no reclassification.
+    assert code == 0 and [_key(r) for r in november] == NOVEMBER
+    assert december == [
+        ("2026-11-01", "CC-410", "6140", "expense", "250.00", "0.00", "0", "0.0000"),
+        ("2026-11-01", "CC-410", "2150", "balancing", "0.00", "250.00", "0", "0.0000"),
+        ("2026-11-01", "CC-420", "6140", "expense", "100.00", "0.00", "0", "0.0000"),
+        ("2026-11-01", "CC-420", "2150", "balancing", "0.00", "100.00", "0", "0.0000"),
+    ]
+    assert err == ""
+
+
+def _posting(month: date, batch: str, cost_type: str, centre: str, amount: str, unpriced: int = 0) -> Posting:
+    accounts = {"compute": ("6110", "2910"), "storage": ("6120", "2910")}[cost_type]
+    return Posting(
+        month, None, batch, cost_type, centre, accounts[0], None, accounts[1], None, Decimal(amount), unpriced,
+        Decimal("32.0000") if unpriced else Decimal("0.0000"), "USD",
+    )  # fmt: skip
+
+
+def test_a_cost_gone_from_the_figures_is_reversed_where_it_was_posted():
+    """Posted for November: B-10's compute 96.00 and B-7's storage 50.00, both on CC-410. Tonight B-10's job is gone
+    (no cost line at all: known, so reversed) and B-7's storage is 55.00, mapped to CC-420 by a newer contract: its
+    +5.00 corrects the posting on CC-410. A pending B-8 compute line (posted 40.00) is held."""
+    november, december = date(2026, 11, 1), date(2026, 12, 1)
+    posted = [
+        _posting(november, "B-10", "compute", "CC-410", "96.00"),
+        _posting(november, "B-7", "storage", "CC-410", "50.00"),
+        _posting(november, "B-8", "compute", "CC-410", "40.00"),
+    ]
+    current = [
+        _posting(november, "B-7", "storage", "CC-420", "55.00"),
+        _posting(november, "B-8", "compute", "CC-420", "0.00", unpriced=1),
+    ]
+    adjusting, held = adjustments(current, posted, into=december)
+    assert [(p.batch_id, p.cost_centre, p.amount, p.month, p.corrects_month) for p in adjusting] == [
+        ("B-10", "CC-410", Decimal("-96.00"), december, november),
+        ("B-7", "CC-410", Decimal("5.00"), december, november),
+    ]
+    assert [(p.batch_id, p.cost_centre, p.amount, p.unpriced_lines) for p in held] == [
+        ("B-8", "CC-410", Decimal("-40.00"), 1)
+    ]
+    lines = adjustment_lines(adjusting, held)
+    # By hand: CC-410 compute -96.00 (B-8's held 40.00 not in it, flagged), storage +5.00, clearing 2910 +91.00.
+    assert sorted((x.cost_centre, x.gl_account, x.debit, x.credit, x.unpriced_lines) for x in lines) == [
+        ("CC-410", "2910", Decimal("91.00"), Decimal("0.00"), 1),
+        ("CC-410", "6110", Decimal("0.00"), Decimal("96.00"), 1),
+        ("CC-410", "6120", Decimal("5.00"), Decimal("0.00"), 0),
+    ]

@@ -1,44 +1,16 @@
 -- The general-ledger journal as tonight's figures state it: one line per month x cost centre x GL account, built
--- from fct_cost_lines (so it sums to fct_batch_costs). Each cost line debits its cost type's expense account and
--- credits its balancing account, both in its batch's cost centre (contract general_ledger: the batch's own entry,
--- else its team's, else the fallback, which also carries the unattributed bucket): every month, and every cost
--- centre in it, balances. A line's net amount (debit - credit) is summed first and then shown on one side, so a
--- net credit (a refund, a correction) is a credit on the expense account.
+-- from int_gl_postings (fct_cost_lines by month x batch x cost type, so it sums to fct_batch_costs). Each batch's
+-- cost type debits its expense account and credits its balancing account, both in its cost centre, as the newest
+-- contract version's general_ledger maps them (the batch's own entry, else its team's, else the fallback, which also
+-- carries the unattributed bucket): every month, and every cost centre in it, balances. A line's net amount
+-- (debit - credit) is summed first and then shown on one side, so a net credit (a refund, a correction) is a credit
+-- on the expense account.
 -- No silent zero: an unpriced cost line (is_unpriced, null amount) adds nothing to debit or credit and is counted
 -- in unpriced_lines and unpriced_gpu_hours of the lines it would post to, which are flagged is_unpriced. A line
 -- that posts nothing (net 0.00) and has no unpriced cost is left out.
 -- Closing a month and the adjustments after a restatement are cost-pipeline journal/close (cost_pipeline/journal.py).
-with lines as (
-    select * from {{ ref('fct_cost_lines') }}
-),
-
-batches as (
-    select batch_id, team from {{ ref('dim_batches') }}
-),
-
-attributed as (
-    select
-        lines.month,
-        lines.cost_type,
-        lines.amount,
-        lines.is_unpriced,
-        lines.gpu_hours,
-        coalesce(batch_centre.category, team_centre.category, fallback_centre.category) as cost_centre,
-        expense.category as expense_account,
-        expense.description as expense_account_name,
-        balancing.category as balancing_account,
-        balancing.description as balancing_account_name
-    from lines
-    left join batches on lines.batch_id = batches.batch_id
-    {{ join_contract_enumeration('batch_centre', 'gl_batch_cost_centre', 'lines.contract_version',
-                                 code='lines.batch_id') }}
-    {{ join_contract_enumeration('team_centre', 'gl_team_cost_centre', 'lines.contract_version',
-                                 code='batches.team') }}
-    {{ join_contract_enumeration('fallback_centre', 'gl_fallback_cost_centre', 'lines.contract_version') }}
-    {{ join_contract_enumeration('expense', 'gl_expense_account', 'lines.contract_version',
-                                 code='lines.cost_type') }}
-    {{ join_contract_enumeration('balancing', 'gl_balancing_account', 'lines.contract_version',
-                                 code='lines.cost_type') }}
+with batch_postings as (
+    select * from {{ ref('int_gl_postings') }}
 ),
 
 postings as (
@@ -50,9 +22,9 @@ postings as (
         'expense' as account_role,
         cost_type,
         amount as net_amount,
-        is_unpriced,
-        gpu_hours
-    from attributed
+        unpriced_lines,
+        unpriced_gpu_hours
+    from batch_postings
 
     union all
 
@@ -64,9 +36,9 @@ postings as (
         'balancing' as account_role,
         cast(null as {{ dbt.type_string() }}) as cost_type,
         -amount as net_amount,
-        is_unpriced,
-        gpu_hours
-    from attributed
+        unpriced_lines,
+        unpriced_gpu_hours
+    from batch_postings
 ),
 
 summed as (
@@ -78,8 +50,8 @@ summed as (
         max(account_name) as account_name,
         max(cost_type) as cost_type,
         cast(coalesce(sum(net_amount), 0) as decimal(18, 2)) as net_amount,
-        cast(sum(case when is_unpriced then 1 else 0 end) as bigint) as unpriced_lines,
-        cast(sum(case when is_unpriced then gpu_hours else 0 end) as decimal(18, 4)) as unpriced_gpu_hours
+        cast(sum(unpriced_lines) as bigint) as unpriced_lines,
+        cast(sum(unpriced_gpu_hours) as decimal(18, 4)) as unpriced_gpu_hours
     from postings
     group by month, cost_centre, gl_account, account_role
 )
