@@ -367,8 +367,8 @@ def test_a_chunk_reads_only_its_own_hosts_samples(warehouse: Path, tmp_path: Pat
     """A chunk's host names reach the query as constants, and DuckDB pushes them through the attribution view's joins
     into the scans of the raw samples: a chunk neither reads nor joins the other chunks' samples (a filter on
     ``hash(hostname)`` was applied after the joins, so at a cluster-day each of 18 chunks joined the whole day). The
-    one scan of every host is the count of the GPUs a host reported at an unlabelled sample's instant (host name,
-    GPU and time only), over every name the host goes by."""
+    one scan of every host is the count of the GPUs a host reported at an unlabelled sample's instant (cluster, host
+    name, GPU and time only), over every name the host goes by."""
     _change(warehouse, *UNLABELLED_SECOND_NAME)
     _run(warehouse, tmp_path, "--full-refresh", "--vars", '{"host_chunk_rows": 500}')
     con = duckdb.connect(str(warehouse), read_only=True)
@@ -386,7 +386,8 @@ def test_a_chunk_reads_only_its_own_hosts_samples(warehouse: Path, tmp_path: Pat
             ]
             assert scans, model
             unfiltered = [projected for filters, projected in scans if "'gpu-b'" not in str(filters)]
-            assert all(projected == ["gpu", "hostname", "timestamp"] for projected in unfiltered), (model, scans)
+            gpu_instant = ["cluster", "gpu", "hostname", "timestamp"]
+            assert all(projected == gpu_instant for projected in unfiltered), (model, scans)
             assert len(unfiltered) < len(scans), (model, scans)
             # Read alone, the chunk's rows are gpu-b's only.
             ((hosts,),) = con.execute(f"select list(distinct hostname) from ({sql})").fetchall()

@@ -221,8 +221,8 @@ def test_real_scrape_with_the_energy_counter_loads_unedited(tmp_path):
         ).fetchall()
     finally:
         con.close()
-    # ... and no MIG instance (GPU_I_ID, GPU_I_PROFILE): a sample of the whole GPU.
-    assert [row[:3] + row[-4:] for row in staged] == [(12, "424773df46e0", "0", 8.969, 128996013, None, None)]
+    # ... and no MIG instance (GPU_I_ID, GPU_I_PROFILE): a sample of the whole GPU; no cluster label: none.
+    assert [row[:3] + row[-5:] for row in staged] == [(12, "424773df46e0", "0", 8.969, 128996013, None, None, None)]
 
 
 def test_the_energy_counter_loads_from_each_format_and_may_be_absent(tmp_path):
@@ -288,3 +288,47 @@ def test_a_deleted_scrape_keeps_its_samples_though_another_scrape_has_its_bytes(
     second.rename(folder / "rack-1" / second.name)
     rows, _, _ = _load(tmp_path / "landing", "device_samples_dcgm")
     assert sorted(str(r["timestamp"]) for r in rows) == sorted(times)  # each instant once
+
+
+def test_two_clusters_gpu_01_at_one_instant_are_two_samples_in_each_format(tmp_path):
+    """Two clusters each have a gpu-01. The cluster is a label of the scrape or series (Prometheus's external
+    label, relabelled onto dcgm-exporter's) and a column of the wide format: one file holding both clusters'
+    GPU 0 at one instant has two samples, not a metric repeated, and a file that names no cluster loads it null."""
+    folder = _telemetry(tmp_path)
+    instant = 1796032800000
+    gpus = {0: ',cluster="alpha"'}
+    scrape = _scrape(gpus, instant) + _scrape({0: ',cluster="beta"'}, instant) + _scrape({1: ""}, instant)
+    (folder / "gpu-01.prom").write_text(scrape.replace('Hostname="node-01"', 'Hostname="gpu-01"'), encoding="utf-8")
+    series = [
+        {
+            "metric": {"__name__": metric, "gpu": "0", "Hostname": "gpu-01", **cluster},
+            "values": [[instant / 1000, str(value)]],
+        }
+        for cluster in ({"cluster": "alpha"}, {"cluster": "beta"}, {})
+        for metric, value in METRICS.items()
+    ]
+    (folder / "gpu-01.json").write_text(_range_query(series), encoding="utf-8")
+    values = ",".join(str(v) for v in METRICS.values())
+    (folder / "wide.csv").write_text(
+        ",".join(["timestamp", "hostname", "gpu", "job_id", *METRICS, "cluster"]) + "\n"
+        f"2026-11-30T10:00:00,gpu-01,0,,{values},alpha\n"
+        f"2026-11-30T10:00:00,gpu-01,0,,{values},beta\n"
+        f"2026-11-30T10:00:00,gpu-01,0,,{values},\n",
+        encoding="utf-8",
+    )
+    loaded = {}
+    files = {
+        "device_samples_dcgm": "gpu-01.prom",
+        "device_samples_prometheus": "gpu-01.json",
+        "device_samples": "wide.csv",
+    }
+    for source, file in files.items():
+        rows, quarantined, ledger = _load(tmp_path / "landing", source)
+        assert quarantined == [] and ledger[f"telemetry/{file}"] == (3, 3, 0)
+        loaded[source] = sorted((r["cluster"] or "", r["hostname"], r["gpu"], str(r["timestamp"])) for r in rows)
+    at = "2026-11-30 10:00:00"
+    assert loaded == {
+        "device_samples_dcgm": [("", "gpu-01", 1, at), ("alpha", "gpu-01", 0, at), ("beta", "gpu-01", 0, at)],
+        "device_samples_prometheus": [("", "gpu-01", 0, at), ("alpha", "gpu-01", 0, at), ("beta", "gpu-01", 0, at)],
+        "device_samples": [("", "gpu-01", 0, at), ("alpha", "gpu-01", 0, at), ("beta", "gpu-01", 0, at)],
+    }

@@ -766,10 +766,15 @@ DEVICE_SAMPLE_MIG_COLUMNS: tuple[tuple[str, str], ...] = (
     ("gpu_instance_id", "INTEGER"),
     ("gpu_instance_profile", "VARCHAR"),
 )
+# The cluster the host is in (a cluster or Prometheus external label; a column of the wide format): two clusters may
+# each have a gpu-01, and a sample matches only the jobs of its cluster (or of none). Blank: the one cluster of a
+# site whose telemetry names none, matched as before clusters were named.
+DEVICE_SAMPLE_CLUSTER = ("cluster", "VARCHAR")
 DEVICE_SAMPLE_COLUMNS = (
     *DEVICE_SAMPLE_BASE_COLUMNS,
     (DEVICE_SAMPLE_ENERGY_COUNTER, "BIGINT"),
     *DEVICE_SAMPLE_MIG_COLUMNS,
+    DEVICE_SAMPLE_CLUSTER,
 )
 DEVICE_SAMPLE_ACTIVITY_COLUMNS = (
     "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
@@ -792,6 +797,7 @@ DEVICE_SAMPLE_OPTIONAL = (
     "DCGM_FI_DEV_POWER_USAGE",
     DEVICE_SAMPLE_ENERGY_COUNTER,
     *(name for name, _ in DEVICE_SAMPLE_MIG_COLUMNS),
+    DEVICE_SAMPLE_CLUSTER[0],
 )
 
 # S3 Inventory rows (I6) are validated inside DuckDB too (cost_pipeline/ingest/s3_inventory.py), by AWS field

@@ -9,6 +9,8 @@ Three formats, each a source of its own, all staged into one shape (``stg_teleme
   response, one series per metric and GPU; one file may hold several metrics.
 
 The last two hold one value per metric, GPU and instant; ``lib/metric_series.py`` pivots them into the wide shape.
+Each may name the cluster the host is in (a ``cluster`` label, as Prometheus adds it; a ``cluster`` column of the
+wide format): two clusters' gpu-01 are two hosts. Absent or blank, it is null.
 
 A 5,120-GPU cluster at 1 Hz writes 442 million rows a day, so samples never pass through pandas. They load
 through the shared in-database path (``in_database.py``): each file is read as text into a temporary table
@@ -238,6 +240,7 @@ def _stage_expositions(
         select landing_file, line, metric, value,
                coalesce(cast(make_timestamp(try_cast(milliseconds as bigint) * 1000) as varchar),
                         {name_time}) as "timestamp",
+               {_label("cluster")} as cluster,
                coalesce({_label("hostname")}, {_label("Hostname")}) as hostname,
                {_label("gpu")} as gpu,
                {_label("GPU_I_ID")} as gpu_instance_id,
@@ -315,6 +318,7 @@ def _stage_range_query(con: duckdb.DuckDBPyConnection, path: Path, _blank_lines:
             from (select *, cast(series->'values' as json[]) as pairs from series)
         ), pairs as (
             select {metric}->>'__name__' as metric,
+                   nullif({metric}->>'cluster', '') as cluster,
                    coalesce({metric}->>'hostname', {metric}->>'Hostname') as hostname,
                    {metric}->>'gpu' as gpu,
                    {metric}->>'GPU_I_ID' as gpu_instance_id,
@@ -324,7 +328,7 @@ def _stage_range_query(con: duckdb.DuckDBPyConnection, path: Path, _blank_lines:
             from numbered
         )
         select 0 as landing_file, cast(before + at_position as bigint) as line, metric, pair->>1 as value,
-               hostname, gpu,
+               cluster, hostname, gpu,
                gpu_instance_id, gpu_instance_profile, job_id,
                cast(make_timestamp(cast(round(try_cast(pair->>0 as double) * 1000000) as bigint)) as varchar)
                    as "timestamp",

@@ -1,5 +1,6 @@
 {#- A delivered sample's columns as int_gpu_share_days reads them, from the relation named ``samples``. -#}
 {% macro delivered_columns(samples) %}
+        {{ samples }}.cluster,
         {{ samples }}.hostname,
         {{ samples }}.gpu_index,
         {{ samples }}.gpu_instance_id,
@@ -13,9 +14,10 @@
 
 
 {#- ``samples`` is a copy of a sample in ``delivered_again`` (int_gpu_share_days): same GPU or instance, label,
-    instant. -#}
+    instant (its cluster too: gpu-01 of another cluster is another GPU). -#}
 {% macro delivered_again_matches(samples) %}
         {{ samples }}.hostname = delivered_again.hostname
+        and {{ samples }}.cluster is not distinct from delivered_again.cluster
         and {{ samples }}.gpu_index = delivered_again.gpu_index
         and coalesce({{ samples }}.gpu_instance_id, -1) = delivered_again.instance_key
         and coalesce({{ samples }}.job_id, '') = delivered_again.label_key

@@ -42,6 +42,7 @@
     {%- do texts.append(contract_parameters({'parameter': 'column'})) -%}
     {%- do texts.append(expand_hostlist('relation', ['key'], 'hostlist')) -%}
     {%- do texts.append(held_by_alias('aliases', 'at')) -%}
+    {%- do texts.append(held_by_alias_in_cluster('aliases', 'at')) -%}
     {%- do texts.append(indexed_job_name('label')) -%}
     {%- do texts.append(sample_days_where([], 'at')) -%}
     {%- do texts.append(delivered_columns('samples')) -%}

@@ -4,3 +4,11 @@
     ({{ aliases }}.held_from is null or {{ at }} >= {{ aliases }}.held_from)
     and ({{ aliases }}.held_until is null or {{ at }} < {{ aliases }}.held_until)
 {%- endmacro %}
+
+{#- The same rule among the jobs of the alias row's own cluster (cluster_held_from, cluster_held_until): a record that
+    names its cluster (a device sample's) is matched to the jobs of that cluster, which reuse their ids on their own.
+    The jobs that name no cluster hold their ids among themselves alike. -#}
+{% macro held_by_alias_in_cluster(aliases, at) -%}
+    ({{ aliases }}.cluster_held_from is null or {{ at }} >= {{ aliases }}.cluster_held_from)
+    and ({{ aliases }}.cluster_held_until is null or {{ at }} < {{ aliases }}.cluster_held_until)
+{%- endmacro %}

@@ -21,6 +21,9 @@
     A filter on ``hash(hostname)``, as before, was not pushed: every chunk read and joined every sample, then kept its
     own (at 442 M samples in 18 chunks, each model read the day 18 times).
 
+    A chunk is a set of names, so a host name is in one chunk in every cluster (gpu-01 of cluster a and of cluster b):
+    the models' windows and groups, within a cluster and host, are built in it alike.
+
     Every host the model reads must be counted by its pre-hook, or its samples are in no chunk: the pre-hook's
     ``where`` is the same filter on ``sampled_at`` (the same macro) the model applies to every read of the samples. -#}
 

@@ -3,12 +3,12 @@
 dcgm-exporter scrapes (Prometheus text exposition) and Prometheus/Thanos range-query responses both hold one value
 per line or record: ``DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="0",hostname="node-01",hpc_job="1234"} 0.93``. Each reader
 (``telemetry.py``) turns its file into ``landing_series`` -- one row per value, with its line (or record) number, the
-metric name, the scrape instant, host, GPU, MIG instance and profile (null: the whole GPU), job and the value, and the
-first line rule it broke -- and ``pivot`` turns that into ``landing_rows``, the shape of the wide format: one row per
-host, GPU, instance, job and instant, with one column per metric, numbered by the first line that contributed to
-it. A line that broke a line rule stays a row of its own (its metric columns empty) so that the quarantine names its
-own file, line and rule. Only the metrics the contract reads are rows; the dozens of other fields an exporter serves
-are not samples and are not counted.
+metric name, the scrape instant, cluster (null: none named), host, GPU, MIG instance and profile (null: the whole
+GPU), job and the value, and the first line rule it broke -- and ``pivot`` turns that into ``landing_rows``, the shape
+of the wide format: one row per cluster, host, GPU, instance, job and instant, with one column per metric, numbered
+by the first line that contributed to it. A line that broke a line rule stays a row of its own (its metric columns
+empty) so that the quarantine names its own file, line and rule. Only the metrics the contract reads are rows; the
+dozens of other fields an exporter serves are not samples and are not counted.
 """
 
 from __future__ import annotations
@@ -23,8 +23,18 @@ from cost_pipeline.ingest.lib.warehouse import quote
 
 METRICS = tuple(name for name, _ in DEVICE_SAMPLE_COLUMNS if name.startswith("DCGM_FI_"))
 # A MIG instance (GPU_I_ID, GPU_I_PROFILE) is a device of its own: the instances of one GPU report at one instant.
-# Several files staged together (``landing_file``: a file's position among them) are pivoted each on its own.
-_KEYS = ("landing_file", "timestamp", "hostname", "gpu", "gpu_instance_id", "gpu_instance_profile", "job_id")
+# Several files staged together (``landing_file``: a file's position among them) are pivoted each on its own. The
+# cluster is part of a GPU's name: gpu-01 of two clusters in one response is two GPUs, not a metric repeated.
+_KEYS = (
+    "landing_file",
+    "timestamp",
+    "cluster",
+    "hostname",
+    "gpu",
+    "gpu_instance_id",
+    "gpu_instance_profile",
+    "job_id",
+)
 
 
 # The job a sample's labels name: DCGM's HPC job mapping (hpc_job), else the Kubernetes Job that owns the pod

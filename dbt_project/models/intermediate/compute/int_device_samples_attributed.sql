@@ -20,6 +20,11 @@
 -- stamps each GPU at another time is not caught by this rule. Every other sample is GPU time no job claims, with the reason:
 -- fct_unattributed_gpu_hours shows it. Hosts match by short name (staging's hostname: node-01 and
 -- node-01.cluster.example are one host).
+-- A sample that names its cluster (staging's cluster) is a GPU of that cluster: two clusters may each have a gpu-01.
+-- It matches only jobs of its cluster, or jobs that name none: by host, the jobs of its cluster or of none on that
+-- host; by label, the job of its cluster that held the id then among that cluster's jobs (held_by_alias_in_cluster:
+-- JobID 100 of cluster a and of cluster b run at once), else the job of no cluster that held it among those.
+-- A sample without a cluster matches as before clusters were named: any job, by host and by label.
 -- A view: int_device_samples_tiered reads the attributed samples, fct_unattributed_gpu_hours the rest.
 -- Written so that a filter on sampled_at (the days a model incremental by day builds again) reaches every scan of
 -- the samples: each branch reads the staging view itself (a CTE read twice is materialized whole), and the
@@ -33,7 +38,8 @@ with jobs as (
         end_at,
         mig_instances_allocated > 0 or shards_allocated > 0 or mps_allocated > 0 as holds_gpu_share,
         gpus_allocated,
-        scheduler
+        scheduler,
+        cluster
     from {{ ref('int_jobs_attributed') }}
     where start_at is not null and end_at is not null
 ),
@@ -44,6 +50,9 @@ alias_jobs as (
         job_aliases.alias_job_id,
         job_aliases.held_from,
         job_aliases.held_until,
+        job_aliases.cluster,
+        job_aliases.cluster_held_from,
+        job_aliases.cluster_held_until,
         jobs.job_key,
         jobs.start_at,
         jobs.end_at,
@@ -66,6 +75,7 @@ allocation_hosts as (
 host_jobs as (
     select distinct
         {{ short_host('allocation_hosts.hostname') }} as hostname,
+        jobs.cluster,
         jobs.job_key,
         jobs.start_at,
         jobs.end_at,
@@ -75,31 +85,53 @@ host_jobs as (
     inner join jobs on allocation_hosts.job_key = jobs.job_key
 ),
 
--- A labelled sample: one row per job its label names at its time, else the Kubernetes job its label names less a
--- completion index (an Indexed Job's pod), or one row without a job when it names none running then
--- (label_names_no_running_job).
+-- A labelled sample: one row per job its label names at its time (of its cluster, when it names one; else of no
+-- cluster), else the Kubernetes job its label names less a completion index (an Indexed Job's pod), or one row
+-- without a job when it names none running then (label_names_no_running_job).
 labelled as (
     select
         samples.*,
-        coalesce(alias_jobs.job_key, indexed_jobs.job_key) as attributed_job_key,
+        coalesce(alias_jobs.job_key, unclustered_jobs.job_key, indexed_jobs.job_key) as attributed_job_key,
         case
-            when coalesce(alias_jobs.job_key, indexed_jobs.job_key) is not null then 'job_label'
+            when coalesce(alias_jobs.job_key, unclustered_jobs.job_key, indexed_jobs.job_key) is not null
+                then 'job_label'
             else 'label_names_no_running_job'
         end as attribution
     from {{ ref('stg_telemetry__device_samples') }} as samples
     left join alias_jobs
         on
             samples.job_id = alias_jobs.alias_job_id
-            and {{ held_by_alias('alias_jobs', 'samples.sampled_at') }}
+            and case
+                when samples.cluster is null then {{ held_by_alias('alias_jobs', 'samples.sampled_at') }}
+                else alias_jobs.cluster = samples.cluster
+                    and {{ held_by_alias_in_cluster('alias_jobs', 'samples.sampled_at') }}
+            end
             and samples.sampled_at >= alias_jobs.start_at
             and samples.sampled_at < alias_jobs.end_at
+    -- A sample of a cluster whose label names none of that cluster's jobs running then: a job that names no
+    -- cluster (a null key joins nothing, so samples without a cluster never read it).
+    left join alias_jobs as unclustered_jobs
+        on
+            case when alias_jobs.job_key is null and samples.cluster is not null then samples.job_id end
+            = unclustered_jobs.alias_job_id
+            and unclustered_jobs.cluster is null
+            and {{ held_by_alias_in_cluster('unclustered_jobs', 'samples.sampled_at') }}
+            and samples.sampled_at >= unclustered_jobs.start_at
+            and samples.sampled_at < unclustered_jobs.end_at
     -- The index is read only when the label named no job running then (a null key joins nothing).
     left join alias_jobs as indexed_jobs
         on
-            case when alias_jobs.job_key is null then {{ indexed_job_name('samples.job_id') }} end
+            case
+                when coalesce(alias_jobs.job_key, unclustered_jobs.job_key) is null
+                    then {{ indexed_job_name('samples.job_id') }}
+            end
             = indexed_jobs.alias_job_id
             and indexed_jobs.scheduler = 'kubernetes'
-            and {{ held_by_alias('indexed_jobs', 'samples.sampled_at') }}
+            and case
+                when samples.cluster is null then {{ held_by_alias('indexed_jobs', 'samples.sampled_at') }}
+                else (indexed_jobs.cluster = samples.cluster or indexed_jobs.cluster is null)
+                    and {{ held_by_alias_in_cluster('indexed_jobs', 'samples.sampled_at') }}
+            end
             and samples.sampled_at >= indexed_jobs.start_at
             and samples.sampled_at < indexed_jobs.end_at
     where samples.job_id is not null
@@ -110,6 +142,7 @@ unlabelled_matches as (
         samples.source_file,
         samples.source_line,
         samples.sampled_at,
+        samples.cluster,
         samples.hostname,
         count(host_jobs.job_key) as jobs_on_host,
         max(host_jobs.job_key) as only_job_key,
@@ -119,22 +152,26 @@ unlabelled_matches as (
     from {{ ref('stg_telemetry__device_samples') }} as samples
     left join host_jobs
         on samples.hostname = host_jobs.hostname
+        -- A sample of a cluster is on its cluster's host: only jobs of that cluster, or of none, held it.
+        and (samples.cluster is null or host_jobs.cluster is null or samples.cluster = host_jobs.cluster)
         and samples.sampled_at >= host_jobs.start_at
         and samples.sampled_at < host_jobs.end_at
     -- Only the chunk's hosts' samples, when a model is built a chunk of hosts at a time (macros/host_chunks.sql;
     -- otherwise every host): each row comes back to its own sample below, which the chunk keeps or not alike.
     where samples.job_id is null and {{ host_chunk_filter('samples.reported_hostname') }}
     group by
-        samples.source_file, samples.source_line, samples.sampled_at, samples.hostname
+        samples.source_file, samples.source_line, samples.sampled_at, samples.cluster, samples.hostname
 ),
 
 -- The GPUs each host reported, with a job label or without, at each instant it reported one without: only those
 -- instants are counted, so labelled telemetry costs one scan that finds none. (Read from the staging view, not from
 -- unlabelled_matches: a CTE read twice is materialized whole, and a filter on sampled_at would no longer reach it.)
 -- The instants are the chunk's hosts'; the GPUs are counted over every name a host goes by (node-01 and
--- node-01.cluster.example, one short name in staging; a chunk holds every spelling of its hosts).
+-- node-01.cluster.example, one short name in staging; a chunk holds every spelling of its hosts), of its cluster
+-- only (gpu-01 of another cluster is another host).
 unlabelled_instants as (
     select distinct
+        cluster,
         hostname,
         sampled_at
     from {{ ref('stg_telemetry__device_samples') }}
@@ -143,14 +180,16 @@ unlabelled_instants as (
 
 host_instants as (
     select
+        unlabelled_instants.cluster,
         unlabelled_instants.hostname,
         unlabelled_instants.sampled_at,
         count(distinct samples.gpu_index) as gpus_reported
     from {{ ref('stg_telemetry__device_samples') }} as samples
     inner join unlabelled_instants
         on samples.hostname = unlabelled_instants.hostname
+        and samples.cluster is not distinct from unlabelled_instants.cluster
         and samples.sampled_at = unlabelled_instants.sampled_at
-    group by unlabelled_instants.hostname, unlabelled_instants.sampled_at
+    group by unlabelled_instants.cluster, unlabelled_instants.hostname, unlabelled_instants.sampled_at
 ),
 
 unlabelled_decided as (
@@ -169,6 +208,7 @@ unlabelled_decided as (
     from unlabelled_matches
     left join host_instants
         on unlabelled_matches.hostname = host_instants.hostname
+        and unlabelled_matches.cluster is not distinct from host_instants.cluster
         and unlabelled_matches.sampled_at = host_instants.sampled_at
 )
 

@@ -59,8 +59,10 @@ files as (
 aliases as (
     select
         job_key,
+        {#- The id as held among every job (a sample without a cluster) and among its cluster's (one with). -#}
         {%- set held = dbt.concat([
-            'alias_job_id', "'@'", text.format('held_from'), "'-'", text.format('held_until')
+            'alias_job_id', "'@'", text.format('held_from'), "'-'", text.format('held_until'), "'@'",
+            text.format('cluster_held_from'), "'-'", text.format('cluster_held_until')
         ]) %}
         {{ ordered_listagg(held, "','", held) }} as held
     from {{ ref('int_job_aliases_resolved') }}
@@ -79,7 +81,7 @@ jobs as (
         jobs.job_key as item,
         {{ dbt.hash(dbt.concat([
             text.format('jobs.start_at'), "'|'", text.format('jobs.end_at'), "'|'",
-            text.format('jobs.contract_version'), "'|'",
+            text.format('jobs.contract_version'), "'|'", text.format('jobs.cluster'), "'|'",
             text.format('jobs.mig_instances_allocated'), "'|'", text.format('jobs.shards_allocated'), "'|'",
             text.format('jobs.mps_allocated'), "'|'", text.format('jobs.gpus_allocated'), "'|'",
             "coalesce(aliases.held, '')", "'|'",

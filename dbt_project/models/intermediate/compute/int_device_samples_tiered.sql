@@ -49,6 +49,7 @@ slice_totals as (
 samples as (
     select
         samples.attributed_job_key as job_key,
+        samples.cluster,
         samples.hostname,
         samples.gpu_index,
         samples.gpu_instance_id,
@@ -85,11 +86,13 @@ sequenced as (
         -- The file and line break a tie between two copies of one instant, so the same copy (the newest file's) is
         -- last, and kept, in every run.
         lead(samples.sampled_at) over (
-            partition by samples.job_key, samples.hostname, samples.gpu_index, samples.gpu_instance_id
+            partition by
+                samples.job_key, samples.cluster, samples.hostname, samples.gpu_index, samples.gpu_instance_id
             order by samples.sampled_at, samples.source_file, samples.source_line
         ) as next_sampled_at,
         lead(samples.energy_counter_mj) over (
-            partition by samples.job_key, samples.hostname, samples.gpu_index, samples.gpu_instance_id
+            partition by
+                samples.job_key, samples.cluster, samples.hostname, samples.gpu_index, samples.gpu_instance_id
             order by samples.sampled_at, samples.source_file, samples.source_line
         ) as next_energy_counter_mj
     from samples
@@ -100,6 +103,7 @@ sequenced as (
 classified as (
     select
         job_key,
+        cluster,
         hostname,
         gpu_index,
         gpu_instance_id,
@@ -124,13 +128,14 @@ classified as (
     inner join parameters on sequenced.contract_version = parameters.contract_version
     inner join tier_precedence on sequenced.contract_version = tier_precedence.contract_version
     {{ join_slice_totals('sequenced.contract_version', 'sequenced.gpu_instance_profile') }}
-    -- A sample delivered twice (the same GPU at the same instant, from two files) is one sample: the last copy
-    -- (newest file, last line) stands for the time; the others would stand for none.
+    -- A sample delivered twice (the same GPU of the same cluster at the same instant, from two files) is one sample:
+    -- the last copy (newest file, last line) stands for the time; the others would stand for none.
     where next_sampled_at is null or next_sampled_at > sampled_at
 )
 
 select
     classified.job_key,
+    classified.cluster,
     classified.hostname,
     classified.gpu_index,
     classified.gpu_instance_id,

@@ -11,7 +11,8 @@
 -- open: a row states its seconds to the day's last instant (observed_seconds, gpu_seconds), and how many of its
 -- holders were at that instant (last_instant_holders) with which share of the GPU (last_instant_share); the GPU's
 -- first and last instant of the day close it in fct_gpu_shares. So a day's rows depend on that day's samples only.
--- No batch: the newest contract version's parameters apply. A sample delivered twice counts once.
+-- No batch: the newest contract version's parameters apply. A sample delivered twice counts once. A GPU is its
+-- cluster (null: the samples name none), host and index: gpu-01 of two clusters is two GPUs, never one crowded one.
 -- Incremental by day: a night builds again only the days whose samples or jobs changed (sample_days_to_build), and
 -- keeps the other days' rows. On Spark a table, built whole (docs/spark.md).
 {{ config(
@@ -31,7 +32,7 @@
 -- depends_on: {{ ref('int_device_samples_inputs') }}
 {%- set days = sample_days_to_build('int_gpu_share_days') %}
 {%- set share_keys = [
-    'sample_day', 'hostname', 'gpu_index', 'gpu_instance_id', 'gpu_instance_profile', 'instance_slices',
+    'sample_day', 'cluster', 'hostname', 'gpu_index', 'gpu_instance_id', 'gpu_instance_profile', 'instance_slices',
     'total_slices', 'job_key', 'attribution', 'share_rule', 'contract_version'] %}
 
 with parameters as (
@@ -57,6 +58,7 @@ share_rules as (
 -- joining every sample as a holder took most of the model: at 442 M samples it was most of the night.)
 crowded_instants as (
     select
+        cluster,
         hostname,
         gpu_index,
         sampled_at
@@ -66,7 +68,7 @@ crowded_instants as (
     {%- if days is not none %}
         and {{ sample_days_where(days, 'sampled_at') }}
     {%- endif %}
-    group by hostname, gpu_index, sampled_at
+    group by cluster, hostname, gpu_index, sampled_at
     having count(*) > 1
 ),
 
@@ -75,6 +77,7 @@ crowded_samples as (
     from {{ ref('int_device_samples_attributed') }} as samples
     inner join crowded_instants
         on samples.hostname = crowded_instants.hostname
+        and samples.cluster is not distinct from crowded_instants.cluster
         and samples.gpu_index = crowded_instants.gpu_index
         and samples.sampled_at = crowded_instants.sampled_at
     where {{ host_chunk_filter('samples.reported_hostname') }}
@@ -89,13 +92,14 @@ crowded_samples as (
 -- again is numbered.
 delivered_again as (
     select
+        cluster,
         hostname,
         gpu_index,
         coalesce(gpu_instance_id, -1) as instance_key,
         coalesce(job_id, '') as label_key,
         sampled_at
     from crowded_samples
-    group by hostname, gpu_index, coalesce(gpu_instance_id, -1), coalesce(job_id, ''), sampled_at
+    group by cluster, hostname, gpu_index, coalesce(gpu_instance_id, -1), coalesce(job_id, ''), sampled_at
     having count(*) > 1
 ),
 
@@ -116,8 +120,8 @@ delivered as (
         select
             samples.*,
             row_number() over (
-                partition by samples.hostname, samples.gpu_index, samples.gpu_instance_id, samples.job_id,
-                    samples.sampled_at
+                partition by samples.cluster, samples.hostname, samples.gpu_index, samples.gpu_instance_id,
+                    samples.job_id, samples.sampled_at
                 order by samples.source_file desc, samples.source_line desc
             ) as copy_number
         from crowded_samples as samples
@@ -131,6 +135,7 @@ delivered as (
 -- slices of its profile.
 unit_holders as (
     select
+        cluster,
         hostname,
         gpu_index,
         gpu_instance_id,
@@ -139,7 +144,7 @@ unit_holders as (
         max(gpu_instance_profile) as gpu_instance_profile,
         max(instance_slices) as instance_slices
     from delivered
-    group by hostname, gpu_index, gpu_instance_id, sampled_at
+    group by cluster, hostname, gpu_index, gpu_instance_id, sampled_at
 ),
 
 -- Each holder of a GPU or instance at a crowded instant, with how many share it.
@@ -150,6 +155,7 @@ crowded_holders as (
     from delivered
     inner join unit_holders
         on delivered.hostname = unit_holders.hostname
+        and delivered.cluster is not distinct from unit_holders.cluster
         and delivered.gpu_index = unit_holders.gpu_index
         and coalesce(delivered.gpu_instance_id, -1) = coalesce(unit_holders.gpu_instance_id, -1)
         and delivered.sampled_at = unit_holders.sampled_at
@@ -158,6 +164,7 @@ crowded_holders as (
 -- A crowded instant: the slices its MIG instances hold, and whether the whole GPU (no instance) is among its units.
 crowded_totals as (
     select
+        unit_holders.cluster,
         unit_holders.hostname,
         unit_holders.gpu_index,
         unit_holders.sampled_at,
@@ -167,13 +174,14 @@ crowded_totals as (
         max(case when unit_holders.instance_slices is null then 1 else 0 end) as has_whole_gpu
     from unit_holders
     {{ join_slice_totals(latest_contract_version(), 'unit_holders.gpu_instance_profile') }}
-    group by unit_holders.hostname, unit_holders.gpu_index, unit_holders.sampled_at
+    group by unit_holders.cluster, unit_holders.hostname, unit_holders.gpu_index, unit_holders.sampled_at
 ),
 
 -- Every GPU instant: a sample alone at its instant, which is also its one holder, or a crowded instant, whose
 -- holders join after the window.
 instants as (
     select
+        alone.cluster,
         alone.hostname,
         alone.gpu_index,
         alone.sampled_at,
@@ -192,6 +200,7 @@ instants as (
         from {{ ref('int_device_samples_attributed') }} as samples
         left join crowded_instants
             on samples.hostname = crowded_instants.hostname
+            and samples.cluster is not distinct from crowded_instants.cluster
             and samples.gpu_index = crowded_instants.gpu_index
             and samples.sampled_at = crowded_instants.sampled_at
         where
@@ -206,6 +215,7 @@ instants as (
     union all
 
     select
+        cluster,
         hostname,
         gpu_index,
         sampled_at,
@@ -227,7 +237,7 @@ sequenced as (
         instants.*,
         cast({{ dbt.date_trunc('day', 'sampled_at') }} as date) as sample_day,
         lead(sampled_at) over (
-            partition by hostname, gpu_index, cast({{ dbt.date_trunc('day', 'sampled_at') }} as date)
+            partition by cluster, hostname, gpu_index, cast({{ dbt.date_trunc('day', 'sampled_at') }} as date)
             order by sampled_at
         ) as next_sampled_at
     from instants
@@ -253,6 +263,7 @@ timed as (
 shares as (
     select
         timed.sample_day,
+        timed.cluster,
         timed.hostname,
         timed.gpu_index,
         coalesce(holders.gpu_instance_id, timed.gpu_instance_id) as gpu_instance_id,
@@ -277,6 +288,7 @@ shares as (
     left join crowded_holders as holders
         on timed.is_crowded = 1
         and timed.hostname = holders.hostname
+        and timed.cluster is not distinct from holders.cluster
         and timed.gpu_index = holders.gpu_index
         and timed.sampled_at = holders.sampled_at
     inner join share_rules on timed.contract_version = share_rules.contract_version
@@ -286,6 +298,7 @@ shares as (
     -- The slices no MIG instance held at an instant of a GPU in MIG mode.
     select
         sample_day,
+        cluster,
         hostname,
         gpu_index,
         cast(null as integer) as gpu_instance_id,
@@ -306,13 +319,14 @@ shares as (
 gpu_days as (
     select
         sample_day,
+        cluster,
         hostname,
         gpu_index,
         min(sampled_at) as first_sampled_at,
         max(sampled_at) as last_sampled_at,
         sum(represented_seconds) as gpu_day_seconds
     from timed
-    group by sample_day, hostname, gpu_index
+    group by sample_day, cluster, hostname, gpu_index
 ),
 
 daily as (
@@ -334,5 +348,6 @@ select
 from daily
 inner join gpu_days
     on daily.sample_day = gpu_days.sample_day
+    and daily.cluster is not distinct from gpu_days.cluster
     and daily.hostname = gpu_days.hostname
     and daily.gpu_index = gpu_days.gpu_index

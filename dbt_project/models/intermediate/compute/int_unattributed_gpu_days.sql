@@ -38,6 +38,7 @@ slice_totals as (
 
 sequenced as (
     select
+        samples.cluster,
         samples.hostname,
         samples.gpu_index,
         samples.gpu_instance_id,
@@ -60,7 +61,7 @@ sequenced as (
         -- The next sample on the same day; none for the day's last, which fct_unattributed_gpu_hours closes.
         lead(samples.sampled_at) over (
             partition by
-                samples.hostname, samples.gpu_index, samples.gpu_instance_id,
+                samples.cluster, samples.hostname, samples.gpu_index, samples.gpu_instance_id,
                 cast({{ dbt.date_trunc('day', 'samples.sampled_at') }} as date)
             order by samples.sampled_at, samples.source_file, samples.source_line
         ) as next_sampled_at
@@ -73,6 +74,7 @@ sequenced as (
 classified as (
     select
         sample_day,
+        cluster,
         hostname,
         gpu_index,
         gpu_instance_id,
@@ -88,7 +90,8 @@ classified as (
         ) else 0 end as represented_seconds,
         {{ sample_tier_precedence() }} as tier_precedence
     from sequenced
-    -- A sample delivered twice (the same GPU at the same instant, from two files) is one sample: the last copy.
+    -- A sample delivered twice (the same GPU of the same cluster at the same instant, from two files) is one
+    -- sample: the last copy. gpu-01 of another cluster is another GPU.
     where next_sampled_at is null or next_sampled_at > sampled_at
 ),
 
@@ -96,18 +99,20 @@ classified as (
 gpu_days as (
     select
         sample_day,
+        cluster,
         hostname,
         gpu_index,
         gpu_instance_id,
         min(sampled_at) as first_sampled_at,
         max(sampled_at) as last_sampled_at
     from classified
-    group by sample_day, hostname, gpu_index, gpu_instance_id
+    group by sample_day, cluster, hostname, gpu_index, gpu_instance_id
 ),
 
 daily as (
     select
         classified.sample_day,
+        classified.cluster,
         classified.hostname,
         classified.gpu_index,
         classified.gpu_instance_id,
@@ -123,8 +128,8 @@ daily as (
         on classified.contract_version = tiers.contract_version
         and classified.tier_precedence = tiers.precedence
     group by
-        classified.sample_day, classified.hostname, classified.gpu_index, classified.gpu_instance_id, tiers.tier,
-        classified.attribution, classified.contract_version
+        classified.sample_day, classified.cluster, classified.hostname, classified.gpu_index,
+        classified.gpu_instance_id, tiers.tier, classified.attribution, classified.contract_version
 )
 
 select
@@ -134,6 +139,7 @@ select
 from daily
 inner join gpu_days
     on daily.sample_day = gpu_days.sample_day
+    and daily.cluster is not distinct from gpu_days.cluster
     and daily.hostname = gpu_days.hostname
     and daily.gpu_index = gpu_days.gpu_index
     and (

@@ -24,6 +24,7 @@ reviewed as (
 gpus as (
     select
         job_key,
+        cluster,
         hostname,
         gpu_index,
         gpu_instance_id,
@@ -31,7 +32,7 @@ gpus as (
         max(case when tier <> 'idle' then 1 else 0 end) as was_active,
         sum(represented_gpu_seconds) as represented_gpu_seconds
     from {{ ref('int_device_samples_tiered') }}
-    group by job_key, hostname, gpu_index, gpu_instance_id
+    group by job_key, cluster, hostname, gpu_index, gpu_instance_id
 ),
 
 unused_gpus as (

@@ -5,9 +5,10 @@
 -- The GPU-month's cost is its observed GPU-hours x the month's price per available GPU-hour, rounded once to the
 -- cent, and its rows share it by GPU-seconds (largest remainder): they add up to it exactly. The job costs
 -- (int_jobs_costed) still come from the scheduler's allocation; this mart states the share each job held.
--- No batch: the newest contract version's parameters apply.
+-- No batch: the newest contract version's parameters apply. A GPU is its cluster (null: the samples name none),
+-- host and index: gpu-01 of two clusters is two GPUs, each priced on its own.
 {%- set share_keys = [
-    'sample_month', 'hostname', 'gpu_index', 'gpu_instance_id', 'gpu_instance_profile', 'instance_slices',
+    'sample_month', 'cluster', 'hostname', 'gpu_index', 'gpu_instance_id', 'gpu_instance_profile', 'instance_slices',
     'total_slices', 'job_key', 'attribution', 'share_rule', 'contract_version'] %}
 
 with parameters as (
@@ -26,12 +27,13 @@ days as (
 
 -- Each GPU-day's last instant stands for the time to the GPU's next instant: its first on its next day.
 gpu_days as (
-    {{ close_sample_days('days', ['hostname', 'gpu_index'], ['gpu_day_seconds']) }}
+    {{ close_sample_days('days', ['cluster', 'hostname', 'gpu_index'], ['gpu_day_seconds']) }}
 ),
 
 closed as (
     select
         cast({{ dbt.date_trunc('month', 'days.sample_day') }} as date) as sample_month,
+        days.cluster,
         days.hostname,
         days.gpu_index,
         days.gpu_instance_id,
@@ -47,6 +49,7 @@ closed as (
     from days
     inner join gpu_days
         on days.sample_day = gpu_days.sample_day
+        and days.cluster is not distinct from gpu_days.cluster
         and days.hostname = gpu_days.hostname
         and days.gpu_index = gpu_days.gpu_index
 ),
@@ -63,11 +66,12 @@ monthly as (
 gpu_months as (
     select
         cast({{ dbt.date_trunc('month', 'sample_day') }} as date) as sample_month,
+        cluster,
         hostname,
         gpu_index,
         sum(gpu_day_seconds + last_instant_seconds) as gpu_month_seconds
     from gpu_days
-    group by {{ dbt.date_trunc('month', 'sample_day') }}, hostname, gpu_index
+    group by {{ dbt.date_trunc('month', 'sample_day') }}, cluster, hostname, gpu_index
 ),
 
 -- A GPU-month's cost in whole cents: seconds x price per hour / 3600 x 100.
@@ -80,6 +84,7 @@ parts as (
     from monthly
     inner join gpu_months
         on monthly.sample_month = gpu_months.sample_month
+        and monthly.cluster is not distinct from gpu_months.cluster
         and monthly.hostname = gpu_months.hostname
         and monthly.gpu_index = gpu_months.gpu_index
     left join prices on monthly.sample_month = prices.month_start
@@ -87,12 +92,13 @@ parts as (
 
 allocated as (
     {{ largest_remainder_cents(
-        'parts', ['sample_month', 'hostname', 'gpu_index'], 'gpu_month_cents', 'gpu_seconds',
+        'parts', ['sample_month', 'cluster', 'hostname', 'gpu_index'], 'gpu_month_cents', 'gpu_seconds',
         'gpu_instance_id, job_key, attribution, share_rule, instance_slices') }}
 )
 
 select
     sample_month,
+    cluster,
     hostname,
     gpu_index,
     gpu_instance_id,

@@ -4,8 +4,8 @@
 -- version of its own, so the newest version's tier rule applies. Each sample stands for the time to the same GPU's
 -- next unattributed sample, capped at max_gap_factor x the nominal interval (a day's last sample: to the GPU's first
 -- of its next day with one); a sample delivered twice counts once. A MIG instance's sample counts its share of the
--- GPU (its slices over the GPU's total, docs/fractional_gpus.md).
-{%- set gpu = ['hostname', 'gpu_index', 'gpu_instance_id'] %}
+-- GPU (its slices over the GPU's total, docs/fractional_gpus.md). A GPU is its cluster, host and index.
+{%- set gpu = ['cluster', 'hostname', 'gpu_index', 'gpu_instance_id'] %}
 
 with parameters as (
     {{ contract_parameters({
@@ -33,6 +33,7 @@ select
 from days
 inner join gpu_days
     on days.sample_day = gpu_days.sample_day
+    and days.cluster is not distinct from gpu_days.cluster
     and days.hostname = gpu_days.hostname
     and days.gpu_index = gpu_days.gpu_index
     and (

@@ -12,6 +12,9 @@ with source as (
 renamed as (
     select
         {{ adapter.quote("timestamp") }} as sampled_at,
+        -- The cluster the host is in (null: the telemetry names none): gpu-01 of two clusters is two hosts, and a
+        -- sample with a cluster is only its cluster's jobs' (or those of jobs without one).
+        cluster,
         -- One host under every name it goes by (a sample delivered again under node-01.cluster.example is node-01's
         -- again, not another GPU's); the name as the file spelled it chooses a host chunk (macros/host_chunks.sql).
         {{ short_host('hostname') }} as hostname,
