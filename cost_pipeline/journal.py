@@ -274,15 +274,99 @@ def adjustment_lines(adjusting: list[Posting], held: list[Posting]) -> list[Jour
     return lines
 
 
-def _closed_months_adjustments(con: duckdb.DuckDBPyConnection, closed: date) -> tuple[list[Posting], list[Posting]]:
-    """``adjustments`` of every month up to ``closed`` into the month after it; refused (``JournalError``) when
-    months were closed before the journal kept what each batch posted."""
-    if not _table_exists(con, "raw", "closed_postings"):
-        raise JournalError(
-            f"months up to {closed:%Y-%m} were closed before raw.closed_postings kept what each batch posted: "
-            "their adjustments cannot be told apart from a cost-centre move or a pending amount"
+def legacy_adjustments(
+    current: list[JournalLine], frozen: list[JournalLine], into: date
+) -> tuple[list[JournalLine], list[Posting]]:
+    """Adjustment lines posting in month ``into`` for months closed before raw.closed_postings kept what each batch
+    posted (a warehouse an earlier release closed), as that release measured them: per closed month, cost centre and
+    account, the figures ``current`` states for the month less what was posted for it (``frozen``: its own lines and
+    the adjustments naming it). While a cost centre's month has an unpriced line now, its whole difference is held
+    (the lines balance per cost centre): its unpriced lines are shown at 0.00, flagged, and the second list names
+    it."""
+    posted: dict[tuple[date, str, str, str], Decimal] = defaultdict(Decimal)
+    template: dict[tuple[date, str, str, str], JournalLine] = {}
+    for line in frozen:
+        key = (line.corrects_month or line.month, line.cost_centre, line.gl_account, line.account_role)
+        posted[key] += line.net
+        template.setdefault(key, line)
+    stated: dict[tuple[date, str, str, str], Decimal] = defaultdict(Decimal)
+    for line in current:
+        key = (line.month, line.cost_centre, line.gl_account, line.account_role)
+        stated[key] += line.net
+        template[key] = line  # the current line's name and unpriced count win
+    unpriced = {(line.month, line.cost_centre) for line in current if line.is_unpriced}
+    lines, held = [], {}
+    for key in sorted(set(posted) | set(stated)):
+        difference = stated.get(key, Decimal(0)) - posted.get(key, Decimal(0))
+        if not difference:
+            continue
+        month, centre, _, role = key
+        base = replace(template[key], month=into, line_type="adjustment", corrects_month=month)
+        if (month, centre) not in unpriced:
+            if key not in stated:  # the line is gone from the month's figures: nothing of it is unpriced now
+                base = replace(base, is_unpriced=False, unpriced_lines=0, unpriced_gpu_hours=Decimal(0))
+            lines.append(_sided(base, difference))
+            continue
+        if base.is_unpriced:
+            lines.append(_sided(base, Decimal(0)))
+        if role == "expense":
+            note = held.setdefault(
+                (month, centre),
+                Posting(
+                    into,
+                    month,
+                    "every batch",
+                    "cost",
+                    centre,
+                    base.gl_account,
+                    base.account_name,
+                    "",
+                    None,
+                    Decimal("0.00"),
+                    0,
+                    Decimal("0.0000"),
+                    base.currency,
+                ),
+            )
+            held[(month, centre)] = replace(
+                note,
+                expense_account=note.expense_account if note.unpriced_lines else base.gl_account,
+                amount=note.amount + difference,
+                unpriced_lines=note.unpriced_lines + base.unpriced_lines,
+                unpriced_gpu_hours=note.unpriced_gpu_hours + base.unpriced_gpu_hours,
+            )
+    return lines, list(held.values())
+
+
+def _legacy_months(con: duckdb.DuckDBPyConnection) -> set[date]:
+    """Closed months whose lines were frozen before raw.closed_postings kept what each batch posted."""
+    with_lines = {line.month for line in _frozen_lines(con) if line.line_type == "regular"}
+    return with_lines - {posting.month for posting in _frozen_postings(con) if posting.corrects_month is None}
+
+
+def _closed_months_adjustments(
+    con: duckdb.DuckDBPyConnection, closed: date
+) -> tuple[list[Posting], list[Posting], list[JournalLine]]:
+    """What posts for every month up to ``closed`` in the month after it: the adjusting postings (``adjustments``),
+    the held ones, and the adjustment lines of both, with those of months closed before raw.closed_postings existed
+    (``legacy_adjustments``)."""
+    legacy = _legacy_months(con)
+    into = next_month(closed)
+    adjusting, held = adjustments(
+        [posting for posting in _current_postings(con, "month <= ?", [closed]) if posting.month not in legacy],
+        [posting for posting in _frozen_postings(con) if posting.cost[0] not in legacy],
+        into,
+    )
+    lines = adjustment_lines(adjusting, held)
+    if legacy:
+        legacy_lines, legacy_held = legacy_adjustments(
+            [line for line in _current_lines(con, "month <= ?", [closed]) if line.month in legacy],
+            [line for line in _frozen_lines(con) if (line.corrects_month or line.month) in legacy],
+            into,
         )
-    return adjustments(_current_postings(con, "month <= ?", [closed]), _frozen_postings(con), next_month(closed))
+        lines += legacy_lines
+        held += legacy_held
+    return adjusting, held, lines
 
 
 def held_differences(con: duckdb.DuckDBPyConnection, month: date) -> list[Posting]:
@@ -314,7 +398,7 @@ def journal_lines(con: duckdb.DuckDBPyConnection, month: date) -> tuple[list[Jou
         return _order([line for line in _frozen_lines(con) if line.month == month]), True
     lines = _current_lines(con, "month = ?", [month])
     if closed is not None and month == next_month(closed):
-        lines += adjustment_lines(*_closed_months_adjustments(con, closed))
+        lines += _closed_months_adjustments(con, closed)[2]
     return _order(lines), False
 
 

@@ -212,6 +212,50 @@ def test_a_cost_pending_after_close_is_held_not_reversed_until_its_amount_is_kno
     assert err == ""
 
 
+def test_a_month_closed_before_per_batch_postings_adjusts_per_account_and_holds_a_pending_cost_centre(
+    demo_copy, capsys
+):
+    """A warehouse an earlier release closed has no raw.closed_postings (dropped here after the close): its first
+    open month is not refused; the closed month's adjustments are measured per cost centre and account, as then.
+    After the FOCUS file's retraction B-10's job is pending, so CC-410's whole difference is held (its lines balance
+    per cost centre): nothing of it posts, its unpriced lines show 0.00 flagged. CC-900 is known: -34.00 / +34.00.
+    Once the job is billed 120.00, every difference posts, the same lines as a per-batch close gives."""
+    landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
+    assert main(["close", "--month", "2026-11", "--warehouse", str(warehouse), "--by", "controller"]) == 0
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("drop table raw.closed_postings")
+    assert main(["retract", str(DEMO_FOCUS), "--reason", "restated", "--warehouse", str(warehouse)]) == 0
+    assert run_pipeline(landing, warehouse)
+    december, err = _adjustments(capsys, warehouse, "2026-12")
+    assert december == [
+        ("2026-11-01", "CC-410", "6110", "expense", "0.00", "0.00", "1", "32.0000"),
+        ("2026-11-01", "CC-410", "2910", "balancing", "0.00", "0.00", "1", "32.0000"),
+        ("2026-11-01", "CC-900", "6110", "expense", "0.00", "34.00", "0", "0.0000"),
+        ("2026-11-01", "CC-900", "2910", "balancing", "34.00", "0.00", "0", "0.0000"),
+    ]
+    # By hand: CC-410's expense lines differ by -96.00 (compute) and -12.00 (storage).
+    assert err.splitlines() == [
+        "cost-pipeline: held for 2026-11: every batch's cost on CC-410 6110 differs by -108.00 from what was posted, "
+        "but is not adjusted: 1 of its cost lines (32.0000 GPU-h) have no amount yet"
+    ]
+
+    header = (landing / DEMO_FOCUS).read_text(encoding="utf-8").splitlines()[0]
+    restated = landing / "billing" / "aws_focus_2026-11-restated.csv"
+    restated.write_text(f"{header}\n{demo_focus_line(landing, amount='120.00')}\n", encoding="utf-8")
+    assert run_pipeline(landing, warehouse)
+    december, err = _adjustments(capsys, warehouse, "2026-12")
+    assert december == [
+        ("2026-11-01", "CC-410", "6110", "expense", "24.00", "0.00", "0", "0.0000"),
+        ("2026-11-01", "CC-410", "6120", "expense", "0.00", "12.00", "0", "0.0000"),
+        ("2026-11-01", "CC-410", "2910", "balancing", "0.00", "12.00", "0", "0.0000"),
+        ("2026-11-01", "CC-900", "6110", "expense", "0.00", "34.00", "0", "0.0000"),
+        ("2026-11-01", "CC-900", "2910", "balancing", "34.00", "0.00", "0", "0.0000"),
+    ]
+    assert err == ""
+    assert main(["close", "--month", "2026-12", "--warehouse", str(warehouse), "--by", "controller"]) == 0
+    assert _adjustments(capsys, warehouse, "2027-01") == ([], "")
+
+
 def test_a_new_contracts_cost_centre_maps_postings_after_it_and_leaves_closed_months_as_posted(
     demo_copy, tmp_path, capsys
 ):
