@@ -83,6 +83,48 @@ def test_kubernetes_jobs_reach_the_marts(tmp_path):
     assert failures == [("scheduler_limit", 2, 2, Decimal(12))]
 
 
+def test_a_running_kubernetes_job_has_occupied_its_gpus_until_its_streams_newest_event(tmp_path):
+    """A job whose last event is a start holds its GPUs until the newest event of its cluster's stream (any job's):
+    the stream was exported after it and shows no end. A run whose name was submitted again since was seen running
+    at its start only (its end was never exported)."""
+    landing = one_batch_landing(tmp_path)
+    (landing / "scheduler" / "events.jsonl").write_text(
+        "\n".join(
+            [
+                _event("k1", "submit", "2026-11-02T01:00:00"),
+                _event("k1", "start", "2026-11-02T01:00:00"),
+                _event("k2", "start", "2026-11-02T02:00:00"),
+                _event("k2", "end", "2026-11-02T05:00:00", state="Succeeded"),
+                _event("r", "submit", "2026-11-02T00:00:00"),
+                _event("r", "start", "2026-11-02T00:00:00"),
+                _event("r", "submit", "2026-11-02T03:00:00"),
+                _event("r", "start", "2026-11-02T03:30:00"),
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    warehouse = tmp_path / "warehouse.duckdb"
+    assert run_pipeline(landing, warehouse)
+
+    runs = query(
+        warehouse,
+        "select job_id, start_at, state, is_running, running_seen_at, occupied_gpu_hours from marts.fct_runs "
+        "order by job_id, start_at",
+    )
+    seen = datetime(2026, 11, 2, 5)
+    # 4 GPUs each: k1 01:00-05:00 (16 GPU-hours), k2 02:00-05:00 ended (12), r's second run 03:30-05:00 (6).
+    assert runs == [
+        ("k1", datetime(2026, 11, 2, 1), "RUNNING", True, seen, Decimal(16)),
+        ("k2", datetime(2026, 11, 2, 2), "COMPLETED", False, None, Decimal(12)),
+        ("r", datetime(2026, 11, 2), "RUNNING", True, datetime(2026, 11, 2), Decimal(0)),
+        ("r", datetime(2026, 11, 2, 3, 30), "RUNNING", True, seen, Decimal(6)),
+    ]
+    assert query(
+        warehouse, "select occupied_gpu_hours, running_jobs from marts.fct_batch_compute where batch_id = 'B-1'"
+    ) == [(Decimal(34), 3)]
+
+
 def _scrape_lines(host: str, gpu: int, pod: str, at: datetime) -> list[str]:
     """One dcgm-exporter scrape of a GPU held by a Kubernetes pod (an effective_compute sample), stamped in ms."""
     metrics = {

@@ -21,7 +21,10 @@
     hashed only when they differ from it (insert_only_snapshot's appended), so adding them wrote no new version.
     A batch with unpriced owned compute has a null compute and total cost (no silent zero). The measured people
     were not kept before and are not known in those versions (-1: no count is, so every batch takes a version that
-    has them); the small-group rule blanks such a version's labour when it had any. -#}
+    has them); the small-group rule blanks such a version's labour when it had any. running_jobs (0 before it was
+    kept: a running job then had occupied nothing) marks a version whose figures are so far: a batch's version
+    with a running job is followed by a new one as the job runs on or ends. -#}
 {% macro batch_appended_cost_figures() %}
-    {{ return({'is_unpriced': 'false', 'unpriced_gpu_hours': '0', 'labour_measured_people': '-1'}) }}
+    {{ return({'is_unpriced': 'false', 'unpriced_gpu_hours': '0', 'labour_measured_people': '-1',
+               'running_jobs': '0'}) }}
 {% endmacro %}

@@ -4,6 +4,7 @@
     cost (4 decimals; null where there is nothing to divide by, or no price: is_unpriced). -#}
 {% macro compute_bill_figures(relation) %}
     cast({{ relation }}.jobs as bigint) as jobs,
+    cast({{ relation }}.running_jobs as bigint) as running_jobs,
     cast({{ relation }}.failed_jobs as bigint) as failed_jobs,
     cast({{ relation }}.rerun_jobs as bigint) as rerun_jobs,
     cast({{ relation }}.jobs_without_phase as bigint) as jobs_without_phase,

@@ -24,9 +24,10 @@ facility as (
     group by cost_month
 ),
 
+-- A job still running names the months up to when its export saw it running.
 jobs as (
-    select start_at, end_at from {{ ref('int_jobs_attributed') }}
-    where start_at is not null and end_at is not null
+    select start_at, occupied_until_at as end_at from {{ ref('int_jobs_attributed') }}
+    where start_at is not null and occupied_until_at is not null
 ),
 
 replicas as (

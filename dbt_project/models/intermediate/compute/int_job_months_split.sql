@@ -3,7 +3,8 @@
 -- in proportion; its months add up to its occupied GPU-seconds exactly. is_cloud_billed marks a job that a FOCUS
 -- compute line (not Storage) names by ResourceId; is_cloud a job billed so or run on a cluster the newest contract
 -- lists as rented (owned_vs_cloud.cloud_clusters): its cost comes from the bill, never from owned capacity, and
--- until the bill arrives it has none (pending in int_job_months_costed).
+-- until the bill arrives it has none (pending in int_job_months_costed). A job still running is split over the
+-- months from its start to when its export saw it running (occupied_until_at, int_jobs_unioned): its cost so far.
 with jobs as (
     select
         job_key,
@@ -12,11 +13,11 @@ with jobs as (
         batch_id,
         phase,
         start_at,
-        end_at,
+        occupied_until_at as end_at,
         occupied_gpu_seconds,
-        {{ seconds_between('start_at', 'end_at') }} as span_seconds
+        {{ seconds_between('start_at', 'occupied_until_at') }} as span_seconds
     from {{ ref('int_jobs_attributed') }}
-    where start_at is not null and end_at is not null and occupied_gpu_seconds > 0
+    where start_at is not null and occupied_until_at is not null and occupied_gpu_seconds > 0
 ),
 
 cloud_jobs as (

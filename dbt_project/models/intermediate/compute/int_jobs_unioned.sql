@@ -4,9 +4,29 @@
 -- A Kubernetes job name submitted again is another job: a run of a name starts at the first event after an end, and
 -- at a submit after another submit with no end between (a stream whose submit was never exported is a run too), with
 -- its own events, times, GPUs and labels. A submit goes first among events at the same instant.
+-- A job still running when its export was written (is_running: a Slurm allocation that started with no End, a
+-- Kubernetes run whose last event is a start) has occupied its GPUs from its start until the export saw it running
+-- (running_seen_at): Slurm's Start + Elapsed (sacct's Elapsed of a running job runs to when sacct ran); for a
+-- Kubernetes run, the newest event its cluster's stream holds (any job's: the stream was exported after it and
+-- shows no end), or its own start when its name was submitted again since (that run's end was never exported).
+-- occupied_until_at is the end of its occupation so far: end_at, else running_seen_at. A later export that ends the
+-- job replaces both with its real end (stg_scheduler__sacct_jobs prefers an ended record).
 with sacct as (
     select * from {{ ref('stg_scheduler__sacct_jobs') }}
     where record_type = 'allocation'
+),
+
+-- A started allocation without an End is running: sacct saw it running Elapsed after its Start (at its Start
+-- when the export has no Elapsed).
+sacct_running as (
+    select
+        sacct.*,
+        start_at is not null and end_at is null as is_running,
+        case when start_at is not null and end_at is null
+            then cast({{ dbt.dateadd('second', 'coalesce(elapsed_seconds, 0)', 'start_at') }}
+                as {{ dbt.type_timestamp() }})
+        end as running_seen_at
+    from sacct
 ),
 
 ranked_events as (
@@ -95,9 +115,34 @@ event_jobs as (
         cast(sum(case when event_type = 'start' then 1 else 0 end) - 1 as integer) as restarts,
         max(case when recency = 1 then event_type end) as last_event_type,
         max(case when event_type = 'end' and recency = 1 then state end) as end_state,
+        -- The start no later event (but a submit) stopped: the run holds its GPUs from it still.
+        max(case when event_type = 'start' and next_event_at is null then event_at end) as open_start_at,
         run_number
     from event_sequence
     group by cluster, job_id, run_number
+),
+
+-- The newest event of each cluster's stream: a run that shows no end by then was still running then.
+cluster_streams as (
+    select cluster, max(event_at) as newest_event_at
+    from events
+    group by cluster
+),
+
+-- A run still running (its last event a start) was last seen running at its stream's newest event, if it is its
+-- name's last run; one whose name was submitted again since was seen running at its start only.
+event_runs as (
+    select
+        event_jobs.*,
+        case when event_jobs.last_event_type = 'start' then
+            case when event_jobs.run_number = max(event_jobs.run_number) over (
+                    partition by event_jobs.cluster, event_jobs.job_id)
+                then cluster_streams.newest_event_at
+                else event_jobs.open_start_at
+            end
+        end as running_seen_at
+    from event_jobs
+    inner join cluster_streams on event_jobs.cluster is not distinct from cluster_streams.cluster
 ),
 
 event_attributes as (
@@ -122,25 +167,30 @@ event_attributes as (
 kubernetes as (
     select
         -- A run whose submit was never exported is keyed by its first event: two such runs of a name are two jobs.
-        {{ job_key("nullif(event_jobs.cluster, '')", 'event_jobs.job_id',
-                   'coalesce(event_jobs.submit_at, event_jobs.first_event_at)') }} as job_key,
-        nullif(event_jobs.cluster, '') as cluster,
-        event_jobs.job_id,
+        {{ job_key("nullif(event_runs.cluster, '')", 'event_runs.job_id',
+                   'coalesce(event_runs.submit_at, event_runs.first_event_at)') }} as job_key,
+        nullif(event_runs.cluster, '') as cluster,
+        event_runs.job_id,
         cast(null as {{ dbt.type_string() }}) as job_id_raw,
         'kubernetes' as scheduler,
         case
-            when event_jobs.last_event_type = 'end' then event_jobs.end_state
-            when event_jobs.last_event_type = 'preempt' then 'PREEMPTED'
-            when event_jobs.last_event_type = 'start' then 'RUNNING'
+            when event_runs.last_event_type = 'end' then event_runs.end_state
+            when event_runs.last_event_type = 'preempt' then 'PREEMPTED'
+            when event_runs.last_event_type = 'start' then 'RUNNING'
             else 'PENDING'
         end as state,
         cast(null as {{ dbt.type_string() }}) as cancelled_by,
         -- A submit stamped after the start it led to: the job was submitted by its start at the latest.
-        case when event_jobs.submit_at > event_jobs.start_at then event_jobs.start_at else event_jobs.submit_at end
+        case when event_runs.submit_at > event_runs.start_at then event_runs.start_at else event_runs.submit_at end
             as submit_at,
-        event_jobs.start_at,
-        event_jobs.end_at,
-        event_jobs.occupied_seconds,
+        event_runs.start_at,
+        event_runs.end_at,
+        event_runs.last_event_type = 'start' as is_running,
+        event_runs.running_seen_at,
+        coalesce(event_runs.end_at, event_runs.running_seen_at) as occupied_until_at,
+        event_runs.occupied_seconds + case when event_runs.last_event_type = 'start'
+            then {{ seconds_between('event_runs.open_start_at', 'event_runs.running_seen_at') }} else 0 end
+            as occupied_seconds,
         event_attributes.time_limit_seconds,
         coalesce(event_attributes.gpus_requested, event_attributes.gpus_allocated, 0) as gpus_requested,
         coalesce(event_attributes.gpus_allocated, 0) as gpus_allocated,
@@ -162,18 +212,18 @@ kubernetes as (
         0 as shards_allocated,
         0 as mps_requested,
         0 as mps_allocated,
-        event_jobs.restarts,
+        event_runs.restarts,
         event_attributes.batch_id,
         event_attributes.phase,
         event_attributes.run_reason,
         event_attributes.restart_of,
         event_attributes.continues,
         event_attributes.end_reason
-    from event_jobs
+    from event_runs
     inner join event_attributes
-        on event_jobs.cluster is not distinct from event_attributes.cluster
-        and event_jobs.job_id = event_attributes.job_id
-        and event_jobs.run_number = event_attributes.run_number
+        on event_runs.cluster is not distinct from event_attributes.cluster
+        and event_runs.job_id = event_attributes.job_id
+        and event_runs.run_number = event_attributes.run_number
 ),
 
 slurm as (
@@ -188,8 +238,12 @@ slurm as (
         submit_at,
         start_at,
         end_at,
-        case when start_at is not null and end_at is not null
-            then {{ seconds_between('start_at', 'end_at') }} else 0 end as occupied_seconds,
+        is_running,
+        running_seen_at,
+        coalesce(end_at, running_seen_at) as occupied_until_at,
+        case when start_at is not null
+            then coalesce({{ seconds_between('start_at', 'coalesce(end_at, running_seen_at)') }}, 0) else 0 end
+            as occupied_seconds,
         time_limit_seconds,
         gpus_requested,
         gpus_allocated,
@@ -210,7 +264,7 @@ slurm as (
         restart_of,
         continues,
         end_reason
-    from sacct
+    from sacct_running
 )
 
 select * from slurm

@@ -5,7 +5,7 @@
 -- keeps its start (step_max_started_at) so that a batch can pick its longest step among its phases'.
 -- A phase with any unpriced job (occupied time in a month without an internal GPU-hour price) has a null
 -- compute_cost (and rerun_compute_cost if a rerun job is unpriced), never a partial sum; unpriced_gpu_seconds says
--- how much time has no price.
+-- how much time has no price. running_jobs counts the jobs still running: their GPU-seconds and cost are so far.
 with jobs as (
     select * from {{ ref('int_jobs_costed') }}
 ),
@@ -19,6 +19,7 @@ job_totals as (
         batch_id,
         phase,
         count(*) as jobs,
+        sum(case when is_running then 1 else 0 end) as running_jobs,
         sum(case when is_failed then 1 else 0 end) as failed_jobs,
         sum(case when is_rerun then 1 else 0 end) as rerun_jobs,
         sum(case when has_phase_label then 0 else 1 end) as jobs_without_phase,
@@ -71,6 +72,7 @@ select
     coalesce(job_totals.batch_id, step_totals.batch_id) as batch_id,
     coalesce(job_totals.phase, step_totals.phase) as phase,
     coalesce(job_totals.jobs, 0) as jobs,
+    coalesce(job_totals.running_jobs, 0) as running_jobs,
     coalesce(job_totals.failed_jobs, 0) as failed_jobs,
     coalesce(job_totals.rerun_jobs, 0) as rerun_jobs,
     coalesce(job_totals.jobs_without_phase, 0) as jobs_without_phase,

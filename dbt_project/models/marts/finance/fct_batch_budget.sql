@@ -1,6 +1,8 @@
 -- Plan vs actual (R18), one row per registered batch: the budget baseline from the registry against the actual
 -- full cost to date (fct_batch_costs.total_cost, refreshed nightly), the variance and whether it passes the
--- batch's boundary (either way: an underspend beyond it needs explaining too); trial rounds against the maximum;
+-- batch's boundary (either way: an underspend beyond it needs explaining too, once the batch has no job still
+-- running - before, its actual cost is so far (running_jobs) and an overrun is what the forecast judges);
+-- trial rounds against the maximum;
 -- a stop signal when the last stop_signal_rounds rounds (contract) each cost more than the round before and
 -- none produced new evidence, or when the cost-to-complete forecast's low end passes the boundary
 -- (fct_batch_forecast.projected_over_boundary, running batches only); and the review's split of the actual cost into its classes. A batch with unpriced
@@ -94,6 +96,7 @@ joined as (
         costs.labour_people,
         costs.labour_measured_people,
         costs.is_unpriced,
+        costs.running_jobs,
         coalesce(round_totals.rounds_run, 0) as rounds_run,
         coalesce(round_totals.rising_without_evidence, 0) as rising_without_evidence,
         round_totals.stop_signal_rounds,
@@ -127,6 +130,7 @@ select
     end as variance_pct,
     cast(variance_boundary_pct as decimal(18, 2)) as variance_boundary_pct,
     case when actual_cost is not null then coalesce(budget_cost > 0 and variance_boundary_pct is not null
+        and (actual_cost > budget_cost or running_jobs = 0)
         and abs(actual_cost - budget_cost) * 100.0 > variance_boundary_pct * budget_cost, false) end as over_boundary,
     cast(budget_gpu_hours as decimal(18, 4)) as budget_gpu_hours,
     cast(coalesce(actual_gpu_hours, 0) as decimal(18, 4)) as actual_gpu_hours,
@@ -153,5 +157,6 @@ select
     cast({{ column }}_measured_people as bigint) as {{ column }}_measured_people,
     {%- endfor %}
     is_unpriced,
+    running_jobs,
     {{ reporting_currency() }} as currency
 from joined

@@ -27,6 +27,7 @@ totals as (
     select
         batch_id,
         sum(jobs) as jobs,
+        sum(running_jobs) as running_jobs,
         sum(failed_jobs) as failed_jobs,
         sum(rerun_jobs) as rerun_jobs,
         sum(jobs_without_phase) as jobs_without_phase,

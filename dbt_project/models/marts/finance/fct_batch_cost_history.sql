@@ -1,8 +1,9 @@
 -- Every snapshot version of every batch's figures (R16), oldest first, with the columns that changed since the
 -- version before. fct_batch_compute and fct_batch_costs show the latest figures; this mart shows how they got there.
 -- A figure appended to the snapshot later (batch_appended_cost_figures) is null in the versions written before it,
--- where it held its first value (not unpriced, 0 unpriced GPU-hours): that is not counted as a change. The measured
--- people were not known there (-1 in batch_appended_cost_figures): null, and the first version with them a change.
+-- where it held its first value (not unpriced, 0 unpriced GPU-hours, 0 running jobs): that is not counted as a
+-- change. The measured people were not known there (-1 in batch_appended_cost_figures): null, and the first version
+-- with them a change.
 {%- set appended = batch_appended_cost_figures() %}
 {%- set figures = batch_cost_figures() + batch_full_cost_figures() + (appended | list) %}
 {%- set compared = ['contract_version', 'config_version', 'data_version'] + figures %}

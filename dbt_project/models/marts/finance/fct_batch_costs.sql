@@ -6,7 +6,9 @@
 -- compute_cost, rerun_cost and total_cost (low, high) - never the sum of the priced lines shown as a total. An owned
 -- line without an internal GPU-hour price for its month also nulls owned_compute_cost and measured_cost; a job on a
 -- rented cluster whose bill has not arrived (pending, no amount) nulls cloud_compute_cost and pending_cost. The
--- other parts (storage, labour, services, billed, assumed) stay.
+-- other parts (storage, labour, services, billed, assumed) stay. running_jobs counts the batch's jobs still running:
+-- their compute is what they occupied until their export saw them running, so compute_cost and total_cost are so
+-- far (provisional), final once every job has ended.
 {%- set unpriced_nulls = {
     'compute_cost': 'is_unpriced', 'rerun_cost': 'is_unpriced', 'total_cost': 'is_unpriced',
     'total_cost_low': 'is_unpriced', 'total_cost_high': 'is_unpriced',
@@ -57,6 +59,12 @@ totals as (
     group by batch_id
 ),
 
+running as (
+    select batch_id, sum(case when is_running then 1 else 0 end) as running_jobs
+    from {{ ref('int_jobs_attributed') }}
+    group by batch_id
+),
+
 batches as (
     select batch_id, contract_version from {{ ref('dim_batches') }}
 )
@@ -87,7 +95,9 @@ select
     coalesce(totals.has_correction, false) as has_correction,
     coalesce(totals.is_unpriced, false) as is_unpriced,
     cast(coalesce(totals.unpriced_gpu_hours, 0) as decimal(18, 4)) as unpriced_gpu_hours,
+    cast(coalesce(running.running_jobs, 0) as bigint) as running_jobs,
     {{ reporting_currency() }} as currency
 from batches
 left join totals on batches.batch_id = totals.batch_id
 left join people on batches.batch_id = people.batch_id
+left join running on batches.batch_id = running.batch_id

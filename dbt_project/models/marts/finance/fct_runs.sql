@@ -1,4 +1,5 @@
--- One row per scheduler job (run) with its reason codes, lineage, GPU-hours by tier and cost (R4-R6).
+-- One row per scheduler job (run) with its reason codes, lineage, GPU-hours by tier and cost (R4-R6). A run still
+-- running (is_running) shows what it occupied and cost until its export saw it running (running_seen_at): provisional.
 with jobs as (
     select * from {{ ref('int_jobs_costed') }}
 )
@@ -30,6 +31,8 @@ select
     submit_at,
     start_at,
     end_at,
+    is_running,
+    running_seen_at,
     gpus_requested,
     gpus_allocated,
     mig_instances_allocated,
