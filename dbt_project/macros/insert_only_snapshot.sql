@@ -8,15 +8,24 @@
     appended figures added after versions were already written: a mapping column -> its value in every version
              written before the column existed (e.g. {'is_unpriced': 'false'}). Kept and compared like figures,
              but hashed only when they differ from that value, so that adding one writes no new version by itself.
+    whole    figures kept as whole numbers in versions written before and as decimals now (step durations, once
+             whole seconds, now to the millisecond): hashed as the whole number's text when the value is whole,
+             so that the retyping writes no new version by itself (the model widens the stored column with
+             widen_snapshot_columns).
 
     A run appends a row for a key only when its traced versions or figures differ from the key's latest snapshot
     (content_hash); earlier versions are never updated or deleted. Each appended row records the hash of every
     input file (sha256) of the run that produced it.
 -#}
-{% macro insert_only_snapshot(current, keys, traced, figures, appended={}) %}
+{% macro insert_only_snapshot(current, keys, traced, figures, appended={}, whole=[]) %}
 {%- set parts = [] %}
 {%- for column in traced + figures %}
-    {%- do parts.append("coalesce(cast(" ~ column ~ " as " ~ dbt.type_string() ~ "), '-')") %}
+    {%- set text = "cast(" ~ column ~ " as " ~ dbt.type_string() ~ ")" %}
+    {%- if column in whole %}
+        {%- set text = "case when " ~ column ~ " = floor(" ~ column ~ ") then cast(cast(" ~ column ~ " as bigint) as "
+            ~ dbt.type_string() ~ ") else " ~ text ~ " end" %}
+    {%- endif %}
+    {%- do parts.append("coalesce(" ~ text ~ ", '-')") %}
     {%- do parts.append("'|'") %}
 {%- endfor %}
 {%- for column, unchanged in appended.items() %}
@@ -88,4 +97,17 @@ select
     {%- endfor %}
 from changed
 cross join snapshot_inputs
+{% endmacro %}
+
+{#- Pre-hook of an insert-only snapshot: the columns (a mapping name -> type) that versions written before stored as
+    whole numbers (bigint) are widened to their type now, so that an appended decimal is kept, not rounded. A new
+    table is built with the type already; only an incremental run on an older table alters it. -#}
+{% macro widen_snapshot_columns(columns) %}
+    {%- if execute and is_incremental() %}
+        {%- for column in adapter.get_columns_in_relation(this) %}
+            {%- if column.name in columns and column.is_integer() %}
+                alter table {{ this }} alter column {{ column.name }} set data type {{ columns[column.name] }}
+            {%- endif %}
+        {%- endfor %}
+    {%- endif %}
 {% endmacro %}

@@ -1,9 +1,12 @@
-{{ config(materialized='incremental', incremental_strategy='append', on_schema_change='append_new_columns') }}
+{{ config(materialized='incremental', incremental_strategy='append', on_schema_change='append_new_columns',
+          pre_hook="{{ widen_snapshot_columns({'step_seconds': 'decimal(18, 3)'}) }}") }}
 
 -- Insert-only cost snapshots per training step (R16): each step's duration, whether it counted into the model and
 -- its cost - the cost of its job's allocation per second x the step's seconds (setup and tail stay with the job).
 -- A late step record, a restated bill or a new contract version that changes a step's figures appends a new
--- version of that step; earlier versions are never rewritten.
+-- version of that step; earlier versions are never rewritten. Durations were whole seconds before they were kept to
+-- the millisecond: a whole one hashes as before (insert_only_snapshot's whole), and an older table's column is
+-- widened to decimal before a version is appended.
 with steps as (
     select * from {{ ref('int_training_steps_attributed') }}
 ),
@@ -40,4 +43,5 @@ current_steps as (
 
 {{ insert_only_snapshot('current_steps', ['batch_id', 'job_id', 'step_number', 'started_at'],
                         ['contract_version', 'config_version', 'data_version'],
-                        ['phase', 'step_seconds', 'is_counted', 'discarded_reason', 'step_cost']) }}
+                        ['phase', 'step_seconds', 'is_counted', 'discarded_reason', 'step_cost'],
+                        whole=['step_seconds']) }}

@@ -2,7 +2,8 @@
 -- one holding Slurm GPU shards or CUDA MPS shares those over the ones that make a GPU, not whole GPUs:
 -- allocated_gpu_equivalents and the GPU-seconds below count them so, and every cost after this model follows.
 -- Jobs resolved to a registered batch (or 'unattributed', R1), with termination reason and category from the
--- contract version the batch was registered with, rerun flag, lineage and repeated same-cause failures (R6).
+-- contract version the batch was registered with, rerun reason and flag, lineage and repeated same-cause failures
+-- (R6).
 with jobs as (
     select * from {{ ref('int_jobs_unioned') }}
 ),
@@ -46,7 +47,14 @@ with_reasons as (
             when attributed.end_reason is not null and state_map.category <> 'running' then attributed.end_reason
             else state_map.category
         end as termination_reason,
-        coalesce(run_reasons.is_rerun, false) as is_rerun
+        -- A run repeats an earlier one when its run reason is a rerun reason, or when it restarts one (restart_of)
+        -- and carried no reason: the lineage link says it is a rerun (R6), read as the contract's failure_retry
+        -- (fct_runs_every_restart_has_run_reason warns for each such run). A stated reason that is not a rerun
+        -- reason is the contract's word and stands.
+        case
+            when run_reasons.is_rerun then attributed.run_reason
+            when attributed.run_reason is null and attributed.restart_of is not null then 'failure_retry'
+        end as rerun_reason
     from attributed
     {{ join_contract_enumeration('state_map', 'sacct_state', 'attributed.contract_version',
                                  code='attributed.state') }}
@@ -116,7 +124,8 @@ select
     coalesce(with_categories.phase, 'unlabelled') as phase,
     with_categories.phase is not null as has_phase_label,
     with_categories.run_reason,
-    with_categories.is_rerun,
+    with_categories.rerun_reason,
+    with_categories.rerun_reason is not null as is_rerun,
     with_categories.state,
     with_categories.cancelled_by,
     with_categories.termination_reason,

@@ -1,8 +1,19 @@
 -- Each job's class in the plan-vs-actual review (R18), from the contract's plan_review rules of the batch's
--- contract version: the first rule that matches of termination category, run reason and phase; a failure_retry
--- run is avoidable rework when the run it restarts is; no match is planned_work.
+-- contract version: the first rule that matches of termination category, run reason and phase; no match is
+-- planned_work. A restart that carried no run reason is a failure_retry here (int_jobs_attributed's rerun_reason).
+-- A failure_retry run is avoidable rework when the run it restarts is, at any depth: a retry of a retry of a
+-- configuration error is avoidable rework too. A retry whose own termination category has no class (it completed,
+-- or was cancelled) takes its class through the restart chain from the first run up the chain that has a class of
+-- its own (its anchor): avoidable_rework when the anchor's is, else failure_retry's rule (unforeseeable_failure).
+-- The anchor is found without a recursive CTE (Spark has none): each round moves a retry's pointer one restart up
+-- until it reaches a run that is no chained retry, so `rounds` rounds resolve chains of up to `rounds` retries.
+-- Each round reads the round before once (pointer doubling would read it twice, and Spark inlines a CTE into each
+-- reference: 2^rounds copies); retry_chain_resolved says whether a chain was longer, and its test warns.
+{%- set rounds = 64 %}
 with jobs as (
-    select job_key, job_id, contract_version, termination_category, run_reason, phase, lineage_type, lineage_job_key
+    select
+        job_key, job_id, contract_version, termination_category, phase, lineage_type, lineage_job_key,
+        coalesce(rerun_reason, run_reason) as run_reason
     from {{ ref('int_jobs_attributed') }}
 ),
 
@@ -22,8 +33,33 @@ own_class as (
 base as (
     select
         own_class.*,
-        coalesce(termination_class, reason_class, phase_class, 'planned_work') as base_class
+        coalesce(termination_class, reason_class, phase_class, 'planned_work') as base_class,
+        termination_class is null and run_reason = 'failure_retry' and lineage_type = 'restart_of'
+            and lineage_job_key is not null as is_chained_retry
     from own_class
+),
+
+-- Each chained retry points at the run it restarts; a pointer at a run that is no chained retry (an anchor) stays.
+pointers_0 as (
+    select job_key, lineage_job_key as anchor_key
+    from base
+    where is_chained_retry
+),
+{%- for round in range(1, rounds + 1) %}
+
+pointers_{{ round }} as (
+    select
+        pointers.job_key,
+        coalesce(jumped.anchor_key, pointers.anchor_key) as anchor_key
+    from pointers_{{ round - 1 }} as pointers
+    left join pointers_0 as jumped on pointers.anchor_key = jumped.job_key
+),
+{%- endfor %}
+
+anchors as (
+    select pointers.job_key, anchor.base_class as anchor_class, not anchor.is_chained_retry as is_resolved
+    from pointers_{{ rounds }} as pointers
+    inner join base as anchor on pointers.anchor_key = anchor.job_key
 )
 
 select
@@ -31,13 +67,11 @@ select
     base.job_id,
     coalesce(
         base.termination_class,
-        case when base.run_reason = 'failure_retry' and restarted.base_class = 'avoidable_rework'
-            then 'avoidable_rework' end,
+        case when base.is_chained_retry and anchors.anchor_class = 'avoidable_rework' then 'avoidable_rework' end,
         base.reason_class,
         base.phase_class,
         'planned_work'
-    ) as review_class
+    ) as review_class,
+    anchors.is_resolved as retry_chain_resolved
 from base
-left join base as restarted
-    on base.lineage_type = 'restart_of'
-    and base.lineage_job_key = restarted.job_key
+left join anchors on base.job_key = anchors.job_key

@@ -6,6 +6,9 @@
 -- A phase with any unpriced job (occupied time in a month without an internal GPU-hour price) has a null
 -- compute_cost (and rerun_compute_cost if a rerun job is unpriced), never a partial sum; unpriced_gpu_seconds says
 -- how much time has no price. running_jobs counts the jobs still running: their GPU-seconds and cost are so far.
+-- A phase with steps but none of the jobs that ran them (jobs = 0) has a null
+-- compute_cost and rerun_compute_cost too: its compute is not known, not 0.00. counted_steps_without_job counts
+-- the counted steps whose job is not in the scheduler export (wherever they are): no unit cost is made of them.
 with jobs as (
     select * from {{ ref('int_jobs_costed') }}
 ),
@@ -60,6 +63,7 @@ step_totals as (
         sum(case when discarded_reason is not null then 1 else 0 end) as steps_discarded,
         sum(case when is_committed then 0 else 1 end) as steps_not_committed,
         sum(case when is_counted then coalesce(tokens, 0) else 0 end) as tokens_counted,
+        sum(case when is_counted and job_key is null then 1 else 0 end) as counted_steps_without_job,
         {{ median('step_seconds') }} as step_seconds_median,
         max(step_seconds) as step_seconds_max,
         max(case when duration_rank = 1 then step_number end) as step_max_number,
@@ -86,13 +90,14 @@ select
     coalesce(job_totals.failed_gpu_seconds, 0) as failed_gpu_seconds,
     coalesce(job_totals.rerun_gpu_seconds, 0) as rerun_gpu_seconds,
     coalesce(job_totals.unpriced_gpu_seconds, 0) as unpriced_gpu_seconds,
-    case when job_totals.jobs is null then 0 else job_totals.compute_cost end as compute_cost,
-    case when job_totals.jobs is null then 0 else job_totals.rerun_compute_cost end as rerun_compute_cost,
+    job_totals.compute_cost,
+    job_totals.rerun_compute_cost,
     coalesce(step_totals.steps_run, 0) as steps_run,
     coalesce(step_totals.steps_counted, 0) as steps_counted,
     coalesce(step_totals.steps_discarded, 0) as steps_discarded,
     coalesce(step_totals.steps_not_committed, 0) as steps_not_committed,
     coalesce(step_totals.tokens_counted, 0) as tokens_counted,
+    coalesce(step_totals.counted_steps_without_job, 0) as counted_steps_without_job,
     step_totals.step_seconds_median,
     step_totals.step_seconds_max,
     step_totals.step_max_number,

@@ -4,7 +4,8 @@
 -- At a back-test point only what was known then counts: a job's occupied GPU-seconds and cost in proportion to the
 -- part of its span before the point, its failure only once it ended, its counted steps only those that had ended.
 -- Useful GPU-seconds are those of jobs that did not fail and are not reruns, plus failure_retry reruns (a retry
--- redoes the failed job's work, which is already counted as lost); lost is the rest.
+-- redoes the failed job's work, which is already counted as lost; a restart without a run reason is one, its
+-- rerun_reason); lost is the rest.
 with registry as (
     select batch_id, contract_version, budget_gpu_hours from {{ ref('stg_registry__batches') }}
 ),
@@ -19,7 +20,7 @@ jobs as (
         compute_cost,
         has_unpriced_month,
         is_failed,
-        is_rerun and coalesce(run_reason, '') <> 'failure_retry' as is_lost_rerun
+        is_rerun and rerun_reason <> 'failure_retry' as is_lost_rerun
     from {{ ref('int_jobs_costed') }}
 ),
 

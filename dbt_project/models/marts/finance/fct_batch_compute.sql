@@ -41,14 +41,19 @@ totals as (
         sum(failed_gpu_seconds) as failed_gpu_seconds,
         sum(rerun_gpu_seconds) as rerun_gpu_seconds,
         sum(unpriced_gpu_seconds) as unpriced_gpu_seconds,
-        -- a batch with an unpriced phase has no compute cost (null), never the sum of the priced phases
-        case when count(compute_cost) = count(*) then sum(compute_cost) end as compute_cost,
-        case when count(rerun_compute_cost) = count(*) then sum(rerun_compute_cost) end as rerun_compute_cost,
+        -- a batch with an unpriced phase has no compute cost (null), never the sum of the priced phases; a phase
+        -- with steps but no jobs adds no known cost (its null is not a price missing), and a batch with no job at
+        -- all has none (null, not 0.00)
+        case when sum(jobs) > 0 and count(compute_cost) = sum(case when jobs > 0 then 1 else 0 end)
+            then sum(compute_cost) end as compute_cost,
+        case when sum(jobs) > 0 and count(rerun_compute_cost) = sum(case when jobs > 0 then 1 else 0 end)
+            then sum(rerun_compute_cost) end as rerun_compute_cost,
         sum(steps_run) as steps_run,
         sum(steps_counted) as steps_counted,
         sum(steps_discarded) as steps_discarded,
         sum(steps_not_committed) as steps_not_committed,
-        sum(tokens_counted) as tokens_counted
+        sum(tokens_counted) as tokens_counted,
+        sum(counted_steps_without_job) as counted_steps_without_job
     from phases
     group by batch_id
 ),

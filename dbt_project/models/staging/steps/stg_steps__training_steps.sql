@@ -19,7 +19,7 @@ renamed as (
         step as step_number,
         started_at,
         ended_at,
-        {{ seconds_between('started_at', 'ended_at') }} as step_seconds,
+        {{ exact_seconds_between('started_at', 'ended_at') }} as step_seconds,
         committed as is_committed,
         discarded_reason,
         samples,
