@@ -407,3 +407,36 @@ def test_sacct_json_unix_times_are_utc_whatever_the_time_zone():
     slurm.sacct_or_json_parser(SacctOptions())(text.splitlines(), parsed[0])
     slurm.sacct_or_json_parser(SacctOptions(time_zone="Asia/Shanghai"))(text.splitlines(), parsed[1])
     assert parsed[0].rows and parsed[0].rows == parsed[1].rows
+
+
+def test_eligible_is_read_in_the_sources_time_zone_and_unknown_is_null():
+    parsed = _parse(
+        [
+            HEADER,
+            # Held by a dependency until 10:00, started 10:05 (Shanghai time, eight hours ahead of UTC).
+            _line(
+                Submit="2026-11-03T08:00:00",
+                Eligible="2026-11-03T18:00:00",
+                Start="2026-11-03T18:05:00",
+                End="2026-11-03T19:05:00",
+                Elapsed="01:00:00",
+            ),
+            _line(JobID="1235", Submit="2026-11-03T08:00:00", Eligible="Unknown"),
+        ],
+        SacctOptions(time_zone="Asia/Shanghai"),
+    )
+    rows, rules = _rows_and_rules(parsed)
+    assert not rules
+    assert (rows["1234"]["submit_at"], rows["1234"]["eligible_at"]) == (
+        datetime(2026, 11, 3),
+        datetime(2026, 11, 3, 10),
+    )
+    assert rows["1235"]["eligible_at"] is None
+
+
+def test_sacct_json_eligible_is_its_unix_time():
+    text = (Path(__file__).parent / "data" / "slurm" / "sacct_json_v0.0.43.json").read_text(encoding="utf-8")
+    parsed = ParsedFile(path=Path("sacct.json"), sha256="")
+    slurm.sacct_or_json_parser(SacctOptions())(text.splitlines(), parsed)
+    # time.eligible 1793664000 is 2026-11-03T00:00:00 UTC.
+    assert parsed.rows[0]["eligible_at"] == datetime(2026, 11, 3)

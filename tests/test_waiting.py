@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from decimal import ROUND_HALF_UP, Decimal
+from fractions import Fraction
 
 import duckdb
 
@@ -205,3 +206,119 @@ def test_kubernetes_queue_requeue_gap_and_restart(tmp_path):
     assert jobs["k1"] == (4 * 3600, 3600, None, None, 4 * 3600, None)
     assert jobs["k2"] == (4 * 2700, None, 3600, False, 4 * 3600, None)
     assert row == (Decimal(4 * 3600 + 4 * 2700) / 3600, Decimal(8))
+
+
+# The demo's prices per available GPU-hour: 2 x 457,798 straight-line over 3 x 365 days, plus 3,456 facility, over
+# 16 GPUs x the month's hours (October 2.4678.., November 2.4775..).
+OCTOBER_PRICE = (Fraction(2 * 457_798 * 31, 3 * 365) + 3456) / (16 * 31 * 24)
+NOVEMBER_PRICE = (Fraction(2 * 457_798 * 30, 3 * 365) + 3456) / (16 * 30 * 24)
+SACCT_HEADER = (
+    "JobID|JobIDRaw|JobName|Account|Partition|User|WCKey|State|ExitCode|DerivedExitCode|Reason|FailedNode|Restarts|"
+    "Submit|Eligible|Start|End|Elapsed|Timelimit|NNodes|NodeList|ReqTRES|AllocTRES|Comment|AdminComment"
+)
+
+
+def _sacct(job: str, state: str, restarts: int, submit: str, eligible: str, start: str, end: str, batch: str) -> str:
+    tres = "billing=8,cpu=8,gres/gpu=8,mem=64G,node=1"
+    return (
+        f"{job}|{job}|q|post-training|gpu|trainer|*|{state}|0:0|0:0|None||{restarts}|2026-11-{submit}|"
+        f"{eligible and '2026-11-' + eligible or 'Unknown'}|2026-11-{start}|2026-11-{end}|01:00:00|08:00:00|1|gpu-q|"
+        f"{tres}|{tres}|batch={batch};phase=training;reason=planned_experiment|"
+    )
+
+
+def _cents(value: Fraction) -> Decimal:
+    return (Decimal(value.numerator) / Decimal(value.denominator)).quantize(Decimal("0.01"), ROUND_HALF_UP)
+
+
+def test_requeued_held_and_month_crossing_queues(demo_copy):
+    """Three queues on the demo's owned capacity, each in a batch of its own:
+    B-Q1: job 9501 (8 GPUs) preempted and requeued, as sacct --duplicates lists it: its first incarnation ran
+    00:00-01:00; Slurm gave the second Submit 01:00 (the requeue) and Restarts=1; it started at 03:00.
+    B-Q2: job 9301 (8 GPUs) submitted 00:00, held by a dependency until Eligible 10:00, started 10:05.
+    B-Q3: Kubernetes job kw-1 (1 GPU) submitted 31 October 12:00, started 1 November 12:00."""
+    landing = demo_copy / "landing"
+    registry = landing / "registry" / "batches.csv"
+    b8 = next(line for line in registry.read_text(encoding="utf-8").splitlines() if line.startswith("B-8,"))
+    with registry.open("a", encoding="utf-8") as out:
+        out.writelines(b8.replace("B-8,", f"{batch},", 1) + "\n" for batch in ("B-Q1", "B-Q2", "B-Q3"))
+    (landing / "scheduler" / "sacct_queues.txt").write_text(
+        "\n".join(
+            [
+                SACCT_HEADER,
+                _sacct("9501", "PREEMPTED", 0, "20T00:00:00", "20T00:00:00", "20T00:00:00", "20T01:00:00", "B-Q1"),
+                _sacct("9501", "COMPLETED", 1, "20T01:00:00", "20T01:00:00", "20T03:00:00", "20T04:00:00", "B-Q1"),
+                _sacct("9301", "COMPLETED", 0, "24T00:00:00", "24T10:00:00", "24T10:05:00", "24T11:05:00", "B-Q2"),
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    kw = {
+        "gpus_requested": 1,
+        "gpus_allocated": 1,
+        "time_limit_s": 7200,
+        "labels": {"batch": "B-Q3", "phase": "training"},
+    }
+    (landing / "scheduler" / "queue_events.jsonl").write_text(
+        "\n".join(
+            json.dumps({"job_id": "kw-1", "event": event, "at": at, **extra, **kw})
+            for event, at, extra in (
+                ("submit", "2026-10-31T12:00:00Z", {}),
+                ("start", "2026-11-01T12:00:00Z", {}),
+                ("end", "2026-11-01T13:00:00Z", {"state": "Succeeded"}),
+            )
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    warehouse = demo_copy / "warehouse.duckdb"
+    assert run_pipeline(landing, warehouse)
+    con = duckdb.connect(str(warehouse), read_only=True)
+    jobs = {
+        (r[0], r[1].hour): r[2:]
+        for r in con.execute("""
+        select job_id, submit_at, queued_gpu_seconds, restart_recovery_seconds, preemption_recovery_gpu_seconds,
+               recovery_ends_at_first_step
+        from intermediate.int_job_waiting_measured where job_id in ('9501', '9301', 'kw-1')""").fetchall()
+    }
+    waiting = {
+        r[0]: r[1:]
+        for r in con.execute(
+            "select batch_id, queued_gpu_hours, preemption_recovery_gpu_hours from marts.fct_batch_waiting "
+            "where batch_id like 'B-Q%'"
+        ).fetchall()
+    }
+    savings = {
+        r[0]: r[1:]
+        for r in con.execute(
+            "select batch_id, amount, gpu_hours from marts.fct_batch_savings "
+            "where batch_id like 'B-Q%' and category = 'queueing_on_owned_capacity'"
+        ).fetchall()
+    }
+    con.close()
+    # Compared whole, so that a failure shows every figure that is off.
+    assert {"jobs": jobs, "waiting": waiting, "savings": savings} == {
+        "jobs": {
+            # B-Q1: the first incarnation started when submitted; the second recovers 8 GPUs x 01:00-03:00 (no step
+            # records: to its start, a lower bound), none of it queued.
+            ("9501", 0): (0, None, None, None),
+            ("9501", 1): (0, 7200, 8 * 7200, False),
+            # B-Q2: queued from Eligible, 8 GPUs x 5 minutes (not 8 x 10 h 5 min from Submit).
+            ("9301", 0): (8 * 300, None, None, None),
+            ("kw-1", 12): (24 * 3600, None, None, None),
+        },
+        "waiting": {
+            "B-Q1": (Decimal(0), Decimal(16)),
+            "B-Q2": (hours(8 * 5), None),
+            "B-Q3": (Decimal(24), None),
+        },
+        "savings": {
+            # B-Q1: a requeue's wait is no queueing saving.
+            "B-Q1": (Decimal(0), None),
+            "B-Q2": (_cents(Fraction(8 * 300, 3600) * NOVEMBER_PRICE), hours(8 * 5)),
+            # B-Q3: 12 h queued in October at its price, 12 h in November at its own: 29.61.. + 29.73.. = 59.34.
+            "B-Q3": (_cents(12 * OCTOBER_PRICE + 12 * NOVEMBER_PRICE), Decimal(24)),
+        },
+    }
+    assert savings["B-Q3"][0] == Decimal("59.34")

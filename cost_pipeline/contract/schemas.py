@@ -444,6 +444,9 @@ def scheduler_jobs(contract: Contract) -> SourceSchema:
             Col("failed_node", "VARCHAR", nullable=True),
             Col("restarts", "INTEGER", domain=COUNT),
             Col("submit_at", "TIMESTAMP", nullable=True),
+            # sacct Eligible: when the job could first start (dependencies met, --begin passed, hold released); its
+            # queue for capacity starts here. Null when the export has no Eligible or it is Unknown: then at Submit.
+            Col("eligible_at", "TIMESTAMP", nullable=True),
             Col("start_at", "TIMESTAMP", nullable=True),
             Col("end_at", "TIMESTAMP", nullable=True),
             Col("elapsed_seconds", "BIGINT", nullable=True, domain=SECONDS),

@@ -103,7 +103,9 @@ def parse_count(text: str, field: str) -> int | None:
 
 
 # The raw column of each sacct time, which names its rules. In this order a row reports the first that is wrong.
-TIME_COLUMNS = {"Start": "start_at", "End": "end_at", "Submit": "submit_at"}
+# Eligible (when the job could first start: after its dependencies, --begin time and holds) is optional: Unknown or
+# absent is null, and the job's queue then starts at Submit.
+TIME_COLUMNS = {"Start": "start_at", "End": "end_at", "Submit": "submit_at", "Eligible": "eligible_at"}
 
 
 def local_instants(text: str, field: str, zone: tzinfo = UTC) -> tuple[datetime, ...]:
@@ -317,11 +319,11 @@ def unexplained_seconds(
 def resolved_times(
     fields: dict[str, str], zone: tzinfo = UTC, elapsed: int | None = None, suspended: int | None = None
 ) -> dict[str, datetime | None]:
-    """Start, End and Submit of a row as UTC instants, read in ``zone``.
+    """Start, End, Submit and Eligible of a row as UTC instants, read in ``zone``.
 
     A time in the hour a daylight-saving change repeats is one of two instants: it is the one with which the row
-    agrees with itself, End - Start being Elapsed (and Suspended) to the second, Start no later than End and Submit
-    no later than Start. When that leaves no instant, or more than one, the row is quarantined (rule
+    agrees with itself, End - Start being Elapsed (and Suspended) to the second, Start no later than End, and Submit
+    and Eligible no later than Start. When that leaves no instant, or more than one, the row is quarantined (rule
     ``<column>.time_zone_ambiguous``): an hour off either way would move the job away from its device samples.
     """
     instants = {field: local_instants(fields.get(field, ""), field, zone) or (None,) for field in TIME_COLUMNS}
@@ -330,8 +332,10 @@ def resolved_times(
         return rows[0]
 
     def agrees(row: dict[str, datetime | None]) -> bool:
-        start, end, submit = row["Start"], row["End"], row["Submit"]
-        if start is not None and ((end is not None and end < start) or (submit is not None and submit > start)):
+        start, end = row["Start"], row["End"]
+        if start is not None and end is not None and end < start:
+            return False
+        if start is not None and any(row[f] is not None and row[f] > start for f in ("Submit", "Eligible")):
             return False
         unexplained = unexplained_seconds(start, end, elapsed, suspended)
         return unexplained is None or abs(unexplained) <= 1
@@ -398,6 +402,7 @@ def parse_sacct_record(fields: dict[str, str], zone: tzinfo = UTC) -> dict[str, 
         "failed_node": fields.get("FailedNode", "").strip() or None,
         "restarts": 0 if restarts is None else restarts,
         "submit_at": times["Submit"],
+        "eligible_at": times["Eligible"],
         "start_at": start,
         "end_at": end,
         "elapsed_seconds": elapsed,
@@ -594,6 +599,7 @@ def _job_fields(job: dict) -> dict[str, str]:
         "FailedNode": _text(job.get("failed_node")),
         "Restarts": _text(job.get("restart_cnt")),
         "Submit": _epoch_text(time.get("submission")),
+        "Eligible": _epoch_text(time.get("eligible")),
         "Start": _epoch_text(time.get("start")),
         "End": _epoch_text(time.get("end")),
         "Elapsed": _seconds_text(time.get("elapsed")),

@@ -13,6 +13,17 @@ steps as (
     select * from {{ ref('int_job_steps_aggregated') }}
 ),
 
+-- A requeued Slurm job (preempted, its node failed, scontrol requeue) keeps its JobID and Comment; Slurm gives it a
+-- new Submit, the requeue time, and counts it in Restarts. sacct --duplicates lists each incarnation, each a job of
+-- its own (its job_key has its Submit): the one before is the same cluster's and JobID's submitted last before it.
+incarnations as (
+    select
+        job_key,
+        lag(end_at) over (partition by cluster, job_id order by submit_at) as previous_incarnation_end_at
+    from jobs
+    where scheduler = 'slurm' and submit_at is not null
+),
+
 -- Idle device time after the last step (the GPUs held but hung after a fault), from the utilization tiers.
 utilization as (
     select job_key, idle_after_last_step_gpu_seconds from {{ ref('int_job_utilization_tiered') }}
@@ -25,10 +36,20 @@ joined as (
         steps.first_step_at,
         steps.last_step_end_at,
         utilization.idle_after_last_step_gpu_seconds,
-        parent.end_at as restarted_job_end_at
+        jobs.scheduler = 'slurm' and jobs.restarts > 0 as is_requeued_incarnation,
+        -- Queued for capacity from Eligible (Submit when the export does not say): before it the job was held (a
+        -- dependency, a --begin time, a hold), not waiting for GPUs; that time is no waiting figure.
+        case when jobs.eligible_at > jobs.submit_at then jobs.eligible_at else jobs.submit_at end as queued_from_at,
+        -- The end a job recovers from: a requeued incarnation's previous one (without --duplicates sacct lists only
+        -- the newest: its own Submit, the requeue time), else the job its restart_of label names.
+        case when jobs.scheduler = 'slurm' and jobs.restarts > 0
+            then coalesce(incarnations.previous_incarnation_end_at, jobs.submit_at)
+            else parent.end_at
+        end as restarted_job_end_at
     from jobs
     left join steps on jobs.job_key = steps.job_key
     left join utilization on jobs.job_key = utilization.job_key
+    left join incarnations on jobs.job_key = incarnations.job_key
     left join jobs as parent
         on jobs.lineage_type = 'restart_of'
         and parent.job_key = jobs.lineage_job_key
@@ -46,6 +67,8 @@ intervals as (
         lineage_type,
         lineage_job_id,
         submit_at,
+        eligible_at,
+        queued_from_at,
         start_at,
         end_at,
         first_step_at,
@@ -57,8 +80,11 @@ intervals as (
         occupied_gpu_seconds,
         compute_cost,
         coalesce(steps_run, 0) as steps_run,
-        case when submit_at is not null and start_at is not null
-            then greatest({{ seconds_between('submit_at', 'start_at') }}, 0) end as queued_seconds,
+        -- A requeued incarnation's wait is its preemption recovery, never queued.
+        case when queued_from_at is not null and start_at is not null
+            then case when is_requeued_incarnation then 0
+                else greatest({{ seconds_between('queued_from_at', 'start_at') }}, 0) end
+        end as queued_seconds,
         case when first_step_at is not null and start_at is not null
             then greatest({{ seconds_between('start_at', 'first_step_at') }}, 0) end as setup_seconds,
         case when last_step_end_at is not null and end_at is not null

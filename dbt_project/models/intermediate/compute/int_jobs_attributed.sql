@@ -148,6 +148,7 @@ select
     end as lineage_job_found,
     with_categories.restarts,
     with_categories.submit_at,
+    with_categories.eligible_at,
     with_categories.start_at,
     with_categories.end_at,
     with_categories.is_running,

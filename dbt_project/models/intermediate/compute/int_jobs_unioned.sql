@@ -183,6 +183,8 @@ kubernetes as (
         -- A submit stamped after the start it led to: the job was submitted by its start at the latest.
         case when event_runs.submit_at > event_runs.start_at then event_runs.start_at else event_runs.submit_at end
             as submit_at,
+        -- Kubernetes events name no eligible time: the queue starts at the submit.
+        cast(null as {{ dbt.type_timestamp() }}) as eligible_at,
         event_runs.start_at,
         event_runs.end_at,
         event_runs.last_event_type = 'start' as is_running,
@@ -236,6 +238,7 @@ slurm as (
         state,
         cancelled_by,
         submit_at,
+        eligible_at,
         start_at,
         end_at,
         is_running,

@@ -4,8 +4,10 @@
 -- overlap; storage past retention or duplicated is part of its storage cost (fct_storage_governance: a past-retention
 -- object whole, a duplicate every copy but the oldest of its ETag that month, an object counted once). Queueing on
 -- owned capacity is not on the batch's bill (owned GPUs cost nothing until allocated): it is the queued GPU-hours
--- (requested GPUs x submit to start) at the month's internal price per available GPU-hour, the capacity the
--- organisation paid for while the batch waited, and on_batch_bill is false. None of it is confidential.
+-- (requested GPUs x eligible, else submit, to start; int_job_waiting_measured) of the jobs that started on owned
+-- capacity, each month's hours at that month's internal price per available GPU-hour (a queue across a month end is
+-- split there), the capacity the organisation paid for while the batch waited, and on_batch_bill is false. A
+-- requeued job's wait is preemption recovery, not queueing. None of it is confidential.
 with batches as (
     select batch_id, contract_version from {{ ref('stg_registry__batches') }}
 ),
@@ -35,17 +37,42 @@ owned_jobs as (
     where cost_source = 'owned_capacity'
 ),
 
-queued as (
+queued_jobs as (
     select
         waiting.batch_id,
-        waiting.queued_gpu_seconds,
-        prices.price_per_available_gpu_hour
+        waiting.queued_from_at,
+        waiting.start_at,
+        waiting.requested_gpu_equivalents
     from {{ ref('int_job_waiting_measured') }} as waiting
     inner join owned_jobs
         on waiting.job_key = owned_jobs.job_key
         and {{ dbt.date_trunc('month', 'waiting.start_at') }} = owned_jobs.month_start
-    left join {{ ref('int_gpu_hour_prices_derived') }} as prices on owned_jobs.month_start = prices.month_start
     where waiting.queued_gpu_seconds > 0
+),
+
+queue_months as (
+    {{ months_run('queued_jobs', 'queued_from_at', 'start_at') }}
+),
+
+queue_month_bounds as (
+    {{ month_bounds('queue_months') }}
+),
+
+-- Each month's part of a queue, at that month's price.
+queued as (
+    select
+        queued_jobs.batch_id,
+        {{ seconds_between(
+            'greatest(queued_jobs.queued_from_at, queue_month_bounds.month_from)',
+            'least(queued_jobs.start_at, queue_month_bounds.month_until)') }}
+            * queued_jobs.requested_gpu_equivalents as queued_gpu_seconds,
+        prices.price_per_available_gpu_hour
+    from queued_jobs
+    inner join queue_month_bounds
+        on queued_jobs.queued_from_at < queue_month_bounds.month_until
+        and queued_jobs.start_at > queue_month_bounds.month_from
+    left join {{ ref('int_gpu_hour_prices_derived') }} as prices
+        on queue_month_bounds.month_start = prices.month_start
 ),
 
 queueing as (

@@ -29,6 +29,7 @@ renamed as (
         failed_node,
         restarts,
         submit_at,
+        eligible_at,
         start_at,
         end_at,
         elapsed_seconds,
