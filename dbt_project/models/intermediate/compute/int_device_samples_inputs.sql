@@ -7,8 +7,9 @@
 -- A job's rows are built again (rebuild) when it is new or changed, when a file that is new, changed or gone spans
 -- its window, or when a job new, changed or gone overlaps its window in time (a sample without a job label belongs
 -- to the one job on its host: another job there takes it away); every job when the contract or the code changed,
--- or nothing was built yet. A job's samples all lie in its window, so its rows never depend on another job's
--- samples: building a job again gives what a full build gives.
+-- or nothing was built yet. A job's samples all lie in its window, and so do the other labels of a GPU it shares
+-- (which split that GPU's time with it, int_device_samples_tiered): they are in the files that span its window, and
+-- a new, changed or gone one builds it again. Building a job again gives what a full build gives.
 {%- set state = load_relation(device_samples_tiered_state()) if execute else none %}
 {#- The loader each file was read with (cost_pipeline/ingest/lib/reuse.py): another loader (its code, the contract,
     the raw table's columns) reads the same bytes into other rows. Bookkeeping of the ingest, not a dbt source. -#}

@@ -8,15 +8,19 @@
 -- this sample and the next, the energy of the time the sample stands for is the counter's rise to the next sample
 -- (docs/energy.md): a fall is a driver reload, after which the next reading is the energy since the reload; a gap
 -- capped as above keeps the share of the rise its represented seconds are of the gap.
--- A MIG instance's sample stands for its share of its GPU (gpu_share: its profile's compute slices over its GPU
--- model's total, docs/fractional_gpus.md; 1 for a whole GPU): represented_gpu_seconds is represented_seconds x that
--- share, the GPU-seconds the job's tiers and energy count.
+-- A sample stands for the job's share of its GPU (gpu_share, docs/fractional_gpus.md): a MIG instance's profile's
+-- compute slices over its GPU model's total, 1 for a whole GPU; and when several jobs' labels report the same GPU (or
+-- the same instance) at the same instant (Slurm shards, CUDA MPS, Kubernetes time-slicing), that over their number
+-- (holders: the contract's shared_gpu_rule, equal, as int_gpu_share_days splits it; a label no job claims is a holder
+-- too, two labels of one job are one). represented_gpu_seconds is represented_seconds x that share, the GPU-seconds
+-- the job's tiers and energy count: the jobs sharing a GPU add up to its time and its energy, never to more.
 -- Stored, not a view: three models read it (int_job_utilization_tiered sums it per job and per job after its last
 -- step, int_job_energy_measured its energy per job, month and tier, the counter's else power draw x represented
 -- time, int_job_savings_split per GPU), and as a view each would compute the window over every device sample again.
 -- Incremental by job: a night builds again only the jobs int_device_samples_inputs names (rebuild), from the samples
 -- of their windows only, and keeps every other job's rows (a job's samples all lie in its window, so the result is
--- a full build's). Selected without int_device_samples_inputs, it builds every job. On Spark a table, built whole
+-- a full build's; the other labels of its GPUs' instants are in the files of its window too). Selected without
+-- int_device_samples_inputs, it builds every job. On Spark a table, built whole
 -- (docs/spark.md).
 {{ config(
     materialized='table' if target.type == 'spark' else 'incremental',
@@ -76,6 +80,58 @@ samples as (
     {%- endif %}
 ),
 
+-- The hours in which a GPU (or MIG instance) of a cluster reported more than one job label: the only ones whose instants can be
+-- shared. One group over the labelled samples' keys, a few rows per GPU and day, so nearly free (no sort, no
+-- window); without a shared GPU it is empty and the count below reads nothing (a join with an empty side).
+shared_hours as (
+    select
+        coalesce(cluster, '') as cluster_key,
+        hostname,
+        gpu_index,
+        coalesce(gpu_instance_id, -1) as instance_key,
+        {{ dbt.date_trunc('hour', 'sampled_at') }} as sample_hour
+    from {{ ref('stg_telemetry__device_samples') }}
+    where
+        job_id is not null
+        and {{ host_chunk_filter('reported_hostname') }}
+    {%- if incremental %}
+        and {{ device_samples_tiered_window('sampled_at') }}
+    {%- endif %}
+    group by
+        coalesce(cluster, ''), hostname, gpu_index, coalesce(gpu_instance_id, -1),
+        {{ dbt.date_trunc('hour', 'sampled_at') }}
+    having min(job_id) < max(job_id)
+),
+
+-- The shared instants of those hours: how many hold the GPU (or instance) then, each job once (its attributed job,
+-- else its label), a copy delivered again once.
+holders as (
+    select
+        coalesce(samples.cluster, '') as cluster_key,
+        samples.hostname,
+        samples.gpu_index,
+        coalesce(samples.gpu_instance_id, -1) as instance_key,
+        samples.sampled_at,
+        count(distinct coalesce(samples.attributed_job_key, samples.job_id)) as holders
+    from {{ ref('int_device_samples_attributed') }} as samples
+    inner join shared_hours
+        on coalesce(samples.cluster, '') = shared_hours.cluster_key
+        and samples.hostname = shared_hours.hostname
+        and samples.gpu_index = shared_hours.gpu_index
+        and coalesce(samples.gpu_instance_id, -1) = shared_hours.instance_key
+        and {{ dbt.date_trunc('hour', 'samples.sampled_at') }} = shared_hours.sample_hour
+    where
+        samples.job_id is not null
+        and {{ host_chunk_filter('samples.reported_hostname') }}
+    {%- if incremental %}
+        and {{ device_samples_tiered_window('samples.sampled_at') }}
+    {%- endif %}
+    group by
+        coalesce(samples.cluster, ''), samples.hostname, samples.gpu_index, coalesce(samples.gpu_instance_id, -1),
+        samples.sampled_at
+    having count(distinct coalesce(samples.attributed_job_key, samples.job_id)) > 1
+),
+
 sequenced as (
     -- Only the samples' own columns pass through the window, which holds every sample it orders (and spills under
     -- the memory limit); the contract's parameters join after it. At 100 M samples: 156 s -> 103 s.
@@ -102,25 +158,25 @@ sequenced as (
 
 classified as (
     select
-        job_key,
-        cluster,
-        hostname,
-        gpu_index,
-        gpu_instance_id,
-        {{ gpu_share('sequenced.gpu_instance_profile') }} as gpu_share,
-        sampled_at,
+        sequenced.job_key,
+        sequenced.cluster,
+        sequenced.hostname,
+        sequenced.gpu_index,
+        sequenced.gpu_instance_id,
+        {{ gpu_share('sequenced.gpu_instance_profile') }} / coalesce(holders.holders, 1) as gpu_share,
+        sequenced.sampled_at,
         sequenced.contract_version,
-        power_watts,
-        {{ seconds_between('sampled_at', 'next_sampled_at') }} as seconds_to_next,
+        sequenced.power_watts,
+        {{ seconds_between('sequenced.sampled_at', 'sequenced.next_sampled_at') }} as seconds_to_next,
         -- The counter's rise to the next sample; after a driver reload (the counter fell) the next reading itself.
         case
             when next_energy_counter_mj >= energy_counter_mj then next_energy_counter_mj - energy_counter_mj
             when next_energy_counter_mj < energy_counter_mj then next_energy_counter_mj
         end as counter_rise_mj,
         least(
-            coalesce({{ seconds_between('sampled_at', 'next_sampled_at') }}, interval_seconds),
+            coalesce({{ seconds_between('sequenced.sampled_at', 'sequenced.next_sampled_at') }}, interval_seconds),
             interval_seconds * max_gap_factor,
-            {{ seconds_between('sampled_at', 'end_at') }}
+            {{ seconds_between('sequenced.sampled_at', 'sequenced.end_at') }}
         ) as represented_seconds,
         -- The tier rule, with the thresholds of the batch's contract version.
         {{ sample_tier_precedence() }} as tier_precedence
@@ -128,9 +184,15 @@ classified as (
     inner join parameters on sequenced.contract_version = parameters.contract_version
     inner join tier_precedence on sequenced.contract_version = tier_precedence.contract_version
     {{ join_slice_totals('sequenced.contract_version', 'sequenced.gpu_instance_profile') }}
+    left join holders
+        on coalesce(sequenced.cluster, '') = holders.cluster_key
+        and sequenced.hostname = holders.hostname
+        and sequenced.gpu_index = holders.gpu_index
+        and coalesce(sequenced.gpu_instance_id, -1) = holders.instance_key
+        and sequenced.sampled_at = holders.sampled_at
     -- A sample delivered twice (the same GPU of the same cluster at the same instant, from two files) is one sample:
     -- the last copy (newest file, last line) stands for the time; the others would stand for none.
-    where next_sampled_at is null or next_sampled_at > sampled_at
+    where sequenced.next_sampled_at is null or sequenced.next_sampled_at > sequenced.sampled_at
 )
 
 select

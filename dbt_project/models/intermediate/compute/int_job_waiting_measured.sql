@@ -4,7 +4,8 @@
 -- a restart's setup is the allocated end of its recovery), which is one more reason never to sum them.
 -- GPU-seconds: queued x GPUs requested, every other figure x GPUs allocated. Money: an allocated interval costs
 -- the job's own compute_cost x interval GPU-seconds / occupied GPU-seconds, rounded once to the cent per job and
--- figure; queued time and the unallocated part of a recovery cost nothing on owned capacity.
+-- figure, never more than the compute_cost (a figure measured by samples can stand for more GPU-seconds than the
+-- job occupied: a host's unlabelled idle GPUs all go to its one job); queued time and the unallocated part of a recovery cost nothing on owned capacity.
 with jobs as (
     select * from {{ ref('int_jobs_costed') }}
 ),
@@ -130,7 +131,8 @@ select
     *,
     {%- for figure in ['setup', 'data_and_sync_wait', 'hang_after_fault', 'tail', 'preemption_recovery_allocated'] %}
     case when {{ figure }}_gpu_seconds is not null and occupied_gpu_seconds > 0
-        then {{ money_share('compute_cost', figure ~ '_gpu_seconds', 'occupied_gpu_seconds') }}
+        then {{ money_share(
+            'compute_cost', 'least(' ~ figure ~ '_gpu_seconds, occupied_gpu_seconds)', 'occupied_gpu_seconds') }}
     end as {{ figure | replace('_allocated', '') }}_cost{% if not loop.last %},{% endif %}
     {%- endfor %}
 from gpu_seconds
