@@ -4,13 +4,14 @@ restarts, lineage and repeated same-cause failures."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 
 import duckdb
 
 from cost_pipeline.cli import run_pipeline
-from tests.helpers import one_batch_landing, query
+from tests.helpers import cli_night, one_batch_landing, query
 
 
 def _event(job_id: str, event: str, at: str, **extra: object) -> str:
@@ -187,3 +188,97 @@ def test_an_indexed_jobs_pods_samples_are_its_own(tmp_path):
         ("train-b7-3", 10, Decimal("0.1667"), Decimal("0.1667"), Decimal(0)),
     ]
     assert unattributed == []
+
+
+# The demo's capacity: October 29,376.98 over 16 GPUs x 744 h = 11,904 GPU-hours (2.4678 a GPU-hour), November
+# 28,540.82 over 11,520 (2.4775). The jobs below are on the demo's stream of no cluster (its own Kubernetes job is on
+# the cloud's), in batch B-8.
+
+
+def _night_with_b8_events(demo: Path, events: list[tuple]) -> Path:
+    """The demo's warehouse after a night with ``events`` (job, event, at, GPUs[, state]) of B-8's analysis."""
+    landing, warehouse = demo / "landing", demo / "warehouse.duckdb"
+    b8 = {"batch": "B-8", "phase": "analysis"}
+    lines = [
+        _event(
+            job, kind, at, gpus_requested=gpus, gpus_allocated=gpus, labels=b8, **({"state": rest[0]} if rest else {})
+        )
+        for job, kind, at, gpus, *rest in events
+    ]
+    (landing / "scheduler" / "k8s_b8.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert cli_night(landing, warehouse).code == 0
+    return warehouse
+
+
+def _capacity(warehouse: Path) -> list[tuple]:
+    """Each month's training GPU-hours and capacity cost, allocated plus idle, and what is left unreconciled."""
+    return query(
+        warehouse,
+        "select month, training_gpu_hours, allocated_plus_idle_cost, capacity_cost, unreconciled_cost "
+        "from marts.fct_capacity_reconciliation order by month",
+    )
+
+
+def test_a_preempted_kubernetes_job_not_started_again_has_occupied_its_segments(demo_copy):
+    """A Kubernetes job preempted and not (yet) started again, or ended, has occupied its GPUs in its segments (start
+    to preempt), priced like any occupied time (R4, R12); it is not running.
+    - kp-1, 8 GPUs, 00:10-01:10, preempted: 8 GPU-hours, 28,540.82 x 8 / 11,520 = 19.8200 -> 19.82 (before: 0.00,
+      its time in no month, left idle in the capacity reconciliation).
+    - kp-2, 1 GPU, 02:00-03:00, preempted, running again since 04:00 and seen running at 07:00 (kp-3's submit, the
+      stream's newest event): 1 + 3 = 4 GPU-hours, 28,540.82 x 4 / 11,520 = 9.9100 -> 9.91.
+    November's capacity cost is still allocated to the cent, its training hours the demo's 368 + 8 + 4 = 380."""
+    warehouse = _night_with_b8_events(
+        demo_copy,
+        [
+            ("kp-1", "submit", "2026-11-26T00:00:00", 8),
+            ("kp-1", "start", "2026-11-26T00:10:00", 8),
+            ("kp-1", "preempt", "2026-11-26T01:10:00", 8),
+            ("kp-2", "submit", "2026-11-26T01:30:00", 1),
+            ("kp-2", "start", "2026-11-26T02:00:00", 1),
+            ("kp-2", "preempt", "2026-11-26T03:00:00", 1),
+            ("kp-2", "start", "2026-11-26T04:00:00", 1),
+            ("kp-3", "submit", "2026-11-26T07:00:00", 1),
+        ],
+    )
+    assert query(
+        warehouse,
+        "select job_id, state, is_running, occupied_gpu_hours, compute_cost, has_unpriced_month from marts.fct_runs "
+        "where job_id like 'kp-%' order by job_id",
+    ) == [
+        ("kp-1", "PREEMPTED", False, Decimal(8), Decimal("19.82"), False),
+        ("kp-2", "RUNNING", True, Decimal(4), Decimal("9.91"), False),
+        ("kp-3", "PENDING", False, Decimal(0), Decimal("0.00"), False),
+    ]
+    assert _capacity(warehouse) == [
+        (date(2026, 10, 1), Decimal(0), Decimal("29376.98"), Decimal("29376.98"), Decimal("0.00")),
+        (date(2026, 11, 1), Decimal(380), Decimal("28540.82"), Decimal("28540.82"), Decimal("0.00")),
+    ]
+
+
+def test_a_kubernetes_job_preempted_across_a_month_boundary_is_split_by_its_segments(demo_copy):
+    """kq-1, 1 GPU, 22:00-23:00 on 31 October, preempted, 00:00-01:00 on 2 November: 3,600 GPU-seconds in each month
+    (before: 533 and 6,667, spread over its 27-hour span), 29,376.98 / 11,904 = 2.4678 -> 2.47 and 28,540.82 /
+    11,520 = 2.4775 -> 2.48: 4.95. Each month's capacity cost is still allocated to the cent: October's training
+    hours 1, November's the demo's 368 + 1 = 369."""
+    warehouse = _night_with_b8_events(
+        demo_copy,
+        [
+            ("kq-1", "submit", "2026-10-31T21:00:00", 1),
+            ("kq-1", "start", "2026-10-31T22:00:00", 1),
+            ("kq-1", "preempt", "2026-10-31T23:00:00", 1),
+            ("kq-1", "start", "2026-11-02T00:00:00", 1),
+            ("kq-1", "end", "2026-11-02T01:00:00", 1, "Succeeded"),
+        ],
+    )
+    assert query(
+        warehouse,
+        "select month_start, occupied_gpu_seconds, compute_cost from intermediate.int_job_months_costed "
+        "where job_id = 'kq-1' order by month_start",
+    ) == [(date(2026, 10, 1), 3600, Decimal("2.47")), (date(2026, 11, 1), 3600, Decimal("2.48"))]
+    assert query(
+        warehouse, "select state, occupied_gpu_hours, compute_cost from marts.fct_runs where job_id = 'kq-1'"
+    ) == [("COMPLETED", Decimal(2), Decimal("4.95"))]
+    assert _capacity(warehouse) == [
+        (date(2026, 10, 1), Decimal(1), Decimal("29376.98"), Decimal("29376.98"), Decimal("0.00")),
+        (date(2026, 11, 1), Decimal(369), Decimal("28540.82"), Decimal("28540.82"), Decimal("0.00")),
+    ]

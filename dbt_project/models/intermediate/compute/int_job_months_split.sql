@@ -1,23 +1,61 @@
 -- Each job's occupied GPU time split over the calendar months it ran in, every month from its start to its end (one
--- it runs straight through too). A job whose occupation has gaps (a requeued Kubernetes job) is spread over its span
--- in proportion; its months add up to its occupied GPU-seconds exactly. is_cloud_billed marks a job that a FOCUS
+-- it runs straight through too). A Kubernetes job occupies its GPUs in segments, from each start until its run's
+-- next preempt, requeue or end (macros/kubernetes_event_sequence.sql), or until its export saw it running: its
+-- time is split by the months its segments ran in, never spread over the gaps between them (a job preempted on
+-- 31 October and started again on 2 November has no time on 1 November). A Slurm job is one segment, from its
+-- start to occupied_until_at. A month takes the job's occupied GPU-seconds in proportion to its segments' seconds
+-- in it; the months add up to its occupied GPU-seconds exactly. is_cloud_billed marks a job that a FOCUS
 -- compute line (not Storage) names by ResourceId; is_cloud a job billed so or run on a cluster the newest contract
 -- lists as rented (owned_vs_cloud.cloud_clusters): its cost comes from the bill, never from owned capacity, and
 -- until the bill arrives it has none (pending in int_job_months_costed). A job still running is split over the
 -- months from its start to when its export saw it running (occupied_until_at, int_jobs_unioned): its cost so far.
-with jobs as (
+with
+{{ kubernetes_event_sequence() }},
+
+jobs as (
     select
         job_key,
         cluster,
         job_id,
         batch_id,
         phase,
+        scheduler,
         start_at,
-        occupied_until_at as end_at,
-        occupied_gpu_seconds,
-        {{ seconds_between('start_at', 'occupied_until_at') }} as span_seconds
+        occupied_until_at,
+        is_running,
+        running_seen_at,
+        occupied_gpu_seconds
     from {{ ref('int_jobs_attributed') }}
     where start_at is not null and occupied_until_at is not null and occupied_gpu_seconds > 0
+),
+
+-- A Kubernetes start occupies until its run's next event but a submit; the start no event stopped, while its job is
+-- running, until its export saw it running (int_jobs_unioned counts the same seconds).
+segments as (
+    select
+        jobs.job_key,
+        event_sequence.event_at as segment_from,
+        coalesce(event_sequence.next_event_at, case when jobs.is_running then jobs.running_seen_at end)
+            as segment_until
+    from event_sequence
+    inner join jobs on event_sequence.job_key = jobs.job_key
+    where event_sequence.event_type = 'start' and jobs.scheduler = 'kubernetes'
+    union all
+    select job_key, start_at, occupied_until_at
+    from jobs
+    where scheduler is null or scheduler <> 'kubernetes'
+),
+
+occupied_segments as (
+    select * from segments
+    where segment_until > segment_from
+),
+
+-- The seconds a job's segments occupied in all.
+occupations as (
+    select job_key, sum({{ seconds_between('segment_from', 'segment_until') }}) as occupied_seconds
+    from occupied_segments
+    group by job_key
 ),
 
 cloud_jobs as (
@@ -32,11 +70,24 @@ cloud_clusters as (
 ),
 
 months as (
-    {{ months_run('jobs', 'start_at', 'end_at') }}
+    {{ months_run('occupied_segments', 'segment_from', 'segment_until') }}
 ),
 
 month_bounds as (
     {{ month_bounds('months') }}
+),
+
+segment_overlaps as (
+    select
+        occupied_segments.job_key,
+        month_bounds.month_start,
+        {{ seconds_between(
+            'greatest(occupied_segments.segment_from, month_bounds.month_from)',
+            'least(occupied_segments.segment_until, month_bounds.month_until)') }} as overlap_seconds
+    from occupied_segments
+    inner join month_bounds
+        on occupied_segments.segment_from < month_bounds.month_until
+        and occupied_segments.segment_until > month_bounds.month_from
 ),
 
 job_overlaps as (
@@ -46,19 +97,19 @@ job_overlaps as (
         jobs.job_id,
         jobs.batch_id,
         jobs.phase,
-        month_bounds.month_start,
+        segment_overlaps.month_start,
         jobs.occupied_gpu_seconds,
-        jobs.span_seconds,
-        {{ seconds_between(
-            'greatest(jobs.start_at, month_bounds.month_from)',
-            'least(jobs.end_at, month_bounds.month_until)') }} as overlap_seconds
-    from jobs
-    inner join month_bounds
-        on jobs.start_at < month_bounds.month_until
-        and jobs.end_at > month_bounds.month_from
+        occupations.occupied_seconds,
+        sum(segment_overlaps.overlap_seconds) as overlap_seconds
+    from segment_overlaps
+    inner join jobs on segment_overlaps.job_key = jobs.job_key
+    inner join occupations on segment_overlaps.job_key = occupations.job_key
+    group by
+        jobs.job_key, jobs.cluster, jobs.job_id, jobs.batch_id, jobs.phase, segment_overlaps.month_start,
+        jobs.occupied_gpu_seconds, occupations.occupied_seconds
 ),
 
--- The span's seconds up to each month's end: a month takes the rounded share up to its end less the rounded share
+-- The occupied seconds up to each month's end: a month takes the rounded share up to its end less the rounded share
 -- up to its start, so a job's months add up to its occupied GPU-seconds exactly.
 job_months_through as (
     select
@@ -76,13 +127,13 @@ select
     job_months_through.batch_id,
     job_months_through.phase,
     job_months_through.month_start,
-    cast(case when job_months_through.span_seconds = job_months_through.overlap_seconds
+    cast(case when job_months_through.occupied_seconds = job_months_through.overlap_seconds
         then job_months_through.occupied_gpu_seconds
         else round(cast(job_months_through.occupied_gpu_seconds as double) * job_months_through.through_seconds
-            / job_months_through.span_seconds, 0)
+            / job_months_through.occupied_seconds, 0)
             - round(cast(job_months_through.occupied_gpu_seconds as double)
                 * (job_months_through.through_seconds - job_months_through.overlap_seconds)
-                / job_months_through.span_seconds, 0)
+                / job_months_through.occupied_seconds, 0)
     end as bigint) as occupied_gpu_seconds,
     cloud_jobs.job_key is not null as is_cloud_billed,
     cloud_jobs.job_key is not null or cloud_clusters.cluster is not null as is_cloud

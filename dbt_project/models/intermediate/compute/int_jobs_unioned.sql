@@ -1,16 +1,16 @@
 -- One row per scheduler allocation, whichever scheduler ran it: Slurm allocations (step rows left out,
 -- they live inside their allocation) and Kubernetes-style jobs folded from their event stream. job_key (cluster,
 -- JobID, submit time) tells apart two jobs that share a JobID; every model after this one joins jobs on it.
--- A Kubernetes job name submitted again is another job: a run of a name starts at the first event after an end, and
--- at a submit after another submit with no end between (a stream whose submit was never exported is a run too), with
--- its own events, times, GPUs and labels. A submit goes first among events at the same instant.
+-- A Kubernetes job name submitted again is another job (macros/kubernetes_event_sequence.sql folds the event stream
+-- into runs); a Kubernetes job occupies its GPUs from each start until its run's next preempt, requeue or end.
 -- A job still running when its export was written (is_running: a Slurm allocation that started with no End, a
 -- Kubernetes run whose last event is a start) has occupied its GPUs from its start until the export saw it running
 -- (running_seen_at): Slurm's Start + Elapsed (sacct's Elapsed of a running job runs to when sacct ran); for a
 -- Kubernetes run, the newest event its cluster's stream holds (any job's: the stream was exported after it and
 -- shows no end), or its own start when its name was submitted again since (that run's end was never exported).
--- occupied_until_at is the end of its occupation so far: end_at, else running_seen_at. A later export that ends the
--- job replaces both with its real end (stg_scheduler__sacct_jobs prefers an ended record).
+-- occupied_until_at is the end of its occupation so far: end_at, else running_seen_at, else (a Kubernetes run
+-- preempted or requeued and not started again yet) the end of its last occupation. A later export that ends the
+-- job replaces them with its real end (stg_scheduler__sacct_jobs prefers an ended record).
 with sacct as (
     select * from {{ ref('stg_scheduler__sacct_jobs') }}
     where record_type = 'allocation'
@@ -29,80 +29,11 @@ sacct_running as (
     from sacct
 ),
 
-ranked_events as (
-    select
-        *,
-        case when event_type = 'submit' then 0 else 1 end as submit_first
-    from {{ ref('stg_scheduler__job_events') }}
-),
-
-ordered_events as (
-    select
-        *,
-        lag(event_type) over (
-            partition by cluster, job_id order by event_at, submit_first, source_file, source_line
-        ) as previous_event_type
-    from ranked_events
-),
-
--- The events since the name's last end (a segment), and the submits among them before each event.
-segmented_events as (
-    select
-        *,
-        sum(case when previous_event_type = 'end' then 1 else 0 end) over (
-            partition by cluster, job_id order by event_at, submit_first, source_file, source_line
-            rows between unbounded preceding and current row
-        ) as segment
-    from ordered_events
-),
-
-counted_events as (
-    select
-        *,
-        coalesce(sum(case when event_type = 'submit' then 1 else 0 end) over (
-            partition by cluster, job_id, segment order by event_at, submit_first, source_file, source_line
-            rows between unbounded preceding and 1 preceding
-        ), 0) as submits_before
-    from segmented_events
-),
-
--- A run starts after an end, and at a submit when its segment already had one (the name deleted and submitted
--- again). A submit stamped after its run's start (the two clocks apart) is that run's: not a run of its own with
--- no start, which left the job's GPU time unpriced and an orphan start RUNNING for ever.
-events as (
-    select
-        *,
-        sum(case when previous_event_type = 'end' or (event_type = 'submit' and submits_before > 0) then 1 else 0 end)
-            over (
-                partition by cluster, job_id order by event_at, submit_first, source_file, source_line
-                rows between unbounded preceding and current row
-            ) as run_number
-    from counted_events
-),
-
--- A Kubernetes job occupies its GPUs from each start until the next preempt, requeue or end.
-event_sequence as (
-    select
-        cluster,
-        job_id,
-        event_type,
-        event_at,
-        state,
-        run_number,
-        -- The next event other than a submit (a submit stamped after its start does not end an occupation).
-        min(case when event_type <> 'submit' then event_at end) over (
-            partition by cluster, job_id, run_number order by event_at, submit_first, source_file, source_line
-            rows between 1 following and unbounded following
-        ) as next_event_at,
-        row_number() over (
-            partition by cluster, job_id, run_number
-            order by event_at desc, submit_first desc, source_file desc, source_line desc
-        ) as recency
-    from events
-),
+{{ kubernetes_event_sequence() }},
 
 event_jobs as (
     select
+        max(job_key) as job_key,
         cluster,
         job_id,
         min(case when event_type = 'submit' then event_at end) as submit_at,
@@ -115,6 +46,8 @@ event_jobs as (
         cast(sum(case when event_type = 'start' then 1 else 0 end) - 1 as integer) as restarts,
         max(case when recency = 1 then event_type end) as last_event_type,
         max(case when event_type = 'end' and recency = 1 then state end) as end_state,
+        -- The end of its last occupation that a later event stopped (a preempted run's occupied time ends there).
+        max(case when event_type = 'start' then next_event_at end) as last_occupied_at,
         -- The start no later event (but a submit) stopped: the run holds its GPUs from it still.
         max(case when event_type = 'start' and next_event_at is null then event_at end) as open_start_at,
         run_number
@@ -166,9 +99,7 @@ event_attributes as (
 
 kubernetes as (
     select
-        -- A run whose submit was never exported is keyed by its first event: two such runs of a name are two jobs.
-        {{ job_key("nullif(event_runs.cluster, '')", 'event_runs.job_id',
-                   'coalesce(event_runs.submit_at, event_runs.first_event_at)') }} as job_key,
+        event_runs.job_key,
         nullif(event_runs.cluster, '') as cluster,
         event_runs.job_id,
         cast(null as {{ dbt.type_string() }}) as job_id_raw,
@@ -189,7 +120,7 @@ kubernetes as (
         event_runs.end_at,
         event_runs.last_event_type = 'start' as is_running,
         event_runs.running_seen_at,
-        coalesce(event_runs.end_at, event_runs.running_seen_at) as occupied_until_at,
+        coalesce(event_runs.end_at, event_runs.running_seen_at, event_runs.last_occupied_at) as occupied_until_at,
         event_runs.occupied_seconds + case when event_runs.last_event_type = 'start'
             then {{ seconds_between('event_runs.open_start_at', 'event_runs.running_seen_at') }} else 0 end
             as occupied_seconds,
