@@ -1,7 +1,8 @@
 """Every value checked for sense at ingest: each numeric column's domain (finite, sign, a range that fits the
-warehouse), cross-field rules (end >= start, salvage <= price, allocated <= requested) and time zones, on both
-ingest paths (pandas + pandera, and in DuckDB for device samples). A row breaking a rule is quarantined with file,
-line, rule and a message saying what was expected, never the value; rows in = staged + quarantined holds.
+warehouse), cross-field rules (end >= start, salvage <= price, a Kubernetes pod's allocated <= requested) and time
+zones, on both ingest paths (pandas + pandera, and in DuckDB for device samples). A row breaking a rule is
+quarantined with file, line, rule and a message saying what was expected, never the value; rows in = staged +
+quarantined holds.
 
 Loads run under a non-UTC host zone (Asia/Kolkata, +05:30) so a time that depends on the host's zone shows."""
 
@@ -364,17 +365,36 @@ SACCT_HEADER = (
 def _sacct_line(job: str, requested: int, allocated: int) -> str:
     return (
         f"{job}|{job}|train|ml|gpu|ann|COMPLETED|0:0|2026-11-01T00:00:00|2026-11-01T00:00:00|2026-11-01T01:00:00|"
-        f"01:00:00|02:00:00|1|gpu-a|billing=8,cpu=8,gres/gpu={requested},node=1|"
-        f"billing=8,cpu=8,gres/gpu={allocated},node=1|batch=B-1;phase=training"
+        f"01:00:00|02:00:00|1|gpu-a|billing={requested},cpu={requested},gres/gpu={requested},node=1|"
+        f"billing={allocated},cpu={allocated},gres/gpu={allocated},node=1|batch=B-1;phase=training"
     )
 
 
-def test_a_sacct_job_allocated_more_gpus_than_it_requested_is_quarantined(tmp_path):
-    lines = [SACCT_HEADER, _sacct_line("101", 8, 8), _sacct_line("102", 8, 16), _sacct_line("103", 16, 8)]
+def test_a_sacct_job_allocated_more_gpus_than_it_requested_is_kept(tmp_path):
+    """Slurm allocates every GPU of a node it gives a job whole (--exclusive, OverSubscribe=EXCLUSIVE): ReqTRES
+    gres/gpu=4, AllocTRES gres/gpu=8. The job held the 8 and is charged for them, so its row loads; a count past
+    the GPU count's domain is still refused."""
+    lines = [SACCT_HEADER, _sacct_line("101", 8, 8), _sacct_line("102", 4, 8), _sacct_line("103", 16, 8)]
+    lines.append(_sacct_line("104", 4, 8).replace("gres/gpu=8", "gres/gpu=2000000"))
     write(tmp_path / "landing" / "scheduler" / "sacct.txt", "\n".join(lines) + "\n")
     warehouse, quarantined = load(tmp_path, "scheduler_jobs")
-    assert query(warehouse, "select job_id from raw.scheduler_jobs order by 1") == [("101",), ("103",)]
-    assert rules(quarantined) == [(3, "gpus_allocated.at_most_requested")]
+    staged = query(warehouse, "select job_id, gpus_requested, gpus_allocated from raw.scheduler_jobs order by 1")
+    assert staged == [("101", 8, 8), ("102", 4, 8), ("103", 16, 8)]
+    assert rules(quarantined) == [(5, "gpus_allocated.too_large")]
+
+
+def test_a_kubernetes_pod_allocated_more_gpus_than_it_requested_is_quarantined(tmp_path):
+    """Kubernetes never overcommits a GPU (an extended resource: request equals limit) and the device plugin hands a
+    pod exactly the GPUs it requested: an event saying more were allocated is the exporter's error."""
+    events = [
+        {"job_id": job, "event": "start", "at": "2026-11-01T00:00:00Z", "gpus_requested": requested,
+         "gpus_allocated": allocated, "labels": {"batch": "B-1", "phase": "training"}}
+        for job, requested, allocated in (("k-1", 8, 8), ("k-2", 4, 8), ("k-3", 8, 4), ("k-4", None, 8))
+    ]  # fmt: skip
+    write(tmp_path / "landing" / "scheduler" / "events.jsonl", "\n".join(json.dumps(e) for e in events) + "\n")
+    warehouse, quarantined = load(tmp_path, "scheduler_events")
+    assert query(warehouse, "select job_id from raw.scheduler_events order by 1") == [("k-1",), ("k-3",), ("k-4",)]
+    assert rules(quarantined) == [(2, "gpus_allocated.at_most_requested")]
 
 
 NUMERIC_TYPE = re.compile(r"(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|DOUBLE|FLOAT|REAL|DECIMAL\(\d+,\d+\))")

@@ -186,14 +186,18 @@ def ends_after_start(end: str, start: str) -> NotBefore:
 # A MIG profile names its compute slices first (docs/fractional_gpus.md): 1g.10gb, 3g.40gb, 1g.10gb+me, 1g.10gb+gfx.
 MIG_PROFILE = (pa.Check.str_matches(f"^{MIG_PROFILE_PATTERN}$"),)
 SALVAGE_EXPECTS = "a salvage value no higher than the unit price it was bought at"
-# Where the scheduler gives both counts, a job holds no more GPUs than it asked for. A request of 0 is one the export
-# does not state: Slurm writes no ReqTRES for a job step (sacct --json: an empty tres.requested), whose GPUs are its
-# allocation's; a job that asked for no GPU gets none.
+# Kubernetes job events: a pod holds no more GPUs than it asked for. A GPU is an extended resource, which Kubernetes
+# never overcommits (its request must equal its limit) and the device plugin hands out exactly that many, so more
+# allocated than requested is an exporter's error. A request of 0 is one the event does not state; a job that asked
+# for no GPU gets none. Slurm is not held to it (scheduler_jobs): a job given whole nodes (--exclusive, a partition
+# with OverSubscribe=EXCLUSIVE) is allocated every GPU on them, ReqTRES gres/gpu=4 and AllocTRES gres/gpu=8, and it
+# occupied and is charged for the 8 (R4); the 4 it did not ask for and left idle are R24's over_requested saving.
 ALLOCATED_AT_MOST_REQUESTED = NotBefore(
     "gpus_requested",
     "gpus_allocated",
     "gpus_allocated.at_most_requested",
-    "no more GPUs allocated than requested (where a request is stated)",
+    "no more GPUs allocated than requested (where a request is stated): Kubernetes allocates exactly the GPUs a "
+    "pod requests",
     unsaid=0,
 )
 
@@ -471,7 +475,9 @@ def scheduler_jobs(contract: Contract) -> SourceSchema:
             Col("node_list", "VARCHAR", nullable=True),
             *_label_columns(contract),
         ),
-        ordered=(ends_after_start("end_at", "start_at"), ALLOCATED_AT_MOST_REQUESTED),
+        # No allocated <= requested here: Slurm allocates a whole node's GPUs to a job given the node (see
+        # ALLOCATED_AT_MOST_REQUESTED); the GPU counts' domains still refuse a negative, fractional or absurd count.
+        ordered=(ends_after_start("end_at", "start_at"),),
     )
 
 
