@@ -482,6 +482,21 @@ def _misread(compute: dict | None, contract_version: str) -> str:
     return f'<table data-section="misread">{head}{"".join(body)}</table>'
 
 
+def _provisional(con: duckdb.DuckDBPyConnection, batch_id: str) -> str:
+    """The warning that a batch's figures are so far while a job of it is still running (fct_batch_costs.running_jobs:
+    occupied and priced until its export saw it running); empty when none is."""
+    costs = _one(con, "select running_jobs from marts.fct_batch_costs where batch_id = ?", [batch_id])
+    running = (costs or {}).get("running_jobs") or 0
+    if running == 0:
+        return ""
+    jobs = "1 job of this batch was" if running == 1 else f"{running:,} jobs of this batch were"
+    text = (
+        f"Provisional: {jobs} still running when the scheduler export was written. Its GPU-hours and cost are so "
+        "far (until the export saw the job running), not final: a later night's figures replace them."
+    )
+    return f'<p class="note" data-provisional-jobs="{running}"><strong>{html.escape(text)}</strong></p>'
+
+
 def batch_statement(con: duckdb.DuckDBPyConnection, batch_id: str, month: date | None = None) -> str:
     """The statement of one batch (its bill restricted to ``month`` when given) as one HTML document."""
     _has_marts(con)
@@ -503,6 +518,7 @@ def batch_statement(con: duckdb.DuckDBPyConnection, batch_id: str, month: date |
             f"The bill is the cost lines of {month:%Y-%m}; the other sections are the batch to date (their marts "
             "have no month)."
         )
+    lead += _provisional(con, batch_id)
     return _page(
         f"Statement of batch {batch_id}, {scope}",
         lead,

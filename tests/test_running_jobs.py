@@ -8,10 +8,15 @@ GPU-hours so far. Night 2's export has it COMPLETED at 2026-11-23T00:00:00: 16 x
 The demo's November: 16 owned GPUs x 720 h = 11,520 available GPU-hours for a capacity cost of 28,540.82, so a
 GPU-hour is 28,540.82 / 11,520 and 768 of them are 28,540.82 / 15 = 1,902.7213 -> 1,902.72; 1,152 of them
 28,540.82 / 10 = 2,854.082 -> 2,854.08.
+R-1 has four counted steps, three of 6001 and one of job 6999, which is in no scheduler export.
+Batch R-6 has no plan but its 100 budget GPU-hours (no budget_cost, boundary or rounds) and one Slurm job 6002, 1 GPU
+on gpu-b from 2026-11-15T00:00:00, RUNNING with Elapsed 1-00:00:00 in both nights: 24 GPU-hours so far,
+28,540.82 / 480 = 59.4600 -> 59.46.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 from datetime import datetime
 from decimal import Decimal
@@ -19,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from cost_pipeline.cli import main
 from cost_pipeline.ingest.scheduler import SACCT_FIELDS
 from tests.helpers import cli_night, query
 
@@ -26,32 +32,47 @@ from tests.helpers import cli_night, query
 pytestmark = pytest.mark.xdist_group("running_jobs")
 
 D = Decimal
-REGISTRY_LINE = "R-1,p,g,t,d,m,c,cfg,5000.00,2000.00,3,stop when the plan is met,10.00,v1\n"
+REGISTRY_LINES = [
+    "R-1,p,g,t,d,m,c,cfg,5000.00,2000.00,3,stop when the plan is met,10.00,v1\n",
+    "R-6,p,g,t,d,m,c,cfg,,100.00,,,,v1\n",  # no plan but its GPU-hours
+]
 
 
-def sacct_export(state: str, end: str, elapsed: str) -> str:
-    """A one-job sacct export of R-1's job 6001: 16 GPUs from 2026-11-20T00:00:00."""
-    tres = "billing=128,cpu=128,gres/gpu=16,mem=1024G,node=2"
+def step_record(step: int, job_id: str) -> str:
+    """A committed, counted step of R-1, one minute long, on 2026-11-21."""
+    record = {
+        "batch_id": "R-1", "job_id": job_id, "step": step, "started_at": f"2026-11-21T00:{step:02d}:00.000",
+        "ended_at": f"2026-11-21T00:{step:02d}:59.000", "committed": True, "discarded_reason": None,
+        "samples": 512, "tokens": 1000, "config_version": "cfg", "data_version": "d",
+    }  # fmt: skip
+    return json.dumps(record) + "\n"
+
+
+def sacct_export(state: str, end: str, elapsed: str, job: str = "6001") -> str:
+    """A one-job sacct export: R-1's job 6001, 16 GPUs from 2026-11-20T00:00:00, or R-6's 6002, 1 GPU from
+    2026-11-15T00:00:00."""
+    r1 = job == "6001"
+    tres = "billing=128,cpu=128,gres/gpu=16,mem=1024G,node=2" if r1 else "billing=8,cpu=8,gres/gpu=1,mem=64G,node=1"
     values = {field: "" for field in SACCT_FIELDS} | {
-        "JobID": "6001",
-        "JobIDRaw": "6001",
-        "JobName": "r1-train",
+        "JobID": job,
+        "JobIDRaw": job,
+        "JobName": f"r-{job}",
         "Account": "post-training",
         "Partition": "gpu",
         "User": "trainer",
         "State": state,
         "ExitCode": "0:0",
-        "Submit": "2026-11-19T23:50:00",
-        "Eligible": "2026-11-19T23:50:00",
-        "Start": "2026-11-20T00:00:00",
+        "Submit": "2026-11-19T23:50:00" if r1 else "2026-11-15T00:00:00",
+        "Eligible": "2026-11-19T23:50:00" if r1 else "2026-11-15T00:00:00",
+        "Start": "2026-11-20T00:00:00" if r1 else "2026-11-15T00:00:00",
         "End": end,
         "Elapsed": elapsed,
         "Timelimit": "5-00:00:00",
-        "NNodes": "2",
-        "NodeList": "gpu-a,gpu-b",
+        "NNodes": "2" if r1 else "1",
+        "NodeList": "gpu-a,gpu-b" if r1 else "gpu-b",
         "ReqTRES": tres,
         "AllocTRES": tres,
-        "Comment": "batch=R-1;phase=training;reason=planned_experiment",
+        "Comment": f"batch={'R-1' if r1 else 'R-6'};phase=training;reason=planned_experiment",
     }
     return "|".join(SACCT_FIELDS) + "\n" + "|".join(values[field] for field in SACCT_FIELDS) + "\n"
 
@@ -64,10 +85,15 @@ def nights(demo_run, tmp_path_factory) -> dict[int, Path]:
     landing = root / "landing"
     shutil.copytree(demo_run.landing, landing)
     with (landing / "registry" / "batches.csv").open("a", encoding="utf-8") as registry:
-        registry.write(REGISTRY_LINE)
+        registry.writelines(REGISTRY_LINES)
     (landing / "scheduler" / "sacct_r1_2026-11-22.txt").write_text(
         sacct_export("RUNNING", "Unknown", "2-00:00:00"), encoding="utf-8"
     )
+    (landing / "scheduler" / "sacct_r6_2026-11-16.txt").write_text(
+        sacct_export("RUNNING", "Unknown", "1-00:00:00", job="6002"), encoding="utf-8"
+    )
+    steps = [step_record(n, "6001") for n in (1, 2, 3)] + [step_record(4, "6999")]
+    (landing / "steps" / "steps_r1.jsonl").write_text("".join(steps), encoding="utf-8")
     first = root / "night1.duckdb"
     shutil.copyfile(demo_run.warehouse, first)
     assert cli_night(landing, first).code == 0
@@ -140,13 +166,57 @@ def test_the_forecast_low_end_is_never_below_what_is_spent(nights) -> None:
 
 
 def test_the_capacity_cost_still_adds_up_with_a_running_job(nights) -> None:
-    """November's training GPU-hours are the demo's 368 and 6001's 768; every part of the capacity cost is
-    allocated to the cent."""
+    """November's training GPU-hours are the demo's 368, 6001's 768 and 6002's 24; every part of the capacity cost
+    is allocated to the cent."""
     assert query(
         nights[1],
         "select training_gpu_hours, allocated_plus_idle_cost, capacity_cost, unreconciled_cost "
         "from marts.fct_capacity_reconciliation where month = '2026-11-01'",
-    ) == [(D(1136), D("28540.82"), D("28540.82"), D("0.00"))]
+    ) == [(D(1160), D("28540.82"), D("28540.82"), D("0.00"))]
+
+
+def test_no_cost_per_counted_step_is_made_of_steps_whose_job_is_not_known(nights) -> None:
+    """R-1's four counted steps: 6999's compute is not in the 1,902.72 so far, so 1,902.72 / 4 = 475.68 would be a
+    unit cost too low; it is null in the forecast as in the bill (fct_batch_compute)."""
+    assert query(
+        nights[1],
+        "select forecast.steps_counted, forecast.compute_cost_to_date, forecast.cost_per_counted_step, "
+        "compute.steps_counted, compute.cost_per_counted_step from marts.fct_batch_forecast as forecast "
+        "inner join marts.fct_batch_compute as compute using (batch_id) where batch_id = 'R-1'",
+    ) == [(4, D("1902.72"), None, 4, None)]
+
+
+def test_a_batch_without_a_budget_has_no_variance_to_judge(nights) -> None:
+    """R-6 has no budget_cost nor boundary: its variance, over_boundary and, though its forecast projects a cost
+    (own rates 59.46 / 24 = 2.4775, the low end 59.46 at plan ratio 0), projected_over_boundary are unknown (null),
+    not false; no round rule holds, so its stop signal is unknown too."""
+    assert query(
+        nights[1],
+        "select budget_cost, actual_cost, variance, variance_pct, over_boundary, projected_over_boundary, "
+        "stop_signal, stop_reason, running_jobs from marts.fct_batch_budget where batch_id = 'R-6'",
+    ) == [(None, D("59.46"), None, None, None, None, None, None, 1)]
+    assert query(
+        nights[1],
+        "select cost_per_occupied_gpu_hour, projected_compute_cost_low, budget_cost, projected_over_boundary "
+        "from marts.fct_batch_forecast where batch_id = 'R-6'",
+    ) == [(D("2.4775"), D("59.46"), None, None)]
+
+
+def test_the_statement_says_a_running_batchs_figures_are_provisional(nights, tmp_path) -> None:
+    """R-1's statement on night 1 names its one running job and says its cost is so far; night 2's, with 6001
+    ended, does not."""
+    texts = {}
+    for night, warehouse in nights.items():
+        out = tmp_path / f"r1-{night}.html"
+        assert main(["report", "--batch", "R-1", "--warehouse", str(warehouse), "--out", str(out)]) == 0
+        texts[night] = out.read_text(encoding="utf-8")
+    provisional = (
+        '<p class="note" data-provisional-jobs="1"><strong>Provisional: 1 job of this batch was still running when '
+        "the scheduler export was written. Its GPU-hours and cost are so far (until the export saw the job running), "
+        "not final: a later night&#x27;s figures replace them.</strong></p>"
+    )
+    assert provisional in texts[1]
+    assert "data-provisional-jobs" not in texts[2] and "Provisional" not in texts[2]
 
 
 def test_the_job_ending_makes_its_figures_final(nights) -> None:

@@ -137,6 +137,7 @@ select
     useful_gpu_hours,
     lost_gpu_hours,
     steps_counted,
+    counted_steps_without_job,
     compute_cost,
     is_unpriced,
     rates_from,

@@ -5,7 +5,9 @@
 -- part of its span before the point, its failure only once it ended, its counted steps only those that had ended.
 -- Useful GPU-seconds are those of jobs that did not fail and are not reruns, plus failure_retry reruns (a retry
 -- redoes the failed job's work, which is already counted as lost; a restart without a run reason is one, its
--- rerun_reason); lost is the rest.
+-- rerun_reason); lost is the rest. counted_steps_without_job counts the counted steps whose job is not in the
+-- scheduler export (as int_phase_compute_aggregated does): their compute is not in compute_cost, so no cost per
+-- counted step is made of them.
 with registry as (
     select batch_id, contract_version, budget_gpu_hours from {{ ref('stg_registry__batches') }}
 ),
@@ -25,7 +27,7 @@ jobs as (
 ),
 
 steps as (
-    select batch_id, ended_at from {{ ref('int_training_steps_attributed') }}
+    select batch_id, ended_at, job_key from {{ ref('int_training_steps_attributed') }}
     where is_counted
 ),
 
@@ -108,7 +110,11 @@ progress as (
 ),
 
 counted_steps as (
-    select points.batch_id, points.forecast_point, count(steps.ended_at) as steps_counted
+    select
+        points.batch_id,
+        points.forecast_point,
+        count(steps.ended_at) as steps_counted,
+        count(case when steps.job_key is null then steps.ended_at end) as counted_steps_without_job
     from points
     left join steps
         on points.batch_id = steps.batch_id
@@ -132,7 +138,8 @@ select
         then progress.whole_jobs_cost + cast(round(progress.partial_jobs_cost, 2) as decimal(18, 2))
     end as compute_cost,
     progress.is_unpriced,
-    cast(counted_steps.steps_counted as bigint) as steps_counted
+    cast(counted_steps.steps_counted as bigint) as steps_counted,
+    cast(counted_steps.counted_steps_without_job as bigint) as counted_steps_without_job
 from progress
 inner join registry on progress.batch_id = registry.batch_id
 inner join spans on progress.batch_id = spans.batch_id

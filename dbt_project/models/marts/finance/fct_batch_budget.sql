@@ -7,7 +7,10 @@
 -- none produced new evidence, or when the cost-to-complete forecast's low end passes the boundary
 -- (fct_batch_forecast.projected_over_boundary, running batches only); and the review's split of the actual cost into its classes. A batch with unpriced
 -- compute (fct_batch_costs.is_unpriced) has a null actual cost, so a null variance and over_boundary (unknown, not
--- false), and a null cost for each review class holding an unpriced line - never a partial sum.
+-- false), and a null cost for each review class holding an unpriced line - never a partial sum. A batch without a
+-- plan (no budget_cost or no variance_boundary_pct in the registry) has no variance to judge: a null variance,
+-- variance_pct and over_boundary too, and, while it runs, a null projected_over_boundary (and stop_signal, unless
+-- a round rule raises it).
 with batches as (
     select * from {{ ref('stg_registry__batches') }}
 ),
@@ -100,7 +103,10 @@ joined as (
         coalesce(round_totals.rounds_run, 0) as rounds_run,
         coalesce(round_totals.rising_without_evidence, 0) as rising_without_evidence,
         round_totals.stop_signal_rounds,
-        coalesce(forecasts.projected_over_boundary, false) as projected_over_boundary,
+        -- a running batch's forecast judges it (null when it cannot: no budget, boundary, plan GPU-hours or price);
+        -- a batch not running has nothing left to project
+        case when forecasts.batch_id is not null then forecasts.projected_over_boundary else false end
+            as projected_over_boundary,
         case when review.batch_id is null then 0 else review.exploration_cost end as exploration_cost,
         case when review.batch_id is null then 0 else review.unforeseeable_failure_cost end
             as unforeseeable_failure_cost,
@@ -129,9 +135,10 @@ select
         then cast(round((actual_cost - budget_cost) * 100.0 / budget_cost, 2) as decimal(18, 2))
     end as variance_pct,
     cast(variance_boundary_pct as decimal(18, 2)) as variance_boundary_pct,
-    case when actual_cost is not null then coalesce(budget_cost > 0 and variance_boundary_pct is not null
-        and (actual_cost > budget_cost or running_jobs = 0)
-        and abs(actual_cost - budget_cost) * 100.0 > variance_boundary_pct * budget_cost, false) end as over_boundary,
+    case when actual_cost is not null and budget_cost is not null and variance_boundary_pct is not null
+        then coalesce(budget_cost > 0 and (actual_cost > budget_cost or running_jobs = 0)
+            and abs(actual_cost - budget_cost) * 100.0 > variance_boundary_pct * budget_cost, false)
+    end as over_boundary,
     cast(budget_gpu_hours as decimal(18, 4)) as budget_gpu_hours,
     cast(coalesce(actual_gpu_hours, 0) as decimal(18, 4)) as actual_gpu_hours,
     cast(max_trial_rounds as bigint) as max_trial_rounds,
@@ -139,8 +146,12 @@ select
     coalesce(rounds_run > max_trial_rounds, false) as rounds_over_max,
     stop_condition,
     projected_over_boundary,
-    coalesce(stop_signal_rounds is not null and rising_without_evidence >= stop_signal_rounds, false)
-        or coalesce(rounds_run > max_trial_rounds, false) or projected_over_boundary as stop_signal,
+    -- true when a rule holds; null when none does and the forecast's cannot be judged (projected_over_boundary null)
+    case
+        when coalesce(stop_signal_rounds is not null and rising_without_evidence >= stop_signal_rounds, false)
+            or coalesce(rounds_run > max_trial_rounds, false) or projected_over_boundary then true
+        when projected_over_boundary is not null then false
+    end as stop_signal,
     case
         when stop_signal_rounds is not null and rising_without_evidence >= stop_signal_rounds
             then 'cost_rising_without_new_evidence'

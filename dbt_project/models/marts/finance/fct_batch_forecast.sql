@@ -2,7 +2,10 @@
 -- projected final compute cost with its low/high range (int_batch_forecasts_projected, method in docs/forecast.md),
 -- and the projected full cost: the compute projection plus the storage, labour and services cost to date
 -- (fct_batch_costs.total_cost - compute_cost; they are not projected). projected_over_boundary: the projected
--- total's low end passes budget_cost x (1 + variance_boundary_pct / 100) - the overrun is likely before it is spent.
+-- total's low end passes budget_cost x (1 + variance_boundary_pct / 100) - the overrun is likely before it is spent;
+-- null (unknown) without a projection, a budget_cost or a variance_boundary_pct: there is no boundary to pass.
+-- cost_per_counted_step is null when a counted step's job is not in the scheduler export (counted_steps_without_job):
+-- its compute is not in the cost so far, as in fct_batch_compute.
 with forecasts as (
     select * from {{ ref('int_batch_forecasts_projected') }}
     where forecast_point = 'now'
@@ -51,7 +54,7 @@ select
     cast(rounds_run as bigint) as rounds_run,
     steps_counted,
     cast(compute_cost as decimal(18, 2)) as compute_cost_to_date,
-    case when steps_counted > 0
+    case when steps_counted > 0 and counted_steps_without_job = 0
         then {{ cents_per_unit('compute_cost * 100', 'steps_counted', 2) }}
     end as cost_per_counted_step,
     rates_from,
@@ -71,8 +74,8 @@ select
     cast(projected_compute_cost_high + other_cost_to_date as decimal(18, 2)) as projected_total_cost_high,
     cast(budget_cost as decimal(18, 2)) as budget_cost,
     cast(variance_boundary_pct as decimal(18, 2)) as variance_boundary_pct,
-    case when projected_compute_cost_low is not null
-        then coalesce(budget_cost > 0 and variance_boundary_pct is not null
+    case when projected_compute_cost_low is not null and budget_cost is not null and variance_boundary_pct is not null
+        then coalesce(budget_cost > 0
             and (projected_compute_cost_low + other_cost_to_date) * 100.0
                 > budget_cost * (100 + variance_boundary_pct), false)
     end as projected_over_boundary,
