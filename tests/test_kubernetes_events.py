@@ -195,8 +195,9 @@ def test_an_indexed_jobs_pods_samples_are_its_own(tmp_path):
 # the cloud's), in batch B-8.
 
 
-def _night_with_b8_events(demo: Path, events: list[tuple]) -> Path:
-    """The demo's warehouse after a night with ``events`` (job, event, at, GPUs[, state]) of B-8's analysis."""
+def _night_with_b8_events(demo: Path, events: list[tuple], file: str = "k8s_b8.jsonl") -> Path:
+    """The demo's warehouse after a night with ``events`` (job, event, at, GPUs[, state]) of B-8's analysis, in
+    scheduler/``file``."""
     landing, warehouse = demo / "landing", demo / "warehouse.duckdb"
     b8 = {"batch": "B-8", "phase": "analysis"}
     lines = [
@@ -205,7 +206,7 @@ def _night_with_b8_events(demo: Path, events: list[tuple]) -> Path:
         )
         for job, kind, at, gpus, *rest in events
     ]
-    (landing / "scheduler" / "k8s_b8.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (landing / "scheduler" / file).write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert cli_night(landing, warehouse).code == 0
     return warehouse
 
@@ -282,3 +283,85 @@ def test_a_kubernetes_job_preempted_across_a_month_boundary_is_split_by_its_segm
         (date(2026, 10, 1), Decimal(1), Decimal("29376.98"), Decimal("29376.98"), Decimal("0.00")),
         (date(2026, 11, 1), Decimal(369), Decimal("28540.82"), Decimal("28540.82"), Decimal("0.00")),
     ]
+
+
+def _pod_scrapes(pod: str, gpu: int, first: datetime, effective: bool) -> list[str]:
+    """Ten dcgm-exporter scrapes of GPU ``gpu`` of node-k held by ``pod``, a minute apart from ``first``: effective
+    (engine 0.93) or idle (engine 0.05), no NVLink traffic."""
+    labels = f'gpu="{gpu}",Hostname="node-k",container="main",namespace="ml",pod="{pod}"'
+    metrics = {
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.93 if effective else 0.05,
+        "DCGM_FI_PROF_SM_ACTIVE": 0.8 if effective else 0.04,
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.4 if effective else 0.0,
+        "DCGM_FI_PROF_NVLINK_TX_BYTES": 0,
+        "DCGM_FI_PROF_NVLINK_RX_BYTES": 0,
+        "DCGM_FI_DEV_POWER_USAGE": 500,
+    }
+    return [
+        f"{metric}{{{labels}}} {value} {int((first + timedelta(minutes=minute)).timestamp() * 1000)}"
+        for minute in range(10)
+        for metric, value in metrics.items()
+    ]
+
+
+def _kp_samples(warehouse: Path) -> tuple[list[tuple], list[tuple]]:
+    """kp-1's and kp-2's samples by how they are attributed, and their tiers and unobserved time."""
+    attributed = query(
+        warehouse,
+        "select job_id, attribution, count(*) from intermediate.int_device_samples_attributed "
+        "where job_id in ('kp-1', 'kp-2') group by job_id, attribution order by job_id, attribution",
+    )
+    tiers = query(
+        warehouse,
+        "select job_id, samples, effective_compute_gpu_hours, idle_gpu_hours, unobserved_gpu_hours "
+        "from marts.fct_runs where job_id in ('kp-1', 'kp-2') order by job_id",
+    )
+    return attributed, tiers
+
+
+def test_a_running_or_preempted_kubernetes_jobs_samples_are_its_own_night_by_night(demo_copy):
+    """R5: a Kubernetes job's samples up to occupied_until_at are its own: kp-1 (8 GPUs, 00:10-01:10, preempted, not
+    started again) until its preemption, kp-2 (1 GPU, 02:00-03:00, preempted, running again since 04:00) until its
+    stream's newest event. Pods on node-k, a sample a minute: kp-1's GPU 0 00:10-00:19 effective, kp-2's GPU 1
+    05:00-05:09 idle and 08:00-08:09 effective.
+    Night 1 (newest event kp-3's submit at 07:00): kp-1 10 samples x 60 s = 0.1667 GPU-hours effective (the last up
+    to the nominal 60 s), 8 - 0.1667 = 7.8333 unobserved; kp-2 its 05:00 samples, 0.1667 idle, 4 - 0.1667 = 3.8333
+    unobserved; its 08:00 samples, after it was seen running, nobody's yet. Night 2 adds only kp-3's start at 09:00:
+    kp-2 was seen running until 09:00 (5 + 1 = 6 GPU-hours), its window grows and its tiers are built again (no new
+    telemetry): its 08:00 samples 0.1667 effective, 05:09 now stands for 2 x 60 = 120 s (capped: its next is at
+    08:00), so idle 540 + 120 = 660 s = 0.1833, 6 - 1,260 / 3,600 = 5.65 unobserved. (Before: none of their samples
+    was theirs, as neither has an end: 0 samples, 8 and 4 GPU-hours unobserved.)"""
+    telemetry = demo_copy / "landing" / "telemetry"
+    lines = _pod_scrapes("kp-1-x7k2p", 0, datetime(2026, 11, 26, 0, 10, tzinfo=UTC), effective=True)
+    lines += _pod_scrapes("kp-2-q9w8e", 1, datetime(2026, 11, 26, 5, tzinfo=UTC), effective=False)
+    lines += _pod_scrapes("kp-2-q9w8e", 1, datetime(2026, 11, 26, 8, tzinfo=UTC), effective=True)
+    (telemetry / "node-k.prom").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    warehouse = _night_with_b8_events(
+        demo_copy,
+        [
+            ("kp-1", "submit", "2026-11-26T00:00:00", 8),
+            ("kp-1", "start", "2026-11-26T00:10:00", 8),
+            ("kp-1", "preempt", "2026-11-26T01:10:00", 8),
+            ("kp-2", "submit", "2026-11-26T01:30:00", 1),
+            ("kp-2", "start", "2026-11-26T02:00:00", 1),
+            ("kp-2", "preempt", "2026-11-26T03:00:00", 1),
+            ("kp-2", "start", "2026-11-26T04:00:00", 1),
+            ("kp-3", "submit", "2026-11-26T07:00:00", 1),
+        ],
+    )
+    assert _kp_samples(warehouse) == (
+        [("kp-1", "job_label", 10), ("kp-2", "job_label", 10), ("kp-2", "label_names_no_running_job", 10)],
+        [
+            ("kp-1", 10, Decimal("0.1667"), Decimal(0), Decimal("7.8333")),
+            ("kp-2", 10, Decimal(0), Decimal("0.1667"), Decimal("3.8333")),
+        ],
+    )
+    _night_with_b8_events(demo_copy, [("kp-3", "start", "2026-11-26T09:00:00", 1)], file="k8s_b8_2.jsonl")
+    assert query(warehouse, "select occupied_gpu_hours from marts.fct_runs where job_id = 'kp-2'") == [(Decimal(6),)]
+    assert _kp_samples(warehouse) == (
+        [("kp-1", "job_label", 10), ("kp-2", "job_label", 20)],
+        [
+            ("kp-1", 10, Decimal("0.1667"), Decimal(0), Decimal("7.8333")),
+            ("kp-2", 20, Decimal("0.1667"), Decimal("0.1833"), Decimal("5.6500")),
+        ],
+    )

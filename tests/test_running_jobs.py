@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
@@ -36,6 +36,27 @@ REGISTRY_LINES = [
     "R-1,p,g,t,d,m,c,cfg,5000.00,2000.00,3,stop when the plan is met,10.00,v1\n",
     "R-6,p,g,t,d,m,c,cfg,,100.00,,,,v1\n",  # no plan but its GPU-hours
 ]
+
+
+def r1_telemetry() -> str:
+    """dcgm-exporter scrapes of GPU 0 of gpu-r labelled hpc_job 6001, a minute apart, no energy counter:
+    2026-11-21T00:00-00:04 effective (engine 0.93, 720 W), 00:05-00:09 idle (engine 0.05, 120 W), and 2026-11-22T06:00-
+    06:09 idle (120 W), after night 1's export saw 6001 running (2026-11-22T00:00)."""
+    scrapes = [(datetime(2026, 11, 21, 0, minute, tzinfo=UTC), minute < 5) for minute in range(10)]
+    scrapes += [(datetime(2026, 11, 22, 6, minute, tzinfo=UTC), False) for minute in range(10)]
+    lines = []
+    for at, effective in scrapes:
+        metrics = {
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.93 if effective else 0.05,
+            "DCGM_FI_PROF_SM_ACTIVE": 0.8 if effective else 0.04,
+            "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.4 if effective else 0.0,
+            "DCGM_FI_PROF_NVLINK_TX_BYTES": 0,
+            "DCGM_FI_PROF_NVLINK_RX_BYTES": 0,
+            "DCGM_FI_DEV_POWER_USAGE": 720 if effective else 120,
+        }
+        labels = 'gpu="0",Hostname="gpu-r",hpc_job="6001"'
+        lines += [f"{metric}{{{labels}}} {value} {int(at.timestamp() * 1000)}" for metric, value in metrics.items()]
+    return "\n".join(lines) + "\n"
 
 
 def step_record(step: int, job_id: str) -> str:
@@ -94,6 +115,7 @@ def nights(demo_run, tmp_path_factory) -> dict[int, Path]:
     )
     steps = [step_record(n, "6001") for n in (1, 2, 3)] + [step_record(4, "6999")]
     (landing / "steps" / "steps_r1.jsonl").write_text("".join(steps), encoding="utf-8")
+    (landing / "telemetry" / "r1_gpu-r.prom").write_text(r1_telemetry(), encoding="utf-8")
     first = root / "night1.duckdb"
     shutil.copyfile(demo_run.warehouse, first)
     assert cli_night(landing, first).code == 0
@@ -255,3 +277,45 @@ def test_the_history_keeps_the_provisional_version_apart_from_the_final_one(nigh
         "select changed_columns from marts.fct_batch_cost_history where batch_id = 'R-1' and snapshot_version = 2",
     )
     assert "running_jobs" in changed.split(", ")
+
+
+def samples_6001(warehouse: Path) -> tuple:
+    """6001's samples by how they are attributed, its tiers and unobserved time, and its batch's energy."""
+    attributed = query(
+        warehouse,
+        "select attribution, count(*) from intermediate.int_device_samples_attributed where job_id = '6001' "
+        "group by attribution order by attribution",
+    )
+    (tiers,) = query(
+        warehouse,
+        "select samples, effective_compute_gpu_hours, idle_gpu_hours, unobserved_gpu_hours from marts.fct_runs "
+        "where job_id = '6001'",
+    )
+    (energy,) = query(
+        warehouse,
+        "select gpu_kwh, idle_gpu_kwh, power_observed_gpu_hours, unobserved_gpu_hours from marts.fct_batch_energy "
+        "where batch_id = 'R-1' and phase = 'training'",
+    )
+    return attributed, tiers, energy
+
+
+def test_a_running_jobs_samples_are_its_own_until_its_export_saw_it_running(nights) -> None:
+    """R5: a running job's samples up to when its export saw it running (night 1: 2026-11-22T00:00) are its own, not
+    GPU time no job claims. Night 1: the 10 samples of 21 November, each standing for 60 s (the last, with no later
+    sample of its job, for the nominal 60 s): 300 s effective (0.0833 GPU-hours) at 720 W = 0.06 kWh and 300 s idle
+    at 120 W = 0.01 kWh, 768 - 600 / 3,600 = 767.8333 GPU-hours unobserved; the 10 samples of 22 November, after it
+    was seen running, are nobody's yet (label_names_no_running_job). Night 2's export ends 6001 on 23 November: its
+    window grows and its tiers are built again with all 20 (night 2 adds no telemetry): 21 November's last sample now
+    stands for 2 x 60 = 120 s (capped, its next is 30 hours later), so idle is 240 + 120 + 600 = 960 s (0.2667
+    GPU-hours, 0.01 + 0.002 + 0.02 = 0.032 kWh), 1,152 - 1,260 / 3,600 = 1,151.65 GPU-hours unobserved.
+    (Before: none of its samples was its own while it ran: 0 samples, 768 GPU-hours unobserved.)"""
+    assert samples_6001(nights[1]) == (
+        [("job_label", 10), ("label_names_no_running_job", 10)],
+        (10, D("0.0833"), D("0.0833"), D("767.8333")),
+        (D("0.0700"), D("0.0100"), D("0.1667"), D("767.8333")),
+    )
+    assert samples_6001(nights[2]) == (
+        [("job_label", 20)],
+        (20, D("0.0833"), D("0.2667"), D("1151.6500")),
+        (D("0.0920"), D("0.0320"), D("0.3500"), D("1151.6500")),
+    )

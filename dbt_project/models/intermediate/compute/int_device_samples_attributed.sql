@@ -1,7 +1,12 @@
 -- Every device sample with the job (job_key) it is attributed to, and how (R5). A sample whose job label names a
 -- JobID or raw id belongs to the job that held that id at the sample time (held_by_alias: a JobID reused after a
 -- controller reset or on another cluster names another job at another time), when that job's run interval
--- [start, end) holds the sample time. A label that names no job running then and ends in -<digits> belongs, by
+-- [start, occupied_until_at) holds the sample time: its end, or for a job still running when its export was written
+-- until the export saw it running (running_seen_at; a later sample is nobody's until a later export sees the job
+-- run on or end), or for a Kubernetes job preempted and not started again the end of its last segment. A Kubernetes
+-- job's gaps between segments (preempted, then started again) lie inside its interval: a sample in a gap that names
+-- it is still its, and its last sample before a preemption stands for up to max_gap_factor x the interval past it
+-- (docs/inputs.md). A label that names no job running then and ends in -<digits> belongs, by
 -- the same rule (held_by_alias, run interval), to the Kubernetes job the label names without that suffix: the Job
 -- controller names an Indexed Job's pods <job name>-<completion index>-<5 characters>, so its pods' labels say
 -- train-b7-3 for Job train-b7 (macros/indexed_job_name.sql). A job running then under the label's own name keeps
@@ -35,13 +40,14 @@ with jobs as (
     select
         job_key,
         start_at,
-        end_at,
+        -- A job still running (or preempted and not started again) holds its GPUs until occupied_until_at.
+        occupied_until_at,
         mig_instances_allocated > 0 or shards_allocated > 0 or mps_allocated > 0 as holds_gpu_share,
         gpus_allocated,
         scheduler,
         cluster
     from {{ ref('int_jobs_attributed') }}
-    where start_at is not null and end_at is not null
+    where start_at is not null and occupied_until_at is not null
 ),
 
 -- Each id a label may name a job by, with the job's run interval.
@@ -55,7 +61,7 @@ alias_jobs as (
         job_aliases.cluster_held_until,
         jobs.job_key,
         jobs.start_at,
-        jobs.end_at,
+        jobs.occupied_until_at,
         jobs.scheduler
     from {{ ref('int_job_aliases_resolved') }} as job_aliases
     inner join jobs on job_aliases.job_key = jobs.job_key
@@ -78,7 +84,7 @@ host_jobs as (
         jobs.cluster,
         jobs.job_key,
         jobs.start_at,
-        jobs.end_at,
+        jobs.occupied_until_at,
         jobs.holds_gpu_share,
         jobs.gpus_allocated
     from allocation_hosts
@@ -107,7 +113,7 @@ labelled as (
                     and {{ held_by_alias_in_cluster('alias_jobs', 'samples.sampled_at') }}
             end
             and samples.sampled_at >= alias_jobs.start_at
-            and samples.sampled_at < alias_jobs.end_at
+            and samples.sampled_at < alias_jobs.occupied_until_at
     -- A sample of a cluster whose label names none of that cluster's jobs running then: a job that names no
     -- cluster (a null key joins nothing, so samples without a cluster never read it).
     left join alias_jobs as unclustered_jobs
@@ -117,7 +123,7 @@ labelled as (
             and unclustered_jobs.cluster is null
             and {{ held_by_alias_in_cluster('unclustered_jobs', 'samples.sampled_at') }}
             and samples.sampled_at >= unclustered_jobs.start_at
-            and samples.sampled_at < unclustered_jobs.end_at
+            and samples.sampled_at < unclustered_jobs.occupied_until_at
     -- The index is read only when the label named no job running then (a null key joins nothing).
     left join alias_jobs as indexed_jobs
         on
@@ -133,7 +139,7 @@ labelled as (
                     and {{ held_by_alias_in_cluster('indexed_jobs', 'samples.sampled_at') }}
             end
             and samples.sampled_at >= indexed_jobs.start_at
-            and samples.sampled_at < indexed_jobs.end_at
+            and samples.sampled_at < indexed_jobs.occupied_until_at
     where samples.job_id is not null
 ),
 
@@ -155,7 +161,7 @@ unlabelled_matches as (
         -- A sample of a cluster is on its cluster's host: only jobs of that cluster, or of none, held it.
         and (samples.cluster is null or host_jobs.cluster is null or samples.cluster = host_jobs.cluster)
         and samples.sampled_at >= host_jobs.start_at
-        and samples.sampled_at < host_jobs.end_at
+        and samples.sampled_at < host_jobs.occupied_until_at
     -- Only the chunk's hosts' samples, when a model is built a chunk of hosts at a time (macros/host_chunks.sql;
     -- otherwise every host): each row comes back to its own sample below, which the chunk keeps or not alike.
     where samples.job_id is null and {{ host_chunk_filter('samples.reported_hostname') }}

@@ -1,7 +1,9 @@
 -- What int_device_samples_tiered and int_gpu_share_days are built from tonight, and which jobs' rows the tier table
 -- builds again (issue 15: a night pays for the new day's files, not for history). One row per input: each telemetry
 -- file in raw (kind file: its bytes' hash, rows staged and rows quarantined, and the time its samples span), each
--- ended job (kind job: what attributes samples to it and prices its window), the contract's parameters and
+-- job that has occupied its GPUs (kind job: what attributes samples to it and prices its window, start_at to
+-- occupied_until_at; a job still running has its window so far, which grows night by night: its fingerprint holds
+-- occupied_until_at, so a night that sees it run longer, or end, builds it again), the contract's parameters and
 -- enumerations (kind contract) and the tier table's code (kind code). Each model keeps the inputs of its last build
 -- beside it (macros/device_samples_tiered_state.sql); the tables by day compare them themselves (macros/sample_days.sql).
 -- A job's rows are built again (rebuild) when it is new or changed, when a file that is new, changed or gone spans
@@ -82,6 +84,7 @@ jobs as (
         jobs.job_key as item,
         {{ dbt.hash(dbt.concat([
             text.format('jobs.start_at'), "'|'", text.format('jobs.end_at'), "'|'",
+            text.format('jobs.occupied_until_at'), "'|'",
             text.format('jobs.contract_version'), "'|'", text.format('jobs.cluster'), "'|'",
             text.format('jobs.mig_instances_allocated'), "'|'", text.format('jobs.shards_allocated'), "'|'",
             text.format('jobs.mps_allocated'), "'|'", text.format('jobs.gpus_allocated'), "'|'",
@@ -89,11 +92,11 @@ jobs as (
             "coalesce(node_lists.node_lists, '')"
         ])) }} as fingerprint,
         jobs.start_at as span_start,
-        jobs.end_at as span_end
+        jobs.occupied_until_at as span_end
     from {{ ref('int_jobs_attributed') }} as jobs
     left join aliases on jobs.job_key = aliases.job_key
     left join node_lists on jobs.job_key = node_lists.job_key
-    where jobs.start_at is not null and jobs.end_at is not null
+    where jobs.start_at is not null and jobs.occupied_until_at is not null
 ),
 
 -- Every parameter of the contract (a change to one the tier rule does not read builds every job again all the same).
