@@ -166,13 +166,47 @@ def test_closing_freezes_adjustments_once_and_refuses_a_closed_month(restated, t
     assert closes == [("2026-11", 12), ("2026-12", 2)]
 
 
-def test_a_cost_pending_after_close_is_held_not_reversed_until_its_amount_is_known(demo_copy, capsys):
+# December's adjustments after the retraction, and the held note, by who closed November. By hand, per batch: CC-410
+# compute holds B-10's 96.00 (0.00 posted, flagged: 1 line, 32 GPU-h); storage -12.00 with its clearing +12.00;
+# CC-900 compute -34.00 with its clearing +34.00. An earlier release's close (no raw.closed_postings) is compared per
+# cost centre and account: CC-410 has an unpriced line, so its whole difference (-96.00 - 12.00) is held (its lines
+# balance per cost centre) and only its unpriced lines show, at 0.00.
+PENDING = {
+    "per_batch": (
+        [
+            ("2026-11-01", "CC-410", "6110", "expense", "0.00", "0.00", "1", "32.0000"),
+            ("2026-11-01", "CC-410", "6120", "expense", "0.00", "12.00", "0", "0.0000"),
+            ("2026-11-01", "CC-410", "2910", "balancing", "12.00", "0.00", "1", "32.0000"),
+        ],
+        "B-10's compute on CC-410 6110 differs by -96.00",
+    ),
+    "earlier_release": (
+        [
+            ("2026-11-01", "CC-410", "6110", "expense", "0.00", "0.00", "1", "32.0000"),
+            ("2026-11-01", "CC-410", "2910", "balancing", "0.00", "0.00", "1", "32.0000"),
+        ],
+        "every batch's cost on CC-410 6110 differs by -108.00",
+    ),
+}
+CC_900_ADJUSTED = [
+    ("2026-11-01", "CC-900", "6110", "expense", "0.00", "34.00", "0", "0.0000"),
+    ("2026-11-01", "CC-900", "2910", "balancing", "34.00", "0.00", "0", "0.0000"),
+]
+
+
+@pytest.mark.parametrize("closed_by", sorted(PENDING))
+def test_a_cost_pending_after_close_is_held_not_reversed_until_its_amount_is_known(demo_copy, capsys, closed_by):
     """November closed with B-10's cloud job billed (96.00: 102.40 less a 6.40 correction). Then AWS's FOCUS file is
     retracted: the job is pending again (its 32 GPU-hours, no amount). An unknown amount is not 0.00, so December
     must not reverse the 96.00; only what is known moves (the file's B-10 volume, 12.00, and its two unattributed
-    lines, 29.00 + 5.00). A new export bills the job 120.00: then December adjusts by the known difference, 24.00."""
+    lines, 29.00 + 5.00). A new export bills the job 120.00: then December adjusts by the known difference, 24.00.
+    A warehouse an earlier release closed (it has no raw.closed_postings: dropped here after the close) is not
+    refused: its month adjusts per cost centre and account, as then, and ends with the same lines."""
     landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
     assert main(["close", "--month", "2026-11", "--warehouse", str(warehouse), "--by", "controller"]) == 0
+    if closed_by == "earlier_release":
+        with duckdb.connect(str(warehouse)) as con:
+            con.execute("drop table raw.closed_postings")
     assert main(["retract", str(DEMO_FOCUS), "--reason", "restated", "--warehouse", str(warehouse)]) == 0
     capsys.readouterr()
     assert run_pipeline(landing, warehouse)
@@ -182,18 +216,11 @@ def test_a_cost_pending_after_close_is_held_not_reversed_until_its_amount_is_kno
         "and cost_type = 'compute'",
     ) == [("pending", None, Decimal("32.0000"))]
     december, err = _adjustments(capsys, warehouse, "2026-12")
-    # By hand: CC-410 compute holds B-10's 96.00 (0.00 posted, flagged: 1 line, 32 GPU-h); storage -12.00 with its
-    # clearing +12.00; CC-900 compute -34.00 with its clearing +34.00.
-    assert december == [
-        ("2026-11-01", "CC-410", "6110", "expense", "0.00", "0.00", "1", "32.0000"),
-        ("2026-11-01", "CC-410", "6120", "expense", "0.00", "12.00", "0", "0.0000"),
-        ("2026-11-01", "CC-410", "2910", "balancing", "12.00", "0.00", "1", "32.0000"),
-        ("2026-11-01", "CC-900", "6110", "expense", "0.00", "34.00", "0", "0.0000"),
-        ("2026-11-01", "CC-900", "2910", "balancing", "34.00", "0.00", "0", "0.0000"),
-    ]
+    held_lines, held = PENDING[closed_by]
+    assert december == held_lines + CC_900_ADJUSTED
     assert err.splitlines() == [
-        "cost-pipeline: held for 2026-11: B-10's compute on CC-410 6110 differs by -96.00 from what was posted, but is "
-        "not adjusted: 1 of its cost lines (32.0000 GPU-h) have no amount yet"
+        f"cost-pipeline: held for 2026-11: {held} from what was posted, but is not adjusted: 1 of its cost lines "
+        "(32.0000 GPU-h) have no amount yet"
     ]
 
     header = (landing / DEMO_FOCUS).read_text(encoding="utf-8").splitlines()[0]
@@ -206,52 +233,10 @@ def test_a_cost_pending_after_close_is_held_not_reversed_until_its_amount_is_kno
         ("2026-11-01", "CC-410", "6110", "expense", "24.00", "0.00", "0", "0.0000"),
         ("2026-11-01", "CC-410", "6120", "expense", "0.00", "12.00", "0", "0.0000"),
         ("2026-11-01", "CC-410", "2910", "balancing", "0.00", "12.00", "0", "0.0000"),
-        ("2026-11-01", "CC-900", "6110", "expense", "0.00", "34.00", "0", "0.0000"),
-        ("2026-11-01", "CC-900", "2910", "balancing", "34.00", "0.00", "0", "0.0000"),
+        *CC_900_ADJUSTED,
     ]
     assert err == ""
-
-
-def test_a_month_closed_before_per_batch_postings_adjusts_per_account_and_holds_a_pending_cost_centre(
-    demo_copy, capsys
-):
-    """A warehouse an earlier release closed has no raw.closed_postings (dropped here after the close): its first
-    open month is not refused; the closed month's adjustments are measured per cost centre and account, as then.
-    After the FOCUS file's retraction B-10's job is pending, so CC-410's whole difference is held (its lines balance
-    per cost centre): nothing of it posts, its unpriced lines show 0.00 flagged. CC-900 is known: -34.00 / +34.00.
-    Once the job is billed 120.00, every difference posts, the same lines as a per-batch close gives."""
-    landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
-    assert main(["close", "--month", "2026-11", "--warehouse", str(warehouse), "--by", "controller"]) == 0
-    with duckdb.connect(str(warehouse)) as con:
-        con.execute("drop table raw.closed_postings")
-    assert main(["retract", str(DEMO_FOCUS), "--reason", "restated", "--warehouse", str(warehouse)]) == 0
-    assert run_pipeline(landing, warehouse)
-    december, err = _adjustments(capsys, warehouse, "2026-12")
-    assert december == [
-        ("2026-11-01", "CC-410", "6110", "expense", "0.00", "0.00", "1", "32.0000"),
-        ("2026-11-01", "CC-410", "2910", "balancing", "0.00", "0.00", "1", "32.0000"),
-        ("2026-11-01", "CC-900", "6110", "expense", "0.00", "34.00", "0", "0.0000"),
-        ("2026-11-01", "CC-900", "2910", "balancing", "34.00", "0.00", "0", "0.0000"),
-    ]
-    # By hand: CC-410's expense lines differ by -96.00 (compute) and -12.00 (storage).
-    assert err.splitlines() == [
-        "cost-pipeline: held for 2026-11: every batch's cost on CC-410 6110 differs by -108.00 from what was posted, "
-        "but is not adjusted: 1 of its cost lines (32.0000 GPU-h) have no amount yet"
-    ]
-
-    header = (landing / DEMO_FOCUS).read_text(encoding="utf-8").splitlines()[0]
-    restated = landing / "billing" / "aws_focus_2026-11-restated.csv"
-    restated.write_text(f"{header}\n{demo_focus_line(landing, amount='120.00')}\n", encoding="utf-8")
-    assert run_pipeline(landing, warehouse)
-    december, err = _adjustments(capsys, warehouse, "2026-12")
-    assert december == [
-        ("2026-11-01", "CC-410", "6110", "expense", "24.00", "0.00", "0", "0.0000"),
-        ("2026-11-01", "CC-410", "6120", "expense", "0.00", "12.00", "0", "0.0000"),
-        ("2026-11-01", "CC-410", "2910", "balancing", "0.00", "12.00", "0", "0.0000"),
-        ("2026-11-01", "CC-900", "6110", "expense", "0.00", "34.00", "0", "0.0000"),
-        ("2026-11-01", "CC-900", "2910", "balancing", "34.00", "0.00", "0", "0.0000"),
-    ]
-    assert err == ""
+    # Closing December freezes its adjustments once: January has none.
     assert main(["close", "--month", "2026-12", "--warehouse", str(warehouse), "--by", "controller"]) == 0
     assert _adjustments(capsys, warehouse, "2027-01") == ([], "")
 
