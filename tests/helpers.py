@@ -82,6 +82,12 @@ def cli_night(landing: Path, warehouse: Path, tamper: Sequence[str] = ()) -> Nig
 
 # The demo's FOCUS export, and the ResourceId of its first line: B-10's cloud job, 102.40, untagged.
 DEMO_FOCUS = Path("billing") / "aws_focus_2026-11.csv"
+# The normalised device-sample CSV's header (docs/inputs.md, raw.device_samples): the columns every such file has.
+DEVICE_SAMPLES_HEADER = (
+    "timestamp,hostname,gpu,job_id,DCGM_FI_PROF_GR_ENGINE_ACTIVE,DCGM_FI_PROF_SM_ACTIVE,"
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE,DCGM_FI_PROF_NVLINK_TX_BYTES,DCGM_FI_PROF_NVLINK_RX_BYTES,"
+    "DCGM_FI_DEV_POWER_USAGE"
+)
 DEMO_CLOUD_JOB = "arn:aws:eks:us-east-1:123456789012:job/b10-eval-cloud"
 
 

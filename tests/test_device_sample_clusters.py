@@ -11,7 +11,7 @@ from decimal import Decimal
 import pytest
 
 from cost_pipeline.cli import run_pipeline
-from tests.helpers import one_batch_landing, query
+from tests.helpers import DEVICE_SAMPLES_HEADER, one_batch_landing, query
 
 SACCT_HEADER = (
     "JobID|JobIDRaw|Cluster|State|Submit|Start|End|Elapsed|Timelimit|NNodes|NodeList|ReqTRES|AllocTRES|Comment"
@@ -40,11 +40,7 @@ def _utilisation(cluster: str, minute: int) -> tuple[float, float, float, float]
 
 def _wide_csv(label: str) -> str:
     """alpha's samples in the wide format, its cluster a column."""
-    header = (
-        "timestamp,hostname,gpu,job_id,DCGM_FI_PROF_GR_ENGINE_ACTIVE,DCGM_FI_PROF_SM_ACTIVE,"
-        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE,DCGM_FI_PROF_NVLINK_TX_BYTES,DCGM_FI_PROF_NVLINK_RX_BYTES,"
-        "DCGM_FI_DEV_POWER_USAGE,cluster"
-    )
+    header = DEVICE_SAMPLES_HEADER + ",cluster"
     rows = []
     for minute in range(MINUTES):
         engine, tx, rx, watts = _utilisation("alpha", minute)

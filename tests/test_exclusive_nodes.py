@@ -27,7 +27,7 @@ import pytest
 
 from cost_pipeline.cli import run_pipeline
 from cost_pipeline.ingest.scheduler import SACCT_FIELDS
-from tests.helpers import query
+from tests.helpers import DEVICE_SAMPLES_HEADER, query
 
 pytestmark = pytest.mark.xdist_group("exclusive_nodes_night")
 
@@ -77,11 +77,7 @@ def _sacct() -> str:
 
 
 def _samples() -> str:
-    rows = [
-        "timestamp,hostname,gpu,job_id,DCGM_FI_PROF_GR_ENGINE_ACTIVE,DCGM_FI_PROF_SM_ACTIVE,"
-        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE,DCGM_FI_PROF_NVLINK_TX_BYTES,DCGM_FI_PROF_NVLINK_RX_BYTES,"
-        "DCGM_FI_DEV_POWER_USAGE"
-    ]
+    rows = [DEVICE_SAMPLES_HEADER]
     for minute in range(60):
         at = (datetime(2026, 11, 26) + timedelta(minutes=minute)).isoformat()
         for gpu in range(8):

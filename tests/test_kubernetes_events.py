@@ -13,6 +13,18 @@ import duckdb
 from cost_pipeline.cli import run_pipeline
 from tests.helpers import cli_night, one_batch_landing, query
 
+# kp-1 preempted and not started again; kp-2 preempted and running again; kp-3's submit is the stream's newest event.
+PREEMPTED_EVENTS = [
+    ("kp-1", "submit", "2026-11-26T00:00:00", 8),
+    ("kp-1", "start", "2026-11-26T00:10:00", 8),
+    ("kp-1", "preempt", "2026-11-26T01:10:00", 8),
+    ("kp-2", "submit", "2026-11-26T01:30:00", 1),
+    ("kp-2", "start", "2026-11-26T02:00:00", 1),
+    ("kp-2", "preempt", "2026-11-26T03:00:00", 1),
+    ("kp-2", "start", "2026-11-26T04:00:00", 1),
+    ("kp-3", "submit", "2026-11-26T07:00:00", 1),
+]
+
 
 def _event(job_id: str, event: str, at: str, **extra: object) -> str:
     labels = {"batch": "B-1", "phase": "training", "reason": "planned_experiment"}
@@ -230,16 +242,7 @@ def test_a_preempted_kubernetes_job_not_started_again_has_occupied_its_segments(
     November's capacity cost is still allocated to the cent, its training hours the demo's 368 + 8 + 4 = 380."""
     warehouse = _night_with_b8_events(
         demo_copy,
-        [
-            ("kp-1", "submit", "2026-11-26T00:00:00", 8),
-            ("kp-1", "start", "2026-11-26T00:10:00", 8),
-            ("kp-1", "preempt", "2026-11-26T01:10:00", 8),
-            ("kp-2", "submit", "2026-11-26T01:30:00", 1),
-            ("kp-2", "start", "2026-11-26T02:00:00", 1),
-            ("kp-2", "preempt", "2026-11-26T03:00:00", 1),
-            ("kp-2", "start", "2026-11-26T04:00:00", 1),
-            ("kp-3", "submit", "2026-11-26T07:00:00", 1),
-        ],
+        PREEMPTED_EVENTS,
     )
     assert query(
         warehouse,
@@ -338,16 +341,7 @@ def test_a_running_or_preempted_kubernetes_jobs_samples_are_its_own_night_by_nig
     (telemetry / "node-k.prom").write_text("\n".join(lines) + "\n", encoding="utf-8")
     warehouse = _night_with_b8_events(
         demo_copy,
-        [
-            ("kp-1", "submit", "2026-11-26T00:00:00", 8),
-            ("kp-1", "start", "2026-11-26T00:10:00", 8),
-            ("kp-1", "preempt", "2026-11-26T01:10:00", 8),
-            ("kp-2", "submit", "2026-11-26T01:30:00", 1),
-            ("kp-2", "start", "2026-11-26T02:00:00", 1),
-            ("kp-2", "preempt", "2026-11-26T03:00:00", 1),
-            ("kp-2", "start", "2026-11-26T04:00:00", 1),
-            ("kp-3", "submit", "2026-11-26T07:00:00", 1),
-        ],
+        PREEMPTED_EVENTS,
     )
     assert _kp_samples(warehouse) == (
         [("kp-1", "job_label", 10), ("kp-2", "job_label", 10), ("kp-2", "label_names_no_running_job", 10)],

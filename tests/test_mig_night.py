@@ -22,7 +22,7 @@ from decimal import Decimal
 import pytest
 
 from cost_pipeline.cli import run_pipeline
-from tests.helpers import query
+from tests.helpers import DEVICE_SAMPLES_HEADER, query
 
 pytestmark = pytest.mark.xdist_group("mig_night")
 
@@ -65,11 +65,7 @@ EVENTS = "\n".join(
 
 
 def _samples() -> str:
-    header = (
-        "timestamp,hostname,gpu,job_id,DCGM_FI_PROF_GR_ENGINE_ACTIVE,DCGM_FI_PROF_SM_ACTIVE,"
-        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE,DCGM_FI_PROF_NVLINK_TX_BYTES,DCGM_FI_PROF_NVLINK_RX_BYTES,"
-        "DCGM_FI_DEV_POWER_USAGE,gpu_instance_id,gpu_instance_profile"
-    )
+    header = DEVICE_SAMPLES_HEADER + ",gpu_instance_id,gpu_instance_profile"
     start = datetime(2026, 11, 20)
     rows = [header]
     for minute in range(7 * 60):

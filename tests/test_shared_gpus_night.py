@@ -36,7 +36,7 @@ import pytest
 
 from cost_pipeline.cli import run_pipeline
 from cost_pipeline.contract import add_contract_directory, remove_contract_directory
-from tests.helpers import query
+from tests.helpers import DEVICE_SAMPLES_HEADER, query
 
 pytestmark = pytest.mark.xdist_group("shared_gpus_night")
 
@@ -90,11 +90,7 @@ def _events() -> str:
 
 
 def _samples() -> str:
-    rows = [
-        "timestamp,hostname,gpu,job_id,DCGM_FI_PROF_GR_ENGINE_ACTIVE,DCGM_FI_PROF_SM_ACTIVE,"
-        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE,DCGM_FI_PROF_NVLINK_TX_BYTES,DCGM_FI_PROF_NVLINK_RX_BYTES,"
-        "DCGM_FI_DEV_POWER_USAGE"
-    ]
+    rows = [DEVICE_SAMPLES_HEADER]
     for minute in range(60):
         at = (datetime(2026, 11, 22) + timedelta(minutes=minute)).isoformat()
         rows += [f"{at},gpu-t,0,{pod},0.9,0.9,0.5,1000000.0,1000000.0,300.0" for pod in PODS]
