@@ -323,39 +323,78 @@ def _kp_samples(warehouse: Path) -> tuple[list[tuple], list[tuple]]:
 
 
 def test_a_running_or_preempted_kubernetes_jobs_samples_are_its_own_night_by_night(demo_copy):
-    """R5: a Kubernetes job's samples up to occupied_until_at are its own: kp-1 (8 GPUs, 00:10-01:10, preempted, not
-    started again) until its preemption, kp-2 (1 GPU, 02:00-03:00, preempted, running again since 04:00) until its
-    stream's newest event. Pods on node-k, a sample a minute: kp-1's GPU 0 00:10-00:19 effective, kp-2's GPU 1
-    05:00-05:09 idle and 08:00-08:09 effective.
+    """R5: a Kubernetes job's samples inside its segments (start to preempt, the last up to occupied_until_at) are
+    its own: kp-1 (8 GPUs, 00:10-01:10, preempted, not started again) until its preemption, kp-2 (1 GPU, 02:00-03:00,
+    preempted, running again since 04:00) until its stream's newest event; a sample in the gap between two segments
+    is nobody's, whatever it names, and a sample stands for no time past its segment's end. kx (1 GPU, 03:00-03:10)
+    holds kp-2's GPU in the gap. Pods on node-k, a sample a minute: kp-1's GPU 0 00:10-00:19 effective; on GPU 1
+    kp-2's 02:50-02:59 effective, kx's 03:00-03:09 effective, kp-2's label again 03:20-03:29 effective (in the gap:
+    a label the exporter was late to drop), kp-2's 05:00-05:09 idle and 08:00-08:09 effective.
     Night 1 (newest event kp-3's submit at 07:00): kp-1 10 samples x 60 s = 0.1667 GPU-hours effective (the last up
-    to the nominal 60 s), 8 - 0.1667 = 7.8333 unobserved; kp-2 its 05:00 samples, 0.1667 idle, 4 - 0.1667 = 3.8333
-    unobserved; its 08:00 samples, after it was seen running, nobody's yet. Night 2 adds only kp-3's start at 09:00:
-    kp-2 was seen running until 09:00 (5 + 1 = 6 GPU-hours), its window grows and its tiers are built again (no new
-    telemetry): its 08:00 samples 0.1667 effective, 05:09 now stands for 2 x 60 = 120 s (capped: its next is at
-    08:00), so idle 540 + 120 = 660 s = 0.1833, 6 - 1,260 / 3,600 = 5.65 unobserved. (Before: none of their samples
-    was theirs, as neither has an end: 0 samples, 8 and 4 GPU-hours unobserved.)"""
+    to the nominal 60 s), 8 - 0.1667 = 7.8333 unobserved; kp-2 its 02:50 samples 600 s effective (02:59 up to the
+    preemption at 03:00, not 120 s to 03:01 over kx's time) and its 05:00 samples 600 s idle: 0.1667 each, 4 -
+    0.3333 = 3.6667 unobserved; its gap samples and its 08:00 samples (after it was seen running) nobody's. GPU 1's
+    jobs add up to its time 02:50-03:10: 600 + 600 s. Night 2 adds only events (no new telemetry): kp-3's start at
+    09:00, so kp-2 was seen running until 09:00 (5 + 1 = 6 GPU-hours), its window grows and its tiers are built
+    again: its 08:00 samples 600 s effective, 05:09 now stands for 2 x 60 = 120 s (capped: its next is at 08:00), so
+    effective 1,200 s = 0.3333, idle 540 + 120 = 660 s = 0.1833, 6 - 1,860 / 3,600 = 5.4833 unobserved. And kp-1's
+    preemption at 00:15 and start at 00:50, exported late: its start and its end (01:10) are the same, its segments
+    not, so its tiers are built again: 00:10-00:14 are its own, 300 s = 0.0833 effective, 00:15-00:19 nobody's; 8 x
+    (5 + 20) minutes = 3.3333 GPU-hours occupied, 3.25 unobserved. (Before: the gap samples were
+    kp-2's, 540 + 120 s of time it did not occupy, and 02:59 stood for 120 s, to 03:01 over kx's: 1,320 s of kp-2's
+    before 03:30 beside kx's 600; kp-2 0.3667 effective and 3.4667 unobserved on night 1.)"""
     telemetry = demo_copy / "landing" / "telemetry"
     lines = _pod_scrapes("kp-1-x7k2p", 0, datetime(2026, 11, 26, 0, 10, tzinfo=UTC), effective=True)
+    lines += _pod_scrapes("kp-2-q9w8e", 1, datetime(2026, 11, 26, 2, 50, tzinfo=UTC), effective=True)
+    lines += _pod_scrapes("kx-h4j5k", 1, datetime(2026, 11, 26, 3, tzinfo=UTC), effective=True)
+    lines += _pod_scrapes("kp-2-q9w8e", 1, datetime(2026, 11, 26, 3, 20, tzinfo=UTC), effective=True)
     lines += _pod_scrapes("kp-2-q9w8e", 1, datetime(2026, 11, 26, 5, tzinfo=UTC), effective=False)
     lines += _pod_scrapes("kp-2-q9w8e", 1, datetime(2026, 11, 26, 8, tzinfo=UTC), effective=True)
     (telemetry / "node-k.prom").write_text("\n".join(lines) + "\n", encoding="utf-8")
     warehouse = _night_with_b8_events(
         demo_copy,
-        PREEMPTED_EVENTS,
-    )
-    assert _kp_samples(warehouse) == (
-        [("kp-1", "job_label", 10), ("kp-2", "job_label", 10), ("kp-2", "label_names_no_running_job", 10)],
-        [
-            ("kp-1", 10, Decimal("0.1667"), Decimal(0), Decimal("7.8333")),
-            ("kp-2", 10, Decimal(0), Decimal("0.1667"), Decimal("3.8333")),
+        PREEMPTED_EVENTS
+        + [
+            ("kx", "submit", "2026-11-26T03:00:00", 1),
+            ("kx", "start", "2026-11-26T03:00:00", 1),
+            ("kx", "end", "2026-11-26T03:10:00", 1, "Succeeded"),
         ],
     )
-    _night_with_b8_events(demo_copy, [("kp-3", "start", "2026-11-26T09:00:00", 1)], file="k8s_b8_2.jsonl")
-    assert query(warehouse, "select occupied_gpu_hours from marts.fct_runs where job_id = 'kp-2'") == [(Decimal(6),)]
     assert _kp_samples(warehouse) == (
-        [("kp-1", "job_label", 10), ("kp-2", "job_label", 20)],
+        [("kp-1", "job_label", 10), ("kp-2", "job_label", 20), ("kp-2", "label_names_no_running_job", 20)],
         [
             ("kp-1", 10, Decimal("0.1667"), Decimal(0), Decimal("7.8333")),
-            ("kp-2", 20, Decimal("0.1667"), Decimal("0.1833"), Decimal("5.6500")),
+            ("kp-2", 20, Decimal("0.1667"), Decimal("0.1667"), Decimal("3.6667")),
+        ],
+    )
+    # The GPU-seconds GPU 1's jobs' samples from 02:50 to 03:30 stand for: kp-2 02:50-03:00, kx 03:00-03:10.
+    assert query(
+        warehouse,
+        "select job_key, sum(represented_gpu_seconds) from intermediate.int_device_samples_tiered "
+        "where hostname = 'node-k' and gpu_index = 1 and sampled_at < '2026-11-26 03:30' group by job_key "
+        "order by job_key",
+    ) == [("/kp-2@2026-11-26 01:30:00", 600.0), ("/kx@2026-11-26 03:00:00", 600.0)]
+    _night_with_b8_events(
+        demo_copy,
+        [
+            ("kp-3", "start", "2026-11-26T09:00:00", 1),
+            ("kp-1", "preempt", "2026-11-26T00:15:00", 8),
+            ("kp-1", "start", "2026-11-26T00:50:00", 8),
+        ],
+        file="k8s_b8_2.jsonl",
+    )
+    assert query(
+        warehouse, "select job_id, occupied_gpu_hours from marts.fct_runs where job_id like 'kp-%' order by job_id"
+    ) == [("kp-1", Decimal("3.3333")), ("kp-2", Decimal(6)), ("kp-3", Decimal(0))]
+    assert _kp_samples(warehouse) == (
+        [
+            ("kp-1", "job_label", 5),
+            ("kp-1", "label_names_no_running_job", 5),
+            ("kp-2", "job_label", 30),
+            ("kp-2", "label_names_no_running_job", 10),
+        ],
+        [
+            ("kp-1", 5, Decimal("0.0833"), Decimal(0), Decimal("3.2500")),
+            ("kp-2", 30, Decimal("0.3333"), Decimal("0.1833"), Decimal("5.4833")),
         ],
     )

@@ -1,8 +1,9 @@
 {#- The CTEs that fold the Kubernetes-style event stream (stg_scheduler__job_events) into runs, each a job of its own
     (int_jobs_unioned): `events`, every event with its run_number, and `event_sequence`, every event with its run's
     job_key, the next event of its run other than a submit (next_event_at: a start occupies its GPUs until then) and its
-    recency in its run (1: the run's last event). int_jobs_unioned folds the runs into jobs; int_job_months_split takes
-    each start's occupation (a segment) to split a job's GPU time by the months its segments ran in.
+    recency in its run (1: the run's last event). int_jobs_unioned folds the runs into jobs; int_job_segments takes
+    each start's occupation (a segment), by which int_job_months_split splits a job's GPU time over months and
+    int_device_samples_attributed gives it its samples.
     A name submitted again is another job: a run of a name starts at the first event after an end, and at a submit
     after another submit with no end between (a stream whose submit was never exported is a run too), with its own
     events, times, GPUs and labels. A submit goes first among events at the same instant. Emits CTE definitions

@@ -1,13 +1,14 @@
 -- Every device sample with the job (job_key) it is attributed to, and how (R5). A sample whose job label names a
 -- JobID or raw id belongs to the job that held that id at the sample time (held_by_alias: a JobID reused after a
--- controller reset or on another cluster names another job at another time), when that job's run interval
--- [start, occupied_until_at) holds the sample time: its end, or for a job still running when its export was written
--- until the export saw it running (running_seen_at; a later sample is nobody's until a later export sees the job
--- run on or end), or for a Kubernetes job preempted and not started again the end of its last segment. A Kubernetes
--- job's gaps between segments (preempted, then started again) lie inside its interval: a sample in a gap that names
--- it is still its, and its last sample before a preemption stands for up to max_gap_factor x the interval past it
--- (docs/inputs.md). A label that names no job running then and ends in -<digits> belongs, by
--- the same rule (held_by_alias, run interval), to the Kubernetes job the label names without that suffix: the Job
+-- controller reset or on another cluster names another job at another time), when one of that job's segments
+-- (int_job_segments) holds the sample time: a Slurm job's [start, end), or for a job still running when its export
+-- was written until the export saw it running (running_seen_at; a later sample is nobody's until a later export sees
+-- the job run on or end); a Kubernetes job's each start to its run's next preempt, requeue or end. A sample in a gap
+-- between a Kubernetes job's segments (preempted, not started again yet) is not its, whatever it names
+-- (label_names_no_running_job): the job held no GPU then, and its occupied time, which its tiers measure, has no gap
+-- in it; as a requeued Slurm job's incarnations are jobs of their own, with nothing between (docs/inputs.md). A label
+-- that names no job running then and ends in -<digits> belongs, by
+-- the same rule (held_by_alias, segments), to the Kubernetes job the label names without that suffix: the Job
 -- controller names an Indexed Job's pods <job name>-<completion index>-<5 characters>, so its pods' labels say
 -- train-b7-3 for Job train-b7 (macros/indexed_job_name.sql). A job running then under the label's own name keeps
 -- it (a Job named train-3 keeps its samples), and no Slurm job is found so. The second join reads the index only
@@ -36,21 +37,23 @@
 -- unlabelled samples' matches are grouped and joined back by their time too.
 {{ config(materialized='view') }}
 
+-- One row per job and segment (int_job_segments): a sample is a job's only inside one of its segments. start_at and
+-- occupied_until_at are the segment's bounds: a job still running (or preempted and not started again) holds its
+-- GPUs until occupied_until_at, and a Kubernetes job none in the gaps between its segments.
 with jobs as (
     select
-        job_key,
-        start_at,
-        -- A job still running (or preempted and not started again) holds its GPUs until occupied_until_at.
-        occupied_until_at,
-        mig_instances_allocated > 0 or shards_allocated > 0 or mps_allocated > 0 as holds_gpu_share,
-        gpus_allocated,
-        scheduler,
-        cluster
-    from {{ ref('int_jobs_attributed') }}
-    where start_at is not null and occupied_until_at is not null
+        jobs.job_key,
+        segments.segment_from as start_at,
+        segments.segment_until as occupied_until_at,
+        jobs.mig_instances_allocated > 0 or jobs.shards_allocated > 0 or jobs.mps_allocated > 0 as holds_gpu_share,
+        jobs.gpus_allocated,
+        jobs.scheduler,
+        jobs.cluster
+    from {{ ref('int_jobs_attributed') }} as jobs
+    inner join {{ ref('int_job_segments') }} as segments on jobs.job_key = segments.job_key
 ),
 
--- Each id a label may name a job by, with the job's run interval.
+-- Each id a label may name a job by, with each of the job's segments.
 alias_jobs as (
     select
         job_aliases.alias_job_id,
@@ -77,7 +80,7 @@ allocation_hosts as (
     {{ expand_hostlist('allocations', ['job_key'], 'node_list') }}
 ),
 
--- The jobs that held each host, with their run intervals and GPUs (a job named twice by its node list counts once).
+-- The jobs that held each host, with their segments and GPUs (a job named twice by its node list counts once).
 host_jobs as (
     select distinct
         {{ short_host('allocation_hosts.hostname') }} as hostname,

@@ -2,10 +2,11 @@
 -- builds again (issue 15: a night pays for the new day's files, not for history). One row per input: each telemetry
 -- file in raw (kind file: its bytes' hash, rows staged and rows quarantined, and the time its samples span), each
 -- job that has occupied its GPUs (kind job: what attributes samples to it and prices its window, start_at to
--- occupied_until_at; a job still running has its window so far, which grows night by night: its fingerprint holds
--- occupied_until_at, so a night that sees it run longer, or end, builds it again), the contract's parameters and
--- enumerations (kind contract) and the tier table's code (kind code). Each model keeps the inputs of its last build
--- beside it (macros/device_samples_tiered_state.sql); the tables by day compare them themselves (macros/sample_days.sql).
+-- occupied_until_at, and its segments inside it; a job still running has its window so far, which grows night by
+-- night: its fingerprint holds occupied_until_at, so a night that sees it run longer, or end, builds it again), the
+-- contract's parameters and enumerations (kind contract) and the tier table's code (kind code). Each model keeps the
+-- inputs of its last build beside it (macros/device_samples_tiered_state.sql); the tables by day compare them
+-- themselves (macros/sample_days.sql).
 -- A job's rows are built again (rebuild) when it is new or changed, when a file that is new, changed or gone spans
 -- its window, or when a job new, changed or gone overlaps its window in time (a sample without a job label belongs
 -- to the one job on its host: another job there takes it away); every job when the contract or the code changed,
@@ -79,6 +80,17 @@ node_lists as (
     group by job_key
 ),
 
+-- A job's segments (int_job_segments): a Kubernetes job's samples are its own only inside them, so a preemption or
+-- a start exported late (its start, end and occupied_until_at the same) changes which samples are its.
+segments as (
+    select
+        job_key,
+        {%- set segment = dbt.concat([text.format('segment_from'), "'-'", text.format('segment_until')]) %}
+        {{ ordered_listagg(segment, "','", segment) }} as segments
+    from {{ ref('int_job_segments') }}
+    group by job_key
+),
+
 jobs as (
     select
         jobs.job_key as item,
@@ -89,13 +101,15 @@ jobs as (
             text.format('jobs.mig_instances_allocated'), "'|'", text.format('jobs.shards_allocated'), "'|'",
             text.format('jobs.mps_allocated'), "'|'", text.format('jobs.gpus_allocated'), "'|'",
             "coalesce(aliases.held, '')", "'|'",
-            "coalesce(node_lists.node_lists, '')"
+            "coalesce(node_lists.node_lists, '')", "'|'",
+            "coalesce(segments.segments, '')"
         ])) }} as fingerprint,
         jobs.start_at as span_start,
         jobs.occupied_until_at as span_end
     from {{ ref('int_jobs_attributed') }} as jobs
     left join aliases on jobs.job_key = aliases.job_key
     left join node_lists on jobs.job_key = node_lists.job_key
+    left join segments on jobs.job_key = segments.job_key
     where jobs.start_at is not null and jobs.occupied_until_at is not null
 ),
 

@@ -1,8 +1,9 @@
--- One row per device sample inside its job's occupied window, classified into the contract's utilization tiers
--- (R5): the tier names and their precedence come from the contract (stg_contract__enumerations), the thresholds
--- from its parameters; a sample takes the tier of lowest precedence whose condition holds. Each sample stands for
--- the time to the same GPU's next sample, capped at max_gap_factor x the nominal interval and at the job's end
--- (occupied_until_at: for a job still running, when its export saw it running).
+-- One row per device sample inside one of its job's segments (int_job_segments), classified into the contract's
+-- utilization tiers (R5): the tier names and their precedence come from the contract (stg_contract__enumerations),
+-- the thresholds from its parameters; a sample takes the tier of lowest precedence whose condition holds. Each sample
+-- stands for the time to the same GPU's next sample, capped at max_gap_factor x the nominal interval and at its
+-- segment's end: the job's end (occupied_until_at: for a job still running, when its export saw it running), or a
+-- Kubernetes job's preemption (no time of a gap between its segments, which another job may hold).
 -- Samples are the job's as int_device_samples_attributed says (by job label, or by host and time); a sample
 -- delivered twice counts once.
 -- Where the GPU reports its energy counter (DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, mJ since the driver loaded) at
@@ -39,12 +40,12 @@
 -- depends_on: {{ ref('int_device_samples_inputs') }}
 {%- set incremental = is_incremental() and device_samples_inputs_fresh() %}
 
--- A job's window runs from its start to occupied_until_at: its end, or, still running, until its export saw it running
--- (int_jobs_unioned).
+-- A job's segments (int_job_segments) run from a start to occupied_until_at (its end, or, still running, until its
+-- export saw it running; int_jobs_unioned), a Kubernetes job's each to its run's next preempt, requeue or end.
 with jobs as (
-    select job_key, start_at, occupied_until_at, contract_version
-    from {{ ref('int_jobs_attributed') }}
-    where start_at is not null and occupied_until_at is not null
+    select jobs.job_key, segments.segment_from, segments.segment_until, jobs.contract_version
+    from {{ ref('int_jobs_attributed') }} as jobs
+    inner join {{ ref('int_job_segments') }} as segments on jobs.job_key = segments.job_key
 ),
 
 {{ tier_rule_ctes() }}
@@ -140,7 +141,7 @@ sequenced as (
     -- the memory limit); the contract's parameters join after it. At 100 M samples: 156 s -> 103 s.
     select
         samples.*,
-        jobs.occupied_until_at,
+        jobs.segment_until,
         jobs.contract_version,
         -- The file and line break a tie between two copies of one instant, so the same copy (the newest file's) is
         -- last, and kept, in every run.
@@ -156,7 +157,7 @@ sequenced as (
         ) as next_energy_counter_mj
     from samples
     inner join jobs on samples.job_key = jobs.job_key
-    where samples.sampled_at >= jobs.start_at and samples.sampled_at < jobs.occupied_until_at
+    where samples.sampled_at >= jobs.segment_from and samples.sampled_at < jobs.segment_until
 ),
 
 classified as (
@@ -179,7 +180,7 @@ classified as (
         least(
             coalesce({{ seconds_between('sequenced.sampled_at', 'sequenced.next_sampled_at') }}, interval_seconds),
             interval_seconds * max_gap_factor,
-            {{ seconds_between('sequenced.sampled_at', 'sequenced.occupied_until_at') }}
+            {{ seconds_between('sequenced.sampled_at', 'sequenced.segment_until') }}
         ) as represented_seconds,
         -- The tier rule, with the thresholds of the batch's contract version.
         {{ sample_tier_precedence() }} as tier_precedence

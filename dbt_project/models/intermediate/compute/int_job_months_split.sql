@@ -1,6 +1,6 @@
 -- Each job's occupied GPU time split over the calendar months it ran in, every month from its start to its end (one
 -- it runs straight through too). A Kubernetes job occupies its GPUs in segments, from each start until its run's
--- next preempt, requeue or end (macros/kubernetes_event_sequence.sql), or until its export saw it running: its
+-- next preempt, requeue or end, or until its export saw it running (int_job_segments): its
 -- time is split by the months its segments ran in, never spread over the gaps between them (a job preempted on
 -- 31 October and started again on 2 November has no time on 1 November). A Slurm job is one segment, from its
 -- start to occupied_until_at. A month takes the job's occupied GPU-seconds in proportion to its segments' seconds
@@ -9,46 +9,23 @@
 -- lists as rented (owned_vs_cloud.cloud_clusters): its cost comes from the bill, never from owned capacity, and
 -- until the bill arrives it has none (pending in int_job_months_costed). A job still running is split over the
 -- months from its start to when its export saw it running (occupied_until_at, int_jobs_unioned): its cost so far.
-with
-{{ kubernetes_event_sequence() }},
-
-jobs as (
+with jobs as (
     select
         job_key,
         cluster,
         job_id,
         batch_id,
         phase,
-        scheduler,
-        start_at,
-        occupied_until_at,
-        is_running,
-        running_seen_at,
         occupied_gpu_seconds
     from {{ ref('int_jobs_attributed') }}
     where start_at is not null and occupied_until_at is not null and occupied_gpu_seconds > 0
 ),
 
--- A Kubernetes start occupies until its run's next event but a submit; the start no event stopped, while its job is
--- running, until its export saw it running (int_jobs_unioned counts the same seconds).
-segments as (
-    select
-        jobs.job_key,
-        event_sequence.event_at as segment_from,
-        coalesce(event_sequence.next_event_at, case when jobs.is_running then jobs.running_seen_at end)
-            as segment_until
-    from event_sequence
-    inner join jobs on event_sequence.job_key = jobs.job_key
-    where event_sequence.event_type = 'start' and jobs.scheduler = 'kubernetes'
-    union all
-    select job_key, start_at, occupied_until_at
-    from jobs
-    where scheduler is null or scheduler <> 'kubernetes'
-),
-
+-- The segments (int_job_segments) of the jobs that occupied GPU time.
 occupied_segments as (
-    select * from segments
-    where segment_until > segment_from
+    select segments.job_key, segments.segment_from, segments.segment_until
+    from {{ ref('int_job_segments') }} as segments
+    inner join jobs on segments.job_key = jobs.job_key
 ),
 
 -- The seconds a job's segments occupied in all.
