@@ -1027,6 +1027,23 @@ def test_sacct_fields_that_used_to_raise(tmp_path):
     ]
 
 
+def test_sacct_gpu_counts_that_are_not_digits_are_quarantined_with_file_line_and_rule(tmp_path):
+    """A signed or garbage gres/gpu count was read as 0 GPUs: a job that ran on 8 GPUs cost nothing, no warning."""
+    header = "JobID|State|Start|End|Timelimit|ReqTRES|AllocTRES|Elapsed|Comment"
+    row = "{job}|COMPLETED|2026-11-03T00:00:00|2026-11-03T01:00:00|01:00:00|{req}|{alloc}|01:00:00|batch=B-1"
+    lines = [
+        row.format(job="1", req="gres/gpu=8", alloc="cpu=8,gres/gpu=-8,node=1"),
+        row.format(job="2", req="gres/gpu=x8", alloc="gres/gpu=8"),
+        row.format(job="3", req="gres/gpu=8", alloc="gres/gpu=8"),
+    ]
+    warehouse = _load(tmp_path, "scheduler/sacct.txt", "\n".join([header, *lines]).encode(), "scheduler_jobs")
+    assert query(warehouse, "select source, source_file, line, rule from raw.quarantine order by line") == [
+        ("scheduler_jobs", "scheduler/sacct.txt", 2, "tres_gpus"),
+        ("scheduler_jobs", "scheduler/sacct.txt", 3, "tres_gpus"),
+    ]
+    assert query(warehouse, "select job_id, gpus_requested, gpus_allocated from raw.scheduler_jobs") == [("3", 8, 8)]
+
+
 def _sample(minute: int, gpu: int = 0) -> str:
     return f"2026-11-01T00:{minute:02d}:00,gpu-a,{gpu},1,0.9,0.8,0.5,1e8,1e8,300"
 

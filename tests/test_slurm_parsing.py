@@ -120,6 +120,25 @@ def test_tres_cuda_mps_shares():
     assert slurm.parse_tres_gpus("cpu=4,gres/gpu=1,gres/mps=0") == (1, 0, 0, None, 0, None, 0)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "cpu=8,gres/gpu=-8,node=1",  # signed: the digit patterns skipped it, so it read as 0 GPUs
+        "cpu=8,gres/gpu=x8,node=1",
+        "cpu=8,gres/gpu=,node=1",
+        "cpu=8,gres/gpu=8,gres/gpu:a100=8x,node=1",  # a garbage typed duplicate beside a good untyped count
+        "cpu=8,gres/gpu:h100=2.5",
+        "cpu=4,gres/shard=-2",
+        "cpu=4,gres/mps:a100=twenty",
+        "cpu=8,gres/gpu=٨",  # Arabic-Indic eight: str.isdigit() but not ASCII
+    ],
+)
+def test_tres_gpu_count_that_is_not_plain_digits_is_refused(text):
+    with pytest.raises(slurm.FieldError) as raised:
+        slurm.parse_tres_gpus(text)
+    assert raised.value.rule == "tres_gpus"
+
+
 def test_tres_with_more_mig_instances_than_gpus_is_refused():
     with pytest.raises(slurm.FieldError) as raised:
         slurm.parse_tres_gpus("gres/gpu=1,gres/gpu:1g.10gb=2")
@@ -203,14 +222,18 @@ def test_messy_sacct_rows_parse_or_quarantine():
             "1239|too|few",
             _line(JobID="1240", Start="2026-11-03T05:00:00", End="2026-11-03T04:00:00"),
             "",
+            _line(JobID="1241", AllocTRES="cpu=8,gres/gpu=-8"),  # not 0 GPUs: quarantined
+            _line(JobID="1242", ReqTRES="cpu=8,gres/gpu=eight"),
         ]
     )
-    assert parsed.rows_in == 9
+    assert parsed.rows_in == 11
     assert len(parsed.rows) + len(parsed.rejections) == parsed.rows_in
     assert [(r.line, r.rule) for r in parsed.rejections] == [
         (8, "start_timestamp"),
         (9, "sacct_field_count"),
         (10, "end_not_before_start"),
+        (12, "tres_gpus"),
+        (13, "tres_gpus"),
     ]
     rows = {r["job_id"]: r for r in parsed.rows}
     assert rows["1234.batch"]["record_type"] == "step" and rows["1234.batch"]["allocation_id"] == "1234"
@@ -255,6 +278,7 @@ def test_quarantine_messages_say_what_was_expected_with_an_example_never_the_val
             _line(JobID="job-one"),
             _line(JobID="1241", Timelimit="soon"),
             _line(JobID="1242", State=""),
+            _line(JobID="1243", AllocTRES="cpu=8,gres/gpu=-8"),
         ]
     )
     messages = {r.rule: r.message for r in parsed.rejections}
@@ -271,10 +295,14 @@ def test_quarantine_messages_say_what_was_expected_with_an_example_never_the_val
         "timelimit_duration": "Timelimit should be a Slurm duration such as 1-04:33:44 (days-hours:minutes:seconds), "
         "04:00:00 or 30 (minutes), or UNLIMITED",
         "state_present": "State should be a Slurm job state such as COMPLETED or CANCELLED by 1234, not empty",
+        "tres_gpus": "a TRES GPU count (gres/gpu, gres/shard or gres/mps, typed or not, in ReqTRES or AllocTRES) "
+        "should be a whole number of at most 18 digits such as gres/gpu=8, not signed, empty or text",
     }
     for message in messages.values():
         # No value of the rows (yesterday, job-one, soon, too, few) and no regular expression in the words.
-        assert not {"yesterday", "job-one", "soon", "too", "few"} & set(message.replace(",", " ").split())
+        assert not {"yesterday", "job-one", "soon", "too", "few", "gres/gpu=-8"} & set(
+            message.replace(",", " ").split()
+        )
         assert not any(token in message for token in ("\\d", "^", "$", "[A-Z", "(?"))
 
 

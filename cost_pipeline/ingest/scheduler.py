@@ -74,6 +74,9 @@ _MIG_PROFILE = re.compile(rf"(?:^|[_.:-])(?P<profile>{MIG_PROFILE_PATTERN})$", r
 # CUDA MPS shares (gres/mps): a share of a GPU in units gres.conf sets (commonly 100 a GPU).
 _MPS_TRES = re.compile(r"(?:^|,)gres/mps=(\d+)(?=,|$)", re.ASCII)
 _TYPED_MPS_TRES = re.compile(r"(?:^|,)gres/mps:[^=,]+=(\d+)(?=,|$)", re.ASCII)
+# Every GPU, shard and MPS entry, typed or not, with whatever stands after its "=": the patterns above only see
+# digits, so without this a gres/gpu=-8 or gres/gpu=x8 would be no entry, silently 0 GPUs.
+_GPU_TRES_ENTRY = re.compile(r"(?:^|,)gres/(?:gpu|shard|mps)(?::[^=,]*)?=(?P<count>[^,]*)", re.ASCII)
 _MAX_DIGITS = 18  # any count or duration in sacct fits; more digits is a corrupt field, not a number
 
 
@@ -173,7 +176,8 @@ def parse_duration(text: str, field: str) -> int | None:
 
 _TRES_COUNT = (
     "tres_gpus",
-    "a TRES GPU count should be a whole number such as gres/gpu=8, not one of more than 18 digits",
+    "a TRES GPU count (gres/gpu, gres/shard or gres/mps, typed or not, in ReqTRES or AllocTRES) should be a whole "
+    "number of at most 18 digits such as gres/gpu=8, not signed, empty or text",
 )
 
 
@@ -205,8 +209,14 @@ def parse_tres_gpus(text: str) -> TresGpus:
     A typed entry whose type ends in a MIG profile (``gres/gpu:1g.10gb=1``, ``gres/gpu:nvidia_a100_3g.40gb=2``) holds
     MIG instances: so many devices, each only its profile's compute slices of a GPU. ``gres/shard=N`` (untyped, else
     the sum of typed ``gres/shard:type=N``) counts the GPU shards the job holds, ``gres/mps=N`` its CUDA MPS shares.
+    Any such count that is not plain ASCII digits (``gres/gpu=-8``, ``gres/gpu=``, ``gres/gpu:a100=x``) raises
+    ``FieldError`` ``tres_gpus``: the row is quarantined, never read as 0 GPUs.
     """
     value = text.strip()
+    for entry in _GPU_TRES_ENTRY.finditer(value):
+        count = entry.group("count")
+        if not (count.isascii() and count.isdigit()):
+            raise FieldError(*_TRES_COUNT)
     typed = [(gpu_type, _number(n, *_TRES_COUNT)) for gpu_type, n in _TYPED_GPU_TRES.findall(value)]
     instances = slices = 0
     profile = model = None
