@@ -438,8 +438,7 @@ def _journal(warehouse: Path, month_text: str, out_path: Path | None, close: boo
     from cost_pipeline.journal import (
         JournalError,
         close_month,
-        held_differences,
-        held_note,
+        held_notes,
         journal_lines,
         parse_month,
         write_csv,
@@ -454,7 +453,7 @@ def _journal(warehouse: Path, month_text: str, out_path: Path | None, close: boo
     def action():
         con = duckdb_session.connect(str(warehouse), read_only=not close)
         try:
-            held = held_differences(con, month)  # before a close: what the month holds as it is frozen
+            held = held_notes(con, month)  # before a close: what the month holds as it is frozen
             return (close_month(con, month, by), True) if close else journal_lines(con, month), held
         finally:
             con.close()
@@ -463,8 +462,8 @@ def _journal(warehouse: Path, month_text: str, out_path: Path | None, close: boo
     if code:
         return code
     (lines, closed), held = result
-    for posting in held:
-        print(f"cost-pipeline: {held_note(posting)}", file=sys.stderr)
+    for note in held:
+        print(f"cost-pipeline: {note}", file=sys.stderr)
     if close:
         print(f"closed {month:%Y-%m}: {len(lines)} journal lines frozen in raw.closed_journal")
     elif out_path is None:
@@ -584,6 +583,8 @@ def _monthly(warehouse: Path, month: str | None, first: str | None, last: str | 
             return 1
         journal, focus = metadata["monthly/gl_journal"], metadata["monthly/focus_export"]
         statements, marts = metadata["monthly/chargeback_statements"], metadata["monthly/cost_marts"]
+        for note in journal["held"]:  # as `journal --month` prints them
+            print(f"cost-pipeline: {note}", file=sys.stderr)
         state = "closed: the frozen lines" if journal["closed"] else "open"
         print(
             f"{key}: {Path(journal['path']).parent}: {journal['lines']} journal lines ({state}), "

@@ -474,3 +474,10 @@ def held_note(posting: Posting) -> str:
         f"{posting.expense_account} differs by {posting.amount:.2f} from what was posted, but is not adjusted: "
         f"{posting.unpriced_lines} of its cost lines ({posting.unpriced_gpu_hours} GPU-h) have no amount yet"
     )
+
+
+def held_notes(con: duckdb.DuckDBPyConnection, month: date) -> list[str]:
+    """One ``held_note`` per difference ``month`` holds (``held_differences``): what ``journal`` and ``close`` print
+    on stderr, and the monthly journal asset logs as warnings and keeps in its metadata, for its lines flagged
+    ``is_unpriced``."""
+    return [held_note(posting) for posting in held_differences(con, month)]

@@ -4,7 +4,8 @@ One job: write one month's folder from the warehouse, with the functions the CLI
 three is byte for byte what its command writes for the month:
 
 - ``journal.csv``: ``cost-pipeline journal --month`` (``journal.journal_lines``): a closed month's frozen lines,
-  an open month's lines as tonight states them (plus, in the first open month, the adjustments);
+  an open month's lines as tonight states them (plus, in the first open month, the adjustments); the notes of the
+  differences it holds (``journal.held_notes``, what the command prints on stderr) are returned with it;
 - ``focus.csv``: ``cost-pipeline export --focus --month`` (``focus_export.write_focus``);
 - ``statements/<team>.html``: ``cost-pipeline report --team --month`` (``statement.team_statement``), one per
   team with a cost line that month (unattributed cost has no team: it is in the journal, under the fallback centre);
@@ -32,7 +33,7 @@ import duckdb
 
 from cost_pipeline.focus_export import write_focus
 from cost_pipeline.ingest.lib.warehouse import quote
-from cost_pipeline.journal import journal_lines, write_csv
+from cost_pipeline.journal import held_notes, journal_lines, write_csv
 from cost_pipeline.publish import (
     AS_OF,
     MARTS,
@@ -62,6 +63,7 @@ class MonthFiles:
     journal_debit_cents: int
     journal_credit_cents: int
     journal_closed: bool
+    journal_held: tuple[str, ...]  # journal.held_notes: the differences its is_unpriced lines hold, not adjusted
     focus: Path
     focus_rows: int
     focus_billed_cents: int
@@ -141,6 +143,7 @@ def write_month(con: duckdb.DuckDBPyConnection, warehouse: Path, month: date, as
     written.mkdir()
     try:
         lines, closed = journal_lines(con, month)
+        held = tuple(held_notes(con, month))
         with open(written / JOURNAL_FILE, "w", encoding="utf-8", newline="") as out:
             write_csv(lines, out)
         focus_rows = write_focus(con, written / FOCUS_FILE, month)
@@ -172,6 +175,7 @@ def write_month(con: duckdb.DuckDBPyConnection, warehouse: Path, month: date, as
         journal_debit_cents=_cents(sum((line.debit for line in lines), Decimal(0))),
         journal_credit_cents=_cents(sum((line.credit for line in lines), Decimal(0))),
         journal_closed=closed,
+        journal_held=held,
         focus=target / FOCUS_FILE,
         focus_rows=focus_rows,
         focus_billed_cents=_cents(focus_billed),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import logging
 import shutil
 from dataclasses import dataclass
 from datetime import date
@@ -18,7 +19,10 @@ import pytest
 
 from cost_pipeline.cli import main, run_pipeline
 from cost_pipeline.contract import add_contract_directory, remove_contract_directory
+from cost_pipeline.dagster_home import warehouse_instance
+from cost_pipeline.defs.monthly import JOURNAL
 from cost_pipeline.journal import Posting, adjustment_lines, adjustments
+from cost_pipeline.monthly import month_folder
 from tests.helpers import DEMO_FOCUS, demo_focus_line, query
 
 # Its module-scoped fixture runs once: the whole module goes to one worker.
@@ -201,7 +205,9 @@ def test_a_cost_pending_after_close_is_held_not_reversed_until_its_amount_is_kno
     must not reverse the 96.00; only what is known moves (the file's B-10 volume, 12.00, and its two unattributed
     lines, 29.00 + 5.00). A new export bills the job 120.00: then December adjusts by the known difference, 24.00.
     A warehouse an earlier release closed (it has no raw.closed_postings: dropped here after the close) is not
-    refused: its month adjusts per cost centre and account, as then, and ends with the same lines."""
+    refused: its month adjusts per cost centre and account, as then, and ends with the same lines. December's
+    monthly partition (`cost-pipeline monthly`, as the UI or the sensor would run it) writes the same held lines and
+    says the same note: on stderr, as a warning of its Dagster run and in the journal asset's `held` metadata."""
     landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
     assert main(["close", "--month", "2026-11", "--warehouse", str(warehouse), "--by", "controller"]) == 0
     if closed_by == "earlier_release":
@@ -222,6 +228,21 @@ def test_a_cost_pending_after_close_is_held_not_reversed_until_its_amount_is_kno
         f"cost-pipeline: held for 2026-11: {held} from what was posted, but is not adjusted: 1 of its cost lines "
         "(32.0000 GPU-h) have no amount yet"
     ]
+    note = err.splitlines()[0].removeprefix("cost-pipeline: ")
+    assert main(["monthly", "--month", "2026-12", "--warehouse", str(warehouse)]) == 0
+    assert capsys.readouterr().err == err
+    with open(month_folder(warehouse, date(2026, 12, 1)) / "journal.csv", encoding="utf-8", newline="") as handle:
+        written = [
+            (r["corrects_month"], *_key(r), r["unpriced_lines"], r["unpriced_gpu_hours"])
+            for r in csv.DictReader(handle)
+        ]
+    assert written == held_lines + CC_900_ADJUSTED
+    with warehouse_instance(warehouse) as instance:
+        event = instance.get_latest_materialization_event(JOURNAL)
+        warnings = [entry.user_message for entry in instance.all_logs(event.run_id) if entry.level == logging.WARNING]
+    assert event.asset_materialization.partition == "2026-12"
+    assert event.asset_materialization.metadata["held"].value == [note]
+    assert warnings.count(note) == 1
 
     header = (landing / DEMO_FOCUS).read_text(encoding="utf-8").splitlines()[0]
     restated = landing / "billing" / "aws_focus_2026-11-restated.csv"

@@ -74,7 +74,9 @@ def _spec(key: dg.AssetKey, deps: list[list[str]], description: str) -> dg.Asset
             JOURNAL,
             [["marts", "fct_gl_journal"]],
             f"The month's general-ledger journal, {_FOLDER}journal.csv, as `cost-pipeline journal --month` writes "
-            "it: a closed month's frozen lines (`cost-pipeline close`), an open month's as tonight states them.",
+            "it: a closed month's frozen lines (`cost-pipeline close`), an open month's as tonight states them. A "
+            "difference of a closed month held while its cost is unpriced (lines flagged is_unpriced) is logged as a "
+            "warning and listed in the `held` metadata, the note the command prints.",
         ),
         _spec(
             FOCUS,
@@ -119,6 +121,8 @@ def monthly_deliverables(context: dg.AssetExecutionContext, warehouse: Warehouse
         f"wrote {files.folder}: {files.journal_lines} journal lines, {files.focus_rows} FOCUS rows, "
         f"{len(files.statements)} statement(s)"
     )
+    for note in files.journal_held:  # what `cost-pipeline journal --month` prints on stderr
+        context.log.warning(note)
     yield from _results(files)
 
 
@@ -131,6 +135,7 @@ def _results(files: MonthFiles):
             "debit_cents": files.journal_debit_cents,
             "credit_cents": files.journal_credit_cents,
             "closed": files.journal_closed,
+            "held": dg.MetadataValue.json(list(files.journal_held)),
         },
     )
     yield dg.MaterializeResult(
