@@ -12,6 +12,8 @@ R-1 has four counted steps, three of 6001 and one of job 6999, which is in no sc
 Batch R-6 has no plan but its 100 budget GPU-hours (no budget_cost, boundary or rounds) and one Slurm job 6002, 1 GPU
 on gpu-b from 2026-11-15T00:00:00, RUNNING with Elapsed 1-00:00:00 in both nights: 24 GPU-hours so far,
 28,540.82 / 480 = 59.4600 -> 59.46.
+Batches R-7 and R-8 plan a budget of 0.00 (boundary 10 %) and run no job: R-7 has one cloud line of 5.00 (a FOCUS
+line tagged R-7), R-8 no cost at all.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import pytest
 
 from cost_pipeline.cli import main
 from cost_pipeline.ingest.scheduler import SACCT_FIELDS
-from tests.helpers import cli_night, query
+from tests.helpers import append_demo_focus_lines, cli_night, demo_focus_line, query
 
 # Its module-scoped fixture runs two nights once: the whole module goes to one worker.
 pytestmark = pytest.mark.xdist_group("running_jobs")
@@ -35,7 +37,10 @@ D = Decimal
 REGISTRY_LINES = [
     "R-1,p,g,t,d,m,c,cfg,5000.00,2000.00,3,stop when the plan is met,10.00,v1\n",
     "R-6,p,g,t,d,m,c,cfg,,100.00,,,,v1\n",  # no plan but its GPU-hours
+    "R-7,p,g,t,d,m,c,cfg,0.00,,,,10.00,v1\n",  # a plan of no spend, and a 5.00 cloud line
+    "R-8,p,g,t,d,m,c,cfg,0.00,,,,10.00,v1\n",  # a plan of no spend, and none
 ]
+R7_CLOUD = "//compute.googleapis.com/projects/ml/zones/us-central1-a/instances/r7-eval"
 
 
 def r1_telemetry() -> str:
@@ -116,6 +121,7 @@ def nights(demo_run, tmp_path_factory) -> dict[int, Path]:
     steps = [step_record(n, "6001") for n in (1, 2, 3)] + [step_record(4, "6999")]
     (landing / "steps" / "steps_r1.jsonl").write_text("".join(steps), encoding="utf-8")
     (landing / "telemetry" / "r1_gpu-r.prom").write_text(r1_telemetry(), encoding="utf-8")
+    append_demo_focus_lines(landing, demo_focus_line(landing, R7_CLOUD, amount="5.00", batch_tag="R-7"))
     first = root / "night1.duckdb"
     shutil.copyfile(demo_run.warehouse, first)
     assert cli_night(landing, first).code == 0
@@ -222,6 +228,21 @@ def test_a_batch_without_a_budget_has_no_variance_to_judge(nights) -> None:
         "select cost_per_occupied_gpu_hour, projected_compute_cost_low, budget_cost, projected_over_boundary "
         "from marts.fct_batch_forecast where batch_id = 'R-6'",
     ) == [(D("2.4775"), D("59.46"), None, None)]
+
+
+def test_a_budget_of_zero_is_a_plan_any_spend_passes_its_boundary(nights) -> None:
+    """R-7 planned 0.00 and spent 5.00: a variance of 5.00 past a boundary of 10 % x 0.00 = 0.00, so over_boundary
+    (no variance_pct: a share of 0.00 has none); R-8 spent nothing against 0.00: inside. Neither runs a job, so no
+    forecast judges them (projected_over_boundary false) and no rule raises a stop signal.
+    (Before: a budget of 0.00 was never over its boundary, whatever was spent.)"""
+    assert query(
+        nights[1],
+        "select batch_id, budget_cost, actual_cost, variance, variance_pct, over_boundary, projected_over_boundary, "
+        "stop_signal, running_jobs from marts.fct_batch_budget where batch_id in ('R-7', 'R-8') order by 1",
+    ) == [
+        ("R-7", D("0.00"), D("5.00"), D("5.00"), None, True, False, False, 0),
+        ("R-8", D("0.00"), D("0.00"), D("0.00"), None, False, False, False, 0),
+    ]
 
 
 def test_the_statement_says_a_running_batchs_figures_are_provisional(nights, tmp_path) -> None:

@@ -10,7 +10,7 @@
 -- false), and a null cost for each review class holding an unpriced line - never a partial sum. A batch without a
 -- plan (no budget_cost or no variance_boundary_pct in the registry) has no variance to judge: a null variance,
 -- variance_pct and over_boundary too, and, while it runs, a null projected_over_boundary (and stop_signal, unless
--- a round rule raises it).
+-- a round rule raises it). A budget_cost of 0.00 is a plan: any spend is over its boundary (variance_pct is null).
 with batches as (
     select * from {{ ref('stg_registry__batches') }}
 ),
@@ -135,8 +135,9 @@ select
         then cast(round((actual_cost - budget_cost) * 100.0 / budget_cost, 2) as decimal(18, 2))
     end as variance_pct,
     cast(variance_boundary_pct as decimal(18, 2)) as variance_boundary_pct,
+    -- a budget of 0.00 is a plan (no spend): any spend passes its boundary (0.00 x the boundary is 0.00)
     case when actual_cost is not null and budget_cost is not null and variance_boundary_pct is not null
-        then coalesce(budget_cost > 0 and (actual_cost > budget_cost or running_jobs = 0)
+        then coalesce((actual_cost > budget_cost or running_jobs = 0)
             and abs(actual_cost - budget_cost) * 100.0 > variance_boundary_pct * budget_cost, false)
     end as over_boundary,
     cast(budget_gpu_hours as decimal(18, 4)) as budget_gpu_hours,

@@ -3,7 +3,8 @@
 -- and the projected full cost: the compute projection plus the storage, labour and services cost to date
 -- (fct_batch_costs.total_cost - compute_cost; they are not projected). projected_over_boundary: the projected
 -- total's low end passes budget_cost x (1 + variance_boundary_pct / 100) - the overrun is likely before it is spent;
--- null (unknown) without a projection, a budget_cost or a variance_boundary_pct: there is no boundary to pass.
+-- null (unknown) without a projection, a budget_cost or a variance_boundary_pct: there is no boundary to pass. A
+-- budget_cost of 0.00 is a boundary of 0.00: any projected cost passes it.
 -- cost_per_counted_step is null when a counted step's job is not in the scheduler export (counted_steps_without_job):
 -- its compute is not in the cost so far, as in fct_batch_compute.
 with forecasts as (
@@ -75,9 +76,8 @@ select
     cast(budget_cost as decimal(18, 2)) as budget_cost,
     cast(variance_boundary_pct as decimal(18, 2)) as variance_boundary_pct,
     case when projected_compute_cost_low is not null and budget_cost is not null and variance_boundary_pct is not null
-        then coalesce(budget_cost > 0
-            and (projected_compute_cost_low + other_cost_to_date) * 100.0
-                > budget_cost * (100 + variance_boundary_pct), false)
+        then coalesce((projected_compute_cost_low + other_cost_to_date) * 100.0
+            > budget_cost * (100 + variance_boundary_pct), false)
     end as projected_over_boundary,
     cast(labour_people as bigint) as labour_people,
     cast(labour_measured_people as bigint) as labour_measured_people,
