@@ -5,7 +5,8 @@ charts as inline SVG bars drawn from the figures; no script, font, image or addr
 from a mart as it stands; the only sums made here are of ``fct_cost_lines`` (the bill by type, phase and evidence
 level, and a team's chargeback), where an unpriced line makes its sum unpriced, never a partial total. Each figure's
 cell carries ``data-figure`` (the mart column) and ``data-value`` (the exact value) so a reader or a test can check
-it against the mart. The statement holds labour cost, so it is for finance readers (docs/confidentiality.md).
+it against the mart. Every statement that covers a job still running says in bold that its figures are provisional
+(``_provisional``). The statement holds labour cost, so it is for finance readers (docs/confidentiality.md).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from decimal import Decimal
 
 import duckdb
 
+from cost_pipeline.calendar_months import next_month
 from cost_pipeline.command_error import CommandError
 from cost_pipeline.contract import load_contract
 
@@ -482,17 +484,20 @@ def _misread(compute: dict | None, contract_version: str) -> str:
     return f'<table data-section="misread">{head}{"".join(body)}</table>'
 
 
-def _provisional(con: duckdb.DuckDBPyConnection, batch_id: str) -> str:
-    """The warning that a batch's figures are so far while a job of it is still running (fct_batch_costs.running_jobs:
-    occupied and priced until its export saw it running); empty when none is."""
-    costs = _one(con, "select running_jobs from marts.fct_batch_costs where batch_id = ?", [batch_id])
-    running = (costs or {}).get("running_jobs") or 0
+def _provisional(con: duckdb.DuckDBPyConnection, whose: str, runs: str, params: list) -> str:
+    """The warning every statement gives while it covers a job still running (marts.fct_runs.is_running: occupied
+    and priced until its export saw it running, so its figures are so far); empty when it covers none. ``runs`` is
+    the condition on fct_runs that picks the jobs the statement covers, ``whose`` names them (``this batch``)."""
+    (running,) = con.execute(f"select count(*) from marts.fct_runs where is_running and {runs}", params).fetchone()
     if running == 0:
         return ""
-    jobs = "1 job of this batch was" if running == 1 else f"{running:,} jobs of this batch were"
+    if running == 1:
+        jobs, its, them = f"1 job of {whose} was", "Its", "the job"
+    else:
+        jobs, its, them = f"{running:,} jobs of {whose} were", "Their", "them"
     text = (
-        f"Provisional: {jobs} still running when the scheduler export was written. Its GPU-hours and cost are so "
-        "far (until the export saw the job running), not final: a later night's figures replace them."
+        f"Provisional: {jobs} still running when the scheduler export was written. {its} GPU-hours and cost are so "
+        f"far (until the export saw {them} running), not final: a later night's figures replace them."
     )
     return f'<p class="note" data-provisional-jobs="{running}"><strong>{html.escape(text)}</strong></p>'
 
@@ -518,7 +523,7 @@ def batch_statement(con: duckdb.DuckDBPyConnection, batch_id: str, month: date |
             f"The bill is the cost lines of {month:%Y-%m}; the other sections are the batch to date (their marts "
             "have no month)."
         )
-    lead += _provisional(con, batch_id)
+    lead += _provisional(con, "this batch", "batch_id = ?", [batch_id])
     return _page(
         f"Statement of batch {batch_id}, {scope}",
         lead,
@@ -585,6 +590,13 @@ def team_statement(con: duckdb.DuckDBPyConnection, team: str, month: date) -> st
     lead = _note(
         f"Every cost line of {month:%Y-%m} (marts.fct_cost_lines) of the batches team {team} is responsible for "
         f"(marts.dim_batches); amounts in {currency}. The batches' totals add up to the team's total to the cent."
+    )
+    # A job running since before the month's end has cost in it so far, or will have (it has not ended).
+    lead += _provisional(
+        con,
+        "this team's batches",
+        "start_at < ? and batch_id in (select batch_id from marts.dim_batches where team = ?)",
+        [next_month(month), team],
     )
     return _page(
         f"Chargeback statement of team {team}, {month:%Y-%m}",

@@ -262,6 +262,31 @@ def test_the_statement_says_a_running_batchs_figures_are_provisional(nights, tmp
     assert "data-provisional-jobs" not in texts[2] and "Provisional" not in texts[2]
 
 
+def test_the_team_statement_says_its_month_is_provisional_while_a_job_of_the_team_runs(nights, tmp_path) -> None:
+    """Team t (R-1, R-6, R-7, R-8): its November chargeback on night 1 covers two running jobs, 6001 (R-1, from
+    20 November) and 6002 (R-6, from 15 November); on night 2 only 6002, still running. Its October chargeback
+    covers neither (both started in November). The monthly partition writes the same statements (team_statement).
+    (Before: the team statement never said its figures were provisional.)"""
+
+    def team(warehouse: Path, month: str) -> str:
+        out = tmp_path / f"t-{warehouse.stem}-{month}.html"
+        assert main(["report", "--team", "t", "--month", month, "--warehouse", str(warehouse), "--out", str(out)]) == 0
+        return out.read_text(encoding="utf-8")
+
+    assert (
+        '<p class="note" data-provisional-jobs="2"><strong>Provisional: 2 jobs of this team&#x27;s batches were still '
+        "running when the scheduler export was written. Their GPU-hours and cost are so far (until the export saw "
+        "them running), not final: a later night&#x27;s figures replace them.</strong></p>"
+    ) in team(nights[1], "2026-11")
+    assert (
+        '<p class="note" data-provisional-jobs="1"><strong>Provisional: 1 job of this team&#x27;s batches was still '
+        "running when the scheduler export was written. Its GPU-hours and cost are so far (until the export saw the "
+        "job running), not final: a later night&#x27;s figures replace them.</strong></p>"
+    ) in team(nights[2], "2026-11")
+    october = team(nights[1], "2026-10")
+    assert "Chargeback statement of team t, 2026-10" in october and "Provisional" not in october
+
+
 def test_the_job_ending_makes_its_figures_final(nights) -> None:
     """Night 2's export ends 6001: its real end replaces the provisional one. 2,854.08 - 5,000.00 = -2,145.92,
     -42.92 %, beyond the 10 % boundary now that the batch has finished."""
