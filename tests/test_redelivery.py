@@ -19,8 +19,10 @@ import duckdb
 from cost_pipeline.cli import HELD_EXIT, run_pipeline
 from cost_pipeline.contract import load_contract
 from cost_pipeline.fingerprint import table_fingerprints
+from cost_pipeline.ingest.lib.records import file_sha256
 from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.ingest.registry import load_named
+from cost_pipeline.retract import retract
 from tests.helpers import cli_night, dbt_show_model, query
 
 # Every file a night may see again with its records unchanged (text formats: a re-export differs in its bytes).
@@ -133,11 +135,12 @@ def test_raw_keeps_every_delivery_and_the_newest_record_wins(demo_run, tmp_path)
         # lines, and the first line's second copy within the one file (a charge of its own).
         assert con.execute("select count(*) from raw.billing_focus").fetchone() == (12,)
         assert con.execute("select count(*) from staging.stg_billing__focus_charges").fetchone() == (6,)
-        # The invoiced export is newer than the month's first (by path): its four other lines carry the new id.
+        # The invoiced export is newer than the month's first (one night's files: by path): its four other lines carry
+        # the new id.
         assert con.execute(
             "select count(*) from staging.stg_billing__focus_charges where invoice_id = 'INV-2026-11-FINAL'"
         ).fetchone() == (4,)
-        # The newest registry file (by name) holds each batch's registration.
+        # The newest registry file (one night's files: by name) holds each batch's registration.
         assert con.execute(
             "select batch_id, budget_cost from raw.batch_registry where batch_id = 'B-8' order by source_file"
         ).fetchall() == [("B-8", Decimal("400.00")), ("B-8", Decimal("500.00"))]
@@ -289,17 +292,18 @@ def test_a_newer_export_s_quarantined_edit_still_replaces_the_older_entry(demo_r
 
 
 def test_a_newer_export_s_held_entry_still_replaces_the_older_one(demo_run, tmp_path):
-    """An older report (its name sorts before the month's) says Chloe worked 4 hours on B-7 on 3 November; the month's
-    report says 5, her only entry in it, and that line fails a staging test (its task changed in raw behind the
-    contract's back) and is held. The month's report still covers Chloe, so her older 4 hours count no more, and the
-    held 5 nowhere. Before, the month's box was read from raw without Chloe: holding her line would bring the older
-    one back, so the hold was refused and the night failed. B-7 by hand: the demo's 4,230.28 over 33.5 hours less
-    Chloe's 5 hours assumed at 100.00 = 3,730.28 over 28.5."""
+    """An older report (its bytes arrived before the month's: ops.file_arrivals says so, as if an earlier night had
+    seen it) says Chloe worked 4 hours on B-7 on 3 November; the month's report says 5, her only entry in it, and that
+    line fails a staging test (its task changed in raw behind the contract's back) and is held. The month's report
+    still covers Chloe, so her older 4 hours count no more, and the held 5 nowhere. Before, the month's box was read
+    from raw without Chloe: holding her line would bring the older one back, so the hold was refused and the night
+    failed. B-7 by hand: the demo's 4,230.28 over 33.5 hours less Chloe's 5 hours assumed at 100.00 = 3,730.28 over
+    28.5."""
     landing, warehouse = tmp_path / "landing", tmp_path / "warehouse.duckdb"
     shutil.copytree(demo_run.landing, landing)
     shutil.copy2(demo_run.warehouse, warehouse)
     month = "timesheets/harvest_time_report_2026-11.csv"
-    older = "timesheets/harvest_time_report_2026-11-05.csv"  # sorts before the month's report: older
+    older = "timesheets/harvest_time_report_2026-11-05.csv"
 
     def earlier(row: dict) -> dict:
         row.update({"Hours": "4", "Hours Rounded": "4"})
@@ -310,7 +314,11 @@ def test_a_newer_export_s_held_entry_still_replaces_the_older_one(demo_run, tmp_
     night = cli_night(
         landing,
         warehouse,
-        [f"update raw.timesheets set task = 'Bogus task' where source_file = '{month}' and first_name = 'Chloe'"],
+        [
+            f"update raw.timesheets set task = 'Bogus task' where source_file = '{month}' and first_name = 'Chloe'",
+            f"insert into ops.file_arrivals select 'timesheets', '{file_sha256(landing / older)}', "
+            "min(first_seen_at) - interval 1 day from ops.file_arrivals",
+        ],
     )
 
     assert night.code == HELD_EXIT, night.out + night.err
@@ -478,3 +486,76 @@ def test_an_export_loaded_before_the_extent_was_recorded_still_covers_what_it_su
     )
     assert second.code == 0, second.err
     assert query(warehouse, labour) == [(Decimal("3870.28"),)]
+
+
+# B-8's step figures: compute cost 426.13 over the demo's 30 steps of job 2003, 26 counted, 4 discarded.
+_B8_STEPS = (
+    "select steps_counted, steps_discarded, tokens_counted, compute_cost, cost_per_counted_step "
+    "from marts.fct_batch_compute where batch_id = 'B-8'"
+)
+
+
+def test_steps_restated_on_a_later_night_win_whatever_their_file_is_named(demo_copy):
+    """The night after the demo, a file restates B-8's steps 3 and 4 of job 2003 as discarded (data_quality). Its
+    name, discards-2026-11-17.jsonl, sorts before the demo's steps.jsonl, but its bytes arrived later: it is the
+    newest delivery. By hand: 26 - 2 = 24 steps counted, 4 + 2 = 6 discarded, 24,000,000 tokens, the same 426.13 of
+    compute, 426.13 / 24 = 17.7554 a counted step (last by path, the demo's 26, 4 and 16.3896 stayed). The file gone
+    from the landing folder the night after, raw keeps its rows and its arrival: still 24. Retracted, its rows leave
+    raw and the demo's delivery is the newest again: 26, 4 and 16.3896."""
+    landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
+    demo = [(26, 4, 26_000_000, Decimal("426.13"), Decimal("16.3896"))]
+    assert query(warehouse, _B8_STEPS) == demo
+    steps = (landing / "steps" / "steps.jsonl").read_text(encoding="utf-8").splitlines()
+    restated = [
+        line.replace('"discarded_reason": null', '"discarded_reason": "data_quality"')
+        for line in steps
+        if '"job_id": "2003", "step": 3,' in line or '"job_id": "2003", "step": 4,' in line
+    ]
+    assert len(restated) == 2 and all('"committed": true' in line for line in restated)
+    discards = "steps/discards-2026-11-17.jsonl"
+    assert discards < "steps/steps.jsonl"
+    (landing / discards).write_text("\n".join(restated) + "\n", encoding="utf-8")
+
+    second = cli_night(landing, warehouse)
+    assert second.code == 0, second.out + second.err
+    restated_figures = [(24, 6, 24_000_000, Decimal("426.13"), Decimal("17.7554"))]
+    assert query(warehouse, _B8_STEPS) == restated_figures
+
+    (landing / discards).unlink()
+    third = cli_night(landing, warehouse)
+    assert third.code == 0, third.out + third.err
+    assert query(warehouse, "select count(*) from raw.training_steps where source_file = ?", [discards]) == [(2,)]
+    assert query(warehouse, _B8_STEPS) == restated_figures
+
+    assert [r.rows for r in retract(warehouse, discards, "restated the wrong steps", by="tests")] == [2]
+    fourth = cli_night(landing, warehouse)
+    assert fourth.code == 0, fourth.out + fourth.err
+    assert query(warehouse, _B8_STEPS) == demo
+
+
+def test_a_registry_file_delivered_on_a_later_night_revises_the_budget_whatever_its_name(demo_copy):
+    """The night after the demo, registry/batches-2026-11-20.csv revises B-10's budget from 100.00 to 50.00. Its name
+    sorts before the demo's registry/batches.csv ('-' before '.'), but its bytes arrived later: the budget is 50.00.
+    By hand: B-10 cost 108.00, variance 108.00 - 50.00 = 58.00, 58.00 / 50.00 = 116.00 %, over the 10.00 % boundary
+    (last by path, the budget stayed 100.00: variance 8.00, 8.00 %, within the boundary)."""
+    landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
+    budget = (
+        "select budget_cost, actual_cost, variance, variance_pct, over_boundary from marts.fct_batch_budget "
+        "where batch_id = 'B-10'"
+    )
+    assert query(warehouse, budget) == [(Decimal("100.00"), Decimal("108.00"), Decimal("8.00"), Decimal("8.00"), False)]
+    header, *rows = (landing / "registry" / "batches.csv").read_text(encoding="utf-8").splitlines()
+    (b10,) = [row for row in rows if row.startswith("B-10,")]
+    assert b10.count(",100.00,") == 1
+    revision = "registry/batches-2026-11-20.csv"
+    assert revision < "registry/batches.csv"
+    (landing / revision).write_text(f"{header}\n{b10.replace(',100.00,', ',50.00,')}\n", encoding="utf-8")
+
+    night = cli_night(landing, warehouse)
+    assert night.code == 0, night.out + night.err
+    assert query(warehouse, budget) == [
+        (Decimal("50.00"), Decimal("108.00"), Decimal("58.00"), Decimal("116.00"), True)
+    ]
+    assert query(
+        warehouse, "select budget_cost, source_file from staging.stg_registry__batches where batch_id = 'B-10'"
+    ) == [(Decimal("50.00"), revision)]

@@ -29,6 +29,7 @@ from cost_pipeline.defs.freshness import CHECK as DELIVERED_ON_TIME
 from cost_pipeline.defs.freshness import Freshness
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.ingest.contract_tables import TABLES, load_contract_tables
+from cost_pipeline.ingest.lib import arrivals
 from cost_pipeline.ingest.lib.arrivals import record_arrivals
 from cost_pipeline.ingest.lib.records import one_line
 from cost_pipeline.ingest.lib.source import Source
@@ -405,6 +406,17 @@ bookkeeping_specs: list[dg.AssetSpec] = [
     for source in SOURCES.values()
     if source.extent_table is not None
 ]
+# So are the files' arrivals, in ``ops``: staging reads them (dbt source ``ops.file_arrivals``) for the order of
+# delivery.
+bookkeeping_specs.append(
+    dg.AssetSpec(
+        [arrivals.SCHEMA, arrivals.TABLE],
+        group_name=GROUP,
+        kinds={"duckdb"},
+        description=arrivals.DESCRIPTION,
+        owners=_owners(arrivals.TABLE),
+    )
+)
 source_assets: list[dg.AssetsDefinition] = [source_asset(source) for source in SOURCES.values()]
 ASSETS_BY_TABLE = {asset.key.path[-1]: asset for asset in source_assets}
 ingest_assets: list[dg.AssetsDefinition] = [contract_tables, *source_assets, ignored_files]

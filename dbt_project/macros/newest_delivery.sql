@@ -2,14 +2,43 @@
     night's sacct export ends in the next, a request log or a step file is shipped again under another name, a
     month-to-date bill or time report repeats every earlier line. raw keeps every delivery; staging reads one. -#}
 
+{#- Which delivery is the newest: the one whose file arrived later, the first time a load saw its bytes
+    (ops.file_arrivals, written by every load: cost_pipeline/ingest/lib/arrivals.py). A correction delivered on a
+    later night wins whatever its file is named. Files that arrived in one load (every file of a first night, of a
+    new warehouse loaded from a landing folder) have the same arrival: the last by file path wins, then the last
+    line. A file whose bytes have no arrival (loaded before arrivals were recorded, its rows kept by raw) is the
+    oldest. A renamed file keeps its bytes' arrival: a move is no delivery. -#}
+
+{#- Each file's arrival by its bytes, as a parenthesised query of `arrived_sha256` and `arrived_at`: one row per
+    sha256, small beside any raw table, joined to a delivery's `file_sha256`. Bytes two sources hold arrived when
+    the first saw them. -#}
+{% macro file_arrivals() %}
+    (
+        select file_sha256 as arrived_sha256, min(first_seen_at) as arrived_at
+        from {{ source('ops', 'file_arrivals') }}
+        group by file_sha256
+    )
+{%- endmacro %}
+
+{#- The order of deliveries, newest first (or, `newest=false`, oldest first): `rows` names the delivered rows,
+    `arrivals` their file_arrivals() joined on file_sha256. -#}
+{% macro delivery_order(rows, arrivals, newest=true) %}
+    {%- if newest -%}
+        {{ arrivals }}.arrived_at desc nulls last, {{ rows }}.source_file desc, {{ rows }}.source_line desc
+    {%- else -%}
+        {{ arrivals }}.arrived_at nulls first, {{ rows }}.source_file, {{ rows }}.source_line
+    {%- endif -%}
+{% endmacro %}
+
 {#- Records with a natural key: `key` lists it (columns or expressions of `relation`'s columns); `prefer` (SQL, best
-    first) ranks the deliveries before the newest file and line win. `relation` is a CTE name or a parenthesised
-    query. -#}
+    first) ranks the deliveries before the newest delivery wins. `relation` (a CTE name or a parenthesised query)
+    keeps raw's `file_sha256`. -#}
 {% macro newest_delivery(relation, key, prefer=none) %}
     {{- return(adapter.dispatch('newest_delivery', 'cost_pipeline')(relation, key, prefer)) -}}
 {% endmacro %}
 
-{#- Every delivery ranked by a window over the key: the whole relation is sorted by it. -#}
+{#- Every delivery ranked by a window over the key: the whole relation is sorted by it, each row beside its file's
+    arrival. -#}
 {% macro default__newest_delivery(relation, key, prefer=none) %}
     select *
     from (
@@ -17,18 +46,20 @@
             candidates.*,
             row_number() over (
                 partition by {{ key | join(', ') }}
-                order by {% if prefer %}{{ prefer }}, {% endif %}source_file desc, source_line desc
+                order by {% if prefer %}{{ prefer }}, {% endif %}{{ cost_pipeline.delivery_order('candidates', 'arrivals') }}
             ) as delivery_rank
         from {{ relation }} as candidates
+        left join {{ cost_pipeline.file_arrivals() }} as arrivals
+            on candidates.file_sha256 = arrivals.arrived_sha256
     ) as deliveries
     where delivery_rank = 1
 {% endmacro %}
 
-{#- On DuckDB only the records delivered more than once are ranked: a grouping finds their keys, the others pass as
-    they are (rank 1). The same rows as the window over every row, which sorted every record's whole row: a night's
-    ten million requests, nearly all delivered once, took about twice as long (docs/benchmarks.md). A key is matched
-    null-safe, as the window's partitions group nulls. The relation is read three times: give it a CTE's name
-    (DuckDB computes a CTE once), not a parenthesised query. -#}
+{#- On DuckDB only the records delivered more than once are ranked, and only they meet their files' arrivals: a
+    grouping finds their keys, the others pass as they are (rank 1). The same rows as the window over every row,
+    which sorted every record's whole row: a night's ten million requests, nearly all delivered once, took about
+    twice as long (docs/benchmarks.md). A key is matched null-safe, as the window's partitions group nulls. The
+    relation is read three times: give it a CTE's name (DuckDB computes a CTE once), not a parenthesised query. -#}
 {% macro duckdb__newest_delivery(relation, key, prefer=none) %}
     {%- set repeated -%}
         (
@@ -56,15 +87,15 @@
 {#- Lines without a record id (FOCUS charges, Harvest entries) from `source_relation` (a raw table): a line whose
     columns all equal a line of another file is the same line delivered again. Within one file a repeated line is
     a charge or an entry of its own, so the n-th copy in one file matches only the n-th copy in another
-    (copy_number); the newest file's copy is kept. Every raw column is compared but the line's place (file, line,
-    file hash) and `ignore`: annotations a later export may fill in or change on the same line (an invoice id,
-    backfilled tags, a person's current roles), whose newest value is the one kept. A column added to the raw
-    table later is compared without an edit here.
+    (copy_number); the newest delivery's copy is kept (its file arrived later). Every raw column is compared but the
+    line's place (file, line, file hash) and `ignore`: annotations a later export may fill in or change on the same
+    line (an invoice id, backfilled tags, a person's current roles), whose newest value is the one kept. A column
+    added to the raw table later is compared without an edit here.
     `unkept`: raw columns that lines loaded before they were kept have null in all of them (raw keeps the rows of a
     file gone from the landing folder as they were loaded). Such a line is the same line as one that has them, its
-    other compared columns equal: it takes their values from the newest file whose equal lines have them, its n-th
-    copy in its own file from that file's n-th such line (ordered by those values), so that file's delivery
-    supersedes it. Two lines that both have them and differ in them stay two lines. -#}
+    other compared columns equal: it takes their values from the last file by path whose equal lines have them,
+    its n-th copy in its own file from that file's n-th such line (ordered by those values), so that file's
+    delivery supersedes it. Two lines that both have them and differ in them stay two lines. -#}
 {% macro identical_lines_once(source_relation, ignore=[], unkept=[]) %}
     {%- set columns = [] -%}
     {%- set every_column = [] -%}

@@ -1,14 +1,20 @@
 {#- A ledger's lines carry no id, and a ledger is exported again whole or in part (a month's corrected line, a
     final version): for each cell (the `cell` columns: a month and an item) the lines of the newest file that has
-    any (by file name, as every source's newest delivery) say what it is; an older file's lines of that cell are
-    superseded, changed or not. Lines repeated within that one file are costs of their own. Portable: one window. -#}
+    any (the file that arrived later, then the last by path, as every source's newest delivery: newest_delivery.sql)
+    say what it is; an older file's lines of that cell are superseded, changed or not. Lines repeated within that one
+    file are costs of their own. Portable: one window, each line beside its file's arrival. -#}
 {% macro newest_file_lines(relation, cell) %}
     select *
     from (
         select
             lines.*,
-            max(source_file) over (partition by {{ cell | join(', ') }}) as newest_file
+            rank() over (
+                partition by {{ cell | join(', ') }}
+                order by arrivals.arrived_at desc nulls last, lines.source_file desc
+            ) as file_rank
         from {{ relation }} as lines
+        left join {{ cost_pipeline.file_arrivals() }} as arrivals
+            on lines.file_sha256 = arrivals.arrived_sha256
     ) as cells
-    where source_file = newest_file
+    where file_rank = 1
 {% endmacro %}

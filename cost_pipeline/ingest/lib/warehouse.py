@@ -36,6 +36,7 @@ import pandas as pd
 from cost_pipeline import duckdb_session
 from cost_pipeline.contract.schemas import SourceSchema
 from cost_pipeline.duckdb_memory import limit_memory
+from cost_pipeline.ingest.lib.arrivals import ensure_arrivals
 from cost_pipeline.ingest.lib.records import UNREAD_SHA256, ParsedFile, Rejection, file_sha256, refusal, whole_file
 
 RAW = "raw"
@@ -195,7 +196,7 @@ def file_pattern(path: str | Path) -> str:
 def connect(
     path: str | Path, readable_dir: str | Path | None = None, memory_limit: str | None = None
 ) -> duckdb.DuckDBPyConnection:
-    """Open the warehouse and make sure the quarantine and the file ledger exist.
+    """Open the warehouse and make sure the quarantine, the file ledger and the files' arrivals exist.
 
     The connection runs under the DuckDB memory limit (``memory_limit``, else ``COST_DUCKDB_MEMORY_LIMIT``, else
     3 GiB) and spills beside the warehouse (``cost_pipeline.duckdb_memory``). With ``readable_dir`` (the landing
@@ -214,6 +215,7 @@ def connect(
         con.execute(_FAILURES_DDL)
         for migrate in _FILES_MIGRATE:
             con.execute(migrate)
+        ensure_arrivals(con)
         if readable_dir is not None:
             lock_down(con, readable_dir)
     except BaseException:

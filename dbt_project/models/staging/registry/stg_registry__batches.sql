@@ -2,17 +2,22 @@ with source as (
     select * from {{ source('raw', 'batch_registry') }}
 ),
 
--- A batch keeps the contract version it was first registered with (R3), whatever a later registry file says.
+-- A batch keeps the contract version it was first registered with (R3), whatever a later registry file says: its
+-- oldest delivery (the file that arrived first, then the first by path and line: macros/newest_delivery.sql).
 registrations as (
     select
         source.*,
-        first_value(contract_version) over (
-            partition by batch_id order by source_file, source_line
+        first_value(source.contract_version) over (
+            partition by source.batch_id
+            order by {{ delivery_order('source', 'arrivals', newest=false) }}
         ) as registered_contract_version
     from source
+    left join {{ file_arrivals() }} as arrivals
+        on source.file_sha256 = arrivals.arrived_sha256
 ),
 
--- A registry exported whole again (other bytes): each batch once, its other attributes from the newest file.
+-- A registry exported whole again (other bytes) or a later file revising a batch: each batch once, its other
+-- attributes from its newest delivery (the file that arrived later).
 newest as (
     {{ newest_delivery('registrations', ['batch_id']) }}
 ),

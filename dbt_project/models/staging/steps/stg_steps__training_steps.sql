@@ -1,4 +1,5 @@
--- A step file shipped again: each step once; the newest file wins (a step discarded after the fact is restated).
+-- A step file shipped again: each step once; the newest delivery wins, the file that arrived later whatever its name
+-- (a step discarded after the fact is restated).
 -- The key is in the model's meta too: rows held after a failed test are held in every delivery of their step
 -- (cost_pipeline/dbt_failures.py).
 {%- set record_key = ['job_id', 'step', 'started_at'] %}

@@ -4,7 +4,8 @@
 -- counts once. Client and project names, notes, the billable flag, the person's roles and cost rate may be edited
 -- between exports: not compared, the newest kept.
 -- An entry whose date, person, task, project or hours were edited between two exports is another line in each: the
--- newer export (by file name, as every source's newest delivery) replaces what an older one says within what the
+-- newer export (the one that arrived later, then the last by file name, as every source's newest delivery:
+-- macros/newest_delivery.sql) replaces what an older one says within what the
 -- newer one covers. Harvest filters a report by sets of people, projects and tasks and by a date range, so an export
 -- covers at least every (person, project, task) it holds one of each of, over its first to its last date: an older
 -- entry inside that box is in the newer export as it is now, or was edited or deleted since. An older entry outside
@@ -25,19 +26,35 @@ with newest as (
 -- the extent was recorded (raw keeps its rows after its file left the landing folder) by its raw rows, or its box
 -- would vanish and the entries it superseded count again.
 extent as (
-    select source_file, entry_date, first_name, last_name, project_code, task
+    select source_file, file_sha256, entry_date, first_name, last_name, project_code, task
     from {{ source('raw', 'timesheets_extent') }}
     union all
-    select source_file, entry_date, first_name, last_name, project_code, task
+    select source_file, file_sha256, entry_date, first_name, last_name, project_code, task
     from {{ source('raw', 'timesheets') }}
     where source_file not in (select distinct source_file from {{ source('raw', 'timesheets_extent') }})
 ),
 
--- What each export covers: its first and last date, and the people, projects and tasks it holds.
+-- What each export covers: its first and last date, and the people, projects and tasks it holds; and its place in
+-- the order of delivery (when its bytes arrived, an export without an arrival the oldest; then its name).
 exports as (
-    select source_file, min(entry_date) as first_date, max(entry_date) as last_date
-    from extent
-    group by source_file
+    select
+        covered.source_file,
+        covered.first_date,
+        covered.last_date,
+        row_number() over (
+            order by covered.arrived_at nulls first, covered.source_file
+        ) as delivery_order
+    from (
+        select
+            extent.source_file,
+            min(extent.entry_date) as first_date,
+            max(extent.entry_date) as last_date,
+            max(arrivals.arrived_at) as arrived_at
+        from extent
+        left join {{ file_arrivals() }} as arrivals
+            on extent.file_sha256 = arrivals.arrived_sha256
+        group by extent.source_file
+    ) as covered
 ),
 
 export_people as (
@@ -59,8 +76,10 @@ superseded as (
         newest.source_file,
         newest.source_line
     from newest
+    inner join exports as delivered_in
+        on newest.source_file = delivered_in.source_file
     inner join exports
-        on newest.source_file < exports.source_file
+        on delivered_in.delivery_order < exports.delivery_order
         and newest.entry_date >= exports.first_date
         and newest.entry_date <= exports.last_date
     inner join export_people
