@@ -6,6 +6,8 @@ import json
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
 
+import pytest
+
 from tests.helpers import Night, cli_night, query
 from tests.test_end_to_end import PRICE, cents
 
@@ -236,17 +238,20 @@ def test_a_replica_listed_again_in_next_month_s_file_keeps_its_earlier_run(demo_
     ]
 
 
-def test_a_later_list_correcting_a_run_s_start_supersedes_the_run_it_overlaps(demo_copy):
-    """A second November list names R-L1's run with its start corrected to 00:06 (the same replica, the same run).
-    The newer file's run supersedes the older one it overlaps: R-L1 holds 8 GPUs x (720 h - 6 min) = 5,759.2 GPU-h,
-    23,036.80 at 4.00. Both runs counted, it held 11,519.2 GPU-h and cost 46,076.80 (the large model's spend C
-    50,965.65, 212.356875 per request), with only a warning.
+@pytest.mark.parametrize("name", ["replicas_2026-11-corrected.csv", "replicas-2026-11-corrected.csv"])
+def test_a_later_list_correcting_a_run_s_start_supersedes_the_run_it_overlaps(demo_copy, name):
+    """A second November list, delivered on the next night, names R-L1's run with its start corrected to 00:06 (the
+    same replica, the same run); the second name sorts before the demo's replicas.csv, and arriving later still
+    makes it the newer file. The newer file's run supersedes the older one it overlaps: R-L1 holds
+    8 GPUs x (720 h - 6 min) = 5,759.2 GPU-h, 23,036.80 at 4.00. Both runs counted, it held 11,519.2 GPU-h and cost
+    46,076.80 (the large model's spend C 50,965.65, 212.356875 per request), with only a warning; with the older
+    file taken for newer (last by path), the demo's start stood and the correction was dropped.
 
     The month's other 5,500.00 is shared by GPU-seconds, 20,733,120 : 5,184,000: 439,987.78 and 110,012.22 cents,
     the one cent left to the larger remainder: 4,399.88 and 1,100.12."""
     D = Decimal
     landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
-    (landing / "serving" / "replicas_2026-11-corrected.csv").write_text(
+    (landing / "serving" / name).write_text(
         "replica_id,model,gpus,started_at,ended_at,gpu_hour_price\n"
         "R-L1,assistant-large,8,2026-11-01T00:06:00,2026-12-01T00:00:00,4.00\n",
         encoding="utf-8",
@@ -265,7 +270,7 @@ def test_a_later_list_correcting_a_run_s_start_supersedes_the_run_it_overlaps(de
     ]
     assert (large, per_request(large, 240)) == (D("27436.68"), D("114.319500"))
     assert query(warehouse, "select replica_key, source_file from staging.stg_serving__replicas order by 1") == [
-        ("R-L1@2026-11-01 00:06:00", "serving/replicas_2026-11-corrected.csv"),
+        ("R-L1@2026-11-01 00:06:00", f"serving/{name}"),
         ("R-S1@2026-11-01 00:00:00", "serving/replicas.csv"),
     ]
     # Nothing overlaps any more: the warning that the two runs were both counted is gone.

@@ -9,16 +9,29 @@ newest as (
 ),
 
 -- A later list may correct a run's start or end (the same replica, the same run, a start a few minutes off): a run
--- that a newer file's run of the same replica overlaps in time is superseded by it, as the newest file says what a
--- ledger cell is (newest_file_lines), so no GPU-hour is counted twice. Runs that do not overlap are runs of their own.
+-- that a newer delivery's run of the same replica overlaps in time is superseded by it, as the newest file says
+-- what a ledger cell is (newest_file_lines), so no GPU-hour is counted twice. Newer: its file arrived later (files
+-- of one load, or without an arrival: the last by path), as newest_delivery ranks deliveries. Runs that do not
+-- overlap are runs of their own.
+delivered as (
+    select
+        newest.*,
+        coalesce(arrivals.arrived_at, {{ dbt.cast("'1970-01-01 00:00:00'", dbt.type_timestamp()) }}) as arrived_at
+    from newest
+    left join {{ file_arrivals() }} as arrivals on newest.file_sha256 = arrivals.arrived_sha256
+),
+
 superseded as (
     select distinct
         older.replica_id,
         older.started_at
-    from newest as older
-    inner join newest as newer
+    from delivered as older
+    inner join delivered as newer
         on older.replica_id = newer.replica_id
-        and older.source_file < newer.source_file
+        and (
+            newer.arrived_at > older.arrived_at
+            or (newer.arrived_at = older.arrived_at and newer.source_file > older.source_file)
+        )
         and older.started_at < newer.ended_at
         and newer.started_at < older.ended_at
 ),
