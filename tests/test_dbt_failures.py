@@ -148,7 +148,8 @@ BAD_LINES = [
     "update raw.serving_requests set status = 'bogus' where source_line in (5, 7)",
     "update raw.serving_requests set model = null where source_line = 9",
 ]
-# An older file that delivered line 5's request before (newest_delivery keeps the newest file's copy).
+# A file that delivers line 5's request again on a later night: its name sorts before REQUESTS_FILE, but it arrived
+# later (ops.file_arrivals), so it is the newest delivery, the copy newest_delivery keeps.
 RESENT_FILE = "requests/requests_2026-10-resent.jsonl"
 
 
@@ -321,28 +322,33 @@ def test_the_stored_failing_rows_are_the_landing_rows(held_night):
 
 
 def test_every_delivery_of_a_failing_record_is_held_so_no_older_one_takes_its_place(demo_run, tmp_path):
-    """Line 5's request was delivered before in an older file, sound there. Holding line 5 alone would let the older
-    copy count in its place (staging keeps one delivery per request_id, its meta's record_key): both are held."""
+    """The night after the demo, line 5's request is delivered again in RESENT_FILE: that copy arrived later, so
+    staging keeps it, whatever the file's name (which sorts before the demo's). The next night that newest copy fails
+    a test. Holding it alone would let the demo's older copy, sound, count in its place (staging keeps one delivery
+    per request_id, its meta's record_key): both are held, and the request counts nowhere."""
     line_5 = (demo_run.landing / REQUESTS_FILE).read_text(encoding="utf-8").splitlines()[4]
+    request_id = json.loads(line_5)["request_id"]
+    kept = "select source_file, source_line from staging.stg_serving__requests where request_id = ?"
     resent = _night(tmp_path / "resent", demo_run.landing, demo_run.warehouse, [], {RESENT_FILE: line_5 + "\n"})
     assert resent.code == 0, resent.err
-    bad = f"update raw.serving_requests set status = 'bogus' where source_file = '{REQUESTS_FILE}' and source_line = 5"
+    assert RESENT_FILE < REQUESTS_FILE
+    assert query(resent.warehouse, kept, [request_id]) == [(RESENT_FILE, 1)]
+    bad = f"update raw.serving_requests set status = 'bogus' where source_file = '{RESENT_FILE}' and source_line = 1"
     night = _night(tmp_path / "night", resent.landing, resent.warehouse, [bad])
-    assert night.code == HELD_EXIT, night.err
+    assert night.code == HELD_EXIT, night.out + night.err
     assert (
         f"  held: 1 row(s) of serving_requests passed the contract and failed dbt test {STATUS_TEST} (first: "
-        f"{REQUESTS_FILE} line 5), with 1 other delivery of them; quarantined" in night.out
+        f"{RESENT_FILE} line 1), with 1 other delivery of them; quarantined" in night.out
     )
     assert query(
         night.warehouse,
         "select source_file, line, message like '%another delivery of this record failed%' from raw.quarantine "
         "where starts_with(rule, 'dbt:') order by source_file",
-    ) == [(RESENT_FILE, 1, True), (REQUESTS_FILE, 5, False)]
+    ) == [(RESENT_FILE, 1, False), (REQUESTS_FILE, 5, True)]
     assert _requests_ledger(night.warehouse, RESENT_FILE) == (1, 0, 1)
-    request_id = json.loads(line_5)["request_id"]
-    assert query(
-        night.warehouse, "select count(*) from staging.stg_serving__requests where request_id = ?", [request_id]
-    ) == [(0,)]
+    rows_in, staged, quarantined = _requests_ledger(resent.warehouse)
+    assert _requests_ledger(night.warehouse) == (rows_in, staged - 1, quarantined + 1)
+    assert query(night.warehouse, kept, [request_id]) == []
     costed = "select count(*) from intermediate.int_requests_costed"
     assert query(night.warehouse, costed)[0][0] == query(resent.warehouse, costed)[0][0] - 1
 

@@ -414,6 +414,9 @@ def test_hostile_names_and_values_through_the_real_ingest(tmp_path):
         ("raw", "retractions", "BASE TABLE"),
         ("raw", "retraction_batches", "BASE TABLE"),
         ("raw", "source_failures", "BASE TABLE"),
+        # When each file's bytes first arrived (cost_pipeline/ingest/lib/arrivals.py): staging reads it for the
+        # order of delivery (dbt source ops.file_arrivals), so connect makes it before any load, as the ledger.
+        ("ops", "file_arrivals", "BASE TABLE"),
     }
     _check_files_are_recorded_by_name(warehouse, hostile)
     _check_values(warehouse, hostile)

@@ -140,34 +140,41 @@ def test_every_declared_batch_lineage_reads_the_relations_a_night_builds(demo_ru
 
 
 FOCUS = "billing/aws_focus_2026-11.csv"
-# The demo's B-10 volume line (12.00, its Tags naming B-10) as an earlier export of November had it: not yet invoiced
-# and tagged for B-7. A later export of the same line counts instead (its tags are not compared), until it is
-# retracted.
-EARLY_FOCUS = "billing/aws_focus_2026-11-early.csv"
+# The demo's B-10 volume line (12.00, its Tags naming B-10) as a later export of November restates it: tagged for B-7.
+# The later export's copy counts (its tags are not compared) though its name sorts before the demo's, as its bytes
+# arrived later; retracted, it leaves the order of delivery and the demo's copy counts again, for B-10.
+RESTATED_FOCUS = "billing/aws_focus_2026-11-restated.csv"
 
 
 def test_a_retracted_focus_export_names_the_batch_an_earlier_export_of_its_line_counts_for_again(demo_copy):
     landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
     header, *lines = (landing / FOCUS).read_text(encoding="utf-8").splitlines()
     (volume,) = [line for line in lines if "vol-0b10ckpt" in line]
-    early = volume.replace("INV-2026-11-0042", "").replace('""B-10""', '""B-7""')
-    assert early != volume and '""B-7""' in early
-    (landing / EARLY_FOCUS).write_text(f"{header}\n{early}\n", encoding="utf-8")
+    restated = volume.replace('""B-10""', '""B-7""')
+    assert restated != volume and '""B-7""' in restated
+    assert RESTATED_FOCUS < FOCUS
+    (landing / RESTATED_FOCUS).write_text(f"{header}\n{restated}\n", encoding="utf-8")
     costs = "select batch_id, storage_cost, cloud_compute_cost from marts.fct_batch_costs order by 1"
     before = query(warehouse, costs)
+    was = {batch: (storage, cloud) for batch, storage, cloud in before}
+    # The demo: B-10's storage is the volume's 12.00, its cloud compute the EKS GPU-hours' 102.40 less 6.40 restated.
+    assert was["B-10"] == (Decimal("12.00"), Decimal("96.00"))
     assert run_pipeline(landing, warehouse)
-    assert query(warehouse, costs) == before, "the later export counts, for B-10"
+    moved = {batch: (storage, cloud) for batch, storage, cloud in query(warehouse, costs)}
+    # By hand: the later export's tag counts, so the volume's 12.00 moves from B-10's storage to B-7's.
+    assert moved["B-7"] == (was["B-7"][0] + Decimal("12.00"), was["B-7"][1])
+    assert moved["B-10"] == (Decimal("0.00"), Decimal("96.00"))
+    assert {b: c for b, c in moved.items() if b not in ("B-7", "B-10")} == {
+        b: c for b, c in was.items() if b not in ("B-7", "B-10")
+    }
 
     with contextlib.redirect_stdout(io.StringIO()):
-        assert main(["retract", FOCUS, "--reason", "restated", "--warehouse", str(warehouse)]) == 0
+        assert main(["retract", RESTATED_FOCUS, "--reason", "restated", "--warehouse", str(warehouse)]) == 0
     fed = query(warehouse, "select batch_id from raw.retraction_batches where source = 'billing_focus' order by 1")
-    assert fed == [("B-10",), ("B-7",), ("unattributed",)]
+    assert fed == [("B-10",), ("B-7",)], "the batch of every export of its line: the demo's tagged it for B-10"
     assert run_pipeline(landing, warehouse)
-    after = {batch: (storage, cloud) for batch, storage, cloud in query(warehouse, costs)}
-    was = {batch: (storage, cloud) for batch, storage, cloud in before}
-    # By hand: B-7's storage takes the early export's 12.00; B-10 keeps neither its cloud GPUs' bill (96.00) nor the
-    # volume: its job ran on a rented cluster, so with its bill retracted its cloud compute is pending (null), not 0.00.
-    assert after["B-7"] == (was["B-7"][0] + Decimal("12.00"), was["B-7"][1])
-    assert after["B-10"] == (Decimal("0.00"), None)
+    # The retracted export's row is out of raw and of the order of delivery: the demo's copy counts again, for B-10.
+    assert query(warehouse, "select count(*) from raw.billing_focus where source_file = ?", [RESTATED_FOCUS]) == [(0,)]
+    assert query(warehouse, costs) == before
     named = query(warehouse, "select distinct batch_id from history.snp_batch_cost_retractions order by 1")
-    assert ("B-7",) in named
+    assert named == [("B-10",), ("B-7",)]
