@@ -1044,6 +1044,82 @@ def test_sacct_gpu_counts_that_are_not_digits_are_quarantined_with_file_line_and
     assert query(warehouse, "select job_id, gpus_requested, gpus_allocated from raw.scheduler_jobs") == [("3", 8, 8)]
 
 
+def _step(tokens: int, started_at: str = "2026-11-03T00:10:00") -> str:
+    return json.dumps(
+        {
+            "batch_id": "B-7",
+            "job_id": "1002",
+            "step": 1,
+            "started_at": started_at,
+            "ended_at": "2026-11-03T00:20:00",
+            "committed": True,
+            "discarded_reason": None,
+            "samples": 512,
+            "tokens": tokens,
+        }
+    )
+
+
+# A record named twice in one file, as the review appended it: the later line silently replaced the first (B-7's raw
+# storage 90.06 -> 23.36, its round 1 compute 39.64 -> 465.77, its tokens 30,000,000 -> 1,028,999,999). Each source:
+# its folder, a header (None: JSON lines), the record, the record saying something else, another record, the rule.
+REPEATED_KEYS = {
+    "storage_prefix_rules": (
+        "storage/prefix_rules{}.csv",
+        "bucket,prefix,purpose,owner,batch_id,retention_days",
+        "ml-prod,raw/b7/,raw,data-team,B-7,",
+        "ml-prod,raw/b7/,raw,data-team,B-8,",
+        "ml-prod,raw/b8/,raw,data-team,B-8,",
+        "bucket+prefix.unique",
+        "bucket and prefix repeat an earlier row",
+    ),
+    "batch_rounds": (
+        "registry/rounds{}.csv",
+        "batch_id,round,started_at,ended_at,evidence",
+        "B-7,1,2026-11-02T00:00:00,2026-11-03T00:00:00,found it",
+        "B-7,1,2026-11-02T00:00:00,2026-11-09T00:00:00,dup",
+        "B-7,2,2026-11-03T00:00:00,2026-11-05T00:00:00,",
+        "batch_id+round.unique",
+        "batch_id and round repeat an earlier row",
+    ),
+    "training_steps": (
+        "steps/steps{}.jsonl",
+        None,
+        _step(1_000_000),
+        _step(999_999_999, started_at="2026-11-03T00:10:00Z"),  # the same instant, written with its zone
+        _step(1_000_000, started_at="2026-11-03T00:20:00"),  # step 1 again, from another start: another step
+        "job_id+step+started_at.unique",
+        "job_id, step and started_at repeat an earlier row",
+    ),
+}
+
+
+@pytest.mark.parametrize("source", sorted(REPEATED_KEYS))
+def test_a_record_named_twice_in_one_file_is_quarantined_and_another_file_restates_it(tmp_path, source):
+    """Within one file the first line of a record is kept; a later one is quarantined, whether it says something else
+    or the same bytes again (as ``batch_id.unique`` and ``vendor+invoice_id.unique`` do). Another file naming the record
+    again is a delivery of its own: raw keeps it, and staging reads the newest file's (``newest_delivery``)."""
+    name, header, record, conflicting, other, rule, message = REPEATED_KEYS[source]
+    landing = tmp_path / "landing"
+    first = landing / name.format("_1")
+    first.parent.mkdir(parents=True)
+    top = [] if header is None else [header]
+    first.write_text("\n".join([*top, record, conflicting, record, other]) + "\n", encoding="utf-8")
+    (landing / name.format("_2")).write_text("\n".join([*top, conflicting]) + "\n", encoding="utf-8")
+    _, rejected = _load_folder(landing, tmp_path / "w.duckdb", source)
+    line = 1 if header is None else 2  # the record's line in either file
+    first_file, second_file = name.format("_1"), name.format("_2")
+    assert [(r[1], r[3], r[4], r[5]) for r in rejected] == [  # source_file, line, rule, message
+        (first_file, line + 1, rule, message),
+        (first_file, line + 2, rule, message),
+    ]
+    kept = query(
+        tmp_path / "w.duckdb",
+        f'select source_file, source_line from raw."{source}" order by source_file, source_line',
+    )
+    assert kept == [(first_file, line), (first_file, line + 3), (second_file, line)]
+
+
 def _sample(minute: int, gpu: int = 0) -> str:
     return f"2026-11-01T00:{minute:02d}:00,gpu-a,{gpu},1,0.9,0.8,0.5,1e8,1e8,300"
 

@@ -365,6 +365,8 @@ def batch_rounds(contract: Contract) -> SourceSchema:
             Col("ended_at", "TIMESTAMP"),
             Col("evidence", "VARCHAR", nullable=True),
         ),
+        # A round is its batch's number: a file naming one twice says two things of it (a newer file restates it).
+        unique=(("batch_id", "round"),),
         ordered=(ends_after_start("ended_at", "started_at"),),
     )
 
@@ -519,6 +521,9 @@ def training_steps(contract: Contract) -> SourceSchema:
             Col("config_version", "VARCHAR", nullable=True),
             Col("data_version", "VARCHAR", nullable=True),
         ),
+        # A step is its job, number and start (stg_steps__training_steps' record key): a file naming one twice says
+        # two things of it, or one thing twice. Another file naming it again restates it (newest_delivery).
+        unique=(("job_id", "step", "started_at"),),
         ordered=(ends_after_start("ended_at", "started_at"),),
     )
 
@@ -736,6 +741,8 @@ def storage_prefix_rules(contract: Contract) -> SourceSchema:
             Col("batch_id", "VARCHAR", nullable=True, checks=BATCH_KEY),
             Col("retention_days", "INTEGER", nullable=True, domain=COUNT),
         ),
+        # One rule per bucket prefix in a file (a blank prefix is the whole bucket); a newer file restates it.
+        unique=(("bucket", "prefix"),),
     )
 
 

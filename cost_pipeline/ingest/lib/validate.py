@@ -340,7 +340,7 @@ def validate_rows(
         if file_of is not None:
             within = within.assign(_file=[file_of[i - 1] for i in valid.index])
         duplicated = within.duplicated(keep="first")
-        said = f"{columns[0]} repeats" if len(columns) == 1 else f"{' and '.join(columns)} repeat"
+        said = f"{columns[0]} repeats" if len(columns) == 1 else f"{', '.join(columns[:-1])} and {columns[-1]} repeat"
         for line in valid.index[duplicated]:
             rejected[int(line)] = Rejection(int(line), f"{'+'.join(columns)}.unique", f"{said} an earlier row")
         valid = valid[~duplicated]
