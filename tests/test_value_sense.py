@@ -203,6 +203,26 @@ def test_a_focus_credit_may_be_negative_and_a_negative_usage_charge_is_quarantin
     assert "unless its ChargeCategory is Adjustment or Credit, its ChargeClass is Correction" in quarantined[0][3]
 
 
+def test_a_positive_focus_credit_is_quarantined_unless_it_is_a_correction(tmp_path):
+    """A Credit tagged +50.00 loaded and added 50.00 to its batch's storage cost (12.00 -> 62.00): the sign rule let a
+    credit be negative but never required it. FOCUS lets a correction of an earlier period (ChargeClass Correction)
+    reverse a credit, so that one may be positive; an Adjustment may be either sign."""
+    write(
+        tmp_path / "landing" / "billing" / "focus.csv",
+        FOCUS_HEADER + "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,Credit,,-50.00,-50.00,\n"
+        "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,Credit,,50.00,50.00,\n"  # a credit that charges
+        "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,Credit,,0.00,50.00,\n"  # positive in EffectiveCost only
+        "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,Credit,Correction,50.00,50.00,\n"  # reverses an earlier credit
+        "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,Credit,,0.00,0.00,\n"
+        "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,Adjustment,,50.00,50.00,\n",
+    )
+    warehouse, quarantined = load(tmp_path, "billing_focus")
+    assert query(warehouse, "select source_line from raw.billing_focus order by 1") == [(2,), (5,), (6,), (7,)]
+    assert rules(quarantined) == [(3, "focus_credit.sign"), (4, "focus_credit.sign")]
+    expects = "no positive amount on a line whose ChargeCategory is Credit, unless its ChargeClass is Correction"
+    assert expects in quarantined[0][3]
+
+
 def test_a_device_sample_time_with_an_offset_is_converted_to_utc_whatever_the_host_zone(tmp_path):
     write(
         tmp_path / "landing" / "telemetry" / "a.csv",

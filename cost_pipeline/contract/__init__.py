@@ -325,12 +325,14 @@ class Contract:
 
     @property
     def focus_negative_amounts(self) -> dict[str, Any]:
-        """Which FOCUS lines may carry a negative amount (FOCUS's own credit, adjustment and correction by default)."""
+        """Which FOCUS lines may carry a negative amount (FOCUS's own credit, adjustment and correction by default),
+        and which may carry no positive one unless they are a correction (a credit, by default)."""
         rule = self.document.get("focus_negative_amounts") or {}
         return {
             "charge_categories": list(rule.get("charge_categories", ["Credit", "Adjustment"])),
             "charge_classes": list(rule.get("charge_classes", ["Correction"])),
             "negative_consumed_quantity": bool(rule.get("negative_consumed_quantity", False)),
+            "never_positive_categories": list(rule.get("never_positive_categories", ["Credit"])),
         }
 
     def _operations(self, part: str) -> dict[str, Any]:

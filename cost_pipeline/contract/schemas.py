@@ -677,6 +677,30 @@ def _focus_amount_sign(contract: Contract) -> pa.Check:
     return pa.Check(holds, element_wise=True, name="focus_amount.sign", description=expects)
 
 
+def _focus_credit_sign(contract: Contract) -> tuple[pa.Check, ...]:
+    """No positive amount on a credit (the contract's never-positive categories) unless the line is a correction:
+    a credit gives money back, and a positive one would add to the cost it should reduce. FOCUS lets a correction
+    (ChargeClass Correction) reverse a credit of an earlier billing period. No check when no category is named."""
+    allowed = contract.focus_negative_amounts
+    categories, classes = set(allowed["never_positive_categories"]), set(allowed["charge_classes"])
+    if not categories:
+        return ()
+
+    def holds(row: pd.Series) -> bool:
+        if row["charge_category"] not in categories or row["charge_class"] in classes:
+            return True
+        numbers = [as_number(row[c]) for c in FOCUS_AMOUNT_COLUMNS if not pd.isna(row[c])]
+        return not any(n is not None and n.is_finite() and n > 0 for n in numbers)
+
+    expects = f"no positive amount on a line whose ChargeCategory is {' or '.join(sorted(categories))}" + (
+        f", unless its ChargeClass is {' or '.join(sorted(classes))} (a correction may reverse a credit of an earlier "
+        "billing period)"
+        if classes
+        else ""
+    )
+    return (pa.Check(holds, element_wise=True, name="focus_credit.sign", description=expects),)
+
+
 FOCUS_AMOUNT_COLUMNS = ("billed_cost", "effective_cost", "list_cost", "contracted_cost")
 # Amounts as the billing loader writes them (plain decimal text, up to 18 decimals: the FinOps sample writes 11).
 FOCUS_AMOUNT = (pa.Check.str_matches(r"^-?\d{1,20}(\.\d{1,18})?$"),)
@@ -721,7 +745,7 @@ def billing_focus(contract: Contract) -> SourceSchema:
             Col("tags", "VARCHAR", nullable=True),
             Col("batch_id", "VARCHAR", nullable=True),
         ),
-        row_checks=(_focus_amount_sign(contract),),
+        row_checks=(_focus_amount_sign(contract), *_focus_credit_sign(contract)),
         ordered=(
             ends_after_start("charge_period_end", "charge_period_start"),
             ends_after_start("billing_period_end", "billing_period_start"),
