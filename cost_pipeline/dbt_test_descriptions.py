@@ -39,6 +39,9 @@ READINGS: Mapping[str, Callable[[str, Mapping[str, Any]], str]] = {
         f"The sum of `{column}` equals the sum of `{a['compare_column']}` in `{_model(a['compare_model'])}`"
         + (f", to within {a['tolerance']}" if a.get("tolerance") else ", to the cent")
     ),
+    "sum_at_most": lambda column, a: (
+        f"`{column}` adds up to at most {a['at_most']} over the rows of each {_listed(a['group_by'])}"
+    ),
     "debits_equal_credits": lambda _, a: f"`{a['debit']}` and `{a['credit']}` balance for each `{a['by']}`",
 }
 

@@ -76,6 +76,10 @@ def test_describe_test_reads_generic_tests_and_says_when_one_only_warns():
         "Rows that break it. Two lines."
     )
     assert describe_test({"raw_code": "select 1", "config": {}}) is None
+    day = {"name": "sum_at_most", "kwargs": {"group_by": ["entry_date", "first_name"], "at_most": 24}}
+    assert describe_test({"test_metadata": day, "column_name": "hours", "config": {}}) == (
+        "`hours` adds up to at most 24 over the rows of each `entry_date`, `first_name`."
+    )
 
 
 def test_warn_tests_report_warn_severity_whether_they_pass_or_fail(demo_run):

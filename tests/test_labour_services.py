@@ -19,7 +19,7 @@ from cost_pipeline.contract.schemas import batch_registry, service_invoices, tim
 from cost_pipeline.defs.ingest import source_assets
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.ingest.lib.records import parse_file
-from cost_pipeline.ingest.lib.validate import validate_rows
+from cost_pipeline.ingest.lib.validate import validate_files, validate_rows
 from cost_pipeline.ingest.registry import sources
 from cost_pipeline.ingest.timesheets import HarvestOptions, harvest_line_parser
 from tests.test_end_to_end import job_cost
@@ -195,6 +195,33 @@ def test_unknown_task_and_bad_hours_are_quarantined_with_their_rule_and_no_value
     for rejection in parsed.rejections:
         assert "Alice" not in rejection.message and "Chen" not in rejection.message
         assert CANARY not in rejection.message and "173" not in rejection.message
+
+
+def test_a_person_s_day_over_24_hours_in_one_file_is_quarantined_entry_by_entry(tmp_path):
+    """No entry is over 24 hours, but Alice's 3 November is 8 + 4 + 16 + 4 = 32: each of the four is quarantined (rule
+    hours_of_a_person_day), none priced. Ben's 24 hours in two entries is a day; Alice's 4 November (20) is another day
+    and Chloe Chen's 20 another person. Validated together with a second file (validate_files, one pass), the sum is
+    per file: its 12 + 12 hours of Alice on 3 November are a day of their own (across files staging judges)."""
+
+    def entry(day: str, hours: str, first: str = "Alice", last: str = "Chen") -> str:
+        return f"2026-11-{day},In,RL,B-7,Training runs,,{hours},{hours},No,No,Yes,{first},{last},,Yes,0,0,120.00,0,USD,"
+
+    one = [entry("03", "8"), entry("03", "4"), entry("03", "16"), entry("03", "4"), entry("04", "20")]
+    one += [entry("03", "20", "Chloe"), entry("03", "12", "Ben", "Okafor"), entry("03", "12.0", "Ben", "Okafor")]
+    two = [entry("03", "12"), entry("03", "12")]
+    schema = timesheets(load_contract())
+    parsed = [
+        parse_file(write(tmp_path / name, "\n".join([HARVEST_HEADER, *lines]) + "\n"), harvest_line_parser())
+        for name, lines in (("one.csv", one), ("two.csv", two))
+    ]
+    valid = validate_files(parsed, schema)
+
+    assert [(r.line, r.rule) for r in parsed[0].rejections] == [
+        (line, "hours_of_a_person_day") for line in (2, 3, 4, 5)
+    ]
+    assert list(valid[0]["source_line"]) == [6, 7, 8, 9]
+    assert parsed[1].rejections == [] and list(valid[1]["source_line"]) == [2, 3]
+    assert "Alice" not in parsed[0].rejections[0].message and "32" not in parsed[0].rejections[0].message
 
 
 def test_a_timesheet_without_a_required_column_is_rejected_whole(tmp_path):

@@ -330,6 +330,61 @@ def test_a_newer_export_s_held_entry_still_replaces_the_older_one(demo_run, tmp_
     assert _labour_and_hours(warehouse) == {**clean, "B-7": (Decimal("3730.28"), Decimal("28.5"))}
 
 
+def test_a_person_s_day_over_24_hours_is_priced_nowhere_in_one_export_or_across_two(demo_run, tmp_path):
+    """No entry is over 24 hours, but a day of one person is. In the month's report Alice books 20 hours of B-8 training
+    runs on 3 November beside her 8 + 4 hours on B-7 that day: 32 hours, all priced before (B-8's labour 920.00 ->
+    3,320.00, exit 0). The contract now quarantines the three entries (rule hours_of_a_person_day, file and line each).
+    A newer report filtered to PLATFORM says Farah spent 24 hours coordinating on 7 November, beside her 1 hour on B-8
+    that day in the month's report, which the newer one does not cover (another project): 25 hours across two exports
+    after staging has chosen between them, so the staging test holds both entries and the night says so.
+    By hand: B-7 is the demo's 4,230.28 over 33.5 hours less Alice's 12 h x 120.00 = 2,790.28 over 21.5; B-8 the demo's
+    920.00 over 9 less Farah's 1 h x 80.00 = 840.00 over 8."""
+    landing, warehouse = tmp_path / "landing", tmp_path / "warehouse.duckdb"
+    shutil.copytree(demo_run.landing, landing)
+    shutil.copy2(demo_run.warehouse, warehouse)
+    month = "timesheets/harvest_time_report_2026-11.csv"
+    newer = "timesheets/harvest_time_report_2026-11_platform.csv"  # sorts after the month's report: newer
+    with (landing / month).open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    alice = next(row for row in rows if row["First Name"] == "Alice")
+    farah = next(row for row in rows if row["First Name"] == "Farah" and row["Project Code"] == "PLATFORM")
+    booked = {"Project Code": "B-8", "Task": "Training runs", "Hours": "20", "Hours Rounded": "20"}
+    _harvest_export(
+        landing / month, Path(month).name, lambda row: True, extra=[{**alice, "Date": "2026-11-03", **booked}]
+    )
+    coordinating = {**farah, "Date": "2026-11-07", "Hours": "24", "Hours Rounded": "24", "Cost Amount": "1920.00"}
+    _harvest_export(
+        landing / month, Path(newer).name, lambda row: row["Project Code"] == "PLATFORM", extra=[coordinating]
+    )
+
+    night = cli_night(landing, warehouse)
+
+    assert night.code == HELD_EXIT, night.out + night.err
+    # Alice's 3 November entries are lines 3 and 4 of the month's report and the appended 14; Farah's B-8 hour line 12.
+    assert query(
+        warehouse,
+        "select source_file, line, rule from raw.quarantine where source = 'timesheets' order by source_file, line",
+    ) == [
+        (month, 3, "hours_of_a_person_day"),
+        (month, 4, "hours_of_a_person_day"),
+        (month, 12, "dbt:sum_at_most_stg_timesheets__entries_24__hours__entry_date__first_name__last_name"),
+        (month, 14, "hours_of_a_person_day"),
+        (newer, 3, "dbt:sum_at_most_stg_timesheets__entries_24__hours__entry_date__first_name__last_name"),
+    ]
+    assert query(
+        warehouse,
+        "select source_file, rows_in, rows_staged, rows_quarantined from raw.ingested_files "
+        "where source = 'timesheets' order by source_file",
+    ) == [(month, 13, 9, 4), (newer, 2, 1, 1)]
+    clean = _labour_and_hours(demo_run.warehouse)
+    assert (clean["B-7"], clean["B-8"]) == ((Decimal("4230.28"), Decimal("33.5")), (Decimal("920.00"), Decimal("9")))
+    assert _labour_and_hours(warehouse) == {
+        **clean,
+        "B-7": (Decimal("2790.28"), Decimal("21.5")),
+        "B-8": (Decimal("840.00"), Decimal("8")),
+    }
+
+
 def test_two_accounts_lines_alike_in_every_other_column_are_two_charges(demo_run, tmp_path):
     """A second AWS account's export holds a support plan line like the first account's (29.00, no resource): the
     lines were matched as one delivered twice, and the cash book's cloud bill was 142.00 instead of 171.00."""

@@ -179,6 +179,19 @@ class NotBefore:
         return pa.Check(self.holds, element_wise=True, name=self.rule, description=self.expects)
 
 
+@dataclass(frozen=True)
+class SumAtMost:
+    """A rule across the rows of one file: the rows sharing ``key`` have ``column`` adding up to at most ``limit``
+    (a person's hours of one day, across entries). Every row of a group over it is quarantined under ``rule``: which
+    of them is wrong the file does not say, and none is priced."""
+
+    key: tuple[str, ...]
+    column: str
+    limit: Decimal
+    rule: str
+    expects: str  # what each row should have, as the quarantine message says it
+
+
 def ends_after_start(end: str, start: str) -> NotBefore:
     return NotBefore(end, start, f"{end}.not_before_{start}", f"{end} at or after {start}")
 
@@ -245,6 +258,8 @@ class SourceSchema:
     row_checks: tuple[pa.Check, ...] = field(default=())
     # Cross-field order rules (end >= start, salvage <= price), declared as data; checked like row checks.
     ordered: tuple[NotBefore, ...] = field(default=())
+    # Sums across the rows of one file sharing a key (a person's hours of a day), checked after the row checks.
+    sums: tuple[SumAtMost, ...] = field(default=())
 
     @property
     def all_row_checks(self) -> tuple[pa.Check, ...]:
@@ -400,6 +415,16 @@ def timesheets(contract: Contract) -> SourceSchema:
             Col("roles", "VARCHAR", nullable=True),
             Col("cost_rate", "DECIMAL(18,2)", nullable=True, checks=_money(), domain=AMOUNT),
             Col("currency", "VARCHAR", nullable=True, checks=_currency(contract)),
+        ),
+        # 32 hours of one person on one day in three entries of 8, 4 and 20 were all priced: no entry broke 24.
+        sums=(
+            SumAtMost(
+                ("entry_date", "first_name", "last_name"),
+                "hours",
+                Decimal(24),
+                "hours_of_a_person_day",
+                "with the file's other entries of its person and day, at most 24 hours (each is quarantined)",
+            ),
         ),
     )
 

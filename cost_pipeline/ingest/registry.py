@@ -103,7 +103,8 @@ def render_inputs() -> str:
 
 
 def _checked_values(source: Source, contract: Contract) -> tuple[dict[str, tuple[str, Domain]], list[tuple[str, str]]]:
-    """A source's numeric domains (column -> warehouse type, domain) and its cross-field rules (rule, expectation)."""
+    """A source's numeric domains (column -> warehouse type, domain) and its cross-field rules (rule, expectation),
+    sums across a file's rows (``SumAtMost``) among them."""
     loader = source.loader
     if isinstance(loader, RowLoader | RequestLoader):
         schema = loader.schema(contract)
@@ -111,6 +112,7 @@ def _checked_values(source: Source, contract: Contract) -> tuple[dict[str, tuple
         ordered: list[NotBefore] = list(schema.ordered)
         rows = [(r.rule, r.expects) for r in ordered]
         rows += [(str(c.name), str(c.description)) for c in schema.row_checks if c.description]
+        rows += [(s.rule, s.expects) for s in schema.sums]
         return domains, rows
     types = dict(getattr(loader, "columns", ()))
     return {name: (types.get(name, ""), d) for name, d in getattr(loader, "domains", {}).items()}, []

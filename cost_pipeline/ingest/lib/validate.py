@@ -21,12 +21,15 @@ These rules come before and after the contract's own checks, for every source al
   pandera's Int64 takes 2**31 for an INTEGER column, and the contract's date and money patterns take
   2026-02-30 and non-ASCII digits (``\\d``), all of which DuckDB refuses at insert time, and with them the
   whole source's load. The check is the writer's own cast, run as ``try_cast`` in DuckDB on the same frame;
-- a key column's repeats are rejected after the first occurrence that passed everything else.
+- a key column's repeats are rejected after the first occurrence that passed everything else;
+- then a sum across the rows of one file sharing a key (``schemas.SumAtMost``: a person's hours of one day) above
+  its limit rejects every row of that group.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 from functools import partial
 
 import duckdb
@@ -34,7 +37,7 @@ import pandas as pd
 import pandera.pandas as pa
 
 from cost_pipeline import duckdb_session
-from cost_pipeline.contract.schemas import NOT_FINITE, Col, SourceSchema, as_number
+from cost_pipeline.contract.schemas import NOT_FINITE, Col, SourceSchema, SumAtMost, as_number
 from cost_pipeline.ingest.lib.expectations import column_message, row_message, warehouse_text
 from cost_pipeline.ingest.lib.records import ParsedFile, Rejection
 from cost_pipeline.ingest.lib.timestamps import is_number, number_time_message, utc_time
@@ -259,6 +262,19 @@ def validate_files(
     return frames
 
 
+def _over_sum(valid: pd.DataFrame, rule: SumAtMost, file_of: Sequence[int] | None) -> pd.Series:
+    """Each valid row: whether its group (``rule.key``, within its own file) adds ``rule.column`` up above the limit.
+    Summed as Decimal: a DECIMAL column travels as text, and 0.1 + 0.2 hours is no float's business."""
+    within = valid[list(rule.key)].astype(str)
+    if file_of is not None:
+        within = within.assign(_file=[file_of[i - 1] for i in valid.index])
+    groups = [tuple(row) for row in within.itertuples(index=False)]
+    totals: dict[tuple, Decimal] = {}
+    for group, value in zip(groups, valid[rule.column], strict=True):
+        totals[group] = totals.get(group, Decimal(0)) + Decimal(str(value))
+    return pd.Series([totals[group] > rule.limit for group in groups], index=valid.index, dtype=bool)
+
+
 def validate_rows(
     parsed: ParsedFile,
     schema: SourceSchema,
@@ -344,6 +360,11 @@ def validate_rows(
         for line in valid.index[duplicated]:
             rejected[int(line)] = Rejection(int(line), f"{'+'.join(columns)}.unique", f"{said} an earlier row")
         valid = valid[~duplicated]
+    for rule in schema.sums:
+        over = _over_sum(valid, rule, file_of)
+        for line in valid.index[over]:
+            rejected[int(line)] = Rejection(int(line), rule.rule, f"the row should have {rule.expects}")
+        valid = valid[~over]
     parsed.rejections.extend(rejected.values())
     parsed.rejections.sort(key=lambda r: r.line)
     valid = valid.copy()
