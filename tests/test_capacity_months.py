@@ -11,7 +11,7 @@ from pathlib import Path
 
 from cost_pipeline.cli import run_pipeline
 from cost_pipeline.demo import write_demo_landing
-from tests.helpers import query
+from tests.helpers import cli_night, query
 
 D = Decimal
 RECONCILIATION = (
@@ -119,3 +119,78 @@ def test_depreciation_of_a_month_the_ledger_alone_names_is_reconciled(tmp_path):
     ) == [(date(2026, 10, 1), D("25920.98"), D("2.177502"))]  # 25,920.98 / 11,904 GPU-hours
     _every_ledger_cent_is_reconciled(warehouse)
     _owned_batches_unchanged(warehouse)
+
+
+# sacct jobs appended to the demo's export (scheduler/sacct_2026-11.txt, 26 records: the appended one is line 28).
+SACCT = "scheduler/sacct_2026-11.txt"
+_SACCT_JOB = (
+    "{id}|{id}|b10-{name}|post-training|gpu|trainer|*|COMPLETED|0:0|0:0|None||0|{start}|{start}|{start}|{end}|"
+    "{elapsed}|30-00:00:00|{nodes}|{hosts}|gres/gpu={gpus},node={nodes}|gres/gpu={gpus},node={nodes}|"
+    "batch=B-10;phase=training;reason=planned_experiment|\n"
+)
+
+
+def _sacct_job(landing: Path, **fields: object) -> None:
+    with (landing / SACCT).open("a", encoding="utf-8") as handle:
+        handle.write(_SACCT_JOB.format(**fields))
+
+
+def test_a_job_holding_more_gpus_than_its_nodes_have_fails_the_night(demo_copy):
+    """AllocTRES gres/gpu=64 on one node (NNodes=1, NodeList=gpu-a), where the ledger's largest server holds 8 GPUs:
+    64 GPU-hours an hour were priced on owned capacity (B-10's owned compute 0.00 -> 158.56, exit 0) and, at
+    gres/gpu=100000, capacity cost moved off serving; only is_overbooked said so, untested. jobs_fit_on_their_nodes
+    now fails the night on the job (1 node x 8 GPUs < 64), naming its file and line; nothing is published."""
+    landing = demo_copy / "landing"
+    _sacct_job(
+        landing,
+        id=9901,
+        name="wide",
+        start="2026-11-20T08:00:00",
+        end="2026-11-20T09:00:00",
+        elapsed="01:00:00",
+        nodes=1,
+        hosts="gpu-a",
+        gpus=64,
+    )
+
+    night = cli_night(landing, demo_copy / "warehouse.duckdb")
+
+    assert night.code != 0, night.out
+    assert "the run failed: dbt test jobs_fit_on_their_nodes" in night.err
+    assert f"1 row breaks it, from {SACCT} line 28" in night.err
+    assert query(
+        demo_copy / "warehouse.duckdb",
+        "select node_count, node_list, whole_gpus_allocated, most_gpus_per_unit, source_file, source_line "
+        "from audit.jobs_fit_on_their_nodes",
+    ) == [(1, "gpu-a", 64, 8, SACCT, 28)]
+
+
+def test_an_overbooked_month_is_a_warning_naming_it(demo_copy):
+    """A job on both servers (NNodes=2, 16 GPUs: 8 a node, as the ledger's servers hold) for 29 days, beside the
+    demo's training and the small replica on owned GPUs: November's usage is more than the servers were available.
+    The capacity cost is then spread over the usage (is_overbooked), and the night now warns, naming the month. By
+    hand: available 16 GPUs x 720 h = 11,520 GPU-hours; training the demo's 368 + 16 x 29 x 24 = 11,136, so 11,504;
+    serving 1,440; over by 11,504 + 1,440 - 11,520 = 1,424."""
+    landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
+    _sacct_job(
+        landing,
+        id=9902,
+        name="month",
+        start="2026-11-01T00:00:00",
+        end="2026-11-30T00:00:00",
+        elapsed="29-00:00:00",
+        nodes=2,
+        hosts="gpu-a,gpu-b",
+        gpus=16,
+    )
+
+    night = cli_night(landing, warehouse)
+
+    assert night.code == 0, night.err
+    assert (
+        "warning: dbt test capacity_not_overbooked on marts/fct_capacity_reconciliation returned 1 failing row, "
+        "stored in audit.capacity_not_overbooked (warn severity: the night goes on)"
+    ) in night.out.splitlines()
+    assert query(warehouse, "select * from audit.capacity_not_overbooked") == [
+        (date(2026, 11, 1), D("11520.0000"), D("11504.0000"), D("1440.0000"), D("1424.0000"))
+    ]
