@@ -348,3 +348,23 @@ def _changed_options(source: Source) -> type:
         [(f.name, f.type, dataclasses.field(default=other if f is first else f.default)) for f in fields],
         frozen=True,
     )
+
+
+def test_a_file_with_a_row_after_the_night_is_read_again_the_next_night(tmp_path, monkeypatch):
+    """A row quarantined for a time after the night (``night_clock``) is judged by each night's clock: its file is
+    never reused, so a later night reads it as a fresh warehouse would."""
+    source = SOURCES["service_invoices"]
+    landing = tmp_path / "landing"
+    header = "invoice_id,vendor,batch_id,stage,amount,currency,invoiced_on,service_month\n"
+    _write(landing / "services" / "a.csv", header + "I-1,V,B-7,initial_delivery,2400.00,USD,2026-11-10,\n")
+    _write(landing / "services" / "b.csv", header + "LC-FUT,Labelcraft,B-7,ongoing_support,700.00,USD,,2099-01\n")
+    night = _RowNight(source, landing, tmp_path / "w.duckdb", monkeypatch)
+    first = night.load()
+    assert night.read == ["services/a.csv", "services/b.csv"]
+    assert _counts(first) == (2, 2, 1, 1, {"service_month.after_night": 1})
+    again = night.load()
+    assert night.read == ["services/b.csv"]
+    assert _counts(again) == _counts(first)
+    fresh = _RowNight(source, landing, tmp_path / "fresh.duckdb", monkeypatch)
+    fresh.load()
+    assert night.state() == fresh.state()

@@ -11,6 +11,11 @@ from pathlib import Path
 import duckdb
 
 from cost_pipeline.cli import run_pipeline
+from cost_pipeline.contract import load_contract
+from cost_pipeline.contract.schemas import scheduler_events
+from cost_pipeline.ingest.lib.records import ParsedFile
+from cost_pipeline.ingest.lib.validate import validate_rows
+from cost_pipeline.ingest.registry import sources
 from tests.helpers import cli_night, one_batch_landing, query
 
 # kp-1 preempted and not started again; kp-2 preempted and running again; kp-3's submit is the stream's newest event.
@@ -398,3 +403,23 @@ def test_a_running_or_preempted_kubernetes_jobs_samples_are_its_own_night_by_nig
             ("kp-2", 30, Decimal("0.3333"), Decimal("0.1833"), Decimal("5.4833")),
         ],
     )
+
+
+def test_a_job_event_after_the_night_is_quarantined():
+    """An event stream records what has happened: a start stamped 2056 would make the job run until then (its
+    stream's newest event is when a running job was last seen). A few minutes of clock skew are allowed."""
+    schema = scheduler_events(load_contract())
+    now = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+    parsed = ParsedFile(path=Path("k8s.jsonl"), sha256="")
+    sources()["scheduler_events"].loader.parser(schema, None)(
+        [
+            _event("kf-1", "submit", "2026-11-26T00:00:00"),
+            _event("kf-1", "start", "2056-11-26T00:10:00Z"),
+            _event("kf-2", "submit", f"{now + timedelta(minutes=5):%Y-%m-%dT%H:%M:%S}Z"),  # within the skew
+            _event("kf-3", "submit", f"{now + timedelta(hours=1):%Y-%m-%dT%H:%M:%S}Z"),
+        ],
+        parsed,
+    )
+    valid = validate_rows(parsed, schema)
+    assert list(valid["job_id"]) == ["kf-1", "kf-2"]
+    assert [(r.line, r.rule) for r in parsed.rejections] == [(2, "at.after_night"), (4, "at.after_night")]

@@ -7,6 +7,7 @@ DuckDB, and the demo's labour, services and rounds checked against figures compu
 from __future__ import annotations
 
 import copy
+from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
@@ -286,6 +287,35 @@ def test_service_invoices_accruals_need_a_service_month_and_an_invoice_number_is
         (6, "amount.str_matches"),
         (7, "vendor+invoice_id.unique"),
     ]
+
+
+def test_a_service_month_or_invoice_date_after_the_night_is_no_cost_yet(tmp_path):
+    """An accrual for 2099-01 is not a cost of today's batch (it added 700.00 to B-7's services): a service month
+    after the night's month, or an invoice dated after the night, is quarantined. The night's own month accrues."""
+    today = datetime.now(UTC).date()
+    path = write(
+        tmp_path / "invoices_2026-11.csv",
+        "invoice_id,vendor,batch_id,stage,amount,currency,invoiced_on,service_month\n"
+        "LC-2026-311,Labelcraft,B-7,initial_delivery,2400.00,USD,2026-11-10,\n"
+        "LC-FUT,Labelcraft,B-7,ongoing_support,700.00,USD,,2099-01\n"
+        f"LC-NOW,Labelcraft,B-7,ongoing_support,600.00,USD,,{today:%Y-%m}\n"
+        "LC-FUT-DAY,Labelcraft,B-7,ongoing_support,700.00,USD,,2099-01-01\n"
+        "LC-2099,Labelcraft,B-7,initial_delivery,700.00,USD,2099-01-05,\n"
+        f"LC-TODAY,Labelcraft,B-7,initial_delivery,10.00,USD,{today:%Y-%m-%d},2026-11\n"
+        "LC-BAD,Labelcraft,B-7,ongoing_support,700.00,USD,,2099-13\n",
+    )
+    parsed, valid = _csv_rows(path, service_invoices(load_contract()))
+    assert list(valid["invoice_id"]) == ["LC-2026-311", "LC-NOW", "LC-TODAY"]
+    assert [(r.line, r.rule) for r in parsed.rejections] == [
+        (3, "service_month.after_night"),
+        (5, "service_month.after_night"),
+        (6, "invoiced_on.after_night"),
+        (8, "service_month.str_matches"),  # not a month at all: the pattern's rule, not the night's
+    ]
+    assert parsed.rejections[0].message == (
+        "column service_month should hold a month no later than the month of the night that reads the file (its "
+        "clock, allowing 15 minutes of clock skew)"
+    )
 
 
 def test_registry_files_with_and_without_the_plan_columns_load(tmp_path):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -468,3 +469,72 @@ def test_sacct_json_eligible_is_its_unix_time():
     slurm.sacct_or_json_parser(SacctOptions())(text.splitlines(), parsed)
     # time.eligible 1793664000 is 2026-11-03T00:00:00 UTC.
     assert parsed.rows[0]["eligible_at"] == datetime(2026, 11, 3)
+
+
+def test_a_time_after_the_night_is_quarantined_naming_its_column():
+    """sacct writes what has happened: a job ending in 2056 would occupy its 8 GPUs every month until then (2,103,936
+    GPU-hours, every month to come booked with work not done). Start, End, Submit and Eligible after the night's
+    clock (and a running job's Start + Elapsed, when sacct saw it running) are quarantined; a few minutes of clock
+    skew are not."""
+    now = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+    parsed = _parse(
+        [
+            HEADER,
+            _line(
+                JobID="2002",
+                Start="2026-11-09T00:00:00",
+                End="2056-11-09T00:00:00",
+                Elapsed="10958-00:00:00",  # End - Start, to the second
+                AllocTRES="cpu=64,gres/gpu=8",
+                Comment="batch=B-8;phase=training",
+            ),
+            _line(JobID="2003", State="PENDING", Submit="2099-01-01T00:00:00", Start="Unknown", End="Unknown"),
+            _line(JobID="2004", State="PENDING", Eligible="2099-01-01T00:00:00", Start="Unknown", End="Unknown"),
+            _line(JobID="2005", State="RUNNING", Start="2026-11-09T00:00:00", End="Unknown", Elapsed="10958-00:00:00"),
+            _line(JobID="2006", Start="2099-01-01T00:00:00", End="2099-01-01T02:00:00"),
+            # Within the clock skew the night allows: its End is now, as the exporting machine's clock says.
+            _line(
+                JobID="2007",
+                Start=f"{now - timedelta(hours=2) + timedelta(minutes=5):%Y-%m-%dT%H:%M:%S}",
+                End=f"{now + timedelta(minutes=5):%Y-%m-%dT%H:%M:%S}",
+            ),
+            _line(
+                JobID="2008",
+                Start=f"{now - timedelta(hours=1):%Y-%m-%dT%H:%M:%S}",
+                End=f"{now + timedelta(hours=1):%Y-%m-%dT%H:%M:%S}",
+            ),
+            _line(JobID="2009", State="RUNNING", Start="2026-11-09T00:00:00", End="Unknown", Elapsed="2-00:00:00"),
+        ]
+    )
+    rows, rules = _rows_and_rules(parsed)
+    assert rules == [
+        (2, "end_at.after_night"),
+        (3, "submit_at.after_night"),
+        (4, "eligible_at.after_night"),
+        (5, "elapsed_seconds.after_night"),
+        (6, "start_at.after_night"),
+        (8, "end_at.after_night"),
+    ]
+    assert set(rows) == {"2007", "2009"}
+    assert parsed.rejections[0].message == (
+        "End should be no later than the night that reads the export (its clock, allowing 15 minutes of clock "
+        "skew): sacct writes what has happened"
+    )
+
+
+def test_a_sacct_record_is_judged_by_the_latest_instant_it_is_given():
+    fields = dict(zip(slurm.SACCT_FIELDS, _line().split("|"), strict=True))  # ends 2026-11-03T02:00:00
+    assert slurm.parse_sacct_record(fields, latest=datetime(2026, 11, 3, 2))["end_at"] == datetime(2026, 11, 3, 2)
+    with pytest.raises(slurm.FieldError) as after:
+        slurm.parse_sacct_record(fields, latest=datetime(2026, 11, 3, 1, 59, 59))
+    assert after.value.rule == "end_at.after_night"
+
+
+def test_sacct_json_end_after_the_night_is_quarantined():
+    document = json.loads((Path(__file__).parent / "data" / "slurm" / "sacct_json_v0.0.43.json").read_text("utf-8"))
+    document["jobs"][0]["time"]["end"] = 2_740_608_000  # 2056-11-05T00:00:00Z
+    parsed = ParsedFile(path=Path("sacct.json"), sha256="")
+    slurm.sacct_or_json_parser(SacctOptions())(json.dumps(document).splitlines(), parsed)
+    # Job 4400 (record 5) ends before it starts in the file as it is.
+    assert [(r.line, r.rule) for r in parsed.rejections] == [(1, "end_at.after_night"), (5, "end_not_before_start")]
+    assert [r["job_id"] for r in parsed.rows] == ["4242.batch", "4242.0", "4300_3"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from functools import partial
@@ -17,6 +18,7 @@ import pandas as pd
 import pandera.pandas as pa
 
 from cost_pipeline.contract import MIG_PROFILE_PATTERN, Contract, available_versions
+from cost_pipeline.night_clock import AFTER_NIGHT, CLOCK_SKEW, latest_instant, latest_month
 
 MONEY_PATTERN = r"^-?\d{1,15}(\.\d{1,2})?$"
 MONTH_PATTERN = r"^\d{4}-(0[1-9]|1[0-2])(-01)?$"
@@ -311,6 +313,41 @@ def _date() -> tuple[pa.Check, ...]:
     return (pa.Check.str_matches(r"^\d{4}-\d{2}-\d{2}$"),)
 
 
+_SKEW_TEXT = f"allowing {CLOCK_SKEW.seconds // 60} minutes of clock skew"
+
+
+def _instant_not_after_night() -> tuple[pa.Check, ...]:
+    """A time no later than the night reading the file (``night_clock``): a file records what has happened."""
+    return (
+        pa.Check(
+            lambda times: times <= latest_instant(),
+            name=AFTER_NIGHT,
+            description=f"a time no later than the night that reads the file (its clock, {_SKEW_TEXT}): the file "
+            "records what has happened",
+        ),
+    )
+
+
+def _not_after(texts: pd.Series, pattern: str, bound: str) -> pd.Series:
+    """Each text of ``pattern`` no later than ``bound`` as text (ISO dates and months sort as text); any other
+    value passes here."""
+    return texts.map(
+        lambda text: not (isinstance(text, str) and re.match(pattern, text)) or text[: len(bound)] <= bound
+    ).astype(bool)
+
+
+def _text_not_after_night(pattern: str, latest: Callable[[], str], what: str) -> tuple[pa.Check, ...]:
+    """A text of ``pattern`` (an ISO date or month, compared as text) no later than ``latest()``, read once per
+    validation; text of another form passes here (the pattern's own check refuses it)."""
+    return (
+        pa.Check(
+            lambda texts: _not_after(texts, pattern, latest()),
+            name=AFTER_NIGHT,
+            description=f"{what} (its clock, {_SKEW_TEXT})",
+        ),
+    )
+
+
 POSITIVE = (pa.Check.gt(0),)
 BATCH_KEY = (pa.Check.str_matches(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$"),)
 
@@ -431,7 +468,8 @@ def timesheets(contract: Contract) -> SourceSchema:
 
 def service_invoices(contract: Contract) -> SourceSchema:
     """Vendor invoices and accruals (I8). ``service_month`` (YYYY-MM, optional) dates the service; without it the
-    month of ``invoiced_on``. An accrual (blank ``invoiced_on``) must carry it."""
+    month of ``invoiced_on``. An accrual (blank ``invoiced_on``) must carry it. A service month after the night's,
+    or an invoice dated after the night, is no cost yet (``<column>.after_night``, ``night_clock``)."""
     return SourceSchema(
         "service_invoices",
         (
@@ -441,8 +479,33 @@ def service_invoices(contract: Contract) -> SourceSchema:
             Col("stage", "VARCHAR", checks=_isin(contract.service_stages)),
             Col("amount", "DECIMAL(18,2)", checks=_money(), domain=AMOUNT),
             Col("currency", "VARCHAR", checks=_currency(contract)),
-            Col("invoiced_on", "DATE", nullable=True, checks=_date()),
-            Col("service_month", "VARCHAR", nullable=True, checks=(pa.Check.str_matches(MONTH_PATTERN),)),
+            # A service not yet delivered, or an invoice not yet written, is no cost yet (docs/inputs.md).
+            Col(
+                "invoiced_on",
+                "DATE",
+                nullable=True,
+                checks=(
+                    *_date(),
+                    *_text_not_after_night(
+                        _date()[0].statistics["pattern"],
+                        lambda: latest_instant().date().isoformat(),
+                        "a date no later than the night that reads the file",
+                    ),
+                ),
+            ),
+            Col(
+                "service_month",
+                "VARCHAR",
+                nullable=True,
+                checks=(
+                    pa.Check.str_matches(MONTH_PATTERN),
+                    *_text_not_after_night(
+                        MONTH_PATTERN,
+                        lambda: f"{latest_month():%Y-%m}",
+                        "a month no later than the month of the night that reads the file",
+                    ),
+                ),
+            ),
         ),
         unique=(("vendor", "invoice_id"),),  # an invoice number is the vendor's own: two vendors may share one
         row_checks=(
@@ -517,7 +580,7 @@ def scheduler_events(contract: Contract) -> SourceSchema:
             # submitted on two clusters is two jobs, and the contract's owned_vs_cloud.cloud_clusters are rented.
             Col("cluster", "VARCHAR", nullable=True),
             Col("event", "VARCHAR", checks=_isin(contract.scheduler_events)),
-            Col("at", "TIMESTAMP"),
+            Col("at", "TIMESTAMP", checks=_instant_not_after_night()),
             Col("gpus_requested", "INTEGER", nullable=True, domain=GPU_COUNT),
             Col("gpus_allocated", "INTEGER", nullable=True, domain=GPU_COUNT),
             # The GPUs are MIG instances of this profile (nvidia.com/mig-1g.10gb: 1g.10gb); blank: whole GPUs.

@@ -18,7 +18,7 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from itertools import product
 from typing import NamedTuple
 from zoneinfo import ZoneInfo, available_timezones
@@ -27,6 +27,7 @@ from cost_pipeline.contract import MIG_PROFILE_PATTERN, schemas
 from cost_pipeline.ingest.lib.records import FileRejected, ParsedFile, Rejection, jsonl_line_parser
 from cost_pipeline.ingest.lib.source import LineParser, RowLoader, Source
 from cost_pipeline.ingest.lib.timestamps import from_iso
+from cost_pipeline.night_clock import AFTER_NIGHT, CLOCK_SKEW, latest_instant
 
 SACCT_FIELDS: tuple[str, ...] = (
     "JobID",
@@ -362,9 +363,37 @@ def resolved_times(
     )
 
 
-def parse_sacct_record(fields: dict[str, str], zone: tzinfo = UTC) -> dict[str, object]:
+def _not_after_night(times: dict[str, datetime | None], elapsed: int | None, latest: datetime) -> None:
+    """``FieldError`` ``<column>.after_night`` for a Start, End, Submit or Eligible after ``latest`` (the night's
+    clock and its skew, ``night_clock``), and ``elapsed_seconds.after_night`` for a job still running (a Start, no
+    End) whose Start + Elapsed, when sacct saw it running, is: sacct cannot have seen what has not happened, and a
+    job ending in 2056 would occupy its GPUs every month until then."""
+    for field, column in TIME_COLUMNS.items():
+        at = times[field]
+        if at is not None and at > latest:
+            raise FieldError(
+                f"{column}.{AFTER_NIGHT}",
+                f"{field} should be no later than the night that reads the export (its clock, allowing "
+                f"{CLOCK_SKEW.seconds // 60} minutes of clock skew): sacct writes what has happened",
+            )
+    start = times["Start"]
+    if (
+        start is not None
+        and times["End"] is None
+        and elapsed is not None
+        and start + timedelta(seconds=elapsed) > latest
+    ):
+        raise FieldError(
+            f"elapsed_seconds.{AFTER_NIGHT}",
+            "Start + Elapsed of a job still running (no End) is when sacct saw it running, and should be no later "
+            f"than the night that reads the export (its clock, allowing {CLOCK_SKEW.seconds // 60} minutes of clock "
+            "skew)",
+        )
+
+
+def parse_sacct_record(fields: dict[str, str], zone: tzinfo = UTC, latest: datetime | None = None) -> dict[str, object]:
     """One sacct row -> the staging shape, its times written in ``zone``; raises ``FieldError`` on the first rule it
-    breaks."""
+    breaks. ``latest`` is the latest instant the row can name (``night_clock.latest_instant()`` unless given)."""
     missing = [f for f in REQUIRED_FIELDS if f not in fields]
     if missing:
         raise FieldError(
@@ -392,6 +421,7 @@ def parse_sacct_record(fields: dict[str, str], zone: tzinfo = UTC) -> dict[str, 
             "12:00:00 was running 02:00:00 at most, exactly that less Suspended when the export has it); Start or "
             "End is wrong, or the export is not in the source's time_zone",
         )
+    _not_after_night(times, elapsed, latest_instant() if latest is None else latest)
     restarts = parse_count(fields.get("Restarts", ""), "Restarts")
     node_list = fields.get("NodeList", "").strip()
     requested, allocated = parse_tres_gpus(fields["ReqTRES"]), parse_tres_gpus(fields["AllocTRES"])
@@ -493,6 +523,7 @@ def sacct_line_parser(options: SacctOptions) -> LineParser:
                     "dump needs sacct_fields in the run config)",
                     header_lines=0,
                 )
+        latest = latest_instant()  # the night's clock, read once a file
         header_fields = lines[0].rstrip("\r\n").split(delimiter) if lines else []
         expected = len(fields) if fields else len(header_fields) - (1 if header_fields[-1:] == [""] else 0)
         for line, values, raw in split_sacct_lines(lines, delimiter, fields):
@@ -509,7 +540,7 @@ def sacct_line_parser(options: SacctOptions) -> LineParser:
                 )
                 continue
             try:
-                row = parse_sacct_record(values, zone)
+                row = parse_sacct_record(values, zone, latest)
             except FieldError as error:
                 parsed.rejections.append(Rejection(line, error.rule, str(error), raw))
                 continue
@@ -673,6 +704,7 @@ def sacct_json_records(text: str) -> Iterator[tuple[int, dict[str, str] | None]]
 
 
 def sacct_json_parser(lines: list[str], parsed: ParsedFile) -> None:
+    latest = latest_instant()  # the night's clock, read once a file
     for number, fields in sacct_json_records("\n".join(lines)):
         parsed.rows_in += 1
         if fields is None:
@@ -681,7 +713,7 @@ def sacct_json_parser(lines: list[str], parsed: ParsedFile) -> None:
             )
             continue
         try:
-            row = parse_sacct_record(fields)
+            row = parse_sacct_record(fields, latest=latest)
         except FieldError as error:
             parsed.rejections.append(Rejection(number, error.rule, str(error)))
             continue

@@ -12,7 +12,8 @@ clean" files): the next night hashes the file.
 
 Never reused: a file refused whole (its refusal may have been the machine's, out of memory, say: it is read again),
 a file with rows held after a dbt test (``cost_pipeline.dbt_failures``: read again, they are held again only if they
-still fail, so a fix in dbt releases them),
+still fail, so a fix in dbt releases them), a file with a row quarantined for a time after the night
+(``night_clock``: the clock moves on, and read again the row is judged by tonight's clock),
 a duplicate, a retracted file, any file when the raw table's columns are not the contract's, and every file of a
 source whose reading depends on more than a file's name and bytes (``bound``: an S3 inventory's manifest).
 """
@@ -41,6 +42,7 @@ from cost_pipeline.ingest.lib.warehouse import (
     raw_columns,
     retracted_files,
 )
+from cost_pipeline.night_clock import AFTER_NIGHT
 
 if TYPE_CHECKING:
     from cost_pipeline.ingest.lib.in_database import InDatabaseSource
@@ -62,10 +64,12 @@ create table if not exists ops.loaded_files (
 
 
 def _code_sha256() -> bytes:
-    """The code that reads and checks a file (``cost_pipeline/ingest``), as this process imported it."""
+    """The code that reads and checks a file (``cost_pipeline/ingest``, the contract's and the night's clock's), as
+    this process imported it."""
     package = Path(__file__).resolve().parents[2]
     digest = hashlib.sha256()
-    for path in sorted([*(package / "ingest").rglob("*.py"), *(package / "contract").glob("*.py")]):
+    code = [*(package / "ingest").rglob("*.py"), *(package / "contract").glob("*.py"), package / "night_clock.py"]
+    for path in sorted(code):
         digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
     for library in ("duckdb", "pandas", "pandera", "numpy"):  # how a CSV is sniffed, a value cast, a row coerced
         digest.update(f"{library}=={version(library)}".encode())
@@ -148,8 +152,9 @@ def reusable_files(
         "from raw.ingested_files as f inner join ops.loaded_files as l using (source, source_file, file_sha256) "
         "where f.source = ? and f.duplicate_of is null and not f.refused_whole and f.file_sha256 <> ? "
         "and l.loader_sha256 = ? and not exists (select 1 from raw.quarantine as q "
-        "where q.source = f.source and q.source_file = f.source_file and starts_with(q.rule, ?))",
-        [name, UNREAD_SHA256, loader, HELD_RULE],
+        "where q.source = f.source and q.source_file = f.source_file "
+        "and (starts_with(q.rule, ?) or ends_with(q.rule, ?)))",
+        [name, UNREAD_SHA256, loader, HELD_RULE, f".{AFTER_NIGHT}"],
     ).fetchall()
     return {f: Reusable(sha, FileStat(*stat)) for f, sha, *stat in rows if (f, sha) not in retracted}
 
