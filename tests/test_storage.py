@@ -637,3 +637,38 @@ def test_an_undated_inventory_is_refused_in_words_with_an_example(name, expected
         date_from_name(Path(name))
     assert error.value.rule == "inventory_date" and expected in str(error.value)
     assert "13-45" not in str(error.value)
+
+
+def test_an_object_modified_after_the_inventory_that_lists_it_is_quarantined(tmp_path):
+    """An inventory lists objects as they were when it was taken: a LastModifiedDate after it is impossible, and
+    held from then the object would be held 0 seconds and cost 0.00 however large. A day's grace (AWS takes an
+    inventory over hours; a date in a file name has no time of day)."""
+    storage = _storage(tmp_path)
+    (storage / "ml-prod_inventory_2026-11-23.csv").write_text(
+        "Bucket,Key,Size,LastModifiedDate,ETag,StorageClass\n"
+        "ml-prod,raw/b7/future.bin,1073741824000,2090-01-01T00:00:00.000Z,aa,STANDARD\n"
+        "ml-prod,raw/b7/same_day.bin,1,2026-11-23T10:00:00.000Z,bb,STANDARD\n"
+        "ml-prod,raw/b7/a_day_after.bin,1,2026-11-24T00:00:00.000Z,cc,STANDARD\n"
+        "ml-prod,raw/b7/past_the_day.bin,1,2026-11-24T00:00:01.000Z,dd,STANDARD\n",
+        encoding="utf-8",
+    )
+    data = storage / "ml-prod" / "cfg" / "data"
+    data.mkdir(parents=True)
+    _manifest(storage / "ml-prod" / "cfg" / "2026-11-30T01-00Z", ["inv-1.csv"])  # taken 2026-11-30T00:00Z
+    (data / "inv-1.csv").write_text(
+        '"ml-prod","raw/b7/kept.bin","5","2026-11-29T00:00:00.000Z","e1","STANDARD","true","SSE-S3"\n'
+        '"ml-prod","raw/b7/future.bin","5","2090-01-01T00:00:00.000Z","e2","STANDARD","true","SSE-S3"\n',
+        encoding="utf-8",
+    )
+    loaded = _load(tmp_path / "landing")
+    assert [r["object_key"] for r in loaded.rows] == [
+        "raw/b7/kept.bin",
+        "raw/b7/same_day.bin",
+        "raw/b7/a_day_after.bin",
+    ]
+    assert loaded.quarantined == [
+        ("storage/ml-prod/cfg/data/inv-1.csv", 2, "last_modified_at.after_inventory"),
+        ("storage/ml-prod_inventory_2026-11-23.csv", 2, "last_modified_at.after_inventory"),
+        ("storage/ml-prod_inventory_2026-11-23.csv", 5, "last_modified_at.after_inventory"),
+    ]
+    assert loaded.report.conserved

@@ -24,7 +24,8 @@ Fields are matched case-insensitively ignoring everything but letters
 (``LastModifiedDate`` = ``last_modified_date``); fields the pipeline does not use (IsLatest, EncryptionStatus, ...)
 are accepted and ignored. CSV keys are URL-encoded by AWS and are decoded as ``unquote_plus`` does (``+`` is a
 space, ``%2B`` a plus); Parquet keys are stored as written. A delete marker (IsDeleteMarker true, no Size) holds
-0 bytes; LastModifiedDate with an offset is converted to UTC.
+0 bytes; LastModifiedDate with an offset is converted to UTC. An object modified more than a day after the inventory
+that lists it is quarantined (``last_modified_at.after_inventory``): an inventory lists what was.
 
 An ML organisation's inventory holds hundreds of millions of objects, so rows never pass through Python: each file
 is read by DuckDB and checked with SQL on the shared in-database path (``in_database.py``, as device samples), the
@@ -352,6 +353,13 @@ _RULES: list[in_database.Rule] = [
     *in_database.domain_rules(STORAGE_INVENTORY_DOMAINS),
     ("size_bytes.whole_number", "not regexp_full_match(size_bytes, '\\d+')", "size_bytes should hold whole bytes"),
     ("last_modified_at.timestamp", f"({_LAST_MODIFIED}) is null", "last_modified_at is missing or not a timestamp"),
+    # An inventory lists objects as they were when it was taken: one modified later is not what it listed. A day's
+    # grace: AWS takes an inventory over hours, and a date in a file name has no time of day.
+    (
+        "last_modified_at.after_inventory",
+        f"({_LAST_MODIFIED}) > inventory_at + interval 1 day",
+        "last_modified_at should be no later than the inventory that lists the object (at most a day after its date)",
+    ),
     ("storage_class.present", "storage_class is null", "storage_class is empty"),
 ]
 _TYPED = (
