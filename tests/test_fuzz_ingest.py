@@ -35,7 +35,7 @@ import traceback
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import unquote_plus
 
@@ -1118,6 +1118,31 @@ def test_a_record_named_twice_in_one_file_is_quarantined_and_another_file_restat
         f'select source_file, source_line from raw."{source}" order by source_file, source_line',
     )
     assert kept == [(first_file, line), (first_file, line + 3), (second_file, line)]
+
+
+def test_a_step_after_the_night_is_quarantined(tmp_path):
+    """A step file records steps that ran: a step stamped 2090 (or ending an hour from now) would count its tokens
+    into the batch's counted tokens before they exist. A few minutes of clock skew are allowed."""
+    now = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+    soon, later = (f"{now + timedelta(minutes=m):%Y-%m-%dT%H:%M:%S}Z" for m in (5, 60))
+    lines = [
+        _step(1_000_000),
+        json.loads(_step(2_000_000, started_at="2090-01-01T00:00:00")) | {"step": 2, "ended_at": "2090-01-01T00:10:00"},
+        json.loads(_step(3_000_000, started_at=soon)) | {"step": 3, "ended_at": soon},  # within the skew
+        json.loads(_step(4_000_000, started_at="2026-11-03T00:20:00")) | {"step": 4, "ended_at": later},
+    ]
+    landing = tmp_path / "landing"
+    (landing / "steps").mkdir(parents=True)
+    (landing / "steps" / "steps.jsonl").write_text(
+        "\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines) + "\n", encoding="utf-8"
+    )
+    _, rejected = _load_folder(landing, tmp_path / "w.duckdb", "training_steps")
+    assert [(r[1], r[3], r[4]) for r in rejected] == [
+        ("steps/steps.jsonl", 2, "started_at.after_night"),  # a row is quarantined once, by its first rule broken
+        ("steps/steps.jsonl", 4, "ended_at.after_night"),
+    ]
+    staged = query(tmp_path / "w.duckdb", 'select step, tokens from raw."training_steps" order by step')
+    assert staged == [(1, 1_000_000), (3, 3_000_000)]
 
 
 def _sample(minute: int, gpu: int = 0) -> str:

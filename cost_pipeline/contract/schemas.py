@@ -600,8 +600,9 @@ def training_steps(contract: Contract) -> SourceSchema:
             Col("batch_id", "VARCHAR", checks=BATCH_KEY),
             Col("job_id", "VARCHAR"),
             Col("step", "BIGINT", domain=BIG_COUNT),
-            Col("started_at", "TIMESTAMP"),
-            Col("ended_at", "TIMESTAMP"),
+            # A step file records steps that ran: one stamped after the night would count tokens not yet trained.
+            Col("started_at", "TIMESTAMP", checks=_instant_not_after_night()),
+            Col("ended_at", "TIMESTAMP", checks=_instant_not_after_night()),
             Col("committed", "BOOLEAN"),
             Col("discarded_reason", "VARCHAR", nullable=True, checks=_isin(contract.discard_reasons)),
             Col("samples", "BIGINT", nullable=True, domain=BIG_COUNT),
