@@ -39,6 +39,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import unquote_plus
 
+import duckdb
 import pytest
 
 from cost_pipeline.contract import load_contract
@@ -1278,3 +1279,28 @@ def test_the_requests_sql_vouches_for_stages_as_the_pandas_path_would(tmp_path, 
     assert sum(doubtful.values()) < lines / 2, (sum(doubtful.values()), lines)
     shapes = query(tmp_path / "sql.duckdb", "select request_shape, count(*) from raw.serving_requests group by 1")
     assert dict(shapes).keys() == {"native", "litellm"}
+
+
+def test_the_doubtful_json_patterns_find_what_one_alternation_finds():
+    """``request_lines._doubtful`` searches a pattern per leading character (a trailing comma; NaN or an infinity
+    after ``:``, ``,`` or ``[``; an escaped surrogate or NUL): it finds something exactly where the one alternation
+    they were cut from does, on every piece of text that makes a line doubtful and its near misses, alone and
+    inside a sound line."""
+    from cost_pipeline.ingest import request_lines
+
+    alternation = r",\s*[\]}]|[:,\[]\s*[-+]?(?i:nan|inf)|\\u[dD][89a-fA-F]|\\u0000"
+    leads, spaces, signs = ":,[", ("", " ", "\t "), ("", "-", "+")
+    words = ("NaN", "nan", "Infinity", "inf", "INF", "nul", "in")
+    pieces = [f"{lead}{space}{sign}{word}" for lead in leads for space in spaces for sign in signs for word in words]
+    pieces += [f",{space}{end}" for space in ("", " ", "\n\t") for end in "]}"]
+    pieces += [f"\\u{code}" for code in ("d800", "DBFF", "dc00", "D7FF", "0000", "0001", "e000")]
+    pieces += ['"tenant"', '"info, nan"', "[1, 2]", "{}", "[]", ": 1", ", 2"]
+    sound = '{"request_id": "r-1", "model": "m", "input_tokens": 3, "tags": ["a", "b"]}'
+    texts = [sound, *pieces, *(sound[:at] + piece + sound[at:] for piece in pieces for at in (0, 1, 20, len(sound)))]
+    con = duckdb.connect()
+    con.execute("create table texts as select unnest(?::varchar[]) as text", [texts])
+    rows = con.execute(
+        f"select text, regexp_matches(text, ?), {request_lines._doubtful('text')} from texts", [alternation]
+    ).fetchall()
+    assert 0 < sum(found for _, found, _ in rows) < len(rows)  # doubtful texts and sound ones
+    assert [text for text, found, split in rows if found != split] == []
