@@ -59,7 +59,9 @@
     grouping finds their keys, the others pass as they are (rank 1). The same rows as the window over every row,
     which sorted every record's whole row: a night's ten million requests, nearly all delivered once, took about
     twice as long (docs/benchmarks.md). A key is matched null-safe, as the window's partitions group nulls. The
-    relation is read three times: give it a CTE's name (DuckDB computes a CTE once), not a parenthesised query. -#}
+    relation is read three times: give it a table's name (each read scans the columns it needs; for a table of
+    millions of rows this is cheaper than a CTE over it, which DuckDB materialises whole) or a CTE's name (computed
+    once), not a parenthesised query (computed three times). -#}
 {% macro duckdb__newest_delivery(relation, key, prefer=none) %}
     {%- set repeated -%}
         (
