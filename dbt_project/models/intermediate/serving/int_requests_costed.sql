@@ -3,6 +3,14 @@
 -- Requests that did not complete carry their share too: their load is part of C, and N counts completed only.
 -- A request whose model-month spend is not known (a replica without a price, or no replica of the model that month)
 -- is unpriced: its cost is null, never 0.00, and every sum of request costs over it is null too.
+{#- The request's weight under the contract's allocation key, read by the allocation and by the output alike. #}
+{%- set allocation_weight -%}
+    case when parameters.by_tokens = 1
+        then requests.input_tokens * parameters.input_weight + requests.output_tokens * parameters.output_weight
+        else 1
+    end
+{%- endset %}
+
 with requests as (
     select * from {{ ref('stg_serving__requests') }}
 ),
@@ -47,10 +55,7 @@ shaped as (
         requests.escalated_to,
         requests.human_handoff,
         requests.request_shape,
-        case when parameters.by_tokens = 1
-            then requests.input_tokens * parameters.input_weight + requests.output_tokens * parameters.output_weight
-            else 1
-        end as allocation_weight,
+        {{ allocation_weight }} as allocation_weight,
         latest_contract.contract_version
     from requests
     cross join parameters
@@ -78,11 +83,22 @@ with_spend as (
 
 -- The allocation's windows sort only the five columns they need, not every request's whole row; each request (one
 -- row per request_id) then takes its cents back by its id, a hash join. Sorting the whole rows made the model grow
--- faster than its rows. Only model-months whose spend is known are shared out; an unpriced request finds no share.
+-- faster than its rows. The parts are read from the staged requests' table itself, the columns they need, not from
+-- with_spend or the requests CTE: a CTE read twice was materialised whole (every column of every request) first. Only model-months whose
+-- spend is known are shared out; an unpriced request finds no share.
 allocation_parts as (
-    select request_id, month_start, model, model_month_cost_cents, allocation_weight
-    from with_spend
-    where not is_unpriced
+    select
+        requests.request_id,
+        costs.month_start,
+        costs.model,
+        costs.serving_cost_cents as model_month_cost_cents,
+        {{ allocation_weight }} as allocation_weight
+    from {{ ref('stg_serving__requests') }} as requests
+    cross join parameters
+    inner join {{ ref('int_model_months_costed') }} as costs
+        on cast({{ dbt.date_trunc('month', 'requests.requested_at') }} as date) = costs.month_start
+        and requests.model = costs.model
+    where costs.serving_cost_cents is not null
 ),
 
 allocated as (
