@@ -21,7 +21,7 @@ import argparse
 import os
 import shutil
 import tempfile
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bench_incremental_night import TIERED, equal_tiers
@@ -89,6 +89,17 @@ def night(landing: Path, warehouse: Path, env: dict[str, str]) -> dict[str, floa
     return measured(command, env)
 
 
+def refuse_days_after_today(parser: argparse.ArgumentParser, first_day: datetime, days: int) -> None:
+    """Stop with a clear error when the generated days do not all lie in the past: the ingest quarantines a sacct
+    time after the night that reads it (``end_at.after_night``, cost_pipeline/night_clock.py)."""
+    last_end = first_day + timedelta(days=days)
+    if last_end > datetime.now(UTC).replace(tzinfo=None):
+        parser.error(
+            f"--first-day {first_day:%Y-%m-%d} --days {days}: the days end {last_end:%Y-%m-%d}, after today; their "
+            "jobs would be quarantined as times after the night (end_at.after_night). Pass an earlier --first-day."
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--days", type=int, default=10)
@@ -104,6 +115,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.days < 2:
         parser.error("--days: at least 2 (the last night is compared with a full build of it)")
+    refuse_days_after_today(parser, args.first_day, args.days)
     work = args.dir or Path(tempfile.mkdtemp(prefix="bench-month-of-nights-"))
     rows = []
     try:

@@ -35,7 +35,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from bench_memory import DEMO_PATTERN
-from bench_month_of_nights import SACCT_HEADER
+from bench_month_of_nights import SACCT_HEADER, refuse_days_after_today
 from bench_requests import write_requests
 
 from cost_pipeline import duckdb_session
@@ -246,6 +246,7 @@ def main() -> None:
     parser.add_argument("--requests-per-gpu-day", type=int, default=2_000)
     parser.add_argument("--out", type=Path, required=True, help="the landing folder to write (must not exist)")
     args = parser.parse_args()
+    refuse_days_after_today(parser, args.first_day, args.days)
     if args.out.exists():
         parser.error(f"--out {args.out}: exists; the generator writes a new landing folder")
     counts = write_cluster(
