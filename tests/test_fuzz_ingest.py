@@ -36,6 +36,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from urllib.parse import unquote_plus
 
@@ -1144,6 +1145,73 @@ def test_a_step_after_the_night_is_quarantined(tmp_path):
     ]
     staged = query(tmp_path / "w.duckdb", 'select step, tokens from raw."training_steps" order by step')
     assert staged == [(1, 1_000_000), (3, 3_000_000)]
+
+
+def test_overlapping_runs_of_one_replica_in_one_file_are_quarantined(tmp_path):
+    """A replica cannot run twice at once: two runs of one replica_id in one file that overlap in time were both
+    kept, and the model's GPU cost counted the overlap twice (a warning said so, the night exited 0). Each run that
+    overlaps another of its replica in its file is quarantined (replica_runs.overlap); a run ending when the next
+    starts, another replica at the same times, and a run in another file (staging's to supersede) are kept.
+
+    replicas.csv (line: replica, GPUs x hours x price):
+      2: R-A [00:00, 10:00) 2 x 10 x 3.00 = 60.00  overlaps line 3
+      3: R-A [06:00, 12:00) 2 x 6 x 3.00 = 36.00   overlaps line 2
+      4: R-A [12:00, 14:00) 2 x 2 x 3.00 = 12.00   starts as line 3 ends: kept
+      5: R-B [00:00, 10:00) 1 x 10 x 3.00 = 30.00  another replica: kept
+      6: R-C [00:00, 20:00) 1 x 20 x 2.00 = 40.00  holds line 7, overlaps line 8
+      7: R-C [05:00, 06:00) 1 x 1 x 2.00 = 2.00    inside line 6
+      8: R-C [19:00, 21:00) 1 x 2 x 2.00 = 4.00    overlaps line 6 only (not its neighbour line 7)
+    replicas_2.csv line 2: R-A [07:00, 08:00) 2 x 1 x 3.00 = 6.00: overlaps line 2 and 3 of the other file, kept.
+    assistant-small's GPU cost was 60 + 36 + 12 + 30 + 40 + 2 + 4 + 6 = 190.00; it is 12 + 30 + 6 = 48.00."""
+    header = "replica_id,model,gpus,started_at,ended_at,gpu_hour_price"
+    runs = [
+        ("R-A", 2, "00:00", "10:00", "3.00"),
+        ("R-A", 2, "06:00", "12:00", "3.00"),
+        ("R-A", 2, "12:00", "14:00", "3.00"),
+        ("R-B", 1, "00:00", "10:00", "3.00"),
+        ("R-C", 1, "00:00", "20:00", "2.00"),
+        ("R-C", 1, "05:00", "06:00", "2.00"),
+        ("R-C", 1, "19:00", "21:00", "2.00"),
+    ]
+
+    def line(replica: str, gpus: int, start: str, end: str, price: str) -> str:
+        return f"{replica},assistant-small,{gpus},2026-11-01T{start}:00,2026-11-01T{end}:00,{price}"
+
+    landing = tmp_path / "landing"
+    (landing / "serving").mkdir(parents=True)
+    (landing / "serving" / "replicas.csv").write_text(
+        "\n".join([header, *(line(*r) for r in runs)]) + "\n", encoding="utf-8"
+    )
+    second = f"{header}\n{line('R-A', 2, '07:00', '08:00', '3.00')}\n"
+    (landing / "serving" / "replicas_2.csv").write_text(second, encoding="utf-8")
+    warehouse = tmp_path / "w.duckdb"
+    _, rejected = _load_folder(landing, warehouse, "serving_replicas")
+
+    message = (
+        "the row should have no overlap in time with another run of its replica_id in the file "
+        "(each run that overlaps one is quarantined)"
+    )
+    assert [(r[1], r[3], r[4], r[5]) for r in rejected] == [
+        ("serving/replicas.csv", n, "replica_runs.overlap", message) for n in (2, 3, 6, 7, 8)
+    ]
+    kept = query(
+        warehouse,
+        "select source_file, source_line, replica_id, gpus, started_at, ended_at, gpu_hour_price "
+        "from raw.serving_replicas order by source_file, source_line",
+    )
+    assert [(k[0], k[1], k[2]) for k in kept] == [
+        ("serving/replicas.csv", 4, "R-A"),
+        ("serving/replicas.csv", 5, "R-B"),
+        ("serving/replicas_2.csv", 2, "R-A"),
+    ]
+    gpu_cost = sum(gpus * Decimal((end - start).total_seconds()) / 3600 * price for *_, gpus, start, end, price in kept)
+    assert gpu_cost == Decimal("48.00")  # 12.00 + 30.00 + 6.00; it was 190.00 with the five overlapping runs
+    # rows in = staged + quarantined, file by file
+    assert query(
+        warehouse,
+        "select source_file, rows_in, rows_staged, rows_quarantined from raw.ingested_files "
+        "where source = 'serving_replicas' order by source_file",
+    ) == [("serving/replicas.csv", 7, 2, 5), ("serving/replicas_2.csv", 1, 1, 0)]
 
 
 def _sample(minute: int, gpu: int = 0) -> str:

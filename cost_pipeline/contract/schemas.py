@@ -194,6 +194,20 @@ class SumAtMost:
     expects: str  # what each row should have, as the quarantine message says it
 
 
+@dataclass(frozen=True)
+class Disjoint:
+    """A rule across the rows of one file: the rows sharing ``key`` hold spans ``[start, end)`` that do not overlap
+    (a replica's runs: one replica cannot run twice at once). Every row whose span overlaps another's of its group is
+    quarantined under ``rule``: which of them is wrong the file does not say, and counting both would count the
+    overlap twice. A span ending when the next starts does not overlap it."""
+
+    key: tuple[str, ...]
+    start: str
+    end: str
+    rule: str
+    expects: str  # what each row should have, as the quarantine message says it
+
+
 def ends_after_start(end: str, start: str) -> NotBefore:
     return NotBefore(end, start, f"{end}.not_before_{start}", f"{end} at or after {start}")
 
@@ -262,6 +276,8 @@ class SourceSchema:
     ordered: tuple[NotBefore, ...] = field(default=())
     # Sums across the rows of one file sharing a key (a person's hours of a day), checked after the row checks.
     sums: tuple[SumAtMost, ...] = field(default=())
+    # Spans of the rows of one file sharing a key that must not overlap (a replica's runs), checked after the sums.
+    disjoint: tuple[Disjoint, ...] = field(default=())
 
     @property
     def all_row_checks(self) -> tuple[pa.Check, ...]:
@@ -703,6 +719,18 @@ def serving_replicas(contract: Contract) -> SourceSchema:
         ),
         unique=(("replica_id", "started_at"),),  # a replica id runs again: each run is its id and start
         ordered=(ends_after_start("ended_at", "started_at"),),
+        # Two runs of one replica in one file that overlap in time were both counted: its GPU cost twice for the
+        # overlap. A newer file's run superseding an older file's is staging's (stg_serving__replicas).
+        disjoint=(
+            Disjoint(
+                ("replica_id",),
+                "started_at",
+                "ended_at",
+                "replica_runs.overlap",
+                "no overlap in time with another run of its replica_id in the file (each run that overlaps one is "
+                "quarantined)",
+            ),
+        ),
     )
 
 

@@ -104,7 +104,7 @@ def render_inputs() -> str:
 
 def _checked_values(source: Source, contract: Contract) -> tuple[dict[str, tuple[str, Domain]], list[tuple[str, str]]]:
     """A source's numeric domains (column -> warehouse type, domain) and its cross-field rules (rule, expectation),
-    sums across a file's rows (``SumAtMost``) among them."""
+    sums across a file's rows (``SumAtMost``) and spans that must not overlap (``Disjoint``) among them."""
     loader = source.loader
     if isinstance(loader, RowLoader | RequestLoader):
         schema = loader.schema(contract)
@@ -113,6 +113,7 @@ def _checked_values(source: Source, contract: Contract) -> tuple[dict[str, tuple
         rows = [(r.rule, r.expects) for r in ordered]
         rows += [(str(c.name), str(c.description)) for c in schema.row_checks if c.description]
         rows += [(s.rule, s.expects) for s in schema.sums]
+        rows += [(d.rule, d.expects) for d in schema.disjoint]
         return domains, rows
     types = dict(getattr(loader, "columns", ()))
     return {name: (types.get(name, ""), d) for name, d in getattr(loader, "domains", {}).items()}, []

@@ -1,7 +1,8 @@
 -- A replica is one set of GPUs: two runs of one replica id that overlap in time would count its GPU-hours and their
--- cost twice. A newer file's run supersedes the older files' runs it overlaps (a list correcting a run's start:
--- stg_serving__replicas), so what is left here is two overlapping runs in one file. Each such pair is listed, with
--- both rows' files and lines (a warning; the rows are kept in the audit schema).
+-- cost twice. Two such runs in one file are quarantined at ingest (rule replica_runs.overlap), and a newer file's run
+-- supersedes the older files' runs it overlaps (a list correcting a run's start: stg_serving__replicas), so nothing
+-- should be left here but overlapping runs of one file loaded before the ingest rule existed. Each such pair is
+-- listed, with both rows' files and lines (a warning; the rows are kept in the audit schema).
 {{ config(severity='warn', store_failures=true, schema='audit') }}
 
 with runs as (

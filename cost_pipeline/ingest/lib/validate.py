@@ -23,7 +23,9 @@ These rules come before and after the contract's own checks, for every source al
   whole source's load. The check is the writer's own cast, run as ``try_cast`` in DuckDB on the same frame;
 - a key column's repeats are rejected after the first occurrence that passed everything else;
 - then a sum across the rows of one file sharing a key (``schemas.SumAtMost``: a person's hours of one day) above
-  its limit rejects every row of that group.
+  its limit rejects every row of that group;
+- last, spans of the rows of one file sharing a key that overlap (``schemas.Disjoint``: a replica's runs) reject
+  every row whose span overlaps another's.
 """
 
 from __future__ import annotations
@@ -31,13 +33,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from decimal import Decimal
 from functools import partial
+from itertools import groupby
+from operator import itemgetter
 
 import duckdb
 import pandas as pd
 import pandera.pandas as pa
 
 from cost_pipeline import duckdb_session
-from cost_pipeline.contract.schemas import NOT_FINITE, Col, SourceSchema, SumAtMost, as_number
+from cost_pipeline.contract.schemas import NOT_FINITE, Col, Disjoint, SourceSchema, SumAtMost, as_number
 from cost_pipeline.ingest.lib.expectations import column_message, row_message, warehouse_text
 from cost_pipeline.ingest.lib.records import ParsedFile, Rejection
 from cost_pipeline.ingest.lib.timestamps import is_number, number_time_message, utc_time
@@ -265,14 +269,50 @@ def validate_files(
 def _over_sum(valid: pd.DataFrame, rule: SumAtMost, file_of: Sequence[int] | None) -> pd.Series:
     """Each valid row: whether its group (``rule.key``, within its own file) adds ``rule.column`` up above the limit.
     Summed as Decimal: a DECIMAL column travels as text, and 0.1 + 0.2 hours is no float's business."""
-    within = valid[list(rule.key)].astype(str)
-    if file_of is not None:
-        within = within.assign(_file=[file_of[i - 1] for i in valid.index])
-    groups = [tuple(row) for row in within.itertuples(index=False)]
+    groups = _file_groups(valid, rule.key, file_of)
     totals: dict[tuple, Decimal] = {}
     for group, value in zip(groups, valid[rule.column], strict=True):
         totals[group] = totals.get(group, Decimal(0)) + Decimal(str(value))
     return pd.Series([totals[group] > rule.limit for group in groups], index=valid.index, dtype=bool)
+
+
+def _file_groups(valid: pd.DataFrame, key: tuple[str, ...], file_of: Sequence[int] | None) -> list[tuple]:
+    """Each valid row's group: its ``key`` values as text, and its file when the rows are several files'."""
+    within = valid[list(key)].astype(str)
+    if file_of is not None:
+        within = within.assign(_file=[file_of[i - 1] for i in valid.index])
+    return [tuple(row) for row in within.itertuples(index=False)]
+
+
+def _overlapping(valid: pd.DataFrame, rule: Disjoint, file_of: Sequence[int] | None) -> pd.Series:
+    """Each valid row: whether its span ``[start, end)`` overlaps another's of its group (``rule.key``, within its own
+    file). Two spans overlap when each starts before the other ends. Sorted by start, a span overlaps one starting
+    earlier when it starts before the latest end of those, one starting later when the next start is before its end,
+    and one starting with it when both last a while. A row without a start or an end overlaps nothing."""
+    spans: dict[tuple, list[tuple]] = {}
+    for group, line, start, end in zip(
+        _file_groups(valid, rule.key, file_of), valid.index, valid[rule.start], valid[rule.end], strict=True
+    ):
+        if not (pd.isna(start) or pd.isna(end)):
+            spans.setdefault(group, []).append((start, end, line))
+    over: set[int] = set()
+    for group_spans in spans.values():
+        by_start = [list(same) for _, same in groupby(sorted(group_spans, key=itemgetter(0)), key=itemgetter(0))]
+        reach = None  # the latest end of the spans starting earlier
+        for position, same in enumerate(by_start):
+            start = same[0][0]
+            following = by_start[position + 1][0][0] if position + 1 < len(by_start) else None
+            lasting = sum(1 for _, end, _ in same if start < end)
+            for _, end, line in same:
+                if (
+                    (reach is not None and start < reach)
+                    or (following is not None and following < end)
+                    or (start < end and lasting > 1)
+                ):
+                    over.add(int(line))
+            latest = max(end for _, end, _ in same)
+            reach = latest if reach is None else max(reach, latest)
+    return pd.Series([int(line) in over for line in valid.index], index=valid.index, dtype=bool)
 
 
 def validate_rows(
@@ -362,6 +402,11 @@ def validate_rows(
         valid = valid[~duplicated]
     for rule in schema.sums:
         over = _over_sum(valid, rule, file_of)
+        for line in valid.index[over]:
+            rejected[int(line)] = Rejection(int(line), rule.rule, f"the row should have {rule.expects}")
+        valid = valid[~over]
+    for rule in schema.disjoint:
+        over = _overlapping(valid, rule, file_of)
         for line in valid.index[over]:
             rejected[int(line)] = Rejection(int(line), rule.rule, f"the row should have {rule.expects}")
         valid = valid[~over]
