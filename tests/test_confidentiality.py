@@ -7,7 +7,9 @@ One night is the demo (night 1). Night 2 delivers a late timesheet in two varian
 people's rates: Gus Novak, a fifth person on B-7 (4 -> 5 people: the change is one person's), and Hana Sato on
 B-10, the one person there whose own rate is known: two more book hours to B-10 without a rate (at the contract's
 assumed rate, which a reader can apply to their published hours), so B-10 has three people and one measured.
-The engineering files of the two variants must be identical."""
+Hana's hours are four entries with her name written four ways (HANA_SPELLINGS): they are one person, not four
+measured people that would let B-10's labour, and her rate with it, through (docs/confidentiality.md, who is one
+person). The engineering files of the two variants must be identical."""
 
 from __future__ import annotations
 
@@ -31,6 +33,15 @@ pytestmark = pytest.mark.xdist_group("confidentiality")
 
 LATE_FILE = Path("timesheets") / "harvest_time_report_2026-11-late.csv"
 GUS_HOURS, HANA_HOURS = Decimal("5"), Decimal("2")
+# Hana Mei Satō as four Harvest exports may write her (First Name, Last Name), each booking a quarter of her hours:
+# as written; lower case with a no-break space, a trailing space and ō decomposed (o + U+0304); full-width letters
+# with a full-width and a double space and a zero-width space inside; an em space and upper case.
+HANA_SPELLINGS = (
+    ("Hana Mei", "Sat\u014d"),
+    ("hana\u00a0mei ", "Sato\u0304"),
+    ("\uff28\uff41\uff4e\uff41\u3000 \uff2d\uff45\uff49", "Sa\u200bt\u014d"),
+    ("Hana\u2003Mei", "SAT\u014c"),
+)
 # Variant a and b: (Gus's rate on B-7, Hana's rate on B-10). Hana's rate a keeps B-10 inside its budget boundary
 # (108.00 + 0.20 + 1.50 assumed against 100.00 ± 10 %), rate b takes it over: a comparison over her blanked cost
 # would tell them.
@@ -63,8 +74,11 @@ def late_timesheet(variant: str) -> str:
     return (
         "Date,Project Code,Task,Hours,First Name,Last Name,Roles,Cost Rate\n"
         f"2026-11-10,B-7,Training runs,{GUS_HOURS},Gus,Novak,ML Engineer,{gus}\n"
-        f"2026-11-10,B-10,Business evaluation,{HANA_HOURS},Hana,Sato,Product,{hana}\n"
-        "2026-11-10,B-10,Coordination,0.01,Ivo,Petrov,Product,\n"
+        + "".join(
+            f"2026-11-10,B-10,Business evaluation,{HANA_HOURS / len(HANA_SPELLINGS)},{first},{last},Product,{hana}\n"
+            for first, last in HANA_SPELLINGS
+        )
+        + "2026-11-10,B-10,Coordination,0.01,Ivo,Petrov,Product,\n"
         "2026-11-10,B-10,Coordination,0.01,Jun,Park,Product,\n"
     )
 
