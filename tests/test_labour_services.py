@@ -225,6 +225,34 @@ def test_a_person_s_day_over_24_hours_in_one_file_is_quarantined_entry_by_entry(
     assert "Alice" not in parsed[0].rejections[0].message and "32" not in parsed[0].rejections[0].message
 
 
+def test_a_person_s_day_is_one_day_however_the_file_writes_the_name(tmp_path):
+    """Alice Zhang's 3 November in one file: 10 hours as "Alice Zhang", 8 as "alice" " zhang" (lower case, a space
+    before), 6 as "ALICE" "Zhang" with a no-break space after it: 24, a day. A fourth entry, 4 hours as "Alice"
+    "Zha\u0308ng" (an accent as a combining mark; Zhäng folds to Zhang as person_key folds it), makes 28: all four
+    are quarantined (rule hours_of_a_person_day). Before, each spelling was a person of its own with 24 hours of its
+    own, and the 28 hours were priced (3,360.00 at 120.00). Zoe Muller's 20 hours and 4 of Zoé Müller's are 24: a
+    day."""
+
+    def entry(hours: str, first: str, last: str) -> str:
+        return f"2026-11-03,In,RL,B-7,Training runs,,{hours},{hours},No,No,Yes,{first},{last},,Yes,0,0,120.00,0,USD,"
+
+    lines = [
+        entry("10", "Alice", "Zhang"),
+        entry("8", "alice", " zhang"),
+        entry("6", "ALICE", "Zhang\u00a0"),
+        entry("4", "Alice", "Zha\u0308ng"),
+        entry("20", "Zoe", "Muller"),
+        entry("4", "Zo\u00e9", "M\u00fcller"),
+    ]
+    path = write(tmp_path / "t.csv", "\n".join([HARVEST_HEADER, *lines]) + "\n")
+    parsed = parse_file(path, harvest_line_parser())
+    valid = validate_files([parsed], timesheets(load_contract()))[0]
+
+    assert [(r.line, r.rule) for r in parsed.rejections] == [(line, "hours_of_a_person_day") for line in (2, 3, 4, 5)]
+    assert list(valid["source_line"]) == [6, 7]
+    assert parsed.rows_in == len(valid) + len(parsed.rejections)
+
+
 def test_a_timesheet_without_a_required_column_is_rejected_whole(tmp_path):
     path = write(tmp_path / "t.csv", "Date,Task,Hours,First Name,Last Name\n2026-11-03,Training runs,2,A,B\n")
     parsed, valid = parse_timesheet(path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import os
 import shutil
+import subprocess
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
@@ -367,9 +368,9 @@ def test_a_person_s_day_over_24_hours_is_priced_nowhere_in_one_export_or_across_
     ) == [
         (month, 3, "hours_of_a_person_day"),
         (month, 4, "hours_of_a_person_day"),
-        (month, 12, "dbt:sum_at_most_stg_timesheets__entries_24__hours__entry_date__first_name__last_name"),
+        (month, 12, "dbt:sum_at_most_stg_timesheets__entries_24__hours__entry_date__person_key"),
         (month, 14, "hours_of_a_person_day"),
-        (newer, 3, "dbt:sum_at_most_stg_timesheets__entries_24__hours__entry_date__first_name__last_name"),
+        (newer, 3, "dbt:sum_at_most_stg_timesheets__entries_24__hours__entry_date__person_key"),
     ]
     assert query(
         warehouse,
@@ -383,6 +384,90 @@ def test_a_person_s_day_over_24_hours_is_priced_nowhere_in_one_export_or_across_
         "B-7": (Decimal("2790.28"), Decimal("21.5")),
         "B-8": (Decimal("840.00"), Decimal("8")),
     }
+
+
+HARVEST_HEADER = "Date,Project Code,Task,Hours,First Name,Last Name,Cost Rate,Currency"
+
+
+def test_a_newer_export_that_writes_a_name_another_way_replaces_the_older_one_s_entries(tmp_path):
+    """stg_timesheets__entries on two hand-made Harvest exports. The older (05) says Alice Zhang worked 8 hours on
+    2 November and 7 on 3 November, Zoé Müller 5 on 3 November (B-7), Ben Okafor 2 on 1 November, and Alice 17
+    on B-8 on 3 November. The newer (30), filtered to B-7, writes the same people another way: "alice" "ZHANG"
+    8 hours on 2 November (the same entry), full-width "Ａｌｉｃｅ" "Zhang" 8 on 3 November (edited from 7),
+    "Zoe" + U+0301 "Mu" + U+0308 "ller" (accents decomposed) 5. The newer export's box matches people by person_key:
+    it replaces Alice's and Zoé's older B-7 entries, and B-7's labour is the newer export's hours x rate,
+    16 h x 120.00 + 5 h x 90.00 = 2,370.00, with Ben's 2 h x 100.00 outside the box (1 November): 2,570.00. Before,
+    the box compared raw names: none of the older entries was covered, and B-7 counted 4,820.00 over 43 hours (Alice's
+    and Zoé's hours twice), exit 0. Alice's B-8 17 hours (another project, outside the box) stay, and her 3
+    November is 8 + 17 = 25 hours across the two exports: the staging test sum_at_most, by person_key, fails on both
+    entries (before, "Ａｌｉｃｅ Zhang" and "Alice Zhang" were two people of 8 and 24 hours)."""
+    older = [
+        "2026-11-02,B-7,Training runs,8,Alice,Zhang,120.00,USD",
+        "2026-11-03,B-7,Training runs,7,Alice,Zhang,120.00,USD",
+        "2026-11-03,B-7,Data preparation,5,Zo\u00e9,M\u00fcller,90.00,USD",
+        "2026-11-01,B-7,Data preparation,2,Ben,Okafor,100.00,USD",
+        "2026-11-03,B-8,Training runs,17,Alice,Zhang,120.00,USD",
+    ]
+    newer = [
+        "2026-11-02,B-7,Training runs,8,alice,ZHANG,120.00,USD",
+        "2026-11-03,B-7,Training runs,8,\uff21\uff4c\uff49\uff43\uff45,Zhang,120.00,USD",
+        "2026-11-03,B-7,Data preparation,5,Zoe\u0301,Mu\u0308ller,90.00,USD",
+    ]
+    landing = tmp_path / "landing"
+    (landing / "timesheets").mkdir(parents=True)
+    for name, lines in (("harvest_time_report_2026-11-05.csv", older), ("harvest_time_report_2026-11-30.csv", newer)):
+        (landing / "timesheets" / name).write_text("\n".join([HARVEST_HEADER, *lines]) + "\n", encoding="utf-8")
+    warehouse = tmp_path / "w.duckdb"
+    con = connect(warehouse, readable_dir=landing)
+    try:
+        report = load_named(con, landing, "timesheets", load_contract())
+    finally:
+        con.close()
+    assert report.conserved and query(warehouse, "select count(*) from raw.quarantine") == [(0,)]
+
+    from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, dbt_executable
+
+    # The staging model and its tests but the contract's enumeration (its tables are not in this warehouse).
+    built = subprocess.run(
+        [dbt_executable(), "build", "--select", "stg_timesheets__entries"]
+        + ["--exclude", "test_name:in_contract_enumeration", "--store-failures"]
+        + ["--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR)]
+        + ["--target-path", str(tmp_path / "target"), "--log-path", str(tmp_path / "logs")],
+        cwd=DBT_PROJECT_DIR,
+        env={**os.environ, "COST_WAREHOUSE": str(warehouse)},
+        capture_output=True,
+        text=True,
+    )
+
+    staged = query(
+        warehouse,
+        "select project_code, source_file, source_line, hours, cost_rate from staging.stg_timesheets__entries "
+        "order by source_file, source_line",
+    )
+    old, new = "timesheets/harvest_time_report_2026-11-05.csv", "timesheets/harvest_time_report_2026-11-30.csv"
+    assert [(project, file, line) for project, file, line, _, _ in staged] == [
+        ("B-7", old, 5),
+        ("B-8", old, 6),
+        ("B-7", new, 2),
+        ("B-7", new, 3),
+        ("B-7", new, 4),
+    ]
+    b7 = sum(hours * rate for project, _, _, hours, rate in staged if project == "B-7")
+    assert (b7, sum(hours for project, _, _, hours, _ in staged if project == "B-7")) == (
+        Decimal("2570.00"),
+        Decimal("23"),
+    )
+    assert built.returncode == 1, built.stdout
+    # The test's failing rows, stored under its name cut and hashed (dbt names a relation in at most 63 characters).
+    ((failures,),) = query(
+        warehouse,
+        "select table_name from information_schema.tables where table_schema = 'audit' "
+        "and starts_with(table_name, 'sum_at_most_stg_timesheets__en')",
+    )
+    assert query(warehouse, f"select source_file, source_line, group_total from audit.{failures} order by all") == [
+        (old, 6, Decimal("25")),
+        (new, 3, Decimal("25")),
+    ]
 
 
 def test_two_accounts_lines_alike_in_every_other_column_are_two_charges(demo_run, tmp_path):

@@ -22,8 +22,8 @@ These rules come before and after the contract's own checks, for every source al
   2026-02-30 and non-ASCII digits (``\\d``), all of which DuckDB refuses at insert time, and with them the
   whole source's load. The check is the writer's own cast, run as ``try_cast`` in DuckDB on the same frame;
 - a key column's repeats are rejected after the first occurrence that passed everything else;
-- then a sum across the rows of one file sharing a key (``schemas.SumAtMost``: a person's hours of one day) above
-  its limit rejects every row of that group;
+- then a sum across the rows of one file sharing a key (``schemas.SumAtMost``: a person's hours of one day, the
+  person by their name as person_key folds it) above its limit rejects every row of that group;
 - last, spans of the rows of one file sharing a key that overlap (``schemas.Disjoint``: a replica's runs) reject
   every row whose span overlaps another's.
 """
@@ -46,6 +46,7 @@ from cost_pipeline.ingest.lib.expectations import column_message, row_message, w
 from cost_pipeline.ingest.lib.records import ParsedFile, Rejection
 from cost_pipeline.ingest.lib.timestamps import is_number, number_time_message, utc_time
 from cost_pipeline.ingest.lib.warehouse import quote
+from cost_pipeline.person_name import person_name
 
 _TRUE = {"true", "t", "yes", "1"}
 _FALSE = {"false", "f", "no", "0"}
@@ -269,16 +270,21 @@ def validate_files(
 def _over_sum(valid: pd.DataFrame, rule: SumAtMost, file_of: Sequence[int] | None) -> pd.Series:
     """Each valid row: whether its group (``rule.key``, within its own file) adds ``rule.column`` up above the limit.
     Summed as Decimal: a DECIMAL column travels as text, and 0.1 + 0.2 hours is no float's business."""
-    groups = _file_groups(valid, rule.key, file_of)
+    groups = _file_groups(valid, rule.key, file_of, rule.names)
     totals: dict[tuple, Decimal] = {}
     for group, value in zip(groups, valid[rule.column], strict=True):
         totals[group] = totals.get(group, Decimal(0)) + Decimal(str(value))
     return pd.Series([totals[group] > rule.limit for group in groups], index=valid.index, dtype=bool)
 
 
-def _file_groups(valid: pd.DataFrame, key: tuple[str, ...], file_of: Sequence[int] | None) -> list[tuple]:
-    """Each valid row's group: its ``key`` values as text, and its file when the rows are several files'."""
+def _file_groups(
+    valid: pd.DataFrame, key: tuple[str, ...], file_of: Sequence[int] | None, names: tuple[str, ...] = ()
+) -> list[tuple]:
+    """Each valid row's group: its ``key`` values as text (those in ``names`` as a reader compares a person's name:
+    ``person_name``), and its file when the rows are several files'."""
     within = valid[list(key)].astype(str)
+    for column in names:
+        within[column] = within[column].map(person_name)
     if file_of is not None:
         within = within.assign(_file=[file_of[i - 1] for i in valid.index])
     return [tuple(row) for row in within.itertuples(index=False)]

@@ -3,8 +3,9 @@
 -- Money: hours x rate is rounded to the cent once per entry (labour_cost, and likewise its low and high). An entry
 -- with a Cost Rate is 'measured' (low = high = cost); without one it is 'assumed' at the contract's typical rate for
 -- the role, with the range low..high from the contract's low and high rates.
--- cost_rate is a person's rate: confidential (R20). Names stay in staging; person_key is a hash of the name as a
--- reader compares it (macros/person_key.sql): one person however an export writes the name, spaces, accents and case.
+-- cost_rate is a person's rate: confidential (R20). Names stay in staging; person_key (staging's, where the newest
+-- export's box and the 24-hour day match people by it) is a hash of the name as a reader compares it
+-- (macros/person_key.sql): one person however an export writes the name, spaces, accents and case.
 with entries as (
     select * from {{ ref('stg_timesheets__entries') }}
 ),
@@ -89,7 +90,7 @@ select
     cast({{ dbt.date_trunc('month', 'entry_date') }} as date) as month_start,
     batch_key as batch_id,
     project_code,
-    {{ person_key('first_name', 'last_name') }} as person_key,
+    person_key,
     task,
     role,
     labour_category as category,

@@ -19,19 +19,33 @@
 {{ config(meta={'identical_lines_ignore': ignore}) }}
 
 with newest as (
-    {{ identical_lines_once(source('raw', 'timesheets'), ignore=ignore) }}
+    select
+        deliveries.*,
+        {{ person_key('deliveries.first_name', 'deliveries.last_name') }} as person_key
+    from (
+        {{ identical_lines_once(source('raw', 'timesheets'), ignore=ignore) }}
+    ) as deliveries
 ),
 
 -- Every row each export holds, quarantined and held rows included (raw.timesheets_extent); an export loaded before
 -- the extent was recorded (raw keeps its rows after its file left the landing folder) by its raw rows, or its box
 -- would vanish and the entries it superseded count again.
 extent as (
-    select source_file, file_sha256, entry_date, first_name, last_name, project_code, task
-    from {{ source('raw', 'timesheets_extent') }}
-    union all
-    select source_file, file_sha256, entry_date, first_name, last_name, project_code, task
-    from {{ source('raw', 'timesheets') }}
-    where source_file not in (select distinct source_file from {{ source('raw', 'timesheets_extent') }})
+    select
+        source_file,
+        file_sha256,
+        entry_date,
+        {{ person_key('first_name', 'last_name') }} as person_key,
+        project_code,
+        task
+    from (
+        select source_file, file_sha256, entry_date, first_name, last_name, project_code, task
+        from {{ source('raw', 'timesheets_extent') }}
+        union all
+        select source_file, file_sha256, entry_date, first_name, last_name, project_code, task
+        from {{ source('raw', 'timesheets') }}
+        where source_file not in (select distinct source_file from {{ source('raw', 'timesheets_extent') }})
+    ) as said
 ),
 
 -- What each export covers: its first and last date, and the people, projects and tasks it holds; and its place in
@@ -57,8 +71,10 @@ exports as (
     ) as covered
 ),
 
+-- A person is their name as a reader compares it (macros/person_key.sql): a newer export that writes "Alice Zhang"
+-- as "alice  zhang", with a no-break space or an accent decomposed, covers her entries as the older one wrote them.
 export_people as (
-    select distinct source_file, first_name, last_name from extent
+    select distinct source_file, person_key from extent
 ),
 
 export_projects as (
@@ -84,8 +100,7 @@ superseded as (
         and newest.entry_date <= exports.last_date
     inner join export_people
         on exports.source_file = export_people.source_file
-        and newest.first_name = export_people.first_name
-        and newest.last_name = export_people.last_name
+        and newest.person_key = export_people.person_key
     inner join export_projects
         on exports.source_file = export_projects.source_file
         and coalesce(newest.project_code, '') = export_projects.project_code
@@ -115,6 +130,7 @@ renamed as (
         billable,
         first_name,
         last_name,
+        person_key,
         roles,
         cost_rate,
         currency,
