@@ -49,7 +49,8 @@ class _Night:
         self.landing, self.warehouse, self.read = landing, warehouse, []
 
     def load(self) -> wh.IngestReport:
-        loader = DEVICE_SAMPLES.loader
+        # As a night loads it: bound to the contract (its power bound), which keeps reading only new files.
+        loader = DEVICE_SAMPLES.loader.bound(DEVICE_SAMPLES.loader, load_contract(), self.landing)
 
         def counted(con, path, blank_lines):
             self.read.append(path.relative_to(self.landing).as_posix())

@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from cost_pipeline.contract import load_contract
+from cost_pipeline.contract import Contract, load_contract
 from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.ingest.registry import load_named
 from cost_pipeline.ingest.telemetry import DCGM_SCRAPES
@@ -32,10 +32,10 @@ METRICS = {
 }
 
 
-def _load(landing: Path, source: str) -> tuple[list[dict], list[tuple], dict]:
+def _load(landing: Path, source: str, contract: Contract | None = None) -> tuple[list[dict], list[tuple], dict]:
     con = connect(landing.parent / "w.duckdb", readable_dir=landing)
     try:
-        load_named(con, landing, source, load_contract())
+        load_named(con, landing, source, contract or load_contract())
         cursor = con.execute(f"select * from raw.{source} order by source_file, source_line")
         names = [d[0] for d in cursor.description]
         rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
@@ -332,3 +332,43 @@ def test_two_clusters_gpu_01_at_one_instant_are_two_samples_in_each_format(tmp_p
         "device_samples_prometheus": [("", "gpu-01", 0, at), ("alpha", "gpu-01", 0, at), ("beta", "gpu-01", 0, at)],
         "device_samples": [("", "gpu-01", 0, at), ("alpha", "gpu-01", 0, at), ("beta", "gpu-01", 0, at)],
     }
+
+
+def test_a_power_draw_in_milliwatts_is_quarantined_in_each_format(tmp_path):
+    """NVML reports milliwatts: a 120 W GPU read as 120000 'watts' priced its energy 1,000 times (B-7's energy cost
+    24.19 -> 24,188.81). No GPU board draws more than the contract's energy.max_gpu_power_watts (3,000 W): such a
+    sample is quarantined by its line and rule in every format, and a site that raises the bound loads it."""
+    folder = _telemetry(tmp_path)
+    milliwatts = {**METRICS, "DCGM_FI_DEV_POWER_USAGE": 120000.0}
+    (folder / "node-01.prom").write_text(
+        _scrape({0: ',hpc_job="7"'}, 1796032800000) + _scrape({0: ',hpc_job="7"'}, 1796032860000, milliwatts),
+        encoding="utf-8",
+    )
+    series = [
+        {"metric": {"__name__": metric, "gpu": "0", "Hostname": "node-02"}, "values": [[1796032800, str(value)]]}
+        for metric, value in milliwatts.items()
+    ]
+    (folder / "node-02.json").write_text(_range_query(series), encoding="utf-8")
+    header = ",".join(["timestamp", "hostname", "gpu", "job_id", *METRICS])
+    (folder / "wide.csv").write_text(
+        f"{header}\n2026-11-30T10:00:00,node-03,0,7,{','.join(str(v) for v in METRICS.values())}\n"
+        f"2026-11-30T10:01:00,node-03,0,7,{','.join(str(v) for v in milliwatts.values())}\n"
+        f"2026-11-30T10:02:00,node-03,0,7,{','.join(str(v) for v in METRICS.values())[:-5]}3000\n",  # the bound
+        encoding="utf-8",
+    )
+    rule = "DCGM_FI_DEV_POWER_USAGE.too_large"
+    expected = {
+        "device_samples_dcgm": ([650.5], [("telemetry/node-01.prom", 21, rule)]),
+        "device_samples_prometheus": ([], [("telemetry/node-02.json", 1, rule)]),
+        "device_samples": ([650.5, 3000.0], [("telemetry/wide.csv", 3, rule)]),
+    }
+    for source, (watts, quarantined) in expected.items():
+        rows, rejected, _ = _load(tmp_path / "landing", source)
+        rejected = [q for q in rejected if q[0] == quarantined[0][0]]  # one warehouse: every source's quarantine
+        assert ([r["DCGM_FI_DEV_POWER_USAGE"] for r in rows], rejected) == (watts, quarantined)
+    assert load_contract().max_gpu_power_watts == 3000
+    document = load_contract().document
+    larger = Contract("v1", {**document, "energy": {**document["energy"], "max_gpu_power_watts": 200000}})
+    rows, rejected, _ = _load(tmp_path / "landing", "device_samples", larger)
+    assert "telemetry/wide.csv" not in {q[0] for q in rejected}
+    assert sorted(r["DCGM_FI_DEV_POWER_USAGE"] for r in rows) == [650.5, 3000.0, 120000.0]

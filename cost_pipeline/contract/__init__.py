@@ -25,6 +25,10 @@ from cost_pipeline.contract.due import DeliveryDue, parse_due
 _FILE_PATTERN = re.compile(r"^definitions_(v\d+)\.yaml$")
 # A MIG profile (docs/fractional_gpus.md): its compute slices first (the group `slices`), then g., its memory and the
 # options newer drivers add: 1g.10gb, 3g.40gb, 1g.10gb+me, 1g.10gb+me.all, 1g.10gb+gfx.
+# A GPU's largest possible power draw in watts when a contract names no energy.max_gpu_power_watts: the largest
+# accelerators draw about 1,200-1,500 W per board, so 3,000 W leaves headroom and still refuses milliwatts (NVML's
+# unit: 120,000 for a 120 W GPU).
+DEFAULT_MAX_GPU_POWER_WATTS = Decimal(3000)
 MIG_PROFILE_PATTERN = r"(?P<slices>[1-9][0-9]?)g\.[0-9]+gb(?:[+-][a-z]+(?:\.[a-z]+)?)*"
 
 
@@ -318,6 +322,16 @@ class Contract:
                 raise ValueError(f"contract {self.version}: assumed rates of {role!r} are not low <= typical <= high")
             rates[role] = levels
         return rates
+
+    @property
+    def max_gpu_power_watts(self) -> Decimal:
+        """The most one GPU (board) can draw, in watts (energy.max_gpu_power_watts): a device sample's power draw
+        above it, or its energy counter rising faster, is no GPU's (docs/energy.md)."""
+        value = (self.document.get("energy") or {}).get("max_gpu_power_watts")
+        watts = DEFAULT_MAX_GPU_POWER_WATTS if value is None else Decimal(str(value))
+        if not watts.is_finite() or watts <= 0:
+            raise ValueError(f"contract {self.version}: energy.max_gpu_power_watts {value!r} is not a positive number")
+        return watts
 
     @property
     def reporting_currency(self) -> str:
@@ -662,6 +676,7 @@ class Contract:
         energy = self.document.get("energy") or {}
         if "pue" in energy:
             values["energy_pue"] = energy["pue"]
+        values["energy_max_gpu_power_watts"] = self.max_gpu_power_watts
         for key, prefix in (
             ("grid_intensity_g_co2e_per_kwh", "grid_intensity_g_co2e_per_kwh"),
             ("price_per_kwh", "energy_price_per_kwh"),

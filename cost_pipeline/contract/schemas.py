@@ -17,7 +17,7 @@ from functools import partial
 import pandas as pd
 import pandera.pandas as pa
 
-from cost_pipeline.contract import MIG_PROFILE_PATTERN, Contract, available_versions
+from cost_pipeline.contract import DEFAULT_MAX_GPU_POWER_WATTS, MIG_PROFILE_PATTERN, Contract, available_versions
 from cost_pipeline.night_clock import AFTER_NIGHT, CLOCK_SKEW, latest_instant, latest_month
 
 MONEY_PATTERN = r"^-?\d{1,15}(\.\d{1,2})?$"
@@ -148,7 +148,20 @@ FRACTION = Domain("unit_range", "a finite activity such as 0.93", Decimal(0), De
 BYTES_PER_SECOND = Domain(
     "non_negative", "a finite non-negative rate such as 1000000000 bytes a second", Decimal(0), Decimal(10**15)
 )
-WATTS = Domain("non_negative", "a finite non-negative power such as 300 watts", Decimal(0), Decimal(10**6))
+
+
+def gpu_watts(max_watts: Decimal) -> Domain:
+    """One GPU's power draw in watts, up to the contract's energy.max_gpu_power_watts: above it a reading is in
+    milliwatts (NVML's unit, 1,000 times the watts) or otherwise no GPU's, and would price its energy 1,000 times."""
+    return Domain(
+        "non_negative",
+        "a finite non-negative power draw of one GPU in watts such as 300 (not milliwatts), at most the contract's "
+        "energy.max_gpu_power_watts",
+        Decimal(0),
+        max_watts,
+    )
+
+
 # A GPU's energy counter since its driver loaded: 10**16 mJ is a 1 kW GPU for 300 years.
 MILLIJOULES = Domain("non_negative", "a non-negative energy such as 128996013 millijoules", Decimal(0), Decimal(10**16))
 GPU_INDEX = Domain("index", "a non-negative GPU index such as 0", Decimal(0), Decimal(10**6), whole=True)
@@ -943,17 +956,24 @@ DEVICE_SAMPLE_ACTIVITY_COLUMNS = (
     "DCGM_FI_PROF_SM_ACTIVE",
     "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
 )
-# The device samples' numeric domains, in the order their rules are checked; power and the energy counter (mJ
-# since the driver loaded) may be blank.
-DEVICE_SAMPLE_DOMAINS: dict[str, Domain] = {
-    "gpu": GPU_INDEX,
-    **dict.fromkeys(DEVICE_SAMPLE_ACTIVITY_COLUMNS, FRACTION),
-    "DCGM_FI_PROF_NVLINK_TX_BYTES": BYTES_PER_SECOND,
-    "DCGM_FI_PROF_NVLINK_RX_BYTES": BYTES_PER_SECOND,
-    "DCGM_FI_DEV_POWER_USAGE": WATTS,
-    DEVICE_SAMPLE_ENERGY_COUNTER: MILLIJOULES,
-    "gpu_instance_id": GPU_INDEX,
-}
+
+
+def device_sample_domains(max_watts: Decimal = DEFAULT_MAX_GPU_POWER_WATTS) -> dict[str, Domain]:
+    """The device samples' numeric domains, in the order their rules are checked, with the power draw bounded by
+    the contract's energy.max_gpu_power_watts; power and the energy counter (mJ since the driver loaded) may be
+    blank."""
+    return {
+        "gpu": GPU_INDEX,
+        **dict.fromkeys(DEVICE_SAMPLE_ACTIVITY_COLUMNS, FRACTION),
+        "DCGM_FI_PROF_NVLINK_TX_BYTES": BYTES_PER_SECOND,
+        "DCGM_FI_PROF_NVLINK_RX_BYTES": BYTES_PER_SECOND,
+        "DCGM_FI_DEV_POWER_USAGE": gpu_watts(max_watts),
+        DEVICE_SAMPLE_ENERGY_COUNTER: MILLIJOULES,
+        "gpu_instance_id": GPU_INDEX,
+    }
+
+
+DEVICE_SAMPLE_DOMAINS = device_sample_domains()
 DEVICE_SAMPLE_OPTIONAL = (
     "job_id",
     "DCGM_FI_DEV_POWER_USAGE",

@@ -115,6 +115,9 @@ def _checked_values(source: Source, contract: Contract) -> tuple[dict[str, tuple
         rows += [(s.rule, s.expects) for s in schema.sums]
         rows += [(d.rule, d.expects) for d in schema.disjoint]
         return domains, rows
+    bound = getattr(loader, "bound", None)
+    if bound is not None:  # the domains under this contract (a GPU's power bound is a contract value)
+        loader = bound(loader, contract, Path())
     types = dict(getattr(loader, "columns", ()))
     return {name: (types.get(name, ""), d) for name, d in getattr(loader, "domains", {}).items()}, []
 

@@ -22,20 +22,27 @@ the ledger records it as a duplicate.
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import duckdb
 
-from cost_pipeline.contract.schemas import DEVICE_SAMPLE_COLUMNS, DEVICE_SAMPLE_DOMAINS, DEVICE_SAMPLE_OPTIONAL
+from cost_pipeline.contract import Contract, load_contract
+from cost_pipeline.contract.schemas import (
+    DEVICE_SAMPLE_COLUMNS,
+    DEVICE_SAMPLE_DOMAINS,
+    DEVICE_SAMPLE_OPTIONAL,
+    Domain,
+    device_sample_domains,
+)
 from cost_pipeline.ingest.lib.in_database import (
     InDatabaseSource,
     Rule,
     domain_rules,
     file_position,
     first_line,
-    load_in_database,
     stage_csv,
     stage_csv_files,
     stage_parquet,
@@ -49,12 +56,24 @@ from cost_pipeline.ingest.lib.warehouse import IngestReport, file_pattern, quote
 
 _PROFILE = trimmed_sql("cast(gpu_instance_profile as varchar)")
 
-# (rule, condition that breaks it, message); evaluated in order, the first broken rule is recorded. The numeric
-# columns' rules come from their domains (schemas.DEVICE_SAMPLE_DOMAINS), declared once for both ingest paths.
-_RULES: list[Rule] = [
-    ("timestamp.parseable", 'try_cast("timestamp" as timestamp) is null', "timestamp is missing or not a timestamp"),
-    ("hostname.present", f"nullif({trimmed_sql('hostname')}, '') is null", "hostname is empty"),
-    *domain_rules(DEVICE_SAMPLE_DOMAINS, DEVICE_SAMPLE_OPTIONAL),
+
+def _sample_rules(domains: Mapping[str, Domain]) -> list[Rule]:
+    """(rule, condition that breaks it, message); evaluated in order, the first broken rule is recorded. The numeric
+    columns' rules come from their domains (schemas.device_sample_domains: the power draw's bound is the contract's
+    energy.max_gpu_power_watts), declared once for every telemetry format."""
+    return [
+        (
+            "timestamp.parseable",
+            'try_cast("timestamp" as timestamp) is null',
+            "timestamp is missing or not a timestamp",
+        ),
+        ("hostname.present", f"nullif({trimmed_sql('hostname')}, '') is null", "hostname is empty"),
+        *domain_rules(domains, DEVICE_SAMPLE_OPTIONAL),
+        *_MIG_RULES,
+    ]
+
+
+_MIG_RULES: list[Rule] = [
     # A MIG instance names its profile by its compute slices first (docs/fractional_gpus.md): 1g.10gb, 3g.40gb.
     (
         "gpu_instance_profile.format",
@@ -67,6 +86,23 @@ _RULES: list[Rule] = [
         "gpu_instance_id and gpu_instance_profile (GPU_I_ID, GPU_I_PROFILE) are given together or not at all",
     ),
 ]
+_RULES = _sample_rules(DEVICE_SAMPLE_DOMAINS)
+
+
+def _under_contract(*leading: Rule) -> Callable[[InDatabaseSource, Contract, Path], InDatabaseSource]:
+    """A telemetry source as it loads under one contract: its format's own rules (``leading``), then the samples'
+    rules with the contract's bound on a GPU's power draw (a reading in milliwatts is quarantined, never priced)."""
+
+    def bound(source: InDatabaseSource, contract: Contract, _landing_dir: Path) -> InDatabaseSource:
+        domains = device_sample_domains(contract.max_gpu_power_watts)
+        # Bound no further: the rules carry the contract's bound into the loader's fingerprint (reuse.loader_sha256),
+        # so a file loaded under the same bound is not read again (a bound source's files always are).
+        rules = [*leading, *_sample_rules(domains)]
+        return dataclasses.replace(source, rules=rules, domains=domains, bound=None)
+
+    return bound
+
+
 _REQUIRED = [name for name, _ in DEVICE_SAMPLE_COLUMNS if name not in DEVICE_SAMPLE_OPTIONAL]
 
 
@@ -153,6 +189,7 @@ DEVICE_SAMPLES = Source(
         _RULES,
         _stage,
         domains=DEVICE_SAMPLE_DOMAINS,
+        bound=_under_contract(),
         stage_group=_stage_group,
         group_key=_header,
     ),
@@ -269,6 +306,7 @@ DCGM_SCRAPES = Source(
         [*_EXPOSITION_RULES, *presence_rules(), *_RULES],
         _stage_exposition,
         domains=DEVICE_SAMPLE_DOMAINS,
+        bound=_under_contract(*_EXPOSITION_RULES, *presence_rules()),
         # Two scrapes may hold the same bytes (an idle node, no timestamps): the time in the name tells them apart.
         identity=lambda path: file_name_time(path) or "",
         parquet=False,
@@ -353,6 +391,7 @@ PROMETHEUS_RANGES = Source(
         [*_RANGE_RULES, *presence_rules(), *_RULES],
         _stage_range_query,
         domains=DEVICE_SAMPLE_DOMAINS,
+        bound=_under_contract(*_RANGE_RULES, *presence_rules()),
         parquet=False,
     ),
     batch_lineage=SAMPLE_BATCHES,
@@ -363,6 +402,4 @@ SOURCES = (DEVICE_SAMPLES, DCGM_SCRAPES, PROMETHEUS_RANGES)
 
 def load_device_samples(con: duckdb.DuckDBPyConnection, landing_dir: Path) -> IngestReport:
     """Replace ``raw.device_samples`` from every telemetry file, quarantining what breaks the contract."""
-    return load_in_database(
-        con, landing_dir, DEVICE_SAMPLES.files(landing_dir), DEVICE_SAMPLES.name, DEVICE_SAMPLES.loader
-    )
+    return DEVICE_SAMPLES.load(con, landing_dir, load_contract(), None)
