@@ -372,3 +372,56 @@ def test_a_power_draw_in_milliwatts_is_quarantined_in_each_format(tmp_path):
     rows, rejected, _ = _load(tmp_path / "landing", "device_samples", larger)
     assert "telemetry/wide.csv" not in {q[0] for q in rejected}
     assert sorted(r["DCGM_FI_DEV_POWER_USAGE"] for r in rows) == [650.5, 3000.0, 120000.0]
+
+
+def test_a_job_id_written_as_a_float_names_its_job_and_a_fraction_is_quarantined(tmp_path):
+    """pandas writes an integer column with nulls as a double: a Parquet job_id of 2003.0 was the text '2003.0',
+    matched no job, and B-8's 145.2 effective GPU-hours became 0.0 (its price per effective GPU-hour 3.00 -> 5.97).
+    A whole number written with a point is the job's id, in Parquet and in CSV alike; a fraction, NaN or an infinity
+    names no job: quarantined (job_id.whole_number). A null job id stays null (a sample without a job label)."""
+    folder = _telemetry(tmp_path)
+    values = ", ".join(f"{v} as {name}" for name, v in METRICS.items())
+    job_ids = ["2003.0", "null", "2003.5", "'nan'", "'inf'", "'-inf'"]
+    rows = " union all ".join(
+        f"select timestamp '2026-11-30 10:0{i}:00' as timestamp, 'node-01' as hostname, 0 as gpu, "
+        f"cast({job_id} as double) as job_id, {values}"
+        for i, job_id in enumerate(job_ids)
+    )
+    con = duckdb.connect()
+    try:
+        con.execute(f"copy ({rows}) to '{folder / 'dcgm_rest.parquet'}' (format parquet)")
+        assert con.execute(f"select typeof(job_id) from '{folder / 'dcgm_rest.parquet'}' limit 1").fetchone() == (
+            "DOUBLE",
+        )
+    finally:
+        con.close()
+    header = ",".join(["timestamp", "hostname", "gpu", "job_id", *METRICS])
+    metric_values = ",".join(str(v) for v in METRICS.values())
+    (folder / "wide.csv").write_text(
+        f"{header}\n"
+        + "".join(
+            f"2026-11-30T11:0{i}:00,node-02,0,{job_id},{metric_values}\n"
+            for i, job_id in enumerate(["2003.0", "2003.00", " 2004 ", "2003.5", "train-b7", "1234_5", ""])
+        ),
+        encoding="utf-8",
+    )
+    rows, quarantined, ledger = _load(tmp_path / "landing", "device_samples")
+    assert [(r["hostname"], r["job_id"]) for r in rows] == [
+        ("node-01", "2003"),
+        ("node-01", None),
+        ("node-02", "2003"),
+        ("node-02", "2003"),
+        ("node-02", "2004"),
+        ("node-02", "train-b7"),
+        ("node-02", "1234_5"),
+        ("node-02", None),
+    ]
+    rule = "job_id.whole_number"
+    assert quarantined == [
+        ("telemetry/dcgm_rest.parquet", 3, rule),
+        ("telemetry/dcgm_rest.parquet", 4, rule),
+        ("telemetry/dcgm_rest.parquet", 5, rule),
+        ("telemetry/dcgm_rest.parquet", 6, rule),
+        ("telemetry/wide.csv", 5, rule),
+    ]
+    assert ledger == {"telemetry/dcgm_rest.parquet": (6, 2, 4), "telemetry/wide.csv": (7, 6, 1)}
