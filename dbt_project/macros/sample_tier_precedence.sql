@@ -23,6 +23,7 @@ parameters as (
         'comm_wait_min_nvlink_bytes_per_second': 'comm_min_nvlink',
         'comm_wait_max_tensor_active': 'comm_max_tensor',
         'effective_min_gr_engine_active': 'effective_min_gr',
+        'energy_max_gpu_power_watts': 'max_gpu_watts',
     }) }}
 ),
 

@@ -9,7 +9,8 @@
 -- Where the GPU reports its energy counter (DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, mJ since the driver loaded) at
 -- this sample and the next, the energy of the time the sample stands for is the counter's rise to the next sample
 -- (docs/energy.md): a fall is a driver reload, after which the next reading is the energy since the reload; a gap
--- capped as above keeps the share of the rise its represented seconds are of the gap.
+-- capped as above keeps the share of the rise its represented seconds are of the gap. A rise faster than a GPU can
+-- draw (contract energy.max_gpu_power_watts) is not used: the sample's energy is then its power draw's.
 -- A sample stands for the job's share of its GPU (gpu_share, docs/fractional_gpus.md): a MIG instance's profile's
 -- compute slices over its GPU model's total, 1 for a whole GPU; and when several jobs' labels report the same GPU (or
 -- the same instance) at the same instant (Slurm shards, CUDA MPS, Kubernetes time-slicing), that over their number
@@ -39,6 +40,12 @@
 ) }}
 -- depends_on: {{ ref('int_device_samples_inputs') }}
 {%- set incremental = is_incremental() and device_samples_inputs_fresh() %}
+{%- set counter_rise -%}
+    case
+        when next_energy_counter_mj >= energy_counter_mj then next_energy_counter_mj - energy_counter_mj
+        when next_energy_counter_mj < energy_counter_mj then next_energy_counter_mj
+    end
+{%- endset %}
 
 -- A job's segments (int_job_segments) run from a start to occupied_until_at (its end, or, still running, until its
 -- export saw it running; int_jobs_unioned), a Kubernetes job's each to its run's next preempt, requeue or end.
@@ -173,9 +180,14 @@ classified as (
         sequenced.power_watts,
         {{ seconds_between('sequenced.sampled_at', 'sequenced.next_sampled_at') }} as seconds_to_next,
         -- The counter's rise to the next sample; after a driver reload (the counter fell) the next reading itself.
+        -- A rise faster than one GPU can draw (the contract's energy.max_gpu_power_watts over the seconds between
+        -- the two readings: a counter in another unit, or a reading of another GPU) is no energy of this GPU: not
+        -- used, so the sample falls back to its power draw (itself bounded at ingest), else it is unobserved.
         case
-            when next_energy_counter_mj >= energy_counter_mj then next_energy_counter_mj - energy_counter_mj
-            when next_energy_counter_mj < energy_counter_mj then next_energy_counter_mj
+            when parameters.max_gpu_watts is null
+                or {{ counter_rise }} <= parameters.max_gpu_watts * 1000
+                * {{ seconds_between('sequenced.sampled_at', 'sequenced.next_sampled_at') }}
+                then {{ counter_rise }}
         end as counter_rise_mj,
         least(
             coalesce({{ seconds_between('sequenced.sampled_at', 'sequenced.next_sampled_at') }}, interval_seconds),
