@@ -9,11 +9,17 @@ for one hour: minutes 0-9 idle, minutes 19, 29, ..., 59 comm wait, the other 45 
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+from datetime import date
 from decimal import Decimal
 
+import duckdb
 import pytest
 
 from cost_pipeline.contract import Contract, load_contract
+from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, dbt_executable
 
 # Its module-scoped fixture runs once: the whole module goes to one worker.
 pytestmark = pytest.mark.xdist_group("energy")
@@ -103,3 +109,41 @@ def test_contract_gives_pue_and_grid_intensity_per_month() -> None:
     document["energy"] = {"pue": 1.3, "grid_intensity_g_co2e_per_kwh": {"2026-13": 400}}
     with pytest.raises(ValueError, match="not YYYY-MM"):
         Contract("v1", document).parameter_rows()
+
+
+def test_measured_energy_costing_more_than_the_power_bill_warns(tmp_path) -> None:
+    """Watts read from milliwatts made B-7's energy cost 24,188.81 against a 1,152.00 bill: the gap row went
+    -23,060.62 and nothing warned. energy_within_power_bill (warn severity) lists such a month. Run alone on a
+    warehouse holding only the reconciliation's rows: a month whose gap is negative, one whose gap is not."""
+    warehouse = tmp_path / "warehouse.duckdb"
+    con = duckdb.connect(str(warehouse))
+    try:
+        con.execute("create schema marts")
+        con.execute(
+            "create table marts.fct_energy_reconciliation as select * from (values "
+            "(date '2026-10-01', 'gap', 1152.00, 1152.00), (date '2026-11-01', 'batch', 1152.00, 24212.62), "
+            "(date '2026-11-01', 'gap', 1152.00, -23060.62)) as t(month_start, part, power_bill, energy_cost)"
+        )
+    finally:
+        con.close()
+    target = tmp_path / "target"
+    finished = subprocess.run(
+        [dbt_executable(), "test", "--select", "energy_within_power_bill", "--target-path", str(target)],
+        cwd=DBT_PROJECT_DIR,
+        env={**os.environ, "COST_WAREHOUSE": str(warehouse), "DBT_LOG_PATH": str(tmp_path / "logs")},
+        capture_output=True,
+        text=True,
+    )
+    assert finished.returncode == 0, finished.stdout[-3000:]
+    results = json.loads((target / "run_results.json").read_text(encoding="utf-8"))["results"]
+    tested = [
+        (r["unique_id"].split(".")[2], r["status"], r["failures"]) for r in results if r["unique_id"][:5] == "test."
+    ]
+    assert tested == [("energy_within_power_bill", "warn", 1)]
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        assert con.execute("select * from audit.energy_within_power_bill").fetchall() == [
+            (date(2026, 11, 1), D("1152.00"), D("24212.62"), D("-23060.62"))
+        ]
+    finally:
+        con.close()
