@@ -1,6 +1,6 @@
--- Each job's class in the plan-vs-actual review (R18), from the contract's plan_review rules of the batch's
--- contract version: the first rule that matches of termination category, run reason and phase; no match is
--- planned_work. A restart that carried no run reason is a failure_retry here (int_jobs_attributed's rerun_reason).
+-- Each job's class in the plan-vs-actual review (R18), from its own class (int_jobs_classed: the first rule of the
+-- contract's plan_review that matches of termination category, run reason and phase; no match is planned_work).
+-- A restart that carried no run reason is a failure_retry here (int_jobs_attributed's rerun_reason).
 -- A failure_retry run is avoidable rework when the run it restarts is, at any depth: a retry of a retry of a
 -- configuration error is avoidable rework too. A retry whose own termination category has no class (it completed,
 -- or was cancelled) takes its class through the restart chain from the first run up the chain that has a class of
@@ -10,33 +10,9 @@
 -- Each round reads the round before once (pointer doubling would read it twice, and Spark inlines a CTE into each
 -- reference: 2^rounds copies); retry_chain_resolved says whether a chain was longer, and its test warns.
 {%- set rounds = 64 %}
-with jobs as (
-    select
-        job_key, job_id, contract_version, termination_category, phase, lineage_type, lineage_job_key,
-        coalesce(rerun_reason, run_reason) as run_reason
-    from {{ ref('int_jobs_attributed') }}
-),
-
-own_class as (
-    select
-        jobs.*,
-        by_termination.category as termination_class,
-        by_reason.category as reason_class,
-        by_phase.category as phase_class
-    from jobs
-    {{ join_contract_enumeration('by_termination', 'review_termination_category', 'jobs.contract_version',
-                                 code='jobs.termination_category') }}
-    {{ join_contract_enumeration('by_reason', 'review_run_reason', 'jobs.contract_version', code='jobs.run_reason') }}
-    {{ join_contract_enumeration('by_phase', 'review_phase', 'jobs.contract_version', code='jobs.phase') }}
-),
-
-base as (
-    select
-        own_class.*,
-        coalesce(termination_class, reason_class, phase_class, 'planned_work') as base_class,
-        termination_class is null and run_reason = 'failure_retry' and lineage_type = 'restart_of'
-            and lineage_job_key is not null as is_chained_retry
-    from own_class
+with base as (
+    select job_key, job_id, lineage_job_key, termination_class, reason_class, phase_class, base_class, is_chained_retry
+    from {{ ref('int_jobs_classed') }}
 ),
 
 -- Each chained retry points at the run it restarts; a pointer at a run that is no chained retry (an anchor) stays.
