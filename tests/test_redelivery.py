@@ -595,6 +595,42 @@ def test_a_corrected_ledger_re_export_replaces_the_month_s_item_not_adds_to_it(d
     ]
 
 
+def test_a_ledger_re_export_writing_the_month_as_its_first_day_replaces_the_month_s_item(tmp_path):
+    """The contract's month is `2026-11` or `2026-11-01`. A final export writing November as `2026-11-01` beside the
+    first (`2026-11`) is the same month's item, superseded by the newer file as any re-export: grouped on the raw text
+    it was a cell of its own, and November's power (1,152.00) and operations (2,000.00) counted twice."""
+    landing = tmp_path / "landing"
+    files = {
+        "ledger/facility.csv": "month,item,amount,currency\n2026-11,power,1152.00,USD\n2026-10,power,1100.00,USD\n",
+        "ledger/facility_2026-11_final.csv": "month,item,amount,currency\n2026-11-01,power,1152.00,USD\n",
+        "serving/monthly_costs.csv": "month,item,amount\n2026-11,operations,2000.00\n",
+        "serving/monthly_costs_final.csv": "month,item,amount\n2026-11-01,operations,2000.00\n",
+    }
+    for name, text in files.items():
+        (landing / name).parent.mkdir(parents=True, exist_ok=True)
+        (landing / name).write_text(text, encoding="utf-8")
+    warehouse = tmp_path / "w.duckdb"
+    con = connect(warehouse, readable_dir=landing)
+    try:
+        for source in ("ledger_facility", "serving_monthly_costs"):
+            assert load_named(con, landing, source, load_contract()).conserved
+    finally:
+        con.close()
+    env = {**os.environ, "COST_WAREHOUSE": str(warehouse)}
+
+    def cells(model: str) -> list[tuple[str, str, str, Decimal]]:
+        rows = dbt_show_model(tmp_path / model, model, env)
+        return sorted((str(r["cost_month"]), r["item"], r["source_file"], Decimal(str(r["amount"]))) for r in rows)
+
+    assert cells("stg_ledger__facility_costs") == [
+        ("2026-10-01", "power", "ledger/facility.csv", Decimal("1100.00")),
+        ("2026-11-01", "power", "ledger/facility_2026-11_final.csv", Decimal("1152.00")),
+    ]
+    assert cells("stg_serving__monthly_costs") == [
+        ("2026-11-01", "operations", "serving/monthly_costs_final.csv", Decimal("2000.00")),
+    ]
+
+
 def test_an_export_loaded_before_the_extent_was_recorded_still_covers_what_it_superseded(demo_copy):
     """Upgrade: a newer Harvest export (Alice's Training runs of 3 November edited from 8 h to 5 h) was loaded before
     raw.timesheets_extent existed, and its file has left the landing folder since (raw keeps its rows). Its box is

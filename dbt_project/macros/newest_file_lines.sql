@@ -1,8 +1,10 @@
 {#- A ledger's lines carry no id, and a ledger is exported again whole or in part (a month's corrected line, a
-    final version): for each cell (the `cell` columns: a month and an item) the lines of the newest file that has
-    any (the file that arrived later, then the last by path, as every source's newest delivery: newest_delivery.sql)
-    say what it is; an older file's lines of that cell are superseded, changed or not. Lines repeated within that one
-    file are costs of their own. Portable: one window, each line beside its file's arrival. -#}
+    final version): for each cell (the `cell` columns: a month, as month_text_start reads it, and an item; on the raw
+    text `2026-11` and `2026-11-01` were two cells, and a re-export so written counted twice) the lines of the newest
+    file that has any (the file that arrived later, then the last by path, as every source's newest delivery:
+    newest_delivery.sql) say what it is; an older file's lines of that cell are superseded, changed or not. Lines
+    repeated within that one file are costs of their own. Portable: one window, each line beside its file's
+    arrival. -#}
 {% macro newest_file_lines(relation, cell) %}
     select *
     from (

@@ -2,13 +2,21 @@
 -- corrected line) says what it cost, and an older file's lines of that month and item no longer count, changed or
 -- not (counted both, a corrected line added to the one it corrects). A line repeated within one file is a cost of
 -- its own.
-with newest as (
-    {{ newest_file_lines(source('raw', 'ledger_facility'), ['month', 'item']) }}
+-- The cell's month is the month the text names (month_text_start): `2026-11` and `2026-11-01` are one cell.
+with months as (
+    select
+        *,
+        {{ month_text_start('month') }} as cost_month
+    from {{ source('raw', 'ledger_facility') }}
+),
+
+newest as (
+    {{ newest_file_lines('months', ['cost_month', 'item']) }}
 ),
 
 renamed as (
     select
-        cast({{ dbt.concat(["substring(month, 1, 7)", "'-01'"]) }} as date) as cost_month,
+        cost_month,
         item,
         amount,
         currency,

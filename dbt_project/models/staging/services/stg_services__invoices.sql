@@ -21,7 +21,7 @@ months as (
         counted.*,
         case
             when service_month is not null
-                then cast({{ dbt.concat(["substring(service_month, 1, 7)", "'-01'"]) }} as date)
+                then {{ month_text_start('service_month') }}
             else cast({{ dbt.date_trunc('month', 'invoiced_on') }} as date)
         end as month_start
     from counted
