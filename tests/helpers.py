@@ -111,13 +111,20 @@ def append_demo_focus_lines(landing: Path, *lines: str) -> None:
     )
 
 
+# The batch registry's header (docs/inputs.md, raw.batch_registry): the attributes, the contract version and the plan,
+# which a line may leave blank (",,,,,"), never leave out of the header.
+REGISTRY_HEADER = (
+    "batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version,"
+    "budget_cost,budget_gpu_hours,max_trial_rounds,stop_condition,variance_boundary_pct\n"
+)
+
+
 def one_batch_landing(tmp_path: Path) -> Path:
     """A landing folder with a registry of one batch, B-1, and an empty scheduler folder."""
     landing = tmp_path / "landing"
     (landing / "registry").mkdir(parents=True)
     (landing / "registry" / "batches.csv").write_text(
-        "batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"
-        "B-1,p,g,t,d,m,c,cfg,v1\n",
+        REGISTRY_HEADER + "B-1,p,g,t,d,m,c,cfg,v1,,,,,\n",
         encoding="utf-8",
     )
     (landing / "scheduler").mkdir()

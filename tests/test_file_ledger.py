@@ -16,13 +16,10 @@ from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.ingest.registry import load_source, sources
 from cost_pipeline.ingest.telemetry import load_device_samples
-from tests.helpers import query
+from tests.helpers import REGISTRY_HEADER, query
 
-REGISTRY = (
-    "batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"
-    "B-1,p,g,t,d1,m1,c1,cfg1,v1\n"
-    "B-2,p,g,t,d1,m1,c1,cfg1,v1\n"
-    "B-3,p,g,t,d1,m1,c1,cfg1,v9\n"
+REGISTRY = REGISTRY_HEADER + (
+    "B-1,p,g,t,d1,m1,c1,cfg1,v1,,,,,\nB-2,p,g,t,d1,m1,c1,cfg1,v1,,,,,\nB-3,p,g,t,d1,m1,c1,cfg1,v9,,,,,\n"
 )  # unknown contract version: quarantined once, not twice
 SAMPLE_HEADER = ",".join(name for name, _ in DEVICE_SAMPLE_BASE_COLUMNS)
 LEDGER = (

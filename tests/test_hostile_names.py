@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cost_pipeline.contract import load_contract
-from cost_pipeline.contract.schemas import DEVICE_SAMPLE_BASE_COLUMNS
+from cost_pipeline.contract.schemas import DEVICE_SAMPLE_BASE_COLUMNS, batch_plan_columns
 from cost_pipeline.demo import write_demo_landing
 from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.ingest.registry import load_source, sources
@@ -87,6 +87,9 @@ NAMES = [
     " -- comment",
 ]
 SAMPLE_HEADER = [name for name, _ in DEVICE_SAMPLE_BASE_COLUMNS]
+# The plan columns, blank on every hostile batch: a registry's header names them all.
+PLAN_COLUMNS = [column.name for column in batch_plan_columns()]
+PLAN = [""] * len(PLAN_COLUMNS)
 REGISTRY_HEADER = [
     "batch_id",
     "project",
@@ -97,6 +100,7 @@ REGISTRY_HEADER = [
     "code_version",
     "config_version",
     "contract_version",
+    *PLAN_COLUMNS,
 ]
 
 
@@ -158,7 +162,7 @@ def write_hostile_files(landing: Path) -> Hostile:
         add(
             "batch_registry",
             relative,
-            _csv_text([REGISTRY_HEADER, [f"H-{n}", *attributes, "v1"], [VALUES[n], *attributes, "v1"]]),
+            _csv_text([REGISTRY_HEADER, [f"H-{n}", *attributes, "v1", *PLAN], [VALUES[n], *attributes, "v1", *PLAN]]),
             2,
         )
         stored_line = _end_line(2, attributes)  # quoted values keep their line ends

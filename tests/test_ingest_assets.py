@@ -4,6 +4,7 @@ whole-file failures that leave the rest of the night loading, telemetry checked 
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 
 import dagster as dg
@@ -16,7 +17,7 @@ from cost_pipeline.defs.ingest import ASSETS_BY_TABLE as ASSETS
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.ingest.lib.records import ParsedFile
 from cost_pipeline.ingest.lib.validate import validate_rows
-from tests.helpers import query
+from tests.helpers import REGISTRY_HEADER, query
 
 SAMPLE_HEADER = ",".join(name for name, _ in DEVICE_SAMPLE_BASE_COLUMNS)
 
@@ -63,16 +64,13 @@ def check_results(result: dg.ExecuteInProcessResult) -> dict[str, bool]:
     }
 
 
-REGISTRY_HEADER = "batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"
-
-
 def test_bad_registry_file_is_quarantined_whole_and_the_good_one_loads(tmp_path):
     landing = tmp_path / "landing"
     write(
         landing / "registry" / "batches.csv",
-        REGISTRY_HEADER + "B-1,p,g,t,d1,m1,c1,cfg1,v1\n"
-        "B-2,p,g,t,d1,m1,c1,cfg1,v9\n"  # unknown contract version
-        "B-1,p,g,t,d1,m1,c1,cfg1,v1\n"  # repeated key
+        REGISTRY_HEADER + "B-1,p,g,t,d1,m1,c1,cfg1,v1,,,,,\n"
+        "B-2,p,g,t,d1,m1,c1,cfg1,v9,,,,,\n"  # unknown contract version
+        "B-1,p,g,t,d1,m1,c1,cfg1,v1,,,,,\n"  # repeated key
         "B-3,p,g\n",
     )  # short line
     write(landing / "registry" / "batches_extra.csv", "id;name\nB-4;x\n")
@@ -95,6 +93,35 @@ def test_bad_registry_file_is_quarantined_whole_and_the_good_one_loads(tmp_path)
         "source_loaded": True,
         "delivered_on_time": True,  # evaluated in the load's step
     }
+
+
+def test_a_replica_list_exported_without_its_price_column_is_refused_whole(tmp_path):
+    """A blank gpu_hour_price is an owned replica priced at the internal GPU-hour price. A re-export of the list
+    without the column read as blank in every row, and as the newest delivery it turned the rented assistant-large
+    replica owned (its month's spend 27,440.00 -> 18,670.41). The file is quarantined whole, naming the column; its
+    lines count as quarantined, and the list that says the price stays."""
+    landing, warehouse = tmp_path / "landing", tmp_path / "w.duckdb"
+    run = "R-L1,assistant-large,8,2026-11-01T00:00:00,2026-12-01T00:00:00"
+    write(
+        landing / "serving" / "replicas.csv", f"replica_id,model,gpus,started_at,ended_at,gpu_hour_price\n{run},4.00\n"
+    )
+    write(
+        landing / "serving" / "replicas_2026-11-30.csv",
+        f"replica_id,model,gpus,started_at,ended_at\n{run}\nR-S1,assistant-small,2,2026-11-01T00:00:00,2026-12-01T00:00:00\n",
+    )
+    assert materialize(landing, warehouse, "serving_replicas").success
+    assert query(warehouse, "select source_file, gpu_hour_price from raw.serving_replicas") == [
+        ("serving/replicas.csv", Decimal("4.00"))
+    ]
+    assert query(warehouse, "select source_file, line, rule, message from raw.quarantine") == [
+        (
+            "serving/replicas_2026-11-30.csv",
+            0,
+            "csv_header",
+            "header lacks required column(s): gpu_hour_price; its 2 records were not loaded",
+        )
+    ]
+    assert conservation(warehouse, "serving_replicas") == (3, 1, 2)
 
 
 def test_quarantine_messages_name_file_line_and_rule_but_never_values(tmp_path):
@@ -228,9 +255,9 @@ def test_a_growing_quarantine_fails_its_check(tmp_path):
     landing, warehouse = tmp_path / "landing", tmp_path / "w.duckdb"
     instance = dg.DagsterInstance.ephemeral()
     registry = landing / "registry" / "batches.csv"
-    write(registry, REGISTRY_HEADER + "B-1,p,g,t,d1,m1,c1,cfg1,v1\nB-2,p,g\n")
+    write(registry, REGISTRY_HEADER + "B-1,p,g,t,d1,m1,c1,cfg1,v1,,,,,\nB-2,p,g\n")
     assert check_results(materialize(landing, warehouse, "batch_registry", instance=instance))["quarantine_not_growing"]
-    write(registry, REGISTRY_HEADER + "B-1,p,g,t,d1,m1,c1,cfg1,v1\nB-2,p,g\nB-3,p,g\n")
+    write(registry, REGISTRY_HEADER + "B-1,p,g,t,d1,m1,c1,cfg1,v1,,,,,\nB-2,p,g\nB-3,p,g\n")
     grown = materialize(landing, warehouse, "batch_registry", instance=instance)
     assert grown.success  # the night still loads
     assert check_results(grown) == {

@@ -346,12 +346,24 @@ def test_a_service_month_or_invoice_date_after_the_night_is_no_cost_yet(tmp_path
     )
 
 
-def test_registry_files_with_and_without_the_plan_columns_load(tmp_path):
+def test_a_registry_file_must_name_the_plan_columns_and_may_leave_them_blank(tmp_path):
+    """A registry file without the plan columns read as a blank plan for every batch: delivered again so, it wiped
+    every budget (B-8 over its boundary became not known). It is refused whole, naming the columns; a blank plan is
+    written as empty values."""
     schema = batch_registry(load_contract())
     head = "batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version"
-    old = write(tmp_path / "old.csv", f"{head}\nB-1,p,g,t,d,m,c,f,v1\n")
+    old = write(tmp_path / "old.csv", f"{head}\nB-1,p,g,t,d,m,c,f,v1\nB-2,p,g,t,d,m,c,f,v1\n")
     parsed, valid = _csv_rows(old, schema)
-    assert parsed.rejections == [] and valid.loc[0, "budget_cost"] is None
+    assert valid.empty and parsed.rows_in == 2
+    assert [(r.line, r.rule, r.message, r.records) for r in parsed.rejections] == [
+        (
+            0,
+            "csv_header",
+            "header lacks required column(s): budget_cost, budget_gpu_hours, max_trial_rounds, stop_condition, "
+            "variance_boundary_pct; its 2 records were not loaded",
+            2,
+        )
+    ]
     new = write(
         tmp_path / "new.csv",
         f"{head},budget_cost,budget_gpu_hours,max_trial_rounds,stop_condition,variance_boundary_pct\n"
@@ -398,8 +410,8 @@ def test_assets_load_conserve_rows_and_keep_names_and_rates_out_of_logs(tmp_path
     write(landing / "timesheets" / "broken.csv", "Date,Hours\n2026-11-03,2\n")
     write(
         landing / "services" / "invoices.csv",
-        "invoice_id,vendor,batch_id,stage,amount,currency,invoiced_on\nI-1,V,B-7,initial_delivery,10.00,USD,\n"
-        "I-2,V,B-7,initial_delivery,10.00,USD,2026-11-02\n",
+        "invoice_id,vendor,batch_id,stage,amount,currency,invoiced_on,service_month\n"
+        "I-1,V,B-7,initial_delivery,10.00,USD,,\nI-2,V,B-7,initial_delivery,10.00,USD,2026-11-02,\n",
     )
     write(
         landing / "registry" / "rounds.csv",

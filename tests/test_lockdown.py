@@ -16,12 +16,10 @@ from cost_pipeline.ingest.contract_tables import load_contract_tables
 from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.ingest.registry import load_source, sources
 from cost_pipeline.ingest.telemetry import load_device_samples
+from tests.helpers import REGISTRY_HEADER
 
 SAMPLE_HEADER = ",".join(name for name, _ in DEVICE_SAMPLE_BASE_COLUMNS)
-REGISTRY = (
-    "batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"
-    "B-1,p,g,t,d1,m1,c1,cfg1,v1\nB-2,p,g,t,d1,m1,c1,cfg1,v1\n"
-)
+REGISTRY = REGISTRY_HEADER + "B-1,p,g,t,d1,m1,c1,cfg1,v1,,,,,\nB-2,p,g,t,d1,m1,c1,cfg1,v1,,,,,\n"
 
 
 def _sample(ts: str, tensor: str = "0.5") -> str:

@@ -16,11 +16,9 @@ from cost_pipeline.contract import load_contract
 from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.ingest.registry import load_source, sources
 from cost_pipeline.run_lock import WarehouseBusy, lock_file_for, warehouse_run_lock
+from tests.helpers import REGISTRY_HEADER
 
-REGISTRY = (
-    "batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"
-    "B-1,p,g,t,d1,m1,c1,cfg1,v1\n"
-)
+REGISTRY = REGISTRY_HEADER + "B-1,p,g,t,d1,m1,c1,cfg1,v1,,,,,\n"
 
 HOLDER = """
 import sys

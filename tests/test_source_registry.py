@@ -13,6 +13,8 @@ from cost_pipeline.contract import load_contract
 from cost_pipeline.defs.ingest import ASSETS_BY_TABLE
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.demo import write_demo_landing
+from cost_pipeline.ingest.lib.records import parse_file
+from cost_pipeline.ingest.lib.source import RowLoader
 from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.ingest.registry import SOURCES, load_source, raw_tables, render_inputs
 from tests.helpers import query
@@ -103,3 +105,47 @@ def test_launch_options_are_the_asset_run_config(tmp_path):
         schema = ASSETS_BY_TABLE[name].op.config_schema
         names = set(getattr(schema.config_type, "fields", {}))
         assert names == set(source.option_names()), name
+
+
+# The sources read by the shared CSV reader in their documented shape (the loader's csv_columns): every column the
+# contract declares is in the header; a value the contract lets be blank is an empty field.
+DOCUMENTED_CSV = {
+    "batch_registry",
+    "batch_rounds",
+    "ledger_purchases",
+    "ledger_facility",
+    "service_invoices",
+    "serving_replicas",
+    "serving_monthly_costs",
+    "task_outcomes",
+    "storage_prefix_rules",
+    "storage_prices",
+}
+
+
+def test_a_documented_csv_whose_header_lacks_a_contract_column_is_refused_whole(tmp_path):
+    """A missing column read as blank in every row, and a blank says something (a replica's price: owned; a batch's
+    plan: none): a re-export without it replaced what the older file said. Every column, those that may be blank
+    too, must be in the header; else the file is quarantined whole (``csv_header``), naming it, and its lines count
+    as quarantined."""
+    contract = load_contract()
+    for name in sorted(DOCUMENTED_CSV):
+        source = SOURCES[name]
+        schema = source.loader.schema(contract)
+        parser = source.loader.parser(schema, source.default_options())
+        columns = [c.name for c in schema.columns]
+        for column in columns:
+            kept = [c for c in columns if c != column]
+            path = tmp_path / name / f"without_{column}.csv"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("".join(",".join(line) + "\n" for line in (kept, ["x"] * len(kept), ["y"] * len(kept))))
+            parsed = parse_file(path, parser)
+            assert (parsed.rows, parsed.rows_in) == ([], 2), (name, column)
+            assert [(r.line, r.rule, r.records) for r in parsed.rejections] == [(0, "csv_header", 2)], (name, column)
+            assert parsed.rejections[0].message.startswith(f"header lacks required column(s): {column};")
+    shared_reader = {
+        name
+        for name, source in SOURCES.items()
+        if isinstance(source.loader, RowLoader) and getattr(source.loader.parser, "__name__", "") == "csv_columns"
+    }
+    assert shared_reader == DOCUMENTED_CSV

@@ -13,6 +13,7 @@ import duckdb
 
 from cost_pipeline.defs.ingest import source_assets
 from cost_pipeline.defs.resources import LandingZone, Warehouse
+from tests.helpers import REGISTRY_HEADER
 
 HOLD = """
 import sys, time, duckdb
@@ -27,8 +28,7 @@ def test_a_briefly_held_warehouse_is_retried_then_loads(tmp_path):
     landing = tmp_path / "landing"
     (landing / "registry").mkdir(parents=True)
     (landing / "registry" / "batches.csv").write_text(
-        "batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"
-        "B-1,p,g,t,d,m,c,cfg,v1\n",
+        REGISTRY_HEADER + "B-1,p,g,t,d,m,c,cfg,v1,,,,,\n",
         encoding="utf-8",
     )
     warehouse = tmp_path / "w.duckdb"

@@ -416,7 +416,8 @@ def _label_columns(contract: Contract) -> tuple[Col, ...]:
 
 
 def batch_plan_columns() -> tuple[Col, ...]:
-    """The batch plan (R18) beside the registry's attributes; optional, so registry files without them still load."""
+    """The batch plan (R18) beside the registry's attributes: each value may be blank, but a registry file names the
+    columns (``csv_columns``): one without them read as no plan for every batch."""
     return (
         Col("budget_cost", "DECIMAL(18,2)", nullable=True, checks=_money(), domain=AMOUNT),
         Col(

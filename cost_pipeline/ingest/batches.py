@@ -6,7 +6,7 @@ Both are CSV files in the documented shape, read by the shared CSV reader; the c
 from __future__ import annotations
 
 from cost_pipeline.contract import schemas
-from cost_pipeline.ingest.lib.source import RowLoader, Source, batch_lineage, csv_required
+from cost_pipeline.ingest.lib.source import RowLoader, Source, batch_lineage, csv_columns
 
 SOURCES = (
     Source(
@@ -15,7 +15,7 @@ SOURCES = (
         "registry",
         ("batches*.csv",),
         "The batch registry and plan",
-        RowLoader(schemas.batch_registry, csv_required),
+        RowLoader(schemas.batch_registry, csv_columns),
         batch_lineage=batch_lineage("staging.stg_registry__batches"),
     ),
     Source(
@@ -24,7 +24,7 @@ SOURCES = (
         "registry",
         ("rounds*.csv",),
         "Trial rounds of each batch and the evidence each produced",
-        RowLoader(schemas.batch_rounds, csv_required),
+        RowLoader(schemas.batch_rounds, csv_columns),
         batch_lineage=batch_lineage("staging.stg_registry__rounds"),
         rows_stand_alone=True,
     ),

@@ -7,7 +7,7 @@ reporting currency.
 from __future__ import annotations
 
 from cost_pipeline.contract import schemas
-from cost_pipeline.ingest.lib.source import RowLoader, Source, batch_lineage, csv_required
+from cost_pipeline.ingest.lib.source import RowLoader, Source, batch_lineage, csv_columns
 
 # An invoice counts once, its billed line, else its newest (stg_services__invoices): a file's invoice may count from
 # another file, and with the file retracted another delivery of it counts again, maybe for another batch. So a file
@@ -27,7 +27,7 @@ SOURCES = (
         "ledger",
         ("purchases*.csv",),
         "Procurement ledger",
-        RowLoader(schemas.ledger_purchases, csv_required),
+        RowLoader(schemas.ledger_purchases, csv_columns),
     ),
     Source(
         "ledger_facility",
@@ -35,7 +35,7 @@ SOURCES = (
         "ledger",
         ("facility*.csv",),
         "Monthly facility costs",
-        RowLoader(schemas.ledger_facility, csv_required),
+        RowLoader(schemas.ledger_facility, csv_columns),
     ),
     Source(
         "service_invoices",
@@ -43,7 +43,7 @@ SOURCES = (
         "services",
         ("*.csv",),
         "External-service invoices and accruals",
-        RowLoader(schemas.service_invoices, csv_required),
+        RowLoader(schemas.service_invoices, csv_columns),
         batch_lineage=INVOICE_BATCHES,
         rows_stand_alone=True,
     ),

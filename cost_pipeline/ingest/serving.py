@@ -8,7 +8,7 @@ Requests load inside DuckDB (``request_lines.py``); how a LiteLLM row maps into 
 from __future__ import annotations
 
 from cost_pipeline.contract import schemas
-from cost_pipeline.ingest.lib.source import RowLoader, Source, csv_required
+from cost_pipeline.ingest.lib.source import RowLoader, Source, csv_columns
 from cost_pipeline.ingest.request_lines import RequestLoader
 
 SOURCES = (
@@ -27,7 +27,7 @@ SOURCES = (
         "serving",
         ("replicas*.csv",),
         "Serving replica allocations",
-        RowLoader(schemas.serving_replicas, csv_required),
+        RowLoader(schemas.serving_replicas, csv_columns),
     ),
     Source(
         "serving_monthly_costs",
@@ -35,7 +35,7 @@ SOURCES = (
         "serving",
         ("monthly_costs*.csv",),
         "Monthly serving costs besides GPUs",
-        RowLoader(schemas.serving_monthly_costs, csv_required),
+        RowLoader(schemas.serving_monthly_costs, csv_columns),
     ),
     Source(
         "task_outcomes",
@@ -43,6 +43,6 @@ SOURCES = (
         "tasks",
         ("outcomes*.csv",),
         "Task outcomes and human correction time",
-        RowLoader(schemas.task_outcomes, csv_required),
+        RowLoader(schemas.task_outcomes, csv_columns),
     ),
 )

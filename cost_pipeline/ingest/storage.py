@@ -52,7 +52,7 @@ from cost_pipeline.contract import Contract, load_contract, schemas
 from cost_pipeline.contract.schemas import STORAGE_INVENTORY_COLUMNS, STORAGE_INVENTORY_DOMAINS
 from cost_pipeline.ingest.lib import in_database
 from cost_pipeline.ingest.lib.records import FileRejected, Rejection, refusal
-from cost_pipeline.ingest.lib.source import RowLoader, Source, batch_lineage, csv_all_columns, csv_required
+from cost_pipeline.ingest.lib.source import RowLoader, Source, batch_lineage, csv_columns
 from cost_pipeline.ingest.lib.timestamps import utc_timestamp_sql
 from cost_pipeline.ingest.lib.warehouse import IngestReport, file_pattern, lock_down, quote
 
@@ -386,7 +386,7 @@ PREFIX_RULES = Source(
     "storage",
     ("prefix_rules*.csv",),
     "Bucket prefix rules with purpose, owner, batch and retention",
-    RowLoader(schemas.storage_prefix_rules, csv_all_columns),
+    RowLoader(schemas.storage_prefix_rules, csv_columns),
 )
 PRICES = Source(
     "storage_prices",
@@ -394,7 +394,7 @@ PRICES = Source(
     "storage",
     ("storage_prices*.csv",),
     "Storage price per class and GB-month",
-    RowLoader(schemas.storage_prices, csv_required),
+    RowLoader(schemas.storage_prices, csv_columns),
 )
 INVENTORY = Source(
     "storage_inventory",
