@@ -1270,6 +1270,29 @@ def test_the_blank_line_scan_agrees_across_chunk_boundaries(tmp_path, monkeypatc
             assert in_database.scan_csv(path) == whole, data
 
 
+def test_a_replica_id_in_another_case_is_the_same_replica_within_a_file(tmp_path):
+    """A replica id is compared case-folded (Col.folded): R-A and r-a in one file are one replica. Their runs that
+    overlap were both kept (two replicas to the contract) and counted the model's GPU cost twice for the overlap;
+    each is quarantined (replica_runs.overlap), and a run of r-b starting when R-B's does repeats its key."""
+    landing = tmp_path / "landing"
+    (landing / "serving").mkdir(parents=True)
+    (landing / "serving" / "replicas.csv").write_text(
+        "replica_id,model,gpus,started_at,ended_at,gpu_hour_price\n"
+        "R-A,assistant-small,2,2026-11-01T00:00:00,2026-11-01T10:00:00,3.00\n"
+        "r-a,assistant-small,2,2026-11-01T06:00:00,2026-11-01T12:00:00,3.00\n"
+        "R-B,assistant-small,1,2026-11-01T00:00:00,2026-11-01T10:00:00,3.00\n"
+        "r-b,assistant-small,1,2026-11-01T00:00:00,2026-11-01T10:00:00,3.00\n",
+        encoding="utf-8",
+    )
+    rows, rejected = _load_folder(landing, tmp_path / "w.duckdb", "serving_replicas")
+    assert [(r[3], r[4]) for r in rejected] == [
+        (2, "replica_runs.overlap"),
+        (3, "replica_runs.overlap"),
+        (5, "replica_id+started_at.unique"),
+    ]
+    assert len(rows) == 1
+
+
 def _load_folder(landing: Path, warehouse: Path, source: str) -> tuple[list[tuple], list[tuple]]:
     """Load ``landing`` (one source) into a new ``warehouse``: its raw rows and quarantine rows, ordered."""
     con = connect(warehouse, readable_dir=landing)

@@ -277,6 +277,31 @@ def test_a_later_list_correcting_a_run_s_start_supersedes_the_run_it_overlaps(de
     assert "serving_replica_runs_do_not_overlap" not in night.out + night.err
 
 
+def test_a_re_export_changing_ids_case_counts_each_record_once(demo_copy):
+    """A re-export may change an id's case; the same record is matched by its id case-folded (same_id).
+
+    serving/replicas_2026-11-30.csv: the demo's replicas.csv with its ids in lower case (R-L1 -> r-l1). Both
+    spellings counted: assistant-large held 11,520 GPU-h, its spend 50,480.00 for 27,440.00."""
+    D = Decimal
+    landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
+    replicas = (landing / "serving" / "replicas.csv").read_text(encoding="utf-8")
+    (landing / "serving" / "replicas_2026-11-30.csv").write_text(
+        replicas.replace("R-L1", "r-l1").replace("R-S1", "r-s1"), encoding="utf-8"
+    )
+    night = cli_night(landing, warehouse)
+    assert night.code == 0, night.err
+    assert query(
+        warehouse,
+        "select model, gpu_hours, serving_cost, requests_completed from marts.fct_service_month "
+        "where month = '2026-11-01' order by model",
+    ) == [
+        ("assistant-large", D("5760.0000"), LARGE_COST, 240),
+        ("assistant-small", D("1440.0000"), SMALL_COST, 440),
+    ]
+    assert LARGE_COST == D("27440.00")
+    assert query(warehouse, "select replica_id from staging.stg_serving__replicas order by 1") == [("r-l1",), ("r-s1",)]
+
+
 def _gateway_request(number: int, **fields: object) -> dict:
     """A completed request of the small model on 15 November, outside any task, as a gateway logs it."""
     at = f"2026-11-15T10:{number // 60:02d}:{number % 60:02d}"

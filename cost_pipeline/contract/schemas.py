@@ -261,6 +261,9 @@ class Col:
     # A TIMESTAMP column that may arrive as a number: the number's unit since the epoch (s, ms, us, ns). Without
     # one a number in a time column is refused (``<column>.time_unit``), never read as a 1970 date.
     unit: str | None = None
+    # An id compared case-folded wherever rows are matched by it (a key unique within a file, a group of rows):
+    # R-L1 and r-l1 are one replica, as staging compares it (dbt macro same_id). The row keeps what the file said.
+    folded: bool = False
 
     @property
     def all_checks(self) -> tuple[pa.Check, ...]:
@@ -294,6 +297,11 @@ class SourceSchema:
     sums: tuple[SumAtMost, ...] = field(default=())
     # Spans of the rows of one file sharing a key that must not overlap (a replica's runs), checked after the sums.
     disjoint: tuple[Disjoint, ...] = field(default=())
+
+    @property
+    def folded(self) -> frozenset[str]:
+        """The columns compared case-folded where rows are matched (``Col.folded``)."""
+        return frozenset(c.name for c in self.columns if c.folded)
 
     @property
     def all_row_checks(self) -> tuple[pa.Check, ...]:
@@ -723,7 +731,7 @@ def serving_replicas(contract: Contract) -> SourceSchema:
     return SourceSchema(
         "serving_replicas",
         (
-            Col("replica_id", "VARCHAR"),
+            Col("replica_id", "VARCHAR", folded=True),
             Col("model", "VARCHAR"),
             Col("gpus", "INTEGER", checks=POSITIVE, domain=GPU_COUNT),
             Col("started_at", "TIMESTAMP"),

@@ -22,7 +22,7 @@ select
     later.source_line as later_source_line
 from runs as earlier
 inner join runs as later
-    on earlier.replica_id = later.replica_id
+    on {{ same_id('earlier.replica_id') }} = {{ same_id('later.replica_id') }}
     and earlier.replica_key <> later.replica_key
     and earlier.started_at <= later.started_at
     and later.started_at < earlier.ended_at

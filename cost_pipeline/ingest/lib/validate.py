@@ -267,22 +267,33 @@ def validate_files(
     return frames
 
 
-def _over_sum(valid: pd.DataFrame, rule: SumAtMost, file_of: Sequence[int] | None) -> pd.Series:
+def _over_sum(valid: pd.DataFrame, rule: SumAtMost, file_of: Sequence[int] | None, folded: frozenset[str]) -> pd.Series:
     """Each valid row: whether its group (``rule.key``, within its own file) adds ``rule.column`` up above the limit.
     Summed as Decimal: a DECIMAL column travels as text, and 0.1 + 0.2 hours is no float's business."""
-    groups = _file_groups(valid, rule.key, file_of, rule.names)
+    groups = _file_groups(valid, rule.key, file_of, folded, rule.names)
     totals: dict[tuple, Decimal] = {}
     for group, value in zip(groups, valid[rule.column], strict=True):
         totals[group] = totals.get(group, Decimal(0)) + Decimal(str(value))
     return pd.Series([totals[group] > rule.limit for group in groups], index=valid.index, dtype=bool)
 
 
+def _keyed(valid: pd.DataFrame, key: Sequence[str], folded: frozenset[str]) -> pd.DataFrame:
+    """The ``key`` columns of the valid rows as rows are matched by them: a folded id (``Col.folded``) in lower
+    case, so R-L1 and r-l1 are one."""
+    within = valid[list(key)]
+    return within.assign(**{c: within[c].str.lower() for c in key if c in folded})
+
+
 def _file_groups(
-    valid: pd.DataFrame, key: tuple[str, ...], file_of: Sequence[int] | None, names: tuple[str, ...] = ()
+    valid: pd.DataFrame,
+    key: tuple[str, ...],
+    file_of: Sequence[int] | None,
+    folded: frozenset[str],
+    names: tuple[str, ...] = (),
 ) -> list[tuple]:
-    """Each valid row's group: its ``key`` values as text (those in ``names`` as a reader compares a person's name:
-    ``person_name``), and its file when the rows are several files'."""
-    within = valid[list(key)].astype(str)
+    """Each valid row's group: its ``key`` values as text (a folded id in lower case; those in ``names`` as a reader
+    compares a person's name: ``person_name``), and its file when the rows are several files'."""
+    within = _keyed(valid, key, folded).astype(str)
     for column in names:
         within[column] = within[column].map(person_name)
     if file_of is not None:
@@ -290,14 +301,16 @@ def _file_groups(
     return [tuple(row) for row in within.itertuples(index=False)]
 
 
-def _overlapping(valid: pd.DataFrame, rule: Disjoint, file_of: Sequence[int] | None) -> pd.Series:
+def _overlapping(
+    valid: pd.DataFrame, rule: Disjoint, file_of: Sequence[int] | None, folded: frozenset[str]
+) -> pd.Series:
     """Each valid row: whether its span ``[start, end)`` overlaps another's of its group (``rule.key``, within its own
     file). Two spans overlap when each starts before the other ends. Sorted by start, a span overlaps one starting
     earlier when it starts before the latest end of those, one starting later when the next start is before its end,
     and one starting with it when both last a while. A row without a start or an end overlaps nothing."""
     spans: dict[tuple, list[tuple]] = {}
     for group, line, start, end in zip(
-        _file_groups(valid, rule.key, file_of), valid.index, valid[rule.start], valid[rule.end], strict=True
+        _file_groups(valid, rule.key, file_of, folded), valid.index, valid[rule.start], valid[rule.end], strict=True
     ):
         if not (pd.isna(start) or pd.isna(end)):
             spans.setdefault(group, []).append((start, end, line))
@@ -398,7 +411,7 @@ def validate_rows(
     valid = valid.drop(index=list(misfits))
     for key in schema.unique:
         columns = [key] if isinstance(key, str) else list(key)
-        within = valid[columns]
+        within = _keyed(valid, columns, schema.folded)
         if file_of is not None:
             within = within.assign(_file=[file_of[i - 1] for i in valid.index])
         duplicated = within.duplicated(keep="first")
@@ -407,12 +420,12 @@ def validate_rows(
             rejected[int(line)] = Rejection(int(line), f"{'+'.join(columns)}.unique", f"{said} an earlier row")
         valid = valid[~duplicated]
     for rule in schema.sums:
-        over = _over_sum(valid, rule, file_of)
+        over = _over_sum(valid, rule, file_of, schema.folded)
         for line in valid.index[over]:
             rejected[int(line)] = Rejection(int(line), rule.rule, f"the row should have {rule.expects}")
         valid = valid[~over]
     for rule in schema.disjoint:
-        over = _overlapping(valid, rule, file_of)
+        over = _overlapping(valid, rule, file_of, schema.folded)
         for line in valid.index[over]:
             rejected[int(line)] = Rejection(int(line), rule.rule, f"the row should have {rule.expects}")
         valid = valid[~over]

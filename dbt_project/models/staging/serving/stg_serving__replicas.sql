@@ -1,11 +1,13 @@
+-- A replica is its id compared case-folded (same_id): a re-export spelling R-L1 as r-l1 names the same replica, and
+-- its runs supersede the older spelling's as any newer list's do (both counted doubled the model's GPU-hours).
 with source as (
-    select * from {{ source('raw', 'serving_replicas') }}
+    select *, {{ same_id('replica_id') }} as replica_match from {{ source('raw', 'serving_replicas') }}
 ),
 
 -- A replica's run is its id and start (replica_key): a replica id runs again (next month's list names it with its new
 -- start) and keeps each run; a list delivered again (other bytes) gives each run once, from the newest file.
 newest as (
-    {{ newest_delivery('source', ['replica_id', 'started_at']) }}
+    {{ newest_delivery('source', ['replica_match', 'started_at']) }}
 ),
 
 -- A later list may correct a run's start or end (the same replica, the same run, a start a few minutes off): a run
@@ -23,11 +25,11 @@ delivered as (
 
 superseded as (
     select distinct
-        older.replica_id,
+        older.replica_match,
         older.started_at
     from delivered as older
     inner join delivered as newer
-        on older.replica_id = newer.replica_id
+        on older.replica_match = newer.replica_match
         and (
             newer.arrived_at > older.arrived_at
             or (newer.arrived_at = older.arrived_at and newer.source_file > older.source_file)
@@ -40,9 +42,9 @@ runs as (
     select newest.*
     from newest
     left join superseded
-        on newest.replica_id = superseded.replica_id
+        on newest.replica_match = superseded.replica_match
         and newest.started_at = superseded.started_at
-    where superseded.replica_id is null
+    where superseded.replica_match is null
 ),
 
 renamed as (
