@@ -1293,6 +1293,22 @@ def test_a_replica_id_in_another_case_is_the_same_replica_within_a_file(tmp_path
     assert len(rows) == 1
 
 
+def test_two_registry_batches_differing_only_in_case_are_refused(tmp_path):
+    """A batch id is compared case-folded (Col.folded), as jobs are matched to it (resolve_batch): a registry file
+    naming B-1 and b-1 names one batch twice, and the second is quarantined (batch_id.unique)."""
+    landing = tmp_path / "landing"
+    (landing / "registry").mkdir(parents=True)
+    row = "assistant-rl,goal,team,d,m,c,cfg,v1"
+    (landing / "registry" / "batches.csv").write_text(
+        "batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"
+        f"B-1,{row}\nb-1,{row}\nB-2,{row}\n",
+        encoding="utf-8",
+    )
+    rows, rejected = _load_folder(landing, tmp_path / "w.duckdb", "batch_registry")
+    assert [(r[3], r[4]) for r in rejected] == [(3, "batch_id.unique")]
+    assert len(rows) == 2
+
+
 def _load_folder(landing: Path, warehouse: Path, source: str) -> tuple[list[tuple], list[tuple]]:
     """Load ``landing`` (one source) into a new ``warehouse``: its raw rows and quarantine rows, ordered."""
     con = connect(warehouse, readable_dir=landing)

@@ -281,15 +281,29 @@ def test_a_re_export_changing_ids_case_counts_each_record_once(demo_copy):
     """A re-export may change an id's case; the same record is matched by its id case-folded (same_id).
 
     serving/replicas_2026-11-30.csv: the demo's replicas.csv with its ids in lower case (R-L1 -> r-l1). Both
-    spellings counted: assistant-large held 11,520 GPU-h, its spend 50,480.00 for 27,440.00."""
+    spellings counted: assistant-large held 11,520 GPU-h, its spend 50,480.00 for 27,440.00.
+
+    registry/batches.csv re-exported with B-8 as b-8, the jobs, invoices, time entries and storage rules still
+    saying B-8 (one night checks several sources, not a night each): b-8 showed actual 0.00, variance -100%, and
+    its 2,887.77 was unattributed (241.65 -> 3,129.42), with no warning. The registry's spelling is shown."""
     D = Decimal
     landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
     replicas = (landing / "serving" / "replicas.csv").read_text(encoding="utf-8")
     (landing / "serving" / "replicas_2026-11-30.csv").write_text(
         replicas.replace("R-L1", "r-l1").replace("R-S1", "r-s1"), encoding="utf-8"
     )
+    registry = landing / "registry" / "batches.csv"
+    registry.write_text(registry.read_text(encoding="utf-8").replace("\nB-8,", "\nb-8,"), encoding="utf-8")
     night = cli_night(landing, warehouse)
     assert night.code == 0, night.err
+    assert query(
+        warehouse,
+        "select batch_id, total_cost from marts.fct_batch_costs where batch_id in ('B-8', 'b-8', 'unattributed') "
+        "order by 1",
+    ) == [("b-8", D("2887.77")), ("unattributed", D("241.65"))]
+    assert query(warehouse, "select actual_cost from marts.fct_batch_budget where batch_id = 'b-8'") == [
+        (D("2887.77"),)
+    ]
     assert query(
         warehouse,
         "select model, gpu_hours, serving_cost, requests_completed from marts.fct_service_month "

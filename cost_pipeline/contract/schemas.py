@@ -396,7 +396,7 @@ def batch_registry(contract: Contract) -> SourceSchema:
     return SourceSchema(
         "batch_registry",
         (
-            Col("batch_id", "VARCHAR", checks=BATCH_KEY),
+            Col("batch_id", "VARCHAR", checks=BATCH_KEY, folded=True),
             Col("project", "VARCHAR"),
             Col("goal", "VARCHAR"),
             Col("team", "VARCHAR"),

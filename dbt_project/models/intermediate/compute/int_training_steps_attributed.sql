@@ -33,7 +33,7 @@ select
     steps.config_version,
     steps.data_version
 from steps
-left join batches on steps.batch_id = batches.batch_id
+left join batches on {{ same_id('steps.batch_id') }} = {{ same_id('batches.batch_id') }}
 left join job_aliases
     on steps.job_id = job_aliases.alias_job_id
     and {{ held_by_alias('job_aliases', 'steps.started_at') }}

@@ -58,7 +58,7 @@ resolved as (
         case when job_matches.matched_jobs = 1 then jobs.phase end as job_phase,
         case when job_matches.matched_jobs = 1 then jobs.batch_id end as job_batch_id
     from charges
-    left join batches as tagged on charges.batch_id = tagged.batch_id
+    left join batches as tagged on {{ same_id('charges.batch_id') }} = {{ same_id('tagged.batch_id') }}
     left join job_matches
         on charges.source_file = job_matches.source_file
         and charges.source_line = job_matches.source_line

@@ -1,5 +1,7 @@
+-- A batch is its id compared case-folded (same_id): a registry file spelling B-8 as b-8 revises batch B-8, and the
+-- newest delivery's spelling is the batch's (resolve_batch matches jobs, invoices, entries and objects to it).
 with source as (
-    select * from {{ source('raw', 'batch_registry') }}
+    select *, {{ same_id('batch_id') }} as batch_match from {{ source('raw', 'batch_registry') }}
 ),
 
 -- A batch keeps the contract version it was first registered with (R3), whatever a later registry file says: its
@@ -8,7 +10,7 @@ registrations as (
     select
         source.*,
         first_value(source.contract_version) over (
-            partition by source.batch_id
+            partition by source.batch_match
             order by {{ delivery_order('source', 'arrivals', newest=false) }}
         ) as registered_contract_version
     from source
@@ -19,7 +21,7 @@ registrations as (
 -- A registry exported whole again (other bytes) or a later file revising a batch: each batch once, its other
 -- attributes from its newest delivery (the file that arrived later).
 newest as (
-    {{ newest_delivery('registrations', ['batch_id']) }}
+    {{ newest_delivery('registrations', ['batch_match']) }}
 ),
 
 renamed as (
