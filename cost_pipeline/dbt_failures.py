@@ -72,7 +72,8 @@ class FailedTest:
     unplaced: int | None = None  # stored rows without a file and line; None when the rows have no such columns
     # The raw tables a staging model reads, when each is a source whose rows stand alone; else empty (not holdable).
     raw_tables: tuple[str, ...] = ()
-    # The raw columns by which the staging model keeps one delivery of a record (its meta's record_key), if any.
+    # The raw columns by which the staging model keeps one delivery of a record (its meta's record_key), if any: a
+    # column's name, or an SQL expression of the raw row's columns (lower(request_id): an id compared case-folded).
     record_key: tuple[str, ...] = ()
     # For a model that keeps one of identical lines (identical_lines_once): the raw columns it does not compare (its
     # meta's identical_lines_ignore); every other raw column is then the record's key. None: not such a model.
@@ -250,6 +251,12 @@ def _count(con: duckdb.DuckDBPyConnection, test: FailedTest) -> int:
 _COPY_NUMBER = "copy_number"
 
 
+def _key_part(key: str) -> str:
+    """One part of a record key as SQL over the raw row ``r``: a column by its name, else the expression itself (a
+    staging model's meta, such as lower(request_id))."""
+    return f"r.{quote(key)}" if key.isidentifier() else key
+
+
 def _records(con: duckdb.DuckDBPyConnection, source: str, test: FailedTest) -> tuple[str, tuple[str, ...]]:
     """The raw rows of ``source`` as the tested staging model tells records apart, and the columns that name one
     record: ``raw.<source>`` and the model's record_key; or for a model that keeps one of identical lines, each raw
@@ -309,8 +316,9 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> di
                 if not record_key:
                     con.execute(f"create or replace temp table held_raw as select * from {raw} as r where {_HELD}")
                 else:
-                    keys = ", ".join(quote(c) for c in record_key)
-                    same = " and ".join(f"k.{quote(c)} is not distinct from r.{quote(c)}" for c in record_key)
+                    parts = [_key_part(c) for c in record_key]
+                    keys = ", ".join(f"{part} as record_key_{n}" for n, part in enumerate(parts))
+                    same = " and ".join(f"k.record_key_{n} is not distinct from {part}" for n, part in enumerate(parts))
                     con.execute(
                         f"create or replace temp table held_records as select distinct {keys} "
                         f"from {records} as r where {_HELD}"

@@ -75,7 +75,7 @@ def test_the_failed_tests_are_the_error_tests_that_failed():
         model="staging.stg_serving__requests",
         stored=f"audit.{status['alias']}",
         raw_tables=("serving_requests",),
-        record_key=("request_id",),  # the model's meta: every delivery of a failing request is held
+        record_key=("lower(request_id)", "requested_at"),  # the model's meta: every delivery of a failing request
         model_sql="select 1",  # a table: the hold counts its rows from raw by the build's SQL
         materialized="table",
     )
@@ -325,11 +325,15 @@ def test_every_delivery_of_a_failing_record_is_held_so_no_older_one_takes_its_pl
     """The night after the demo, line 5's request is delivered again in RESENT_FILE: that copy arrived later, so
     staging keeps it, whatever the file's name (which sorts before the demo's). The next night that newest copy fails
     a test. Holding it alone would let the demo's older copy, sound, count in its place (staging keeps one delivery
-    per request_id, its meta's record_key): both are held, and the request counts nowhere."""
+    per request, its meta's record_key: the id case-folded and the start): both are held, and the request counts
+    nowhere. The copy spells the id in lower case, as a re-export may: it is the same request, held with it."""
     line_5 = (demo_run.landing / REQUESTS_FILE).read_text(encoding="utf-8").splitlines()[4]
-    request_id = json.loads(line_5)["request_id"]
-    kept = "select source_file, source_line from staging.stg_serving__requests where request_id = ?"
-    resent = _night(tmp_path / "resent", demo_run.landing, demo_run.warehouse, [], {RESENT_FILE: line_5 + "\n"})
+    request = json.loads(line_5)
+    request_id = request["request_id"]
+    resent_line = json.dumps({**request, "request_id": request_id.lower()})
+    assert resent_line != line_5
+    kept = "select source_file, source_line from staging.stg_serving__requests where lower(request_id) = lower(?)"
+    resent = _night(tmp_path / "resent", demo_run.landing, demo_run.warehouse, [], {RESENT_FILE: resent_line + "\n"})
     assert resent.code == 0, resent.err
     assert RESENT_FILE < REQUESTS_FILE
     assert query(resent.warehouse, kept, [request_id]) == [(RESENT_FILE, 1)]

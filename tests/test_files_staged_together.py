@@ -242,13 +242,15 @@ def _request(number: int, request_id: str | None = None, **changes: object) -> s
 
 
 def test_request_logs_read_together_load_as_logs_read_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """JSON Lines request logs: native and LiteLLM lines, a request id repeated within a file (quarantined) and
+    """JSON Lines request logs: native and LiteLLM lines, a request repeated within a file (quarantined) and
     across files (not: the rule is within a file), a line only Python's parser reads (its group is read file by
     file), CRLF and a byte-order mark, a file that is not UTF-8, a negative token count."""
     folder = tmp_path / "landing" / "requests"
     folder.mkdir(parents=True)
     files: dict[str, bytes] = {f"r_{n:03d}.jsonl": (_request(n) + "\n").encode() for n in range(10)}
-    files["r_003.jsonl"] = (_request(3) + "\n" + _request(4, "r-3") + "\n").encode()  # r-3 twice in one file
+    # r-3 again at its start, in another case (the same request: quarantined), and at another time (another request)
+    again = _request(4, "R-3", requested_at="2026-11-03T10:00:03")
+    files["r_003.jsonl"] = (_request(3) + "\n" + again + "\n" + _request(5, "r-3") + "\n").encode()
     files["r_004.jsonl"] = (_request(40) + "\n" + _request(41, "r-0") + "\n").encode()  # r-0 in another file
     files["r_005.jsonl"] = ("\ufeff" + _request(5) + "\r\n" + _request(50) + "\r\n").encode()
     files["r_006.jsonl"] = (_request(6, output_tokens=-1) + "\n").encode()
@@ -262,7 +264,8 @@ def test_request_logs_read_together_load_as_logs_read_alone(tmp_path: Path, monk
         tmp_path, monkeypatch, tmp_path / "landing", "serving_requests"
     )
     rules = {(f.removeprefix("requests/"), line, rule) for f, line, rule, _ in quarantine}
-    assert ("r_003.jsonl", 2, "request_id.unique") in rules
+    assert ("r_003.jsonl", 2, "request_id+requested_at.unique") in rules
+    assert not any(f == "r_003.jsonl" and line == 3 for f, line, _ in rules)
     assert not any(f == "r_004.jsonl" for f, _, _ in rules)
     assert any(f == "r_006.jsonl" for f, _, _ in rules)
     assert any(f == "r_007.jsonl" for f, _, _ in rules)

@@ -285,13 +285,28 @@ def test_a_re_export_changing_ids_case_counts_each_record_once(demo_copy):
 
     registry/batches.csv re-exported with B-8 as b-8, the jobs, invoices, time entries and storage rules still
     saying B-8 (one night checks several sources, not a night each): b-8 showed actual 0.00, variance -100%, and
-    its 2,887.77 was unattributed (241.65 -> 3,129.42), with no warning. The registry's spelling is shown."""
+    its 2,887.77 was unattributed (241.65 -> 3,129.42), with no warning. The registry's spelling is shown.
+
+    A request is its id case-folded and its start (stg_serving__requests.request_key).
+    requests/requests_2026-11_reexport.jsonl: the same 760 requests with their ids in lower case. Both counted:
+    assistant-large completed 480 requests, 57.17 each for 114.33. requests/requests_gw2_2026-11-29.jsonl: 20
+    requests of the large model on 29 November, no task, from a gateway whose provider reuses the ids T0001-1 to
+    T0020-1 (LiteLLM issue 28376): the newer delivery took their place, 20 of the small model's task attempts
+    vanished (780 staged, 760 kept) without a word. Both count: the large model 260 completed, the small 440."""
     D = Decimal
     landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
     replicas = (landing / "serving" / "replicas.csv").read_text(encoding="utf-8")
     (landing / "serving" / "replicas_2026-11-30.csv").write_text(
         replicas.replace("R-L1", "r-l1").replace("R-S1", "r-s1"), encoding="utf-8"
     )
+    log = (landing / "requests" / "requests_2026-11.jsonl").read_text(encoding="utf-8").splitlines()
+    reexport = [json.dumps({**r, "request_id": r["request_id"].lower()}) for r in map(json.loads, log)]
+    (landing / "requests" / "requests_2026-11_reexport.jsonl").write_text("\n".join(reexport) + "\n", encoding="utf-8")
+    reused = [
+        json.dumps({**_request(f"T{n:04d}-1", f"2026-11-29T00:{n:02d}:00", None, 1), "model": "assistant-large"})
+        for n in range(1, 21)
+    ]
+    (landing / "requests" / "requests_gw2_2026-11-29.jsonl").write_text("\n".join(reused) + "\n", encoding="utf-8")
     registry = landing / "registry" / "batches.csv"
     registry.write_text(registry.read_text(encoding="utf-8").replace("\nB-8,", "\nb-8,"), encoding="utf-8")
     night = cli_night(landing, warehouse)
@@ -309,10 +324,18 @@ def test_a_re_export_changing_ids_case_counts_each_record_once(demo_copy):
         "select model, gpu_hours, serving_cost, requests_completed from marts.fct_service_month "
         "where month = '2026-11-01' order by model",
     ) == [
-        ("assistant-large", D("5760.0000"), LARGE_COST, 240),
+        ("assistant-large", D("5760.0000"), LARGE_COST, 260),
         ("assistant-small", D("1440.0000"), SMALL_COST, 440),
     ]
     assert LARGE_COST == D("27440.00")
+    assert query(
+        warehouse, "select count(*), count(distinct lower(request_id)) from staging.stg_serving__requests"
+    ) == [(780, 760)]
+    # The 20 reused ids name two requests each, each with its own share: the shares add up to each model's spend.
+    assert query(
+        warehouse,
+        "select model, count(*), sum(request_cost_cents) from intermediate.int_requests_costed group by 1 order by 1",
+    ) == [("assistant-large", 260, int(LARGE_COST * 100)), ("assistant-small", 520, int(SMALL_COST * 100))]
     assert query(warehouse, "select replica_id from staging.stg_serving__replicas order by 1") == [("r-l1",), ("r-s1",)]
 
 

@@ -697,7 +697,7 @@ def serving_requests(contract: Contract) -> SourceSchema:
     return SourceSchema(
         "serving_requests",
         (
-            Col("request_id", "VARCHAR"),
+            Col("request_id", "VARCHAR", folded=True),
             Col("requested_at", "TIMESTAMP"),
             Col("model", "VARCHAR"),
             Col("tenant", "VARCHAR", nullable=True),
@@ -714,7 +714,9 @@ def serving_requests(contract: Contract) -> SourceSchema:
             Col("human_handoff", "BOOLEAN"),
             Col("request_shape", "VARCHAR", checks=_isin(contract.request_shapes)),
         ),
-        unique=("request_id",),
+        # A request is its id (case-folded) and its start, as staging tells requests apart (stg_serving__requests):
+        # providers reuse ids for other requests, and a log may spell an id in another case.
+        unique=(("request_id", "requested_at"),),
         # A request's latency tier is given, or derived from latency_ms: without either it has no tier to be
         # grouped by (it got past ingest and stopped the night in dbt).
         row_checks=(

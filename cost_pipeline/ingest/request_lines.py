@@ -12,7 +12,8 @@ is, a code the contract lists where a status is) and inside its domain. A blank 
 (``request_rows.given``), in SQL and in Python alike. Every other line, the broken ones, which
 are few, is parsed and checked by the pandas path itself (``request_line_parser`` and ``validate_rows``), so its
 rule and message are the same as before, and its valid rows join the file's. A request id repeating an earlier
-staged row of the file is then quarantined (``request_id.unique``), whichever path checked either row.
+staged row of the file at the same start is then quarantined (``request_id+requested_at.unique``; the id compared
+case-folded), whichever path checked either row.
 
 A Parquet file is read as the same JSON objects. When a column has a type whose reading in Python could differ
 from SQL's (a float where a count is, a date, an interval, a nested time), the whole file takes the pandas path.
@@ -333,7 +334,7 @@ def _join_valid(
     rejections = list(parsed.rejections)
     parsed.rejections = []
     valid = validate_rows(parsed, schema, con)
-    if any(r.line in company and r.rule != "request_id.unique" for r in parsed.rejections):
+    if any(r.line in company and r.rule != _UNIQUE[0] for r in parsed.rejections):
         return None
     rejections.extend(r for r in parsed.rejections if r.line not in company)
     valid = valid[~valid["source_line"].isin(company)]
@@ -555,9 +556,9 @@ def _jsonl_group(path: Path) -> str | None:
 
 # A request id repeating an earlier staged row of its file: the pandas path's last rule, kept last.
 _UNIQUE = (
-    "request_id.unique",
-    "line <> min(line) over (partition by landing_file, request_id)",
-    "request_id repeats an earlier row",
+    "request_id+requested_at.unique",
+    "line <> min(line) over (partition by landing_file, lower(request_id), requested_at)",
+    "request_id and requested_at repeat an earlier row",
 )
 
 

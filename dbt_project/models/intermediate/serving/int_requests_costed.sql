@@ -35,6 +35,7 @@ parameters as (
 
 shaped as (
     select
+        requests.request_key,
         requests.request_id,
         cast({{ dbt.date_trunc('month', 'requests.requested_at') }} as date) as month_start,
         requests.requested_at,
@@ -82,13 +83,15 @@ with_spend as (
 ),
 
 -- The allocation's windows sort only the five columns they need, not every request's whole row; each request (one
--- row per request_id) then takes its cents back by its id, a hash join. Sorting the whole rows made the model grow
+-- row per request_key: an id may name two requests, stg_serving__requests) then takes its cents back by its key, a hash join. Sorting the whole rows made the model grow
 -- faster than its rows. The parts are read from the staged requests' table itself, the columns they need, not from
 -- with_spend or the requests CTE: a CTE read twice was materialised whole (every column of every request) first. Only model-months whose
 -- spend is known are shared out; an unpriced request finds no share.
 allocation_parts as (
     select
+        requests.request_key,
         requests.request_id,
+        requests.requested_at,
         costs.month_start,
         costs.model,
         costs.serving_cost_cents as model_month_cost_cents,
@@ -103,10 +106,11 @@ allocation_parts as (
 
 allocated as (
     {{ largest_remainder_cents('allocation_parts', ['month_start', 'model'], 'model_month_cost_cents',
-                               'allocation_weight', 'request_id') }}
+                               'allocation_weight', 'request_id, requested_at') }}
 )
 
 select
+    with_spend.request_key,
     with_spend.request_id,
     with_spend.month_start,
     with_spend.requested_at,
@@ -133,4 +137,4 @@ select
     allocated.allocated_cents as request_cost_cents,
     with_spend.contract_version
 from with_spend
-left join allocated on with_spend.request_id = allocated.request_id
+left join allocated on with_spend.request_key = allocated.request_key
