@@ -1079,7 +1079,7 @@ REPEATED_KEYS = {
         "registry/rounds{}.csv",
         "batch_id,round,started_at,ended_at,evidence",
         "B-7,1,2026-11-02T00:00:00,2026-11-03T00:00:00,found it",
-        "B-7,1,2026-11-02T00:00:00,2026-11-09T00:00:00,dup",
+        "b-7,1,2026-11-02T00:00:00,2026-11-09T00:00:00,dup",  # the batch in another case: the same round
         "B-7,2,2026-11-03T00:00:00,2026-11-05T00:00:00,",
         "batch_id+round.unique",
         "batch_id and round repeat an earlier row",

@@ -285,7 +285,8 @@ def test_a_re_export_changing_ids_case_counts_each_record_once(demo_copy):
 
     registry/batches.csv re-exported with B-8 as b-8, the jobs, invoices, time entries and storage rules still
     saying B-8 (one night checks several sources, not a night each): b-8 showed actual 0.00, variance -100%, and
-    its 2,887.77 was unattributed (241.65 -> 3,129.42), with no warning. The registry's spelling is shown.
+    its 2,887.77 was unattributed (241.65 -> 3,129.42), with no warning; then its three trial rounds (rounds.csv
+    saying B-8) still showed none and no stop signal. The registry's spelling is shown.
 
     A request is its id case-folded and its start (stg_serving__requests.request_key).
     requests/requests_2026-11_reexport.jsonl: the same 760 requests with their ids in lower case. Both counted:
@@ -316,9 +317,10 @@ def test_a_re_export_changing_ids_case_counts_each_record_once(demo_copy):
         "select batch_id, total_cost from marts.fct_batch_costs where batch_id in ('B-8', 'b-8', 'unattributed') "
         "order by 1",
     ) == [("b-8", D("2887.77")), ("unattributed", D("241.65"))]
-    assert query(warehouse, "select actual_cost from marts.fct_batch_budget where batch_id = 'b-8'") == [
-        (D("2887.77"),)
-    ]
+    # Its trial rounds (rounds.csv still saying B-8) are the registry's batch's: three rounds, the stop signal.
+    assert query(
+        warehouse, "select actual_cost, rounds_run, stop_signal from marts.fct_batch_budget where batch_id = 'b-8'"
+    ) == [(D("2887.77"), 3, True)]
     assert query(
         warehouse,
         "select model, gpu_hours, serving_cost, requests_completed from marts.fct_service_month "

@@ -452,7 +452,7 @@ def batch_rounds(contract: Contract) -> SourceSchema:
     return SourceSchema(
         "batch_rounds",
         (
-            Col("batch_id", "VARCHAR", checks=BATCH_KEY),
+            Col("batch_id", "VARCHAR", checks=BATCH_KEY, folded=True),
             Col("round", "INTEGER", checks=POSITIVE, domain=COUNT),
             Col("started_at", "TIMESTAMP"),
             Col("ended_at", "TIMESTAMP"),
