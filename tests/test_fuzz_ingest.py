@@ -47,7 +47,7 @@ from cost_pipeline.contract import load_contract
 from cost_pipeline.demo import write_demo_landing
 from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.ingest.registry import load_named
-from tests.helpers import query
+from tests.helpers import REGISTRY_HEADER, query
 
 # One worker runs this whole module: the module-scoped ``outcomes`` loads every selected source once (two processes
 # of its own), and a second worker would load them all again.
@@ -1298,11 +1298,9 @@ def test_two_registry_batches_differing_only_in_case_are_refused(tmp_path):
     naming B-1 and b-1 names one batch twice, and the second is quarantined (batch_id.unique)."""
     landing = tmp_path / "landing"
     (landing / "registry").mkdir(parents=True)
-    row = "assistant-rl,goal,team,d,m,c,cfg,v1"
+    row = "assistant-rl,goal,team,d,m,c,cfg,v1,,,,,"
     (landing / "registry" / "batches.csv").write_text(
-        "batch_id,project,goal,team,data_version,model_version,code_version,config_version,contract_version\n"
-        f"B-1,{row}\nb-1,{row}\nB-2,{row}\n",
-        encoding="utf-8",
+        f"{REGISTRY_HEADER}B-1,{row}\nb-1,{row}\nB-2,{row}\n", encoding="utf-8"
     )
     rows, rejected = _load_folder(landing, tmp_path / "w.duckdb", "batch_registry")
     assert [(r[3], r[4]) for r in rejected] == [(3, "batch_id.unique")]
