@@ -53,6 +53,27 @@ def dbt_show_model(tmp_path: Path, model: str, env: dict[str, str]) -> list[dict
     return _dbt_show(tmp_path, ["--select", model, "--limit", "-1", "--indirect-selection", "empty"], env)
 
 
+def dbt_test(tmp_path: Path, warehouse: Path, select: str) -> tuple[int, str, list[dict]]:
+    """``dbt test --select select`` on ``warehouse`` (its own target and logs under ``tmp_path``): the exit code, the
+    output and run_results.json's results."""
+    import json
+    import os
+    import subprocess
+
+    from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, dbt_executable
+
+    target = tmp_path / "target"
+    finished = subprocess.run(
+        [dbt_executable(), "test", "--select", select, "--target-path", str(target)],
+        cwd=DBT_PROJECT_DIR,
+        env={**os.environ, "COST_WAREHOUSE": str(warehouse), "DBT_LOG_PATH": str(tmp_path / "logs")},
+        capture_output=True,
+        text=True,
+    )
+    results = json.loads((target / "run_results.json").read_text(encoding="utf-8"))["results"]
+    return finished.returncode, finished.stdout, results
+
+
 @dataclass(frozen=True)
 class Night:
     """One ``cost-pipeline run`` in this process: its folders, exit code and output."""

@@ -4,12 +4,9 @@ give the fixtures their column types."""
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import subprocess
 
-from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, dbt_executable
+from tests.helpers import dbt_test
 
 ON_RUN_START = "operation.cost_pipeline.cost_pipeline-on-run-start-0"
 
@@ -18,17 +15,9 @@ def test_every_dbt_unit_test_passes(demo_run, tmp_path):
     assert demo_run.succeeded
     warehouse = tmp_path / "warehouse.duckdb"
     shutil.copyfile(demo_run.warehouse, warehouse)
-    target = tmp_path / "target"
-    finished = subprocess.run(
-        [dbt_executable(), "test", "--select", "test_type:unit", "--target-path", str(target)],
-        cwd=DBT_PROJECT_DIR,
-        env={**os.environ, "COST_WAREHOUSE": str(warehouse), "DBT_LOG_PATH": str(tmp_path / "logs")},
-        capture_output=True,
-        text=True,
-    )
-    results = json.loads((target / "run_results.json").read_text(encoding="utf-8"))["results"]
+    code, out, results = dbt_test(tmp_path, warehouse, "test_type:unit")
     # Besides the unit tests only the project's on-run-start hook runs (a no-op off Spark: macros/spark_raw_tables.sql)
     statuses = {result["unique_id"]: result["status"] for result in results if result["unique_id"] != ON_RUN_START}
-    assert finished.returncode == 0, finished.stdout[-3000:]
+    assert code == 0, out[-3000:]
     assert len(statuses) >= 20 and all(node.startswith("unit_test.") for node in statuses)
     assert set(statuses.values()) == {"pass"}

@@ -9,9 +9,6 @@ for one hour: minutes 0-9 idle, minutes 19, 29, ..., 59 comm wait, the other 45 
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from datetime import date
 from decimal import Decimal
 
@@ -19,7 +16,7 @@ import duckdb
 import pytest
 
 from cost_pipeline.contract import Contract, load_contract
-from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, dbt_executable
+from tests.helpers import dbt_test
 
 # Its module-scoped fixture runs once: the whole module goes to one worker.
 pytestmark = pytest.mark.xdist_group("energy")
@@ -126,16 +123,8 @@ def test_measured_energy_costing_more_than_the_power_bill_warns(tmp_path) -> Non
         )
     finally:
         con.close()
-    target = tmp_path / "target"
-    finished = subprocess.run(
-        [dbt_executable(), "test", "--select", "energy_within_power_bill", "--target-path", str(target)],
-        cwd=DBT_PROJECT_DIR,
-        env={**os.environ, "COST_WAREHOUSE": str(warehouse), "DBT_LOG_PATH": str(tmp_path / "logs")},
-        capture_output=True,
-        text=True,
-    )
-    assert finished.returncode == 0, finished.stdout[-3000:]
-    results = json.loads((target / "run_results.json").read_text(encoding="utf-8"))["results"]
+    code, out, results = dbt_test(tmp_path, warehouse, "energy_within_power_bill")
+    assert code == 0, out[-3000:]
     tested = [
         (r["unique_id"].split(".")[2], r["status"], r["failures"]) for r in results if r["unique_id"][:5] == "test."
     ]
