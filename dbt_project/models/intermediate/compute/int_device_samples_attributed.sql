@@ -35,7 +35,9 @@
 -- Written so that a filter on sampled_at (the days a model incremental by day builds again) reaches every scan of
 -- the samples: each branch reads the staging view itself (a CTE read twice is materialized whole), and the
 -- unlabelled samples' matches are grouped and joined back by their time too.
-{{ config(materialized='view') }}
+-- On Spark a table: Spark inlines a view into each of its reads, and int_gpu_share_days alone reads it three times
+-- (docs/spark.md).
+{{ config(materialized='table' if target.type == 'spark' else 'view') }}
 
 -- One row per job and segment (int_job_segments): a sample is a job's only inside one of its segments. start_at and
 -- occupied_until_at are the segment's bounds: a job still running (or preempted and not started again) holds its
