@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,6 +49,26 @@ LONGEST_FIRST = (
     "test_litellm_requests.py",
     "test_fuzz_ingest.py",
 )
+
+
+# A night commits to disk thousands of times (DuckDB's write-ahead log, Dagster's SQLite event log), and each commit
+# waits for the disk (fsync): on a memory file system it does not. Where Linux has one with room for the suite's
+# temporary folders (a passed test's folder is removed when it ends: pyproject's tmp_path_retention_policy), they go
+# there; elsewhere, or under --basetemp or PYTEST_DEBUG_TEMPROOT, where pytest puts them. What a test proves does not
+# change: no test cuts the power, and what a process killed with -9 wrote is in the kernel's hands either way.
+MEMORY_FOLDER = Path("/dev/shm")
+MEMORY_FOLDER_MIN_FREE = 8 * 2**30
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput") or config.option.basetemp or "PYTEST_DEBUG_TEMPROOT" in os.environ:
+        return  # a worker's folder is inside the controller's
+    try:
+        free = os.statvfs(MEMORY_FOLDER)
+    except OSError:
+        return
+    if free.f_bavail * free.f_frsize >= MEMORY_FOLDER_MIN_FREE and os.access(MEMORY_FOLDER, os.W_OK | os.X_OK):
+        os.environ["PYTEST_DEBUG_TEMPROOT"] = str(MEMORY_FOLDER)  # pytest's root for pytest-of-<user>/pytest-<n>
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
