@@ -327,3 +327,48 @@ def test_focus_1_2_service_provider_name_wins_over_the_deprecated_provider_name(
     row = focus_row(line, "batch_id")
     assert (row["provider_name"], row["publisher_name"], row["invoice_issuer_name"]) == ("Example Cloud", None, None)
     assert focus_row({**line, "ServiceProviderName": ""}, "batch_id")["provider_name"] == "Old Name"
+
+
+def test_ids_in_a_double_parquet_column_are_their_whole_numbers_and_a_fraction_is_quarantined(tmp_path):
+    """pandas writes an integer column with nulls as a double: a Parquet ResourceId of 1001.0 was the text '1001.0'
+    and never matched sacct job 1001 (a 50.00 Compute line unattributed instead of B-7's), and a BillingAccountId of
+    123456789012.0 was not the account of the same month's CSV export, so the two no longer deduplicated. A whole
+    number is its integer's text, as telemetry's job_id (rule job_id.whole_number); a fraction, NaN or an infinity
+    names nothing: quarantined, the rule naming the column."""
+    landing, warehouse = tmp_path / "landing", tmp_path / "w.duckdb"
+    (landing / "billing").mkdir(parents=True)
+    export = landing / "billing" / "focus.parquet"
+    ids = [
+        ("123456789012.0", "null", "1001.0"),
+        ("123456789012.0", "7.0", "null"),
+        ("123456789012.0", "null", "1001.5"),
+        ("'nan'", "null", "1001.0"),
+        ("123456789012.0", "'inf'", "1001.0"),
+    ]
+    rows = " union all ".join(
+        f"select cast({account} as double) as BillingAccountId, cast({sub} as double) as SubAccountId, "
+        f"cast({resource} as double) as ResourceId, timestamp '2026-11-10' as ChargePeriodStart, "
+        "timestamp '2026-11-11' as ChargePeriodEnd, 50.0 as BilledCost, 50.0 as EffectiveCost, "
+        f"'Compute' as ServiceCategory, {n} as n"
+        for n, (account, sub, resource) in enumerate(ids)
+    )
+    con = duckdb.connect()
+    con.execute(f"copy (select * exclude (n) from ({rows}) order by n) to '{export}' (format parquet)")
+    assert con.execute(f"select typeof(ResourceId) from '{export}' limit 1").fetchone() == ("DOUBLE",)
+    con.close()
+
+    assert _materialize(landing, warehouse).success
+
+    ledger, quarantined = _ledger_and_quarantine(warehouse)
+    con = duckdb.connect(str(warehouse), read_only=True)
+    raw = con.execute(
+        "select source_line, billing_account_id, sub_account_id, resource_id from raw.billing_focus order by 1"
+    ).fetchall()
+    con.close()
+    assert raw == [(1, "123456789012", None, "1001"), (2, "123456789012", "7", None)]
+    assert [row[1:] for row in ledger] == [(5, 2, 3)]
+    assert [row[1:3] for row in quarantined] == [
+        (3, "resource_id.whole_number"),
+        (4, "billing_account_id.whole_number"),
+        (5, "sub_account_id.whole_number"),
+    ]

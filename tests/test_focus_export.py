@@ -211,12 +211,18 @@ def test_a_cloud_jobs_storage_line_is_in_the_resource_book_and_the_export_as_a_r
 
 
 def test_the_books_agree_to_the_cent_on_amounts_of_less_than_a_cent(demo_copy, tmp_path):
-    """Three resources at 0.005 each (FOCUS amounts carry up to 18 decimals): each book rounded its own groups (the
-    cash book per month, the cost lines per batch and service, the resource book per resource), so they said
-    142.02, 142.02 and 142.03 for one month's bill. Each line is whole cents once, rounded with the lines every book
-    groups it with (here each resource's 0.005 is a cent), and every book and the export sum those."""
-    tiny = [demo_focus_line(demo_copy / "landing", f"i-0tiny{n}", amount="0.005", batch_tag="B-10") for n in (1, 2, 3)]
-    assert all(",0.005,0.005,0.005,0.005," in line for line in tiny)
+    """Twenty S3 buckets at 0.005 each, tagged B-10 (FOCUS amounts carry up to 18 decimals), 0.10 on the invoice.
+    Each resource was rounded on its own (0.005 -> 0.01), so the books said 0.20 for them: the cash book's cloud bill
+    142.20 where the invoice says 142.10 (at 0.004 each they were 0.00 and the money disappeared). Now an invoice's
+    lines add up to its exact sum rounded once, each line its share by cumulative rounding in the order of what the
+    books group lines by, and every book and the export sum those cents."""
+    tiny = [
+        demo_focus_line(demo_copy / "landing", f"arn:aws:s3:::b10-shard-{n}", amount="0.005", batch_tag="B-10").replace(
+            ",Compute,Amazon EKS,SKU-AmazonEKS,32,GPU-Hours,", ",Storage,Amazon S3,SKU-AmazonS3,1,GB-Mo,"
+        )
+        for n in range(1, 21)
+    ]
+    assert all(",0.005,0.005,0.005,0.005," in line and ",Amazon S3," in line for line in tiny)
     rows = _night_and_export(demo_copy, tmp_path, *tiny)
     warehouse = demo_copy / "warehouse.duckdb"
     exported = sum(Decimal(r["BilledCost"]) for r in rows if r["x_EvidenceLevel"] != "measured")
@@ -229,4 +235,7 @@ def test_the_books_agree_to_the_cent_on_amounts_of_less_than_a_cent(demo_copy, t
         warehouse,
         f"select sum(resource_cost) from marts.fct_resource_book where cost_source = 'cloud_bill' and {november}",
     )
-    assert cash == lines == book == exported == Decimal("142.03")
+    assert cash == lines == book == exported == Decimal("142.10")
+    assert query(warehouse, "select billed_cost from marts.fct_batch_costs where batch_id = 'B-10'") == [
+        (Decimal("108.10"),)
+    ]

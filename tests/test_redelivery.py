@@ -569,6 +569,65 @@ def test_a_line_without_account_ids_matches_a_later_line_with_any_and_two_accoun
     ]
 
 
+def test_an_export_without_optional_columns_repeats_the_lines_of_one_with_them(tmp_path):
+    """FOCUS allows any subset of optional columns: the demo's export again without ListCost and ContractedCost (null
+    in raw) differed from the first in those and counted every line twice (the cash book 142.00 -> 284.00). A column
+    a file does not have is unknown: b.csv's lines are a.csv's, equal in every column both have; its two notebook
+    lines of 5.00 are a.csv's two (list costs 8.00 and 9.00 in a.csv), and c.csv's (7.00) is a charge of its own
+    (its file has the column, its value another); b.csv's volume vol-2, in no other file, stays; d.csv's job line
+    lacks the columns too and differs from a.csv's in its amount, a column both have: two charges."""
+    full = "BillingAccountId,ChargePeriodStart,ChargePeriodEnd,ChargeCategory,ListCost,ContractedCost,BilledCost,"
+    full += "EffectiveCost,ResourceId"
+    less = full.replace("ListCost,ContractedCost,", "")
+    period = "111,2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,Usage"
+    billing = tmp_path / "landing" / "billing"
+    billing.mkdir(parents=True)
+    files = {
+        "a.csv": [
+            full,
+            f"{period},171.37,171.37,102.40,102.40,job/b10",
+            f"{period},12.00,12.00,12.00,12.00,vol-1",
+            f"{period},8.00,8.00,5.00,5.00,i-1",
+            f"{period},9.00,9.00,5.00,5.00,i-1",
+        ],
+        "b.csv": [
+            less,
+            f"{period},5.00,5.00,i-1",
+            f"{period},102.40,102.40,job/b10",
+            f"{period},5.00,5.00,i-1",
+            f"{period},12.00,12.00,vol-1",
+            f"{period},3.00,3.00,vol-2",
+        ],
+        "c.csv": [full, f"{period},7.00,7.00,5.00,5.00,i-1"],
+        "d.csv": [less, f"{period},102.41,102.41,job/b10"],
+    }
+    for name, lines in files.items():
+        (billing / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    warehouse = tmp_path / "w.duckdb"
+    con = connect(warehouse, readable_dir=tmp_path / "landing")
+    try:
+        assert load_named(con, tmp_path / "landing", "billing_focus", load_contract()).conserved
+    finally:
+        con.close()
+
+    staged = dbt_show_model(tmp_path, "stg_billing__focus_charges", {**os.environ, "COST_WAREHOUSE": str(warehouse)})
+
+    def money(value: object) -> Decimal | None:
+        return None if value is None else Decimal(str(value))
+
+    assert sorted(
+        ((row["resource_id"], money(row["billed_cost"]), money(row["list_cost"])) for row in staged), key=str
+    ) == [
+        ("i-1", Decimal("5.00"), Decimal("7.00")),
+        ("i-1", Decimal("5.00"), Decimal("8.00")),
+        ("i-1", Decimal("5.00"), Decimal("9.00")),
+        ("job/b10", Decimal("102.40"), Decimal("171.37")),
+        ("job/b10", Decimal("102.41"), None),
+        ("vol-1", Decimal("12.00"), Decimal("12.00")),
+        ("vol-2", Decimal("3.00"), None),
+    ]
+
+
 def test_a_corrected_ledger_re_export_replaces_the_month_s_item_not_adds_to_it(demo_copy):
     """Ledger lines carry no id. A final export of November's facility ledger corrects power (1,152.00 -> 1,200.00)
     and the serving ledger's operations (2,000.00 -> 2,100.00), each in a file of its own beside the first: the

@@ -7,7 +7,9 @@ book; a restated line (``ChargeClass = Correction``) is kept as such. Who the li
 1.2's ServiceProviderName; PublisherName, InvoiceIssuerName) is kept for the FOCUS export.
 
 Amounts are kept exact at the precision the export writes (the FinOps Foundation's sample writes 11 decimals,
-scientific notation is FOCUS numeric format too); a Parquet double is read as its shortest decimal text. The text
+scientific notation is FOCUS numeric format too); a Parquet double is read as its shortest decimal text. An id
+(ResourceId, BillingAccountId, SubAccountId) in a Parquet double column is its whole number's text (1001.0 is job
+1001), a fraction, NaN or infinity quarantined (``<column>.whole_number``), as telemetry's job ids. The text
 ``NULL``/``null`` is a missing value in every column, ``Tags`` included. Date-times must be ISO 8601, as FOCUS
 requires: anything else is quarantined (rule ``<column>.iso_8601``), never guessed.
 """
@@ -22,6 +24,7 @@ from datetime import datetime
 from decimal import Context, Decimal
 
 from cost_pipeline.contract import schemas
+from cost_pipeline.ingest.lib import whole_ids
 from cost_pipeline.ingest.lib.records import RowRejected, mapped_csv_line_parser
 from cost_pipeline.ingest.lib.source import LineParser, RowLoader, Source, batch_lineage
 from cost_pipeline.ingest.lib.timestamps import iso_utc_naive
@@ -59,6 +62,9 @@ COLUMNS = {
 }
 # FOCUS 1.2 names the provider ServiceProviderName and keeps ProviderName as deprecated: the new name wins.
 PROVIDER_SUCCESSOR = "ServiceProviderName"
+# Ids a Parquet export may hold as doubles (pandas writes an integer column with nulls so): 1001.0 is 1001, the sacct
+# job and the account the CSV export names; a fraction, NaN or an infinity is quarantined (lib/whole_ids.py).
+IDS = {"billing_account_id": "a billing account", "sub_account_id": "a sub-account", "resource_id": "a resource"}
 TIMESTAMPS = ("billing_period_start", "billing_period_end", "charge_period_start", "charge_period_end")
 AMOUNTS = ("billed_cost", "effective_cost", "list_cost", "contracted_cost")
 # The raw amount columns' precision (schemas.billing_focus: DECIMAL(38,18)).
@@ -160,6 +166,8 @@ def focus_row(row: dict[str, object], tag_key: str) -> dict[str, object]:
             "column BillingCurrency is blank: FOCUS requires it on every line, and the line's currency is unknown "
             "(never assumed); an export without the column is read in the reporting currency",
         )
+    for column, names in IDS.items():
+        mapped[column] = whole_ids.id_text(mapped[column], column, names)
     mapped["provider_name"] = _missing_as_none(row.get(PROVIDER_SUCCESSOR)) or mapped["provider_name"]
     for column in TIMESTAMPS:
         mapped[column] = iso_utc_naive(utc_only(mapped[column], column), column)

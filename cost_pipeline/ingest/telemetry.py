@@ -37,6 +37,7 @@ from cost_pipeline.contract.schemas import (
     Domain,
     device_sample_domains,
 )
+from cost_pipeline.ingest.lib import whole_ids
 from cost_pipeline.ingest.lib.in_database import (
     InDatabaseSource,
     Rule,
@@ -55,36 +56,11 @@ from cost_pipeline.ingest.lib.timestamps import landing_time_sql
 from cost_pipeline.ingest.lib.warehouse import IngestReport, file_pattern, quote
 
 _PROFILE = trimmed_sql("cast(gpu_instance_profile as varchar)")
-# A job label may arrive as a number: pandas writes an integer column with nulls as a double, so a Parquet file (or a
-# CSV written from one) holds 2003.0 for job 2003, which as text named no job and lost the batch's utilisation. An id
-# column's whole number written with a point is the integer's text; a fraction, NaN or an infinity names no job and
-# is quarantined (``<column>.whole_number``). One place for every telemetry format: the typed select and this rule.
+# A job label may arrive as a number (2003.0 for job 2003): read as its id, a fraction quarantined
+# (``job_id.whole_number``), by the rule every source's id columns share (lib/whole_ids.py).
 _ID_COLUMNS = ("job_id",)
-_WHOLE_WITH_POINT = "[0-9]+[.]0+"
-_FRACTION = "[0-9]*[.][0-9]*[1-9][0-9]*"
-
-
-def _text_sql(name: str) -> str:
-    """A column as trimmed text (a Parquet number too), blank as null."""
-    return f"nullif({trimmed_sql(f'cast({quote(name)} as varchar)')}, '')"
-
-
-def _id_sql(name: str) -> str:
-    """An id column's text, a whole number written with a point (2003.0) as the integer's (2003)."""
-    text = _text_sql(name)
-    return f"case when regexp_full_match({text}, '{_WHOLE_WITH_POINT}') then split_part({text}, '.', 1) else {text} end"
-
-
-_ID_RULES: list[Rule] = [
-    (
-        f"{name}.whole_number",
-        f"(regexp_full_match(coalesce({_text_sql(name)}, ''), '{_FRACTION}') "
-        f"or (typeof({quote(name)}) in ('FLOAT', 'DOUBLE') and not isfinite(try_cast({quote(name)} as double))))",
-        f"{name} should name a job such as 2003 (a whole number written 2003.0 is read as 2003); a fraction, NaN or "
-        "an infinity names none",
-    )
-    for name in _ID_COLUMNS
-]
+_text_sql = whole_ids.text_sql
+_ID_RULES: list[Rule] = [whole_ids.id_rule(name) for name in _ID_COLUMNS]
 
 
 def _sample_rules(domains: Mapping[str, Domain]) -> list[Rule]:
@@ -141,7 +117,7 @@ def _typed_select() -> str:
     casts = []
     for name, sql_type in DEVICE_SAMPLE_COLUMNS:
         if name in _ID_COLUMNS:
-            expr = _id_sql(name)
+            expr = whole_ids.id_sql(name)
         elif sql_type == "VARCHAR":
             expr = _text_sql(name)
         else:

@@ -93,12 +93,13 @@
     line's place (file, line, file hash) and `ignore`: annotations a later export may fill in or change on the same
     line (an invoice id, backfilled tags, a person's current roles), whose newest value is the one kept. A column
     added to the raw table later is compared without an edit here.
-    `unkept`: raw columns that lines loaded before they were kept have null in all of them (raw keeps the rows of a
-    file gone from the landing folder as they were loaded). Such a line is the same line as one that has them, its
-    other compared columns equal: it takes their values from the last file by path whose equal lines have them,
-    its n-th copy in its own file from that file's n-th such line (ordered by those values), so that file's
-    delivery supersedes it. Two lines that both have them and differ in them stay two lines. -#}
-{% macro identical_lines_once(source_relation, ignore=[], unkept=[]) %}
+    `optional`: raw columns a file may not have (a FOCUS export may leave out any optional column; rows loaded
+    before a column was kept have it null, raw keeping a gone file's rows as loaded). A file has such a column when
+    any of its lines has a value in it; a file without it is null there on every line. Its value is unknown, not
+    null: a line of a file without some of them is the same line as one of another file that has them and equals
+    it in every column both files have (optional_filled), so a later export with fewer columns counts each line
+    once. Two lines whose files both have a column and differ in it stay two lines. -#}
+{% macro identical_lines_once(source_relation, ignore=[], optional=[]) %}
     {%- set columns = [] -%}
     {%- set every_column = [] -%}
     {%- if execute -%}
@@ -114,14 +115,14 @@
     {%- else -%}
         {%- do columns.append('source_line') -%}
     {%- endif -%}
-    {%- set unkept_columns = [] -%}
-    {%- for name in unkept -%}
+    {%- set optional_columns = [] -%}
+    {%- for name in optional -%}
         {%- if adapter.quote(name) in columns -%}
-            {%- do unkept_columns.append(adapter.quote(name)) -%}
+            {%- do optional_columns.append(adapter.quote(name)) -%}
         {%- endif -%}
     {%- endfor -%}
-    {%- set lines = cost_pipeline.unkept_filled(source_relation, every_column, columns, unkept_columns)
-        if unkept_columns else source_relation -%}
+    {%- set lines = cost_pipeline.optional_filled(source_relation, every_column, columns, optional_columns)
+        if optional_columns else source_relation -%}
     {%- set numbered -%}
     (
         select
@@ -136,53 +137,84 @@
     {{ cost_pipeline.default__newest_delivery(numbered, columns + ['copy_number']) }}
 {% endmacro %}
 
-{#- `source_relation` with the `unkept` columns of its lines that have none of them taken from their match (see
-    identical_lines_once), as a parenthesised query of `every_column`. -#}
-{% macro unkept_filled(source_relation, every_column, columns, unkept) %}
+{#- `source_relation` as a parenthesised query of `every_column`, the `optional` columns a line's file does not have
+    taken from the line it matches (see identical_lines_once). Its n-th copy in its own file matches the n-th (by
+    line) of the lines of another file that has some column it lacks and equal it in every column its file has: of
+    such files, the one that has most optional columns, then the last by path. A line whose file has every optional
+    column, or that matches no line, is as loaded. -#}
+{% macro optional_filled(source_relation, every_column, columns, optional) %}
     {%- set others = [] -%}
-    {%- for column in columns if column not in unkept -%}
+    {%- for column in columns if column not in optional -%}
         {%- do others.append(column) -%}
     {%- endfor -%}
-    {%- set others = others | join(', ') -%}
+    {%- set marked -%}
+        (
+            select
+                candidates.*,
+                {%- for c in optional %}
+                bool_or({{ c }} is not null) over (partition by source_file) as file_has_{{ loop.index }},
+                {%- endfor %}
+                row_number() over (
+                    partition by {{ columns | join(', ') }}, source_file order by source_line
+                ) as own_copy
+            from {{ source_relation }} as candidates
+        )
+    {%- endset -%}
+    {%- set matched -%}
+        (
+            select
+                lacking.source_file,
+                lacking.source_line,
+                lacking.file_sha256,
+                lacking.own_copy,
+                {%- for c in optional %}
+                other.{{ c }} as matched_{{ loop.index }},
+                {%- endfor %}
+                other.source_file as other_file,
+                {% for c in optional %}cast(other.file_has_{{ loop.index }} as integer) + {% endfor %}0 as other_has,
+                row_number() over (
+                    partition by lacking.source_file, lacking.source_line, lacking.file_sha256, other.source_file
+                    order by other.source_line
+                ) as other_copy
+            from {{ marked }} as lacking
+            inner join {{ marked }} as other
+                on other.source_file <> lacking.source_file
+                {%- for c in others %}
+                and other.{{ c }} is not distinct from lacking.{{ c }}
+                {%- endfor %}
+                {%- for c in optional %}
+                and (not lacking.file_has_{{ loop.index }} or other.{{ c }} is not distinct from lacking.{{ c }})
+                {%- endfor %}
+                and ({% for c in optional %}(other.file_has_{{ loop.index }} and not lacking.file_has_{{ loop.index }}){% if not loop.last %}
+                    or {% endif %}{% endfor %})
+        )
+    {%- endset -%}
     (
         select
             {%- for c in every_column %}
-            {% if c in unkept -%}
-            case
-                when has_unkept then {{ c }}
-                else max(case when has_unkept and source_file = unkept_file then {{ c }} end)
-                    over (partition by {{ others }}, unkept_match)
-            end as {{ c }}
+            {% if c in optional -%}
+            case when lines.file_has_{{ optional.index(c) + 1 }} or matched.source_file is null then lines.{{ c }}
+                else matched.matched_{{ optional.index(c) + 1 }} end as {{ c }}
             {%- else -%}
-            {{ c }}
+            lines.{{ c }}
             {%- endif %}{% if not loop.last %},{% endif %}
             {%- endfor %}
-        from (
-            select
-                referenced.*,
-                case
-                    when not has_unkept and source_file <> unkept_file
-                        then row_number() over (
-                            partition by {{ others }}, source_file, has_unkept order by source_line
-                        )
-                    when has_unkept and source_file = unkept_file
-                        then row_number() over (
-                            partition by {{ others }}, source_file, has_unkept
-                            order by {% for c in unkept %}{{ c }} nulls last, {% endfor %}source_line
-                        )
-                end as unkept_match
+        from {{ marked }} as lines
+        left join (
+            select *
             from (
                 select
-                    kept_or_not.*,
-                    max(case when has_unkept then source_file end) over (partition by {{ others }}) as unkept_file
-                from (
-                    select
-                        candidates.*,
-                        ({% for c in unkept %}{{ c }} is not null{% if not loop.last %} or {% endif %}{% endfor %})
-                            as has_unkept
-                    from {{ source_relation }} as candidates
-                ) as kept_or_not
-            ) as referenced
+                    pairs.*,
+                    row_number() over (
+                        partition by source_file, source_line, file_sha256 order by other_has desc, other_file desc
+                    ) as preference
+                from {{ matched }} as pairs
+                where other_copy = own_copy
+            ) as copies
+            where preference = 1
         ) as matched
+            on lines.source_file = matched.source_file
+            and lines.source_line = matched.source_line
+            and lines.file_sha256 is not distinct from matched.file_sha256
     )
 {%- endmacro %}

@@ -8,9 +8,13 @@
 -- A tag that names another batch than the job's is flagged (tag_disagrees; a warning test names the lines).
 -- Amounts are kept as exported. A JobID that names several jobs (reused) names the one that held it when the charge
 -- period began (int_job_aliases_resolved).
-{%- set focus_cells = [
-    'month_start', 'billing_month', 'billing_currency', 'batch_id', 'job_key', 'resource_id', 'service_name',
-    'service_category', 'invoice_id is null', 'is_correction'] %}
+{#- A bill's cents: the lines of one invoice (a billing account's billing period, in its currency) add up to the
+    invoice's exact sum rounded once; inside it the lines are taken in the order of every book's grouping columns, so
+    each book's group is a run of consecutive lines and within a cent of its own exact sum. -#}
+{%- set invoice = ['billing_account_id', 'billing_month', 'billing_currency'] %}
+{%- set book_order = [
+    'month_start', 'batch_id', 'job_key', 'service_category', 'service_name', 'resource_id', 'invoice_id is null',
+    'is_correction', 'source_file', 'source_line'] %}
 
 with charges as (
     select * from {{ ref('stg_billing__focus_charges') }}
@@ -69,6 +73,7 @@ attributed as (
     select
         source_file,
         source_line,
+        billing_account_id,
         cast({{ dbt.date_trunc('month', 'charge_period_start') }} as date) as month_start,
         cast({{ dbt.date_trunc('month', 'coalesce(billing_period_start, charge_period_start)') }} as date)
             as billing_month,
@@ -116,13 +121,14 @@ attributed as (
 
 select
     attributed.*,
-    -- Each line in whole cents (FOCUS amounts carry up to 18 decimals), its cell's lines adding up to their exact
-    -- sum rounded once: a cell is every line alike in all that any book groups them by (the month charged and
-    -- billed, currency, batch, job, resource, service, whether invoiced, whether a correction). Every book's group
-    -- is a set of whole cells, so the cash book, the cost lines and journal, the jobs' bills, the resource book and
-    -- the FOCUS export agree to the cent; no cell takes another's rounding (a month-wide running sum gave one job's
-    -- cents to the next line's), and which line of a cell holds its cents does not change any figure.
-    {{ cumulative_cents('billed_cost', focus_cells, ['source_file', 'source_line']) }} as billed_cost_cents,
-    {{ cumulative_cents('effective_cost', focus_cells, ['source_file', 'source_line']) }} as effective_cost_cents,
-    {{ cumulative_cents('list_cost', focus_cells, ['source_file', 'source_line']) }} as list_cost_cents
+    -- Each line in whole cents (FOCUS amounts carry up to 18 decimals), by cumulative rounding over its invoice (a
+    -- billing account's billing period, in its currency): the invoice's lines add up to its exact sum rounded once,
+    -- as the provider bills it. Rounded per resource instead, twenty S3 buckets at 0.005 each (0.10 billed) made 20
+    -- cents, and at 0.004 each none. The lines are taken in a stable order of what the books group them by (the
+    -- month charged, batch, job, service, resource, whether invoiced, whether a correction), so each such group is a
+    -- run of lines holding its exact sum within a cent; every book sums these cents, so the cash book, the cost lines
+    -- and journal, the jobs' bills, the resource book and the FOCUS export agree to the cent.
+    {{ cumulative_cents('billed_cost', invoice, book_order) }} as billed_cost_cents,
+    {{ cumulative_cents('effective_cost', invoice, book_order) }} as effective_cost_cents,
+    {{ cumulative_cents('list_cost', invoice, book_order) }} as list_cost_cents
 from attributed
