@@ -423,3 +423,52 @@ def test_a_job_event_after_the_night_is_quarantined():
     valid = validate_rows(parsed, schema)
     assert list(valid["job_id"]) == ["kf-1", "kf-2"]
     assert [(r.line, r.rule) for r in parsed.rejections] == [(2, "at.after_night"), (4, "at.after_night")]
+
+
+def test_kubernetes_jobs_are_namespaced_allocated_their_request_and_complete(tmp_path):
+    """- An event stating `gpus_requested` and no `gpus_allocated` was allocated its request (Kubernetes hands a pod
+      exactly the GPUs it asks for): k-req, 8 GPUs 04:00-08:00, occupied 32 GPU-hours (before: 0, its time unpriced).
+    - Job names are namespace-scoped: team-a/eval (B-1, 4 GPUs 01:00-03:00, 8 GPU-hours) and team-b/eval (B-2, 2
+      GPUs 01:30-02:30, 2 GPU-hours) are two jobs (before: one job of 4 GPUs 01:00-03:00 in one batch, 8 GPU-hours).
+    - The Job condition `Complete` is COMPLETED (before: quarantined, and team-b/eval seen running).
+    - A run never started has no restarts (before: -1)."""
+    landing = one_batch_landing(tmp_path)
+    (landing / "registry" / "batches.csv").write_text(
+        (landing / "registry" / "batches.csv").read_text(encoding="utf-8") + "B-2,p,g,t,d,m,c,cfg,v1,,,,,\n",
+        encoding="utf-8",
+    )
+
+    def line(job: str, event: str, at: str, gpus: int, namespace: str | None = None, **extra: object) -> str:
+        record = json.loads(_event(job, event, at, gpus_requested=gpus, **extra))
+        del record["gpus_allocated"]
+        return json.dumps(record | ({"namespace": namespace} if namespace else {}))
+
+    b2 = {"labels": {"batch": "B-2"}}
+    (landing / "scheduler" / "events.jsonl").write_text(
+        "\n".join(
+            [
+                line("k-req", "start", "2026-11-02T04:00:00", 8),
+                line("k-req", "end", "2026-11-02T08:00:00", 8, state="Succeeded"),
+                line("eval", "start", "2026-11-02T01:00:00", 4, "team-a"),
+                line("eval", "end", "2026-11-02T03:00:00", 4, "team-a", state="Succeeded"),
+                line("eval", "start", "2026-11-02T01:30:00", 2, "team-b", **b2),
+                line("eval", "end", "2026-11-02T02:30:00", 2, "team-b", state="Complete", **b2),
+                line("k-wait", "submit", "2026-11-02T09:00:00", 1),
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    warehouse = tmp_path / "warehouse.duckdb"
+    assert run_pipeline(landing, warehouse)
+
+    assert query(
+        warehouse,
+        "select job_id, batch_id, state, restarts, gpus_allocated, occupied_gpu_hours from marts.fct_runs "
+        "order by job_id, batch_id",
+    ) == [
+        ("eval", "B-1", "COMPLETED", 0, 4, Decimal(8)),
+        ("eval", "B-2", "COMPLETED", 0, 2, Decimal(2)),
+        ("k-req", "B-1", "COMPLETED", 0, 8, Decimal(32)),
+        ("k-wait", "B-1", "PENDING", 0, 0, Decimal(0)),
+    ]

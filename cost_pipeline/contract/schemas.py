@@ -622,6 +622,9 @@ def scheduler_events(contract: Contract) -> SourceSchema:
             # The cluster the job ran on (blank: the one cluster of an export that names none); a Job name
             # submitted on two clusters is two jobs, and the contract's owned_vs_cloud.cloud_clusters are rented.
             Col("cluster", "VARCHAR", nullable=True),
+            # The Job's namespace (blank: a stream that names none): Job names are namespace-scoped, so team-a/eval
+            # and team-b/eval are two jobs.
+            Col("namespace", "VARCHAR", nullable=True),
             Col("event", "VARCHAR", checks=_isin(contract.scheduler_events)),
             Col("at", "TIMESTAMP", checks=_instant_not_after_night()),
             Col("gpus_requested", "INTEGER", nullable=True, domain=GPU_COUNT),

@@ -734,6 +734,7 @@ def sacct_or_json_parser(options: SacctOptions) -> LineParser:
 _EVENT_FIELDS = (
     "job_id",
     "cluster",
+    "namespace",
     "event",
     "at",
     "gpus_requested",
@@ -751,8 +752,10 @@ _LABEL_COLUMNS = {
     "continues": "continues",
     "end_reason": "end_reason",
 }
+# The pod phases and reasons, and the Job conditions (Complete, Failed), in the sacct state vocabulary.
 _K8S_STATES = {
     "succeeded": "COMPLETED",
+    "complete": "COMPLETED",
     "failed": "FAILED",
     "oomkilled": "OUT_OF_MEMORY",
     "evicted": "PREEMPTED",

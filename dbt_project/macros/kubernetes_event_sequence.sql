@@ -1,7 +1,8 @@
 {#- The CTEs that fold the Kubernetes-style event stream (stg_scheduler__job_events) into runs, each a job of its own
     (int_jobs_unioned): `events`, every event with its run_number, and `event_sequence`, every event with its run's
     job_key, the next event of its run other than a submit (next_event_at: a start occupies its GPUs until then) and its
-    recency in its run (1: the run's last event). int_jobs_unioned folds the runs into jobs; int_job_segments takes
+    recency in its run (1: the run's last event). A job is its cluster, namespace ('' when the stream names none: Job
+    names are namespace-scoped) and name. int_jobs_unioned folds the runs into jobs; int_job_segments takes
     each start's occupation (a segment), by which int_job_months_split splits a job's GPU time over months and
     int_device_samples_attributed gives it its samples.
     A name submitted again is another job: a run of a name starts at the first event after an end, and at a submit
@@ -20,7 +21,7 @@ ordered_events as (
     select
         *,
         lag(event_type) over (
-            partition by cluster, job_id order by event_at, submit_first, source_file, source_line
+            partition by cluster, namespace, job_id order by event_at, submit_first, source_file, source_line
         ) as previous_event_type
     from ranked_events
 ),
@@ -30,7 +31,7 @@ segmented_events as (
     select
         *,
         sum(case when previous_event_type = 'end' then 1 else 0 end) over (
-            partition by cluster, job_id order by event_at, submit_first, source_file, source_line
+            partition by cluster, namespace, job_id order by event_at, submit_first, source_file, source_line
             rows between unbounded preceding and current row
         ) as segment
     from ordered_events
@@ -40,7 +41,8 @@ counted_events as (
     select
         *,
         coalesce(sum(case when event_type = 'submit' then 1 else 0 end) over (
-            partition by cluster, job_id, segment order by event_at, submit_first, source_file, source_line
+            partition by cluster, namespace, job_id, segment
+            order by event_at, submit_first, source_file, source_line
             rows between unbounded preceding and 1 preceding
         ), 0) as submits_before
     from segmented_events
@@ -54,7 +56,7 @@ events as (
         *,
         sum(case when previous_event_type = 'end' or (event_type = 'submit' and submits_before > 0) then 1 else 0 end)
             over (
-                partition by cluster, job_id order by event_at, submit_first, source_file, source_line
+                partition by cluster, namespace, job_id order by event_at, submit_first, source_file, source_line
                 rows between unbounded preceding and current row
             ) as run_number
     from counted_events
@@ -64,23 +66,30 @@ events as (
 event_sequence as (
     select
         cluster,
+        namespace,
         job_id,
         event_type,
         event_at,
         state,
         run_number,
         -- A run whose submit was never exported is keyed by its first event: two such runs of a name are two jobs.
-        {{ job_key("nullif(cluster, '')", 'job_id',
+        -- A namespaced Job is keyed by namespace/name (cluster/team-a/eval@submit); one of a stream naming no
+        -- namespace by its name alone, as before.
+        {{ job_key("nullif(cluster, '')",
+            dbt.concat(["coalesce(namespace, '')",
+                "case when coalesce(namespace, '') = '' then '' else '/' end", 'job_id']),
             'coalesce(min(case when event_type = \'submit\' then event_at end) over ('
-            ~ 'partition by cluster, job_id, run_number), min(event_at) over (partition by cluster, job_id, run_number))')
+            ~ 'partition by cluster, namespace, job_id, run_number), '
+            ~ 'min(event_at) over (partition by cluster, namespace, job_id, run_number))')
         }} as job_key,
         -- The next event other than a submit (a submit stamped after its start does not end an occupation).
         min(case when event_type <> 'submit' then event_at end) over (
-            partition by cluster, job_id, run_number order by event_at, submit_first, source_file, source_line
+            partition by cluster, namespace, job_id, run_number
+            order by event_at, submit_first, source_file, source_line
             rows between 1 following and unbounded following
         ) as next_event_at,
         row_number() over (
-            partition by cluster, job_id, run_number
+            partition by cluster, namespace, job_id, run_number
             order by event_at desc, submit_first desc, source_file desc, source_line desc
         ) as recency
     from events

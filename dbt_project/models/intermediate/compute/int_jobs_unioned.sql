@@ -11,6 +11,10 @@
 -- occupied_until_at is the end of its occupation so far: end_at, else running_seen_at, else (a Kubernetes run
 -- preempted or requeued and not started again yet) the end of its last occupation. A later export that ends the
 -- job replaces them with its real end (stg_scheduler__sacct_jobs prefers an ended record).
+-- Kubernetes hands a pod exactly the GPUs it requests (an extended resource is never overcommitted): a run that
+-- started and whose events state no allocation was allocated its request; one never started holds none.
+{% set allocated = "coalesce(event_attributes.gpus_allocated, case when event_runs.start_at is not null "
+    ~ "then event_attributes.gpus_requested end, 0)" %}
 with sacct as (
     select * from {{ ref('stg_scheduler__sacct_jobs') }}
     where record_type = 'allocation'
@@ -35,6 +39,7 @@ event_jobs as (
     select
         max(job_key) as job_key,
         cluster,
+        namespace,
         job_id,
         min(case when event_type = 'submit' then event_at end) as submit_at,
         min(event_at) as first_event_at,
@@ -42,8 +47,8 @@ event_jobs as (
         max(case when event_type = 'end' then event_at end) as end_at,
         sum(case when event_type = 'start' and next_event_at is not null
             then {{ seconds_between('event_at', 'next_event_at') }} else 0 end) as occupied_seconds,
-        -- Every start after the first is a restart (after a preemption or a requeue).
-        cast(sum(case when event_type = 'start' then 1 else 0 end) - 1 as integer) as restarts,
+        -- Every start after the first is a restart (after a preemption or a requeue); a run never started has none.
+        cast(greatest(sum(case when event_type = 'start' then 1 else 0 end) - 1, 0) as integer) as restarts,
         max(case when recency = 1 then event_type end) as last_event_type,
         max(case when event_type = 'end' and recency = 1 then state end) as end_state,
         -- The end of its last occupation that a later event stopped (a preempted run's occupied time ends there).
@@ -52,7 +57,7 @@ event_jobs as (
         max(case when event_type = 'start' and next_event_at is null then event_at end) as open_start_at,
         run_number
     from event_sequence
-    group by cluster, job_id, run_number
+    group by cluster, namespace, job_id, run_number
 ),
 
 -- The newest event of each cluster's stream: a run that shows no end by then was still running then.
@@ -69,7 +74,7 @@ event_runs as (
         event_jobs.*,
         case when event_jobs.last_event_type = 'start' then
             case when event_jobs.run_number = max(event_jobs.run_number) over (
-                    partition by event_jobs.cluster, event_jobs.job_id)
+                    partition by event_jobs.cluster, event_jobs.namespace, event_jobs.job_id)
                 then cluster_streams.newest_event_at
                 else event_jobs.open_start_at
             end
@@ -81,6 +86,7 @@ event_runs as (
 event_attributes as (
     select
         cluster,
+        namespace,
         job_id,
         max(gpus_requested) as gpus_requested,
         max(gpus_allocated) as gpus_allocated,
@@ -94,7 +100,7 @@ event_attributes as (
         max(end_reason) as end_reason,
         run_number
     from events
-    group by cluster, job_id, run_number
+    group by cluster, namespace, job_id, run_number
 ),
 
 kubernetes as (
@@ -126,7 +132,7 @@ kubernetes as (
             as occupied_seconds,
         event_attributes.time_limit_seconds,
         coalesce(event_attributes.gpus_requested, event_attributes.gpus_allocated, 0) as gpus_requested,
-        coalesce(event_attributes.gpus_allocated, 0) as gpus_allocated,
+        {{ allocated }} as gpus_allocated,
         -- An event's GPUs are all MIG instances of its profile, or all whole GPUs.
         case when event_attributes.gpu_instance_profile is not null
             then coalesce(event_attributes.gpus_requested, event_attributes.gpus_allocated, 0) else 0 end
@@ -135,9 +141,9 @@ kubernetes as (
             then coalesce(event_attributes.gpus_requested, event_attributes.gpus_allocated, 0)
             * {{ mig_profile_slices('event_attributes.gpu_instance_profile') }} else 0 end as mig_slices_requested,
         case when event_attributes.gpu_instance_profile is not null
-            then coalesce(event_attributes.gpus_allocated, 0) else 0 end as mig_instances_allocated,
+            then {{ allocated }} else 0 end as mig_instances_allocated,
         case when event_attributes.gpu_instance_profile is not null
-            then coalesce(event_attributes.gpus_allocated, 0)
+            then {{ allocated }}
             * {{ mig_profile_slices('event_attributes.gpu_instance_profile') }} else 0 end as mig_slices_allocated,
         event_attributes.gpu_instance_profile,
         cast(null as {{ dbt.type_string() }}) as mig_gpu_type,
@@ -155,6 +161,7 @@ kubernetes as (
     from event_runs
     inner join event_attributes
         on event_runs.cluster is not distinct from event_attributes.cluster
+        and event_runs.namespace is not distinct from event_attributes.namespace
         and event_runs.job_id = event_attributes.job_id
         and event_runs.run_number = event_attributes.run_number
 ),

@@ -4,28 +4,38 @@ with source as (
 
 -- An event delivered without a cluster (a stream exported before it named one, kept in raw) is the job's on the one
 -- cluster whose events name that job, else on the cluster of the same event (job, kind, time) delivered with one:
--- it is the same job, not a second one of the same GPU time.
-clustered as (
+-- it is the same job, not a second one of the same GPU time. A Job name is namespace-scoped: the job is its namespace
+-- and name ('' when the stream names no namespace), team-a/eval and team-b/eval two jobs.
+namespaced as (
     select
         source.*,
-        coalesce(
-            cluster,
-            case when min(cluster) over (partition by job_id) = max(cluster) over (partition by job_id)
-                then max(cluster) over (partition by job_id) end,
-            max(cluster) over (partition by job_id, event, {{ adapter.quote('at') }})
-        ) as event_cluster
+        coalesce(namespace, '') as event_namespace
     from source
 ),
 
--- An event stream shipped again: each event (cluster, job, kind, time) once, from the newest file.
+clustered as (
+    select
+        namespaced.*,
+        coalesce(
+            cluster,
+            case when min(cluster) over (partition by event_namespace, job_id)
+                = max(cluster) over (partition by event_namespace, job_id)
+                then max(cluster) over (partition by event_namespace, job_id) end,
+            max(cluster) over (partition by event_namespace, job_id, event, {{ adapter.quote('at') }})
+        ) as event_cluster
+    from namespaced
+),
+
+-- An event stream shipped again: each event (cluster, namespace, job, kind, time) once, from the newest file.
 newest as (
-    {{ newest_delivery('clustered', ['event_cluster', 'job_id', 'event', adapter.quote('at')]) }}
+    {{ newest_delivery('clustered', ['event_cluster', 'event_namespace', 'job_id', 'event', adapter.quote('at')]) }}
 ),
 
 renamed as (
     select
         -- Blank when the stream names no cluster (one cluster's export): '' so that it keys and partitions as one.
         coalesce(event_cluster, '') as cluster,
+        event_namespace as namespace,
         job_id,
         event as event_type,
         {{ adapter.quote("at") }} as event_at,
