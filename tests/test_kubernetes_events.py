@@ -431,7 +431,10 @@ def test_kubernetes_jobs_are_namespaced_allocated_their_request_and_complete(tmp
     - Job names are namespace-scoped: team-a/eval (B-1, 4 GPUs 01:00-03:00, 8 GPU-hours) and team-b/eval (B-2, 2
       GPUs 01:30-02:30, 2 GPU-hours) are two jobs (before: one job of 4 GPUs 01:00-03:00 in one batch, 8 GPU-hours).
     - The Job condition `Complete` is COMPLETED (before: quarantined, and team-b/eval seen running).
-    - A run never started has no restarts (before: -1)."""
+    - A run never started has no restarts (before: -1).
+    - A job preempted and started again with fewer GPUs holds fewer in its later segment: k-shrink, 8 GPUs 14:00-24:00
+      on 31 October, preempted, 1 GPU 12:00-22:00 on 1 November, occupied 80 + 10 = 90 GPU-hours, 80 in October and
+      10 in November (before: 8 GPUs x 20 h = 160, split 80 and 80 by the segments' seconds)."""
     landing = one_batch_landing(tmp_path)
     (landing / "registry" / "batches.csv").write_text(
         (landing / "registry" / "batches.csv").read_text(encoding="utf-8") + "B-2,p,g,t,d,m,c,cfg,v1,,,,,\n",
@@ -454,6 +457,10 @@ def test_kubernetes_jobs_are_namespaced_allocated_their_request_and_complete(tmp
                 line("eval", "start", "2026-11-02T01:30:00", 2, "team-b", **b2),
                 line("eval", "end", "2026-11-02T02:30:00", 2, "team-b", state="Complete", **b2),
                 line("k-wait", "submit", "2026-11-02T09:00:00", 1),
+                line("k-shrink", "start", "2026-10-31T14:00:00", 8),
+                line("k-shrink", "preempt", "2026-11-01T00:00:00", 8),
+                line("k-shrink", "start", "2026-11-01T12:00:00", 1),
+                line("k-shrink", "end", "2026-11-01T22:00:00", 1, state="Succeeded"),
             ]
         )
         + "\n",
@@ -470,5 +477,11 @@ def test_kubernetes_jobs_are_namespaced_allocated_their_request_and_complete(tmp
         ("eval", "B-1", "COMPLETED", 0, 4, Decimal(8)),
         ("eval", "B-2", "COMPLETED", 0, 2, Decimal(2)),
         ("k-req", "B-1", "COMPLETED", 0, 8, Decimal(32)),
+        ("k-shrink", "B-1", "COMPLETED", 1, 8, Decimal(90)),
         ("k-wait", "B-1", "PENDING", 0, 0, Decimal(0)),
     ]
+    assert query(
+        warehouse,
+        "select month_start, occupied_gpu_seconds from intermediate.int_job_months_split where job_id = 'k-shrink' "
+        "order by month_start",
+    ) == [(date(2026, 10, 1), 80 * 3600), (date(2026, 11, 1), 10 * 3600)]

@@ -1,6 +1,7 @@
 {#- The CTEs that fold the Kubernetes-style event stream (stg_scheduler__job_events) into runs, each a job of its own
     (int_jobs_unioned): `events`, every event with its run_number, and `event_sequence`, every event with its run's
-    job_key, the next event of its run other than a submit (next_event_at: a start occupies its GPUs until then) and its
+    job_key, the next event of its run other than a submit (next_event_at: a start occupies its GPUs until then), the
+    GPUs a start holds (segment_gpus) and its
     recency in its run (1: the run's last event). A job is its cluster, namespace ('' when the stream names none: Job
     names are namespace-scoped) and name. int_jobs_unioned folds the runs into jobs; int_job_segments takes
     each start's occupation (a segment), by which int_job_months_split splits a job's GPU time over months and
@@ -82,6 +83,11 @@ event_sequence as (
             ~ 'partition by cluster, namespace, job_id, run_number), '
             ~ 'min(event_at) over (partition by cluster, namespace, job_id, run_number))')
         }} as job_key,
+        -- The GPUs (or MIG instances) a start holds until its next event: its own, else its run's (int_jobs_unioned's
+        -- gpus_allocated). A job preempted and started again with fewer GPUs holds fewer in its later segment.
+        coalesce(gpus_allocated, gpus_requested,
+            max(gpus_allocated) over (partition by cluster, namespace, job_id, run_number),
+            max(gpus_requested) over (partition by cluster, namespace, job_id, run_number), 0) as segment_gpus,
         -- The next event other than a submit (a submit stamped after its start does not end an occupation).
         min(case when event_type <> 'submit' then event_at end) over (
             partition by cluster, namespace, job_id, run_number

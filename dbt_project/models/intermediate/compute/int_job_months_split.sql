@@ -1,14 +1,14 @@
--- Each job's occupied GPU time split over the calendar months it ran in, every month from its start to its end (one
--- it runs straight through too). A Kubernetes job occupies its GPUs in segments, from each start until its run's
--- next preempt, requeue or end, or until its export saw it running (int_job_segments): its
--- time is split by the months its segments ran in, never spread over the gaps between them (a job preempted on
--- 31 October and started again on 2 November has no time on 1 November). A Slurm job is one segment, from its
--- start to occupied_until_at. A month takes the job's occupied GPU-seconds in proportion to its segments' seconds
--- in it; the months add up to its occupied GPU-seconds exactly. is_cloud_billed marks a job that a FOCUS
+-- Each job's occupied GPU time split over the calendar months it ran in, every month from its start to its end (one it
+-- runs straight through too). A Kubernetes job occupies its GPUs in segments, from each start until its run's next
+-- preempt, requeue or end, or until its export saw it running (int_job_segments): its time is split by the months its
+-- segments ran in, never spread over the gaps between them (a job preempted on 31 October and started again on 2
+-- November has no time on 1 November). A Slurm job is one segment, from its start to occupied_until_at. A month takes
+-- the job's occupied GPU-seconds in proportion to its segments' seconds in it, each times the GPUs it held
+-- (segment_gpus); the months add up to its occupied GPU-seconds exactly. is_cloud_billed marks a job that a FOCUS
 -- compute line (not Storage) names by ResourceId; is_cloud a job billed so or run on a cluster the newest contract
--- lists as rented (owned_vs_cloud.cloud_clusters): its cost comes from the bill, never from owned capacity, and
--- until the bill arrives it has none (pending in int_job_months_costed). A job still running is split over the
--- months from its start to when its export saw it running (occupied_until_at, int_jobs_unioned): its cost so far.
+-- lists as rented (owned_vs_cloud.cloud_clusters): its cost comes from the bill, never from owned capacity, and until
+-- the bill arrives it has none (pending in int_job_months_costed). A job still running is split over the months from
+-- its start to when its export saw it running (occupied_until_at, int_jobs_unioned): its cost so far.
 with jobs as (
     select
         job_key,
@@ -23,14 +23,15 @@ with jobs as (
 
 -- The segments (int_job_segments) of the jobs that occupied GPU time.
 occupied_segments as (
-    select segments.job_key, segments.segment_from, segments.segment_until
+    select segments.job_key, segments.segment_from, segments.segment_until,
+        coalesce(segments.segment_gpus, 1) as segment_weight
     from {{ ref('int_job_segments') }} as segments
     inner join jobs on segments.job_key = jobs.job_key
 ),
 
--- The seconds a job's segments occupied in all.
+-- The seconds a job's segments occupied in all, each times the GPUs it held (a Slurm job's one segment: 1).
 occupations as (
-    select job_key, sum({{ seconds_between('segment_from', 'segment_until') }}) as occupied_seconds
+    select job_key, sum({{ seconds_between('segment_from', 'segment_until') }} * segment_weight) as occupied_seconds
     from occupied_segments
     group by job_key
 ),
@@ -60,7 +61,8 @@ segment_overlaps as (
         month_bounds.month_start,
         {{ seconds_between(
             'greatest(occupied_segments.segment_from, month_bounds.month_from)',
-            'least(occupied_segments.segment_until, month_bounds.month_until)') }} as overlap_seconds
+            'least(occupied_segments.segment_until, month_bounds.month_until)') }}
+            * occupied_segments.segment_weight as overlap_seconds
     from occupied_segments
     inner join month_bounds
         on occupied_segments.segment_from < month_bounds.month_until

@@ -170,8 +170,15 @@ select
     {{ gpu_equivalent_seconds('with_categories', 'requested', 'with_categories.gpu_total_slices', 'share_counts',
         'with_categories.time_limit_seconds', 'with_categories.request_mig_instances',
         'with_categories.request_mig_slices') }} as requested_gpu_seconds,
-    {{ gpu_equivalent_seconds('with_categories', 'allocated', 'with_categories.gpu_total_slices', 'share_counts',
-        'with_categories.occupied_seconds') }} as occupied_gpu_seconds
+    -- A Kubernetes job that held fewer GPUs in some segments (preempted with 8, started again with 1) occupied its
+    -- allocation seconds (each segment's seconds x its GPUs), not its most GPUs x all its seconds.
+    case when with_categories.scheduler = 'kubernetes' and with_categories.gpus_allocated > 0
+        then cast(round({{ gpu_equivalent_seconds('with_categories', 'allocated', 'with_categories.gpu_total_slices',
+            'share_counts', 'cast(with_categories.occupied_allocation_seconds as double) '
+            ~ '/ with_categories.gpus_allocated') }}, 0) as bigint)
+        else {{ gpu_equivalent_seconds('with_categories', 'allocated', 'with_categories.gpu_total_slices',
+            'share_counts', 'with_categories.occupied_seconds') }}
+    end as occupied_gpu_seconds
 from with_categories
 left join parents on with_categories.job_key = parents.job_key
 left join share_counts on 1 = 1

@@ -47,6 +47,10 @@ event_jobs as (
         max(case when event_type = 'end' then event_at end) as end_at,
         sum(case when event_type = 'start' and next_event_at is not null
             then {{ seconds_between('event_at', 'next_event_at') }} else 0 end) as occupied_seconds,
+        -- The same seconds, each segment's times the GPUs its start holds.
+        sum(case when event_type = 'start' and next_event_at is not null
+            then {{ seconds_between('event_at', 'next_event_at') }} * segment_gpus else 0 end)
+            as occupied_allocation_seconds,
         -- Every start after the first is a restart (after a preemption or a requeue); a run never started has none.
         cast(greatest(sum(case when event_type = 'start' then 1 else 0 end) - 1, 0) as integer) as restarts,
         max(case when recency = 1 then event_type end) as last_event_type,
@@ -55,6 +59,7 @@ event_jobs as (
         max(case when event_type = 'start' then next_event_at end) as last_occupied_at,
         -- The start no later event (but a submit) stopped: the run holds its GPUs from it still.
         max(case when event_type = 'start' and next_event_at is null then event_at end) as open_start_at,
+        max(case when event_type = 'start' and next_event_at is null then segment_gpus end) as open_start_gpus,
         run_number
     from event_sequence
     group by cluster, namespace, job_id, run_number
@@ -130,6 +135,9 @@ kubernetes as (
         event_runs.occupied_seconds + case when event_runs.last_event_type = 'start'
             then {{ seconds_between('event_runs.open_start_at', 'event_runs.running_seen_at') }} else 0 end
             as occupied_seconds,
+        event_runs.occupied_allocation_seconds + case when event_runs.last_event_type = 'start'
+            then {{ seconds_between('event_runs.open_start_at', 'event_runs.running_seen_at') }}
+            * event_runs.open_start_gpus else 0 end as occupied_allocation_seconds,
         event_attributes.time_limit_seconds,
         coalesce(event_attributes.gpus_requested, event_attributes.gpus_allocated, 0) as gpus_requested,
         {{ allocated }} as gpus_allocated,
@@ -185,6 +193,9 @@ slurm as (
         case when start_at is not null
             then coalesce({{ seconds_between('start_at', 'coalesce(end_at, running_seen_at)') }}, 0) else 0 end
             as occupied_seconds,
+        gpus_allocated * case when start_at is not null
+            then coalesce({{ seconds_between('start_at', 'coalesce(end_at, running_seen_at)') }}, 0) else 0 end
+            as occupied_allocation_seconds,
         time_limit_seconds,
         gpus_requested,
         gpus_allocated,
