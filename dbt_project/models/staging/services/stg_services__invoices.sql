@@ -4,7 +4,8 @@
 -- line of their invoice (cost_pipeline/dbt_failures.py). An accrual is finance's estimate of a vendor's service to a
 -- batch and stage in a month, under a reference of its own: the vendor's invoice for the same batch, stage and service
 -- month (service_month, else the month of invoiced_on) settles it, and the accrual no longer counts (it stays in raw).
--- month_start is that service month.
+-- month_start is that service month. The batch is compared as resolve_batch reads it, case-folded (same_id): an
+-- invoice writing B-7 as b-7 settles B-7's accrual.
 {%- set record_key = ['vendor', 'invoice_id'] %}
 {{ config(meta={'record_key': record_key}) }}
 
@@ -39,7 +40,7 @@ unsettled as (
     left join billed_months
         on months.invoiced_on is null
         and months.vendor = billed_months.vendor
-        and months.batch_id is not distinct from billed_months.batch_id
+        and {{ same_id('months.batch_id') }} is not distinct from {{ same_id('billed_months.batch_id') }}
         and months.stage = billed_months.stage
         and months.month_start = billed_months.month_start
     where billed_months.vendor is null
