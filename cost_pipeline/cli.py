@@ -274,7 +274,8 @@ def _table(con: duckdb.DuckDBPyConnection, title: str, relation: str, columns: t
 def _unpriced(con: duckdb.DuckDBPyConnection, out) -> None:
     """One line naming the months whose owned-GPU time had no price (their compute cost is null, never 0.00), one
     naming the jobs on rented clusters that no bill prices yet, and one naming the model-months whose requests have
-    no cost (their serving spend is not known)."""
+    no cost (their serving spend is not known), and one naming the batch-months whose storage holds an object in a
+    storage class without a price (their storage cost is null)."""
     try:
         months = con.execute(
             "select month_start, occupied_gpu_hours from marts.fct_gpu_hour_price where is_unpriced order by 1"
@@ -295,6 +296,20 @@ def _unpriced(con: duckdb.DuckDBPyConnection, out) -> None:
         listed = ", ".join(f"{job} ({batch}, {float(hours):,.2f} GPU-h)" for job, batch, hours in unbilled)
         print(
             f"\nCloud jobs not billed yet (rented cluster, no FOCUS line; compute cost null, not 0.00): {listed}",
+            file=out,
+        )
+    try:
+        stored = con.execute(
+            "select month, batch_id, cost_detail from marts.fct_cost_lines "
+            "where cost_source = 'storage_inventory' and is_unpriced order by 1, 2, 3"
+        ).fetchall()
+    except duckdb.CatalogException:
+        return
+    if stored:
+        listed = ", ".join(f"{month:%Y-%m} {batch} ({purpose})" for month, batch, purpose in stored)
+        print(
+            "\nUnpriced storage (an object in a storage class storage_prices does not price; storage cost null, not "
+            f"0.00): {listed}",
             file=out,
         )
     try:

@@ -276,20 +276,21 @@ def test_one_answer_per_batch(demo_run):
             "0.00",
             "4",
         ),
-        # 3001 (19.82) + the support plan (29.00) + a line tagged with an unregistered batch (5.00); 600 GiB of
-        # scratch nobody owns (13.34) and 900 GiB of it deleted after the 23rd (14.49: 21 of 30 days); two hours
-        # on a project that is not a batch (2 x 80).
+        # 3001 (19.82) + the support plan (29.00) + a line tagged with an unregistered batch (5.00); two hours on a
+        # project that is not a batch (2 x 80). Storage: 600 GiB of scratch nobody owns (13.34), 900 GiB of it
+        # deleted after the 23rd (14.49: 21 of 30 days) and ml-archive/tmp/unpriced.bin in INTELLIGENT_TIERING,
+        # which has no price: storage, measured and total cost are unknown (null), never 27.83 and 241.65.
         "unattributed": (
             "53.82",
-            "27.83",
+            "None",
             "160.00",
             "0.00",
             "0.00",
-            "241.65",
-            "241.65",
-            "241.65",
+            "None",
+            "None",
+            "None",
             "34.00",
-            "207.65",
+            "None",
             "0.00",
             "0.00",
             "1",
@@ -382,7 +383,7 @@ def test_engineering_sees_hours_and_totals_but_no_small_group_figures(demo_run):
         ("B-8", D("920.00"), D("2887.77")),
         ("unattributed", None, None),  # one person's hours
     ]
-    assert ("unattributed", D("160.00"), D("241.65")) in read(FINANCE, totals)
+    assert ("unattributed", D("160.00"), None) in read(FINANCE, totals)  # an unpriced storage object
     columns = "select column_name from information_schema.columns where table_name = 'fct_resource_book'"
     assert {c for (c,) in read(FINANCE, columns)} - {c for (c,) in read(ENGINEERING, columns)} == {
         "list_cost",

@@ -672,3 +672,78 @@ def test_an_object_modified_after_the_inventory_that_lists_it_is_quarantined(tmp
         ("storage/ml-prod_inventory_2026-11-23.csv", 5, "last_modified_at.after_inventory"),
     ]
     assert loaded.report.conserved
+
+
+def test_an_unpriced_storage_object_leaves_its_batch_unpriced_not_short(demo_run):
+    """No silent zero: the demo's tmp/unpriced.bin (INTELLIGENT_TIERING, which storage_prices.csv does not price) is
+    a storage line with a null amount, so the unattributed batch's storage and total cost are null and flagged, and
+    the night's summary names it. The batch's storage used to be 27.83 (the priced objects), is_unpriced false."""
+    import io
+
+    from cost_pipeline.cli import report
+
+    lines = demo_run.query(
+        "select batch_id, cost_detail, amount, is_unpriced from marts.fct_cost_lines "
+        "where cost_source = 'storage_inventory' order by 1, 2"
+    )
+    assert ("unattributed", "no_purpose", None, True) in lines
+    assert all(amount is not None and not unpriced for batch, _, amount, unpriced in lines if batch != "unattributed")
+    costs = {
+        r[0]: r[1:]
+        for r in demo_run.query(
+            "select batch_id, storage_cost, total_cost, measured_cost, compute_cost, is_unpriced "
+            "from marts.fct_batch_costs"
+        )
+    }
+    storage, total, measured, compute, unpriced = costs["unattributed"]
+    assert (storage, total, measured, unpriced) == (None, None, None, True)
+    assert compute is not None  # its compute is priced: only what rests on the unpriced object is unknown
+    assert costs["B-7"][0] == Decimal("90.06") and costs["B-7"][4] is False
+    assert costs["B-8"][0] == Decimal("41.64") and costs["B-8"][4] is False
+    out = io.StringIO()
+    report(demo_run.warehouse, out)
+    (line,) = [line for line in out.getvalue().splitlines() if line.startswith("Unpriced storage")]
+    assert line.endswith(": 2026-11 unattributed (no_purpose)")
+
+
+def test_a_price_written_in_another_case_and_an_overwritten_key_are_both_charged(demo_copy):
+    """A price list spelling the class `Standard` prices AWS's STANDARD (it used to price nothing: B-7's storage fell
+    from 90.06 to 1.05 with no sign). And a key overwritten in an unversioned bucket is charged for both writes: the
+    inventory of the 10th lists checkpoints/b7/step-2000.ckpt as written 1 October (600 GiB), the 30th's as written
+    the 16th; the old bytes were held 1-16 November: 600 x 0.023 x 15/30 = 6.90 (never charged before: B-7 stayed
+    90.06)."""
+    from tests.helpers import cli_night
+
+    landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
+    prices = landing / "storage" / "storage_prices.csv"
+    text = prices.read_text(encoding="utf-8")
+    assert "STANDARD,0.023" in text
+    prices.write_text(text.replace("STANDARD,0.023", "Standard,0.023"), encoding="utf-8")
+    (landing / "storage" / "ml-prod_inventory_2026-11-10.csv").write_text(
+        "Bucket,Key,Size,LastModifiedDate,ETag,StorageClass\n"
+        f"ml-prod,checkpoints/b7/step-2000.ckpt,{600 * GIB},2026-10-01T00:00:00.000Z,"
+        "0a1b2c3d4e5f60718293a4b5c6d7e8f9,STANDARD\n",
+        encoding="utf-8",
+    )
+    night = cli_night(landing, warehouse)
+    assert night.code == 0, night.err
+
+    versions = query(
+        warehouse,
+        "select last_modified_at, storage_cost, is_current, is_unpriced from intermediate.int_storage_objects_costed "
+        "where object_key = 'checkpoints/b7/step-2000.ckpt' order by 1",
+    )
+    assert versions == [
+        (datetime(2026, 10, 1), _rounded(_cost(600, STANDARD, 15), "0.000001"), False, False),
+        (datetime(2026, 11, 16), _rounded(_cost(600, STANDARD, 14), "0.000001"), True, False),
+    ]
+    assert versions[0][1] == Decimal("6.900000")
+    storage = dict(
+        query(warehouse, "select batch_id, storage_cost from marts.fct_batch_costs where batch_id <> 'B-10'")
+    )
+    assert storage == {"B-7": Decimal("96.96"), "B-8": Decimal("41.64"), "unattributed": None}
+    # The overwritten bytes are gone at the month's end: no finding, no duplicate of its ETag.
+    assert not query(
+        warehouse,
+        "select 1 from marts.fct_storage_governance where etag = '0a1b2c3d4e5f60718293a4b5c6d7e8f9'",
+    )

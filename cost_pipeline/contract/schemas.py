@@ -926,7 +926,7 @@ def storage_prices(contract: Contract) -> SourceSchema:
     return SourceSchema(
         "storage_prices",
         (
-            Col("storage_class", "VARCHAR"),
+            Col("storage_class", "VARCHAR", folded=True),
             Col("price_per_gb_month", "DECIMAL(18,6)", checks=PRICE_PER_GB_MONTH, domain=AMOUNT),
         ),
         unique=("storage_class",),

@@ -10,7 +10,8 @@
 -- No silent zero: owned compute in a month without an internal GPU-hour price (int_job_months_costed.is_unpriced)
 -- is a row too, with its GPU-hours, a null amount (and range, and rerun_amount for a rerun) and is_unpriced true,
 -- so that every total built on it is null and flagged rather than the sum of the priced part. So is a job on a
--- rented cluster that no FOCUS line bills yet (cost_source cloud_bill, evidence pending, its GPU-hours, no amount).
+-- rented cluster that no FOCUS line bills yet (cost_source cloud_bill, evidence pending, its GPU-hours, no amount),
+-- and an object in a storage class without a price (int_storage_objects_costed.is_unpriced: no amount, never 0).
 with jobs as (
     select costed.job_key, costed.is_rerun, reviewed.review_class
     from {{ ref('int_jobs_costed') }} as costed
@@ -79,17 +80,16 @@ storage as (
         cast(null as {{ dbt.type_string() }}) as labour_category,
         'measured' as evidence_level,
         'planned_work' as review_class,
-        storage_cost as amount,
-        storage_cost as amount_low,
-        storage_cost as amount_high,
+        case when not is_unpriced then storage_cost end as amount,
+        case when not is_unpriced then storage_cost end as amount_low,
+        case when not is_unpriced then storage_cost end as amount_high,
         0 as rerun_amount,
         0 as gpu_hours,
         0 as labour_hours,
         cast(null as {{ dbt.type_string() }}) as person_key,
         false as is_correction,
-        false as is_unpriced
+        is_unpriced
     from {{ ref('int_storage_objects_costed') }}
-    where not is_unpriced
 ),
 
 labour as (

@@ -1,8 +1,12 @@
 -- One row per object (or object version) listed in any inventory of its bucket in each month (I6, R9, R19), from
 -- its last listing of the month: the prefix rule that owns it (longest matching prefix), its batch, purpose,
 -- retention, duplicate ETags, and its storage cost for the month. Cost = size in GB (2^30 bytes) x price per
--- GB-month x held share of the month, where the object is held from LastModifiedDate (or the month's start, if
--- earlier) to its last listing's inventory date, over the length of the month that contains it. Every inventory
+-- GB-month (its class's price, the class name compared case-folded: same_id) x held share of the month, where the
+-- object is held from LastModifiedDate (or the month's start, if earlier) to its last listing's inventory date, over
+-- the length of the month that contains it. An object without a version id is one write of its key: each distinct
+-- LastModifiedDate of a key listed in the month is an object of its own (a key overwritten in an unversioned bucket
+-- held the earlier bytes until the rewrite), held until the key's next write listed that month, if any, else until
+-- its last listing. Every inventory
 -- of a bucket counts, whatever its configuration: a prefix-filtered configuration delivered after the whole-bucket
 -- one does not hide the other objects, and an object deleted mid-month is charged until its last listing.
 -- A versioned bucket may have two configurations, one listing every version (rows with VersionId) and one the
@@ -59,12 +63,13 @@ objects as (
 ),
 
 -- Each object's last listing of the month; an object listed twice in one inventory (a data file delivered again
--- under another name, with other bytes) counts once: its listing in the last file, last line.
+-- under another name, with other bytes) counts once: its listing in the last file, last line. An object is its
+-- key's version (id) and write time: without a version id, a key rewritten within the month is two objects.
 ranked_listings as (
     select
         objects.*,
         row_number() over (
-            partition by bucket, object_key, version_id, month_start
+            partition by bucket, object_key, version_id, last_modified_at, month_start
             order by inventory_at desc, source_file desc, source_line desc
         ) as listing_rank
     from objects
@@ -104,6 +109,7 @@ deleted as (
         listings.bucket,
         listings.object_key,
         listings.version_id,
+        listings.last_modified_at,
         listings.month_start
     from last_listings as listings
     inner join latest_inventories
@@ -129,6 +135,7 @@ current_objects as (
         and last_listings.object_key = deleted.object_key
         and last_listings.month_start = deleted.month_start
         and last_listings.version_id is not distinct from deleted.version_id
+        and last_listings.last_modified_at = deleted.last_modified_at
 ),
 
 rules as (
@@ -140,6 +147,7 @@ rule_matches as (
         current_objects.bucket,
         current_objects.object_key,
         current_objects.version_id,
+        current_objects.last_modified_at,
         current_objects.inventory_at,
         rules.prefix,
         rules.purpose,
@@ -148,7 +156,7 @@ rule_matches as (
         rules.retention_days,
         row_number() over (
             partition by current_objects.bucket, current_objects.object_key, current_objects.version_id,
-                current_objects.inventory_at
+                current_objects.last_modified_at, current_objects.inventory_at
             order by {{ dbt.length('rules.prefix') }} desc
         ) as match_rank
     from current_objects
@@ -210,6 +218,7 @@ ruled as (
         on current_objects.bucket = best_rules.bucket
         and current_objects.object_key = best_rules.object_key
         and current_objects.inventory_at = best_rules.inventory_at
+        and current_objects.last_modified_at = best_rules.last_modified_at
         and (current_objects.version_id = best_rules.version_id
             or (current_objects.version_id is null and best_rules.version_id is null))
 ),
@@ -246,6 +255,14 @@ held as (
             when last_modified_at > cast(month_start as {{ dbt.type_timestamp() }}) then last_modified_at
             else cast(month_start as {{ dbt.type_timestamp() }})
         end as held_from,
+        -- Without a version id, the key's next write listed this month ends this object; else its last listing.
+        case
+            when version_id is null then coalesce(
+                lead(last_modified_at) over (
+                    partition by bucket, object_key, month_start, version_id is null order by last_modified_at),
+                inventory_at)
+            else inventory_at
+        end as held_until,
         {{ seconds_between(
             'cast(month_start as ' ~ dbt.type_timestamp() ~ ')',
             'cast(' ~ dbt.dateadd('month', 1, 'month_start') ~ ' as ' ~ dbt.type_timestamp() ~ ')') }} as month_seconds
@@ -256,7 +273,7 @@ held_seconds as (
     select
         held.*,
         case
-            when inventory_at > held_from then {{ seconds_between('held_from', 'inventory_at') }}
+            when held_until > held_from then {{ seconds_between('held_from', 'held_until') }}
             else 0
         end as held_seconds
     from held
@@ -277,7 +294,7 @@ costed as (
     left join etag_counts
         on held_seconds.month_start = etag_counts.month_start
         and held_seconds.etag = etag_counts.etag
-    left join prices on held_seconds.storage_class = prices.storage_class
+    left join prices on {{ same_id('held_seconds.storage_class') }} = {{ same_id('prices.storage_class') }}
 ),
 
 -- By ETag too: in a versioned bucket another version of the same key holds other bytes, and is no duplicate of

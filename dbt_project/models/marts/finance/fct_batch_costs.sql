@@ -2,18 +2,20 @@
 -- sums of its lines in fct_cost_lines. total_cost = compute + storage + labour + services; rerun_cost is the
 -- part of compute_cost spent on reruns, shown apart and not added again. Cloud lines count at EffectiveCost.
 -- The evidence columns split total_cost by evidence level; low/high add up each line's range.
--- No silent zero: a batch with an unpriced compute line has is_unpriced and unpriced_gpu_hours, and a null
--- compute_cost, rerun_cost and total_cost (low, high) - never the sum of the priced lines shown as a total. An owned
--- line without an internal GPU-hour price for its month also nulls owned_compute_cost and measured_cost; a job on a
--- rented cluster whose bill has not arrived (pending, no amount) nulls cloud_compute_cost and pending_cost. The
--- other parts (storage, labour, services, billed, assumed) stay. running_jobs counts the batch's jobs still running:
+-- No silent zero: a batch with an unpriced line has is_unpriced and a null total_cost (low, high) - never the sum of
+-- the priced lines shown as a total. An unpriced compute line (its hours in unpriced_gpu_hours) nulls compute_cost
+-- and rerun_cost; an owned line without an internal GPU-hour price for its month also owned_compute_cost and
+-- measured_cost; a job on a rented cluster whose bill has not arrived (pending, no amount) cloud_compute_cost and
+-- pending_cost. An object in a storage class without a price nulls storage_cost and measured_cost. The other
+-- parts stay. running_jobs counts the batch's jobs still running:
 -- their compute is what they occupied until their export saw them running, so compute_cost and total_cost are so
 -- far (provisional), final once every job has ended.
 {%- set unpriced_nulls = {
-    'compute_cost': 'is_unpriced', 'rerun_cost': 'is_unpriced', 'total_cost': 'is_unpriced',
+    'compute_cost': 'is_compute_unpriced', 'rerun_cost': 'is_compute_unpriced', 'total_cost': 'is_unpriced',
     'total_cost_low': 'is_unpriced', 'total_cost_high': 'is_unpriced',
-    'owned_compute_cost': 'is_owned_unpriced', 'measured_cost': 'is_owned_unpriced',
-    'cloud_compute_cost': 'is_cloud_pending', 'pending_cost': 'is_cloud_pending'} %}
+    'owned_compute_cost': 'is_owned_unpriced', 'measured_cost': 'is_measured_unpriced',
+    'cloud_compute_cost': 'is_cloud_pending', 'pending_cost': 'is_cloud_pending',
+    'storage_cost': 'is_storage_unpriced'} %}
 
 with lines as (
     select * from {{ ref('fct_cost_lines') }}
@@ -52,7 +54,10 @@ totals as (
         sum(case when evidence_level = 'pending' then amount else 0 end) as pending_cost,
         max(case when has_correction then 1 else 0 end) = 1 as has_correction,
         max(case when is_unpriced then 1 else 0 end) = 1 as is_unpriced,
+        max(case when is_unpriced and cost_type = 'compute' then 1 else 0 end) = 1 as is_compute_unpriced,
         max(case when is_unpriced and cost_source = 'owned_capacity' then 1 else 0 end) = 1 as is_owned_unpriced,
+        max(case when is_unpriced and evidence_level = 'measured' then 1 else 0 end) = 1 as is_measured_unpriced,
+        max(case when is_unpriced and cost_type = 'storage' then 1 else 0 end) = 1 as is_storage_unpriced,
         max(case when is_unpriced and cost_source = 'cloud_bill' then 1 else 0 end) = 1 as is_cloud_pending,
         sum(case when is_unpriced then gpu_hours else 0 end) as unpriced_gpu_hours
     from lines

@@ -3,8 +3,9 @@
 -- line and each line's amount is rounded to the cent once. Every total above (fct_batch_costs) is a sum of these
 -- lines. A line carries the contract version of its batch (the newest shipped for a line without one).
 -- Owned compute in a month without an internal GPU-hour price is a line with its GPU-hours, a null amount (range,
--- rerun_amount) and is_unpriced. The price is per month, so a line is wholly priced or wholly unpriced; a line
--- with an unpriced row is null all the same, never the sum of its priced rows.
+-- rerun_amount) and is_unpriced; so is a stored object in a storage class without a price. Unpriced rows are a line
+-- of their own (is_unpriced is part of the grain): the priced objects of the same purpose keep their amount beside
+-- it, and every total that holds the unpriced line is null (fct_batch_costs).
 with cost_rows as (
     select * from {{ ref('int_cost_lines_unioned') }}
 ),
@@ -20,23 +21,20 @@ grouped as (
         labour_category,
         evidence_level,
         review_class,
-        case when max(case when is_unpriced then 1 else 0 end) = 0
-            then cast(round(sum(amount), 2) as decimal(18, 2)) end as amount,
-        case when max(case when is_unpriced then 1 else 0 end) = 0
-            then cast(round(sum(amount_low), 2) as decimal(18, 2)) end as amount_low,
-        case when max(case when is_unpriced then 1 else 0 end) = 0
-            then cast(round(sum(amount_high), 2) as decimal(18, 2)) end as amount_high,
-        case when max(case when is_unpriced then 1 else 0 end) = 0
-            then cast(round(sum(rerun_amount), 2) as decimal(18, 2)) end as rerun_amount,
+        case when not is_unpriced then cast(round(sum(amount), 2) as decimal(18, 2)) end as amount,
+        case when not is_unpriced then cast(round(sum(amount_low), 2) as decimal(18, 2)) end as amount_low,
+        case when not is_unpriced then cast(round(sum(amount_high), 2) as decimal(18, 2)) end as amount_high,
+        case when not is_unpriced then cast(round(sum(rerun_amount), 2) as decimal(18, 2)) end as rerun_amount,
         cast(sum(gpu_hours) as decimal(18, 4)) as gpu_hours,
         cast(sum(labour_hours) as decimal(18, 2)) as labour_hours,
         cast(count(distinct person_key) as bigint) as people,
         cast(count(*) as bigint) as source_rows,
         max(case when is_correction then 1 else 0 end) = 1 as has_correction,
-        max(case when is_unpriced then 1 else 0 end) = 1 as is_unpriced
+        is_unpriced
     from cost_rows
     group by
-        batch_id, phase, month_start, cost_type, cost_source, cost_detail, labour_category, evidence_level, review_class
+        batch_id, phase, month_start, cost_type, cost_source, cost_detail, labour_category, evidence_level,
+        review_class, is_unpriced
 ),
 
 batches as (

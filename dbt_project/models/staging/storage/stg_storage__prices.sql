@@ -3,8 +3,10 @@ with source as (
 ),
 
 -- A reference file delivered again (a whole new export, other bytes): each storage class once, from the newest file.
+-- A class is its name compared case-folded (same_id): AWS writes STANDARD, a price list may write Standard; the
+-- inventories' classes are matched to these the same way (int_storage_objects_costed).
 newest as (
-    {{ newest_delivery('source', ['storage_class']) }}
+    {{ newest_delivery('source', [same_id('storage_class')]) }}
 ),
 
 renamed as (
