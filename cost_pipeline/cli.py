@@ -271,64 +271,47 @@ def _table(con: duckdb.DuckDBPyConnection, title: str, relation: str, columns: t
         print(" ".join(_format(v, w) for v, (_, _, w) in zip(row, columns, strict=True)), file=out)
 
 
+# The night's lines of what has no price (its cost null, never 0.00): each line's heading, the query of what it names
+# and how it names each row. The months whose owned-GPU time had no price, the jobs on rented clusters that no bill
+# prices yet, the batch-months whose storage holds an object in a storage class without a price, and the model-months
+# whose requests have no cost.
+_UNPRICED = (
+    (
+        "Unpriced months (no owned capacity in service; compute cost null, not 0.00)",
+        "select month_start, occupied_gpu_hours from marts.fct_gpu_hour_price where is_unpriced order by 1",
+        lambda month, hours: f"{month:%Y-%m} ({float(hours):,.2f} GPU-h)",
+    ),
+    (
+        "Cloud jobs not billed yet (rented cluster, no FOCUS line; compute cost null, not 0.00)",
+        "select job_id, coalesce(batch_id, 'unattributed'), sum(occupied_gpu_hours) from marts.fct_resource_book "
+        "where cost_source = 'cloud_bill' and is_unpriced group by 1, 2 order by 1, 2",
+        lambda job, batch, hours: f"{job} ({batch}, {float(hours):,.2f} GPU-h)",
+    ),
+    (
+        "Unpriced storage (an object in a storage class storage_prices does not price; storage cost null, not 0.00)",
+        "select month, batch_id, cost_detail from marts.fct_cost_lines "
+        "where cost_source = 'storage_inventory' and is_unpriced order by 1, 2, 3",
+        lambda month, batch, purpose: f"{month:%Y-%m} {batch} ({purpose})",
+    ),
+    (
+        "Unpriced serving (a replica without a price, or no replica, in the model's month; request costs null, "
+        "not 0.00)",
+        "select month, model, sum(unpriced_requests) from marts.fct_request_group_costs "
+        "where unpriced_requests > 0 group by month, model order by month, model",
+        lambda month, model, requests: f"{month:%Y-%m} {model} ({requests:,} request{'' if requests == 1 else 's'})",
+    ),
+)
+
+
 def _unpriced(con: duckdb.DuckDBPyConnection, out) -> None:
-    """One line naming the months whose owned-GPU time had no price (their compute cost is null, never 0.00), one
-    naming the jobs on rented clusters that no bill prices yet, and one naming the model-months whose requests have
-    no cost (their serving spend is not known), and one naming the batch-months whose storage holds an object in a
-    storage class without a price (their storage cost is null)."""
-    try:
-        months = con.execute(
-            "select month_start, occupied_gpu_hours from marts.fct_gpu_hour_price where is_unpriced order by 1"
-        ).fetchall()
-    except duckdb.CatalogException:
-        return
-    if months:
-        listed = ", ".join(f"{month:%Y-%m} ({float(hours):,.2f} GPU-h)" for month, hours in months)
-        print(f"\nUnpriced months (no owned capacity in service; compute cost null, not 0.00): {listed}", file=out)
-    try:
-        unbilled = con.execute(
-            "select job_id, coalesce(batch_id, 'unattributed'), sum(occupied_gpu_hours) from marts.fct_resource_book "
-            "where cost_source = 'cloud_bill' and is_unpriced group by 1, 2 order by 1, 2"
-        ).fetchall()
-    except duckdb.CatalogException:
-        return
-    if unbilled:
-        listed = ", ".join(f"{job} ({batch}, {float(hours):,.2f} GPU-h)" for job, batch, hours in unbilled)
-        print(
-            f"\nCloud jobs not billed yet (rented cluster, no FOCUS line; compute cost null, not 0.00): {listed}",
-            file=out,
-        )
-    try:
-        stored = con.execute(
-            "select month, batch_id, cost_detail from marts.fct_cost_lines "
-            "where cost_source = 'storage_inventory' and is_unpriced order by 1, 2, 3"
-        ).fetchall()
-    except duckdb.CatalogException:
-        return
-    if stored:
-        listed = ", ".join(f"{month:%Y-%m} {batch} ({purpose})" for month, batch, purpose in stored)
-        print(
-            "\nUnpriced storage (an object in a storage class storage_prices does not price; storage cost null, not "
-            f"0.00): {listed}",
-            file=out,
-        )
-    try:
-        served = con.execute(
-            "select month, model, sum(unpriced_requests) from marts.fct_request_group_costs "
-            "where unpriced_requests > 0 group by month, model order by month, model"
-        ).fetchall()
-    except (duckdb.CatalogException, duckdb.BinderException):  # not built, or built before the column was
-        return
-    if served:
-        listed = ", ".join(
-            f"{month:%Y-%m} {model} ({requests:,} request{'' if requests == 1 else 's'})"
-            for month, model, requests in served
-        )
-        print(
-            "\nUnpriced serving (a replica without a price, or no replica, in the model's month; request costs null, "
-            f"not 0.00): {listed}",
-            file=out,
-        )
+    """One line for each kind of figure without a price that the night holds (``_UNPRICED``)."""
+    for heading, sql, named in _UNPRICED:
+        try:
+            rows = con.execute(sql).fetchall()
+        except (duckdb.CatalogException, duckdb.BinderException):  # not built, or built before the column was
+            continue
+        if rows:
+            print(f"\n{heading}: {', '.join(named(*row) for row in rows)}", file=out)
 
 
 def report(warehouse: Path, out: TextIO | None = None) -> None:

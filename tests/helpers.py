@@ -53,6 +53,28 @@ def dbt_show_model(tmp_path: Path, model: str, env: dict[str, str]) -> list[dict
     return _dbt_show(tmp_path, ["--select", model, "--limit", "-1", "--indirect-selection", "empty"], env)
 
 
+def staged_rows(tmp_path: Path, source: str, files: dict[str, Sequence[str]], model: str) -> list[dict]:
+    """Every row of the staging ``model`` after the contract loads ``files`` (landing path -> lines) as ``source``
+    into a new warehouse under ``tmp_path`` (every row staged or quarantined)."""
+    import os
+
+    from cost_pipeline.contract import load_contract
+    from cost_pipeline.ingest.lib.warehouse import connect
+    from cost_pipeline.ingest.registry import load_named
+
+    landing = tmp_path / "landing"
+    for name, lines in files.items():
+        (landing / name).parent.mkdir(parents=True, exist_ok=True)
+        (landing / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    warehouse = tmp_path / "w.duckdb"
+    con = connect(warehouse, readable_dir=landing)
+    try:
+        assert load_named(con, landing, source, load_contract()).conserved
+    finally:
+        con.close()
+    return dbt_show_model(tmp_path, model, {**os.environ, "COST_WAREHOUSE": str(warehouse)})
+
+
 def dbt_test(tmp_path: Path, warehouse: Path, select: str) -> tuple[int, str, list[dict]]:
     """``dbt test --select select`` on ``warehouse`` (its own target and logs under ``tmp_path``): the exit code, the
     output and run_results.json's results."""

@@ -7,7 +7,6 @@ DuckDB, and the demo's labour, services and rounds checked against figures compu
 from __future__ import annotations
 
 import copy
-import os
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
@@ -613,23 +612,14 @@ def test_the_vendors_invoice_settles_the_accrual_whatever_case_it_writes_the_bat
     """An invoice writing B-7 as b-7 is the registry's B-7 (resolve_batch): it settles finance's accrual for B-7's
     November support as B-7 does. Compared as written, both counted: B-7's services 3,000.00 -> 3,600.00, with
     600.00 pending."""
-    from cost_pipeline.ingest.lib.warehouse import connect
-    from cost_pipeline.ingest.registry import load_named
-    from tests.helpers import dbt_show_model
+    from tests.helpers import staged_rows
 
-    services = tmp_path / "landing" / "services"
-    services.mkdir(parents=True)
-    (services / "invoices_2026-11.csv").write_text(
-        "invoice_id,vendor,batch_id,stage,amount,currency,invoiced_on,service_month\n"
-        "LC-ACCR-2026-11,Labelcraft,B-7,ongoing_support,600.00,USD,,2026-11\n"
-        "LC-2026-340,Labelcraft,b-7,ongoing_support,600.00,USD,2026-11-28,\n",
-        encoding="utf-8",
+    invoices = [
+        "invoice_id,vendor,batch_id,stage,amount,currency,invoiced_on,service_month",
+        "LC-ACCR-2026-11,Labelcraft,B-7,ongoing_support,600.00,USD,,2026-11",
+        "LC-2026-340,Labelcraft,b-7,ongoing_support,600.00,USD,2026-11-28,",
+    ]
+    staged = staged_rows(
+        tmp_path, "service_invoices", {"services/invoices_2026-11.csv": invoices}, "stg_services__invoices"
     )
-    warehouse = tmp_path / "warehouse.duckdb"
-    con = connect(warehouse, readable_dir=tmp_path / "landing")
-    try:
-        assert load_named(con, tmp_path / "landing", "service_invoices", load_contract()).conserved
-    finally:
-        con.close()
-    staged = dbt_show_model(tmp_path, "stg_services__invoices", {**os.environ, "COST_WAREHOUSE": str(warehouse)})
     assert [(row["invoice_id"], row["batch_id"]) for row in staged] == [("LC-2026-340", "b-7")]

@@ -24,7 +24,7 @@ from cost_pipeline.ingest.lib.records import file_sha256
 from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.ingest.registry import load_named
 from cost_pipeline.retract import retract
-from tests.helpers import cli_night, dbt_show_model, query
+from tests.helpers import cli_night, dbt_show_model, query, staged_rows
 
 # Every file a night may see again with its records unchanged (text formats: a re-export differs in its bytes).
 REDELIVERED = [
@@ -537,24 +537,13 @@ def test_a_line_without_account_ids_matches_a_later_line_with_any_and_two_accoun
         "2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,Usage,5.00,5.00,i-0nb99",
     )
     other_fee = "2026-11-03T00:00:00Z,2026-11-04T00:00:00Z,Usage,7.00,7.00,"
-    billing = tmp_path / "landing" / "billing"
-    billing.mkdir(parents=True)
     files = {
-        "a.csv": [head.split(",", 1)[1], fee, fee, compute, notebook],
-        "b.csv": [head, f"222,{fee}", f"111,{fee}", f"111,{compute}"],
-        "c.csv": [head, f"111,{other_fee}"],
-        "d.csv": [head, f"222,{other_fee}"],
+        "billing/a.csv": [head.split(",", 1)[1], fee, fee, compute, notebook],
+        "billing/b.csv": [head, f"222,{fee}", f"111,{fee}", f"111,{compute}"],
+        "billing/c.csv": [head, f"111,{other_fee}"],
+        "billing/d.csv": [head, f"222,{other_fee}"],
     }
-    for name, lines in files.items():
-        (billing / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    warehouse = tmp_path / "w.duckdb"
-    con = connect(warehouse, readable_dir=tmp_path / "landing")
-    try:
-        assert load_named(con, tmp_path / "landing", "billing_focus", load_contract()).conserved
-    finally:
-        con.close()
-
-    staged = dbt_show_model(tmp_path, "stg_billing__focus_charges", {**os.environ, "COST_WAREHOUSE": str(warehouse)})
+    staged = staged_rows(tmp_path, "billing_focus", files, "stg_billing__focus_charges")
 
     assert sorted(
         (row["source_file"], row["source_line"], row["billing_account_id"], Decimal(str(row["billed_cost"])))
@@ -580,17 +569,15 @@ def test_an_export_without_optional_columns_repeats_the_lines_of_one_with_them(t
     full += "EffectiveCost,ResourceId"
     less = full.replace("ListCost,ContractedCost,", "")
     period = "111,2026-11-01T00:00:00Z,2026-11-02T00:00:00Z,Usage"
-    billing = tmp_path / "landing" / "billing"
-    billing.mkdir(parents=True)
     files = {
-        "a.csv": [
+        "billing/a.csv": [
             full,
             f"{period},171.37,171.37,102.40,102.40,job/b10",
             f"{period},12.00,12.00,12.00,12.00,vol-1",
             f"{period},8.00,8.00,5.00,5.00,i-1",
             f"{period},9.00,9.00,5.00,5.00,i-1",
         ],
-        "b.csv": [
+        "billing/b.csv": [
             less,
             f"{period},5.00,5.00,i-1",
             f"{period},102.40,102.40,job/b10",
@@ -598,19 +585,10 @@ def test_an_export_without_optional_columns_repeats_the_lines_of_one_with_them(t
             f"{period},12.00,12.00,vol-1",
             f"{period},3.00,3.00,vol-2",
         ],
-        "c.csv": [full, f"{period},7.00,7.00,5.00,5.00,i-1"],
-        "d.csv": [less, f"{period},102.41,102.41,job/b10"],
+        "billing/c.csv": [full, f"{period},7.00,7.00,5.00,5.00,i-1"],
+        "billing/d.csv": [less, f"{period},102.41,102.41,job/b10"],
     }
-    for name, lines in files.items():
-        (billing / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    warehouse = tmp_path / "w.duckdb"
-    con = connect(warehouse, readable_dir=tmp_path / "landing")
-    try:
-        assert load_named(con, tmp_path / "landing", "billing_focus", load_contract()).conserved
-    finally:
-        con.close()
-
-    staged = dbt_show_model(tmp_path, "stg_billing__focus_charges", {**os.environ, "COST_WAREHOUSE": str(warehouse)})
+    staged = staged_rows(tmp_path, "billing_focus", files, "stg_billing__focus_charges")
 
     def money(value: object) -> Decimal | None:
         return None if value is None else Decimal(str(value))
