@@ -294,8 +294,8 @@ _UNPRICED = (
         lambda month, batch, purpose: f"{month:%Y-%m} {batch} ({purpose})",
     ),
     (
-        "Unpriced serving (a replica without a price, or no replica, in the model's month; request costs null, "
-        "not 0.00)",
+        "Unpriced serving (a replica without a price, or no replica, in the model's month, or a quarantined replica "
+        "in the month; request costs null, not 0.00)",
         "select month, model, sum(unpriced_requests) from marts.fct_request_group_costs "
         "where unpriced_requests > 0 group by month, model order by month, model",
         lambda month, model, requests: f"{month:%Y-%m} {model} ({requests:,} request{'' if requests == 1 else 's'})",

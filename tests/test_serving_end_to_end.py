@@ -170,8 +170,9 @@ def test_an_owned_replica_in_a_month_without_an_internal_price_is_unpriced_not_f
     assert night.code == 0, night.out + night.err
     # The night's summary names them, as it names the unpriced months of owned compute.
     assert (
-        "Unpriced serving (a replica without a price, or no replica, in the model's month; request costs null, not "
-        "0.00): 2025-12 assistant-owned (3 requests), 2026-01 assistant-owned (1 request)"
+        "Unpriced serving (a replica without a price, or no replica, in the model's month, or a quarantined replica "
+        "in the month; request costs null, not 0.00): 2025-12 assistant-owned (3 requests), 2026-01 assistant-owned "
+        "(1 request)"
     ) in night.out
 
     def rows(sql: str) -> list[tuple]:
@@ -207,6 +208,38 @@ def test_an_owned_replica_in_a_month_without_an_internal_price_is_unpriced_not_f
         model = "routed_model" if mart in ("fct_task_costs", "fct_task_routing") else "model"
         demo = f"select * from marts.{mart} where {model} <> 'assistant-owned' order by all"
         assert rows(demo) == demo_run.query(demo), mart
+
+
+def test_a_replica_still_up_is_quarantined_and_leaves_its_month_s_shared_costs_unknown(demo_run, demo_copy):
+    """An operator's export leaves R-S1's ended_at blank (the replica is still up): the row is quarantined with its
+    file, line and rule (a replica list names no instant it saw the replica running, so its hours so far are not
+    known, unlike a running Slurm job's Start + Elapsed). Its 1,440 GPU-hours are missing from November, so how the
+    month's other 5,500.00 shares out by GPU-hours is unknown. They all landed on assistant-large (other_cost
+    4,400.00 -> 5,500.00, cost_per_request 114.33 -> 118.92), with exit 0; now its other cost and spend C are null and
+    flagged, its GPU cost (8 GPUs x 720 h x 4.00) still known, and the summary names the unpriced requests."""
+    landing = demo_copy / "landing"
+    replicas = landing / "serving" / "replicas.csv"
+    text = replicas.read_text(encoding="utf-8")
+    assert "R-S1,assistant-small,2,2026-11-01T00:00:00,2026-12-01T00:00:00," in text
+    replicas.write_text(text.replace("2026-11-01T00:00:00,2026-12-01T00:00:00,\n", "2026-11-01T00:00:00,,\n"))
+    night = cli_night(landing, demo_copy / "warehouse.duckdb")
+    said = night.out + night.err
+    assert "[serving_replicas] serving/replicas.csv, line 3: rule ended_at.not_nullable" in said, said
+    assert (
+        "in the month; request costs null, not 0.00): 2026-11 assistant-large (240 requests), 2026-11 assistant-small "
+        "(520 requests)"
+    ) in night.out
+    assert query(
+        night.warehouse,
+        "select model, gpu_hours, is_unpriced, gpu_cost, other_cost, serving_cost, requests_completed, "
+        "unpriced_requests, cost_per_request, allocated_to_requests from marts.fct_service_month",
+    ) == [("assistant-large", Decimal("5760.0000"), True, LARGE_GPU, None, None, 240, 240, None, None)]
+    assert query(night.warehouse, "select count(*), count(group_cost) from marts.fct_request_group_costs") == [
+        query(demo_run.warehouse, "select count(*), 0 from marts.fct_request_group_costs")[0]
+    ]
+    # The training side does not share the serving allocation: its bills are the demo's.
+    bills = "select * from marts.fct_batch_costs order by all"
+    assert query(night.warehouse, bills) == demo_run.query(bills)
 
 
 def test_a_replica_listed_again_in_next_month_s_file_keeps_its_earlier_run(demo_copy):

@@ -3,6 +3,10 @@
 -- models by GPU-hours to the cent. Money is held in integer cents. A model-month with a replica that has no price
 -- (has_unpriced_replica) has a null GPU cost and spend C, never 0.00 or the sum of its priced replicas: its share
 -- of the other costs is known and still taken by its GPU-hours, so the other models' shares do not change.
+-- A month in which a quarantined replica run held GPUs (has_quarantined_replica, int_replica_runs_quarantined: a
+-- blank ended_at, say) lacks that run's GPU-hours: how its other costs share out is unknown, so every model's share
+-- and spend C that month is null, never the whole of them shared over the runs that were staged (a bad row moved
+-- assistant-small's 1,100.00 onto assistant-large). The GPU costs of the staged runs are known and kept.
 with replica_months as (
     select * from {{ ref('int_replica_months_split') }}
 ),
@@ -58,15 +62,28 @@ to_share as (
 
 shared as (
     {{ largest_remainder_cents('to_share', ['month_start'], 'month_other_cost_cents', 'gpu_seconds', 'model') }}
+),
+
+quarantined_months as (
+    select distinct model_months.month_start
+    from model_months
+    inner join {{ ref('int_replica_runs_quarantined') }} as runs
+        on (runs.started_at is null or runs.started_at
+            < cast({{ dbt.dateadd('month', 1, 'model_months.month_start') }} as {{ dbt.type_timestamp() }}))
+        and (runs.ended_at is null or runs.ended_at > cast(model_months.month_start as {{ dbt.type_timestamp() }}))
 )
 
 select
-    month_start,
-    model,
-    gpu_seconds,
-    uses_internal_price,
-    has_unpriced_replica,
-    gpu_cost_cents,
-    allocated_cents as other_cost_cents,
-    cast(gpu_cost_cents + allocated_cents as bigint) as serving_cost_cents
+    shared.month_start,
+    shared.model,
+    shared.gpu_seconds,
+    shared.uses_internal_price,
+    shared.has_unpriced_replica,
+    quarantined_months.month_start is not null as has_quarantined_replica,
+    shared.gpu_cost_cents,
+    case when quarantined_months.month_start is null then shared.allocated_cents end as other_cost_cents,
+    case when quarantined_months.month_start is null
+        then cast(shared.gpu_cost_cents + shared.allocated_cents as bigint)
+    end as serving_cost_cents
 from shared
+left join quarantined_months on shared.month_start = quarantined_months.month_start

@@ -1,7 +1,8 @@
 -- The service book (R12, R13): a model-month's serving spend C over its completed requests N.
 -- N already averages over idle time, so C / N is not multiplied by utilization again.
 -- A model-month with a replica that has no price (is_unpriced) has a null GPU cost, spend C, cost per request and
--- allocation to requests, never 0.00 or a partial sum; its other costs are known and shown.
+-- allocation to requests, never 0.00 or a partial sum; its other costs are known and shown. A month in which a
+-- quarantined replica run held GPUs (its hours unknown) is unpriced too: other costs and spend C null, GPU cost known.
 with costs as (
     select * from {{ ref('int_model_months_costed') }}
 ),
@@ -25,7 +26,7 @@ select
     requests.contract_version,
     cast(costs.gpu_seconds / 3600.0 as decimal(18, 4)) as gpu_hours,
     costs.uses_internal_price,
-    costs.has_unpriced_replica as is_unpriced,
+    costs.has_unpriced_replica or costs.has_quarantined_replica as is_unpriced,
     cast(costs.gpu_cost_cents / 100.0 as decimal(18, 2)) as gpu_cost,
     cast(costs.other_cost_cents / 100.0 as decimal(18, 2)) as other_cost,
     cast(costs.serving_cost_cents / 100.0 as decimal(18, 2)) as serving_cost,
