@@ -623,3 +623,43 @@ def test_the_vendors_invoice_settles_the_accrual_whatever_case_it_writes_the_bat
         tmp_path, "service_invoices", {"services/invoices_2026-11.csv": invoices}, "stg_services__invoices"
     )
     assert [(row["invoice_id"], row["batch_id"]) for row in staged] == [("LC-2026-340", "b-7")]
+
+
+def test_the_vendors_invoice_settles_the_accrual_whatever_case_it_writes_the_vendor_in(tmp_path):
+    """An invoice from LABELCRAFT is Labelcraft's: it settles finance's accrual for Labelcraft's November support of
+    B-7, and shipped again as labelcraft's it is the same invoice, counted once. Compared as written, all three
+    counted: B-7's services 600.00 -> 1,800.00. In one file, the two spellings are one vendor naming one invoice
+    twice (rule vendor+invoice_id.unique)."""
+    from tests.helpers import staged_rows
+
+    header = "invoice_id,vendor,batch_id,stage,amount,currency,invoiced_on,service_month"
+    staged = staged_rows(
+        tmp_path / "again",
+        "service_invoices",
+        {
+            "services/invoices_2026-11.csv": [
+                header,
+                "LC-ACCR-2026-11,Labelcraft,B-7,ongoing_support,600.00,USD,,2026-11",
+                "LC-2026-340,LABELCRAFT,B-7,ongoing_support,600.00,USD,2026-11-28,",
+            ],
+            "services/invoices_2026-11_again.csv": [
+                header,
+                "LC-2026-340,labelcraft,B-7,ongoing_support,600.00,USD,2026-11-28,",
+            ],
+        },
+        "stg_services__invoices",
+    )
+    assert [(row["invoice_id"], row["vendor"]) for row in staged] == [("LC-2026-340", "labelcraft")]
+    one_file = staged_rows(
+        tmp_path / "one_file",
+        "service_invoices",
+        {
+            "services/invoices_2026-11.csv": [
+                header,
+                "LC-2026-340,LABELCRAFT,B-7,ongoing_support,600.00,USD,2026-11-28,",
+                "LC-2026-340,Labelcraft,B-7,ongoing_support,600.00,USD,2026-11-28,",
+            ]
+        },
+        "stg_services__invoices",
+    )
+    assert [(row["vendor"], row["source_line"]) for row in one_file] == [("LABELCRAFT", 2)]

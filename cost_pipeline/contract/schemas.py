@@ -517,7 +517,7 @@ def service_invoices(contract: Contract) -> SourceSchema:
         "service_invoices",
         (
             Col("invoice_id", "VARCHAR"),
-            Col("vendor", "VARCHAR"),
+            Col("vendor", "VARCHAR", folded=True),  # LABELCRAFT is Labelcraft, as staging compares vendors
             Col("batch_id", "VARCHAR", nullable=True),
             Col("stage", "VARCHAR", checks=_isin(contract.service_stages)),
             Col("amount", "DECIMAL(18,2)", checks=_money(), domain=AMOUNT),
