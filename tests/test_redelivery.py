@@ -772,3 +772,35 @@ def test_a_registry_file_delivered_on_a_later_night_revises_the_budget_whatever_
     assert query(
         warehouse, "select budget_cost, source_file from staging.stg_registry__batches where batch_id = 'B-10'"
     ) == [(Decimal("50.00"), revision)]
+
+
+PURCHASES_HEADER = (
+    "purchase_id,purchased_on,asset_class,description,quantity,unit_price,currency,gpus_per_unit,"
+    "depreciation_years,salvage_value"
+)
+
+
+def test_a_purchase_is_its_id_in_any_case(tmp_path):
+    """A re-export of the procurement ledger writing P-001 as p-001 supersedes the older line: one purchase of two
+    servers, 915,596.00, not two (1,831,192.00 depreciated, the GPU-hour price doubled). In one file the two
+    spellings are one id written twice: the later line is quarantined (rule purchase_id.unique)."""
+    line = ",2026-01-01,gpu_server,8x H100 SXM server,2,457798.00,USD,8,3,0.00"
+    staged = staged_rows(
+        tmp_path / "again",
+        "ledger_purchases",
+        {
+            "ledger/purchases.csv": [PURCHASES_HEADER, "P-001" + line],
+            "ledger/purchases_2026-12.csv": [PURCHASES_HEADER, "p-001" + line],
+        },
+        "stg_ledger__purchases",
+    )
+    assert [(row["purchase_id"], row["source_file"].rsplit("/", 1)[-1]) for row in staged] == [
+        ("p-001", "purchases_2026-12.csv")
+    ]
+    one_file = staged_rows(
+        tmp_path / "one_file",
+        "ledger_purchases",
+        {"ledger/purchases.csv": [PURCHASES_HEADER, "P-001" + line, "p-001" + line]},
+        "stg_ledger__purchases",
+    )
+    assert [(row["purchase_id"], row["source_line"]) for row in one_file] == [("P-001", 2)]

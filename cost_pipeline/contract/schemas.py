@@ -667,7 +667,7 @@ def ledger_purchases(contract: Contract) -> SourceSchema:
     return SourceSchema(
         "ledger_purchases",
         (
-            Col("purchase_id", "VARCHAR"),
+            Col("purchase_id", "VARCHAR", folded=True),
             Col("purchased_on", "DATE", checks=_date()),
             Col("asset_class", "VARCHAR", checks=_isin(contract.asset_classes)),
             Col("description", "VARCHAR", nullable=True),

@@ -3,8 +3,10 @@ with source as (
 ),
 
 -- A reference file delivered again (a whole new export, other bytes): each purchase once, from the newest file.
+-- A purchase is its id compared case-folded (same_id): a re-export writing gpu-node-01 as GPU-NODE-01 supersedes the
+-- older spelling's line, never a second purchase; the newest file's spelling is shown.
 newest as (
-    {{ newest_delivery('source', ['purchase_id']) }}
+    {{ newest_delivery('source', [same_id('purchase_id')]) }}
 ),
 
 renamed as (
