@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -180,6 +181,53 @@ def test_a_round_or_replica_ending_before_it_starts_is_quarantined(tmp_path, sou
     assert len(query(warehouse, f"select * from raw.{source}")) == 1
     assert rules(quarantined) == [(3, "ended_at.not_before_started_at")]
     assert "ended_at at or after started_at" in quarantined[0][3]
+
+
+_TODAY = datetime.now(UTC).date()
+
+
+@pytest.mark.parametrize(
+    ("source", "path", "header", "good", "bad", "rule"),
+    [
+        (
+            "ledger_facility",
+            "ledger/facility.csv",
+            "month,item,amount,currency",
+            f"{_TODAY:%Y-%m},rent,2016.00,USD",
+            "2099-01-01,rent,2016.00,USD",
+            "month.after_night",
+        ),
+        (
+            "serving_monthly_costs",
+            "serving/monthly_costs.csv",
+            "month,item,amount",
+            f"{_TODAY:%Y-%m-01},operations,500.00",
+            "2099-01,operations,500.00",
+            "month.after_night",
+        ),
+        (
+            "ledger_purchases",
+            "ledger/purchases.csv",
+            "purchase_id,purchased_on,asset_class,description,quantity,unit_price,currency,gpus_per_unit,"
+            "depreciation_years,salvage_value",
+            f"P-1,{_TODAY:%Y-%m-%d},gpu_server,today,2,250000.00,USD,8,4,0.00",
+            "P-2,2099-01-05,gpu_server,not bought yet,2,250000.00,USD,8,4,0.00",
+            "purchased_on.after_night",
+        ),
+    ],
+    ids=["facility-month", "serving-cost-month", "purchase-date"],
+)
+def test_a_ledger_month_or_purchase_after_the_night_is_quarantined(tmp_path, source, path, header, good, bad, rule):
+    """A ledger line for a month starting after the night (rent for 2099-01 counted in today's GPU-hour price and
+    serving costs), or a purchase dated after it (a server not yet bought depreciated), is no cost yet: quarantined
+    with file, line and rule, as a service month after the night is. The night's own month and date count."""
+    write(tmp_path / "landing" / path, f"{header}\n{good}\n{bad}\n")
+    warehouse, quarantined = load(tmp_path, source)
+    assert len(query(warehouse, f"select * from raw.{source}")) == 1
+    assert [(file.rsplit("/", 1)[-1], line, rule) for file, line, rule, _ in quarantined] == [
+        (path.rsplit("/", 1)[-1], 3, rule)
+    ]
+    assert "no later than" in quarantined[0][3] and "2099" not in quarantined[0][3]
 
 
 FOCUS_HEADER = (

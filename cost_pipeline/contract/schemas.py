@@ -388,6 +388,25 @@ def _text_not_after_night(pattern: str, latest: Callable[[], str], what: str) ->
     )
 
 
+def _date_not_after_night() -> tuple[pa.Check, ...]:
+    """An ISO date (``_date``) no later than the night's date: a file records what has happened."""
+    return _text_not_after_night(
+        _date()[0].statistics["pattern"],
+        lambda: latest_instant().date().isoformat(),
+        "a date no later than the night that reads the file",
+    )
+
+
+# A month (YYYY-MM or YYYY-MM-01) no later than the night's: a month starting after the night is no cost yet.
+MONTH_NOT_AFTER_NIGHT = (
+    pa.Check.str_matches(MONTH_PATTERN),
+    *_text_not_after_night(
+        MONTH_PATTERN,
+        lambda: f"{latest_month():%Y-%m}",
+        "a month no later than the month of the night that reads the file",
+    ),
+)
+
 POSITIVE = (pa.Check.gt(0),)
 BATCH_KEY = (pa.Check.str_matches(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$"),)
 
@@ -523,32 +542,8 @@ def service_invoices(contract: Contract) -> SourceSchema:
             Col("amount", "DECIMAL(18,2)", checks=_money(), domain=AMOUNT),
             Col("currency", "VARCHAR", checks=_currency(contract)),
             # A service not yet delivered, or an invoice not yet written, is no cost yet (docs/inputs.md).
-            Col(
-                "invoiced_on",
-                "DATE",
-                nullable=True,
-                checks=(
-                    *_date(),
-                    *_text_not_after_night(
-                        _date()[0].statistics["pattern"],
-                        lambda: latest_instant().date().isoformat(),
-                        "a date no later than the night that reads the file",
-                    ),
-                ),
-            ),
-            Col(
-                "service_month",
-                "VARCHAR",
-                nullable=True,
-                checks=(
-                    pa.Check.str_matches(MONTH_PATTERN),
-                    *_text_not_after_night(
-                        MONTH_PATTERN,
-                        lambda: f"{latest_month():%Y-%m}",
-                        "a month no later than the month of the night that reads the file",
-                    ),
-                ),
-            ),
+            Col("invoiced_on", "DATE", nullable=True, checks=(*_date(), *_date_not_after_night())),
+            Col("service_month", "VARCHAR", nullable=True, checks=MONTH_NOT_AFTER_NIGHT),
         ),
         unique=(("vendor", "invoice_id"),),  # an invoice number is the vendor's own: two vendors may share one
         row_checks=(
@@ -668,7 +663,8 @@ def ledger_purchases(contract: Contract) -> SourceSchema:
         "ledger_purchases",
         (
             Col("purchase_id", "VARCHAR", folded=True),
-            Col("purchased_on", "DATE", checks=_date()),
+            # A purchase dated after the night has not been made: depreciating it would charge capacity not owned.
+            Col("purchased_on", "DATE", checks=(*_date(), *_date_not_after_night())),
             Col("asset_class", "VARCHAR", checks=_isin(contract.asset_classes)),
             Col("description", "VARCHAR", nullable=True),
             Col("quantity", "INTEGER", checks=POSITIVE, domain=COUNT),
@@ -687,7 +683,7 @@ def ledger_facility(contract: Contract) -> SourceSchema:
     return SourceSchema(
         "ledger_facility",
         (
-            Col("month", "VARCHAR", checks=(pa.Check.str_matches(MONTH_PATTERN),)),
+            Col("month", "VARCHAR", checks=MONTH_NOT_AFTER_NIGHT),
             Col("item", "VARCHAR", checks=_isin(contract.facility_items)),
             Col("amount", "DECIMAL(18,2)", checks=_money(), domain=AMOUNT),
             Col("currency", "VARCHAR", checks=_currency(contract)),
@@ -770,7 +766,7 @@ def serving_monthly_costs(contract: Contract) -> SourceSchema:
     return SourceSchema(
         "serving_monthly_costs",
         (
-            Col("month", "VARCHAR", checks=(pa.Check.str_matches(MONTH_PATTERN),)),
+            Col("month", "VARCHAR", checks=MONTH_NOT_AFTER_NIGHT),
             Col("item", "VARCHAR", checks=_isin(list(contract.serving["monthly_cost_items"]))),
             Col("amount", "DECIMAL(18,2)", checks=_money(), domain=AMOUNT),
         ),
