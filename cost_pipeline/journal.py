@@ -113,6 +113,8 @@ class JournalLine:
 
 
 COLUMNS = tuple(f.name for f in fields(JournalLine))
+# The batch of a difference an earlier release's close holds per cost centre (``legacy_adjustments``).
+EVERY_BATCH = "every batch"
 
 
 @dataclass(frozen=True)
@@ -282,7 +284,8 @@ def legacy_adjustments(
     account, the figures ``current`` states for the month less what was posted for it (``frozen``: its own lines and
     the adjustments naming it). While a cost centre's month has an unpriced line now, its whole difference is held
     (the lines balance per cost centre): its unpriced lines are shown at 0.00, flagged, and the second list names
-    it."""
+    it with the cost centre's unpriced cost lines of the month (what holds it, wherever they post), not only those
+    of the accounts that differ."""
     posted: dict[tuple[date, str, str, str], Decimal] = defaultdict(Decimal)
     template: dict[tuple[date, str, str, str], JournalLine] = {}
     for line in frozen:
@@ -295,6 +298,15 @@ def legacy_adjustments(
         stated[key] += line.net
         template[key] = line  # the current line's name and unpriced count win
     unpriced = {(line.month, line.cost_centre) for line in current if line.is_unpriced}
+    # What holds a cost centre's month: all of its unpriced cost lines, each counted once, on its expense line.
+    centre_unpriced: dict[tuple[date, str], tuple[int, Decimal]] = defaultdict(lambda: (0, Decimal("0.0000")))
+    for line in current:
+        if line.account_role == "expense":
+            count, gpu_hours = centre_unpriced[(line.month, line.cost_centre)]
+            centre_unpriced[(line.month, line.cost_centre)] = (
+                count + line.unpriced_lines,
+                gpu_hours + line.unpriced_gpu_hours,
+            )
     lines, held = [], {}
     for key in sorted(set(posted) | set(stated)):
         difference = stated.get(key, Decimal(0)) - posted.get(key, Decimal(0))
@@ -315,7 +327,7 @@ def legacy_adjustments(
                 Posting(
                     into,
                     month,
-                    "every batch",
+                    EVERY_BATCH,
                     "cost",
                     centre,
                     base.gl_account,
@@ -335,7 +347,11 @@ def legacy_adjustments(
                 unpriced_lines=note.unpriced_lines + base.unpriced_lines,
                 unpriced_gpu_hours=note.unpriced_gpu_hours + base.unpriced_gpu_hours,
             )
-    return lines, list(held.values())
+    return lines, [
+        replace(note, unpriced_lines=count, unpriced_gpu_hours=gpu_hours)
+        for key, note in held.items()
+        for count, gpu_hours in [centre_unpriced[key]]
+    ]
 
 
 def _legacy_months(con: duckdb.DuckDBPyConnection) -> set[date]:
@@ -468,11 +484,14 @@ def write_csv(lines: list[JournalLine], out: TextIO) -> None:
 
 
 def held_note(posting: Posting) -> str:
-    """One line naming a held difference: the closed month, batch, cost type, where it would post, and why."""
+    """One line naming a held difference: the closed month, batch, cost type, where it would post, and why: the
+    unpriced lines of what holds it, the batch's cost type, or (``EVERY_BATCH``, ``legacy_adjustments``) its whole
+    cost centre."""
+    whose = f"{posting.cost_centre}'s" if posting.batch_id == EVERY_BATCH else "its"
     return (
         f"held for {posting.corrects_month:%Y-%m}: {posting.batch_id}'s {posting.cost_type} on {posting.cost_centre} "
         f"{posting.expense_account} differs by {posting.amount:.2f} from what was posted, but is not adjusted: "
-        f"{posting.unpriced_lines} of its cost lines ({posting.unpriced_gpu_hours} GPU-h) have no amount yet"
+        f"{posting.unpriced_lines} of {whose} cost lines ({posting.unpriced_gpu_hours} GPU-h) have no amount yet"
     )
 
 

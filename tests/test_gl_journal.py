@@ -21,7 +21,7 @@ from cost_pipeline.cli import main, run_pipeline
 from cost_pipeline.contract import add_contract_directory, remove_contract_directory
 from cost_pipeline.dagster_home import warehouse_instance
 from cost_pipeline.defs.monthly import JOURNAL
-from cost_pipeline.journal import Posting, adjustment_lines, adjustments
+from cost_pipeline.journal import JournalLine, Posting, adjustment_lines, adjustments, held_note, legacy_adjustments
 from cost_pipeline.monthly import month_folder
 from tests.helpers import DEMO_FOCUS, demo_focus_line, query
 
@@ -233,15 +233,16 @@ def test_a_cost_pending_after_close_is_held_not_reversed_until_its_amount_is_kno
     # class without a price): its -34.00 is held as well, and only its unpriced line shows, at 0.00.
     cc_900 = CC_900_ADJUSTED if closed_by == "per_batch" else CC_900_HELD
     assert december == held_lines + cc_900
+    whose = "its" if closed_by == "per_batch" else "CC-410's"  # the batch's cost type, or its whole cost centre
     assert err.splitlines() == [
-        f"cost-pipeline: held for 2026-11: {held} from what was posted, but is not adjusted: 1 of its cost lines "
+        f"cost-pipeline: held for 2026-11: {held} from what was posted, but is not adjusted: 1 of {whose} cost lines "
         "(32.0000 GPU-h) have no amount yet",
         *(
             []
             if closed_by == "per_batch"
             else [
                 "cost-pipeline: held for 2026-11: every batch's cost on CC-900 6110 differs by -34.00 from what was "
-                "posted, but is not adjusted: 0 of its cost lines (0.0000 GPU-h) have no amount yet"
+                "posted, but is not adjusted: 1 of CC-900's cost lines (0.0000 GPU-h) have no amount yet"
             ]
         ),
     ]
@@ -374,4 +375,26 @@ def test_a_cost_gone_from_the_figures_is_reversed_where_it_was_posted():
         ("CC-410", "2910", Decimal("91.00"), Decimal("0.00"), 1),
         ("CC-410", "6110", Decimal("0.00"), Decimal("96.00"), 1),
         ("CC-410", "6120", Decimal("5.00"), Decimal("0.00"), 0),
+    ]
+
+
+def test_a_cost_centre_held_whole_is_named_with_its_own_unpriced_lines():
+    """A month an earlier release closed is held per cost centre: CC-900's compute moved by -34.00 and its storage
+    has a line without an amount (an object in a class without a price). The note named the compute account's
+    unpriced lines, "0 of its cost lines have no amount yet", while one of CC-900's lines holds it: it counts and
+    names the cost centre's."""
+    november, december = date(2026, 11, 1), date(2026, 12, 1)
+
+    def line(account: str, role: str, debit: str, credit: str, unpriced: int = 0) -> JournalLine:
+        return JournalLine(
+            november, "regular", None, "CC-900", account, None, role, Decimal(debit), Decimal(credit), "USD",
+            unpriced > 0, unpriced, Decimal("0.0000"),
+        )  # fmt: skip
+
+    frozen = [line("6110", "expense", "34.00", "0.00"), line("2910", "balancing", "0.00", "34.00")]
+    current = [line("6120", "expense", "0.00", "0.00", 1), line("2910", "balancing", "0.00", "0.00", 1)]
+    _, held = legacy_adjustments(current, frozen, december)
+    assert [held_note(posting) for posting in held] == [
+        "held for 2026-11: every batch's cost on CC-900 6110 differs by -34.00 from what was posted, but is not "
+        "adjusted: 1 of CC-900's cost lines (0.0000 GPU-h) have no amount yet"
     ]
