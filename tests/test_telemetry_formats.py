@@ -114,6 +114,39 @@ def test_scrape_pivots_to_one_row_per_gpu_with_its_job(tmp_path):
     assert [r["source_line"] for r in rows] == [3, 4, 5]  # each GPU's first line
 
 
+def test_a_workload_pod_relabelled_exported_pod_names_its_job_in_each_format(tmp_path):
+    """kube-prometheus scrapes dcgm-exporter through a ServiceMonitor with honorLabels false: the exporter's own
+    pod and namespace are the series' ``pod`` and ``namespace``, and the workload's are renamed ``exported_pod`` and
+    ``exported_namespace``. The job is the workload's pod's (b10-eval-cloud), not the exporter's DaemonSet's."""
+    folder = _telemetry(tmp_path)
+    relabelled = {
+        "pod": "nvidia-dcgm-exporter-7xk2p",
+        "namespace": "gpu-operator",
+        "exported_pod": "b10-eval-cloud-x7k2p",
+        "exported_namespace": "ml",
+        "exported_container": "main",
+    }
+    labels = "".join(f',{name}="{value}"' for name, value in relabelled.items())
+    (folder / "node-01.prom").write_text(
+        _scrape({0: labels, 1: ',pod="b7-train-ab3cd"'}, 1796032800000), encoding="utf-8"
+    )
+    series = [
+        {"metric": {"__name__": metric, "gpu": "0", "Hostname": "node-01", **relabelled}, "values": [[1796032800, "1"]]}
+        for metric in METRICS
+    ]
+    (folder / "node-01.json").write_text(_range_query(series), encoding="utf-8")
+    loaded = {}
+    for source in ("device_samples_dcgm", "device_samples_prometheus"):
+        rows, quarantined, _ = _load(tmp_path / "landing", source)
+        assert quarantined == []
+        loaded[source] = [(r["gpu"], r["job_id"]) for r in rows]
+    # A pod label beside no exported_pod is the workload's, as before (honor_labels true, or a standalone scrape).
+    assert loaded == {
+        "device_samples_dcgm": [(0, "b10-eval-cloud"), (1, "b7-train")],
+        "device_samples_prometheus": [(0, "b10-eval-cloud")],
+    }
+
+
 def test_appended_scrapes_keep_their_own_timestamps(tmp_path):
     """Scrapes appended to one file, each line with its millisecond timestamp: one sample per GPU and scrape."""
     text = _scrape({0: ',hpc_job="7"'}, 1796032800000) + _scrape({0: ',hpc_job="7"'}, 1796032801500)

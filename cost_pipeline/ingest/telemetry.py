@@ -290,7 +290,7 @@ def _stage_expositions(
                {_label("gpu")} as gpu,
                {_label("GPU_I_ID")} as gpu_instance_id,
                {_label("GPU_I_PROFILE")} as gpu_instance_profile,
-               {job_from_labels(_label("hpc_job"), _label("pod"))} as job_id,
+               {job_from_labels(_label)} as job_id,
                case when not well_formed then 'exposition.line'
                     when milliseconds is null and {name_time} is null then 'exposition.timestamp'
                     when try_cast(value as double) is null then 'exposition.value' end as line_rule
@@ -369,7 +369,7 @@ def _stage_range_query(con: duckdb.DuckDBPyConnection, path: Path, _blank_lines:
                    {metric}->>'gpu' as gpu,
                    {metric}->>'GPU_I_ID' as gpu_instance_id,
                    {metric}->>'GPU_I_PROFILE' as gpu_instance_profile,
-                   {job_from_labels(f"{metric}->>'hpc_job'", f"{metric}->>'pod'")} as job_id,
+                   {job_from_labels(lambda name: f"{metric}->>'{name}'")} as job_id,
                    before, unnest(pairs) as pair, unnest(generate_series(1, len(pairs))) as at_position
             from numbered
         )

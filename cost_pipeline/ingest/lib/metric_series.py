@@ -13,7 +13,7 @@ dozens of other fields an exporter serves are not samples and are not counted.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import duckdb
 
@@ -41,10 +41,14 @@ _KEYS = (
 # (the Job controller names its pods <job name>-<5 random characters>; the scheduler events name the Job). An Indexed
 # Job's pods are <job name>-<completion index>-<5 random characters>: their label keeps the index (train-b7-3), and
 # int_device_samples_attributed gives it to the Job when no job of that very name ran then (it knows the jobs).
-def job_from_labels(hpc_job: str, pod: str) -> str:
-    """The SQL expression of a sample's job, from its ``hpc_job`` and ``pod`` label expressions."""
-    job = trimmed_sql(hpc_job)
-    return f"coalesce(nullif({job}, ''), nullif(regexp_extract(coalesce({pod}, ''), '^(.+)-[a-z0-9]{{5}}$', 1), ''))"
+# Scraped by a Prometheus that does not honour the exporter's labels (honor_labels: false, kube-prometheus's
+# ServiceMonitor default), the workload's pod label is renamed exported_pod, and pod is the exporter's own pod
+# (nvidia-dcgm-exporter-7xk2p): exported_pod, when present, is the workload's.
+def job_from_labels(label: Callable[[str], str]) -> str:
+    """The SQL expression of a sample's job; ``label(name)`` is the SQL expression of the label ``name``'s value."""
+    job = trimmed_sql(label("hpc_job"))
+    workload_pod = f"coalesce(nullif({label('exported_pod')}, ''), {label('pod')}, '')"
+    return f"coalesce(nullif({job}, ''), nullif(regexp_extract({workload_pod}, '^(.+)-[a-z0-9]{{5}}$', 1), ''))"
 
 
 def line_rules(rules: Sequence[tuple[str, str]]) -> list[Rule]:
