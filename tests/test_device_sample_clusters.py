@@ -144,3 +144,32 @@ def test_two_clusters_gpu_01_each_job_gets_its_own_clusters_samples(tmp_path, la
         ("beta", "gpu-01", 0, "beta/100@2026-11-02 00:55:00", "whole_gpu", pytest.approx(600 / 3600), 1.0),
     ]
     assert query(warehouse, "select * from marts.fct_unattributed_gpu_hours") == []
+
+
+def test_a_file_delivered_again_with_the_cluster_column_counts_each_sample_once(tmp_path):
+    """A site adds the cluster column and delivers a day's file again: the sacct export names no cluster, so the job
+    has none, and the copies that name cluster alpha are the same samples as those that name none (the same GPU of
+    the same job at the same instant), not a second GPU: the job's GPU is measured once, within its occupied time."""
+    landing = one_batch_landing(tmp_path)
+    (landing / "telemetry").mkdir()
+    no_cluster = _sacct("alpha").replace("|Cluster|", "|").replace("|alpha|", "|")
+    (landing / "scheduler" / "sacct.txt").write_text(no_cluster, encoding="utf-8")
+    with_cluster = _wide_csv("100")
+    without_cluster = "".join(
+        line.removesuffix(",cluster").removesuffix(",alpha") + "\n" for line in with_cluster.splitlines()
+    )
+    (landing / "telemetry" / "day.csv").write_text(without_cluster, encoding="utf-8")
+    (landing / "telemetry" / "day_v2.csv").write_text(with_cluster, encoding="utf-8")
+    warehouse = tmp_path / "warehouse.duckdb"
+    assert run_pipeline(landing, warehouse)
+    # Ten samples, each the 60 s to the next (the last to the job's end): 600 GPU-seconds = 0.1667 GPU-hours, not 20
+    # samples and 0.3333 effective GPU-hours on a job that occupied 0.1667.
+    assert query(
+        warehouse,
+        "select cluster, samples, occupied_gpu_hours, effective_compute_gpu_hours, unobserved_gpu_hours "
+        "from marts.fct_runs",
+    ) == [(None, 10, Decimal("0.1667"), Decimal("0.1667"), Decimal("0.0000"))]
+    # The copy kept is the newest file's, of its named cluster.
+    assert query(warehouse, "select cluster, count(*) from intermediate.int_device_samples_tiered group by all") == [
+        ("alpha", 10)
+    ]

@@ -5,7 +5,10 @@
 -- segment's end: the job's end (occupied_until_at: for a job still running, when its export saw it running), or a
 -- Kubernetes job's preemption (no time of a gap between its segments, which another job may hold).
 -- Samples are the job's as int_device_samples_attributed says (by job label, or by host and time); a sample
--- delivered twice counts once.
+-- delivered twice counts once: the same GPU (or instance) of the same job at the same instant, also when one copy
+-- names its cluster and the other none (a file delivered again with the cluster column added). A copy that names no
+-- cluster is of the cluster its job's copies of that GPU name, when they name one (gpu_cluster); gpu-01 of two
+-- named clusters stays two GPUs, and a copy naming none beside two named ones is not known to be either's.
 -- Where the GPU reports its energy counter (DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, mJ since the driver loaded) at
 -- this sample and the next, the energy of the time the sample stands for is the counter's rise to the next sample
 -- (docs/energy.md): a fall is a driver reload, after which the next reading is the energy since the reload; a gap
@@ -143,6 +146,30 @@ holders as (
     having count(distinct coalesce(samples.attributed_job_key, samples.job_id)) > 1
 ),
 
+-- The cluster of each sample's GPU: its own, else the one cluster its job's copies of that GPU (or instance) name.
+-- A job that names its cluster has samples of that cluster or of none; one that names none may have both of one
+-- cluster (the same file delivered again with a cluster column), and then they are one GPU's.
+clustered as (
+    select
+        samples.*,
+        coalesce(
+            samples.cluster,
+            case
+                when
+                    min(samples.cluster) over (
+                        partition by samples.job_key, samples.hostname, samples.gpu_index, samples.gpu_instance_id
+                    )
+                    = max(samples.cluster) over (
+                        partition by samples.job_key, samples.hostname, samples.gpu_index, samples.gpu_instance_id
+                    )
+                    then max(samples.cluster) over (
+                        partition by samples.job_key, samples.hostname, samples.gpu_index, samples.gpu_instance_id
+                    )
+            end
+        ) as gpu_cluster
+    from samples
+),
+
 sequenced as (
     -- Only the samples' own columns pass through the window, which holds every sample it orders (and spills under
     -- the memory limit); the contract's parameters join after it. At 100 M samples: 156 s -> 103 s.
@@ -154,15 +181,15 @@ sequenced as (
         -- last, and kept, in every run.
         lead(samples.sampled_at) over (
             partition by
-                samples.job_key, samples.cluster, samples.hostname, samples.gpu_index, samples.gpu_instance_id
+                samples.job_key, samples.gpu_cluster, samples.hostname, samples.gpu_index, samples.gpu_instance_id
             order by samples.sampled_at, samples.source_file, samples.source_line
         ) as next_sampled_at,
         lead(samples.energy_counter_mj) over (
             partition by
-                samples.job_key, samples.cluster, samples.hostname, samples.gpu_index, samples.gpu_instance_id
+                samples.job_key, samples.gpu_cluster, samples.hostname, samples.gpu_index, samples.gpu_instance_id
             order by samples.sampled_at, samples.source_file, samples.source_line
         ) as next_energy_counter_mj
-    from samples
+    from clustered as samples
     inner join jobs on samples.job_key = jobs.job_key
     where samples.sampled_at >= jobs.segment_from and samples.sampled_at < jobs.segment_until
 ),
@@ -170,7 +197,7 @@ sequenced as (
 classified as (
     select
         sequenced.job_key,
-        sequenced.cluster,
+        sequenced.gpu_cluster as cluster,
         sequenced.hostname,
         sequenced.gpu_index,
         sequenced.gpu_instance_id,
@@ -206,8 +233,9 @@ classified as (
         and sequenced.gpu_index = holders.gpu_index
         and coalesce(sequenced.gpu_instance_id, -1) = holders.instance_key
         and sequenced.sampled_at = holders.sampled_at
-    -- A sample delivered twice (the same GPU of the same cluster at the same instant, from two files) is one sample:
-    -- the last copy (newest file, last line) stands for the time; the others would stand for none.
+    -- A sample delivered twice (the same GPU of the same cluster at the same instant, from two files; gpu_cluster, so
+    -- also a copy that names the cluster and one that names none) is one sample: the last copy (newest file, last
+    -- line) stands for the time; the others would stand for none.
     where sequenced.next_sampled_at is null or sequenced.next_sampled_at > sequenced.sampled_at
 )
 
