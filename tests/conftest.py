@@ -113,6 +113,16 @@ class DemoRun:
         assert len(rows) == 1, f"expected one row, got {len(rows)}"
         return dict(zip(names, rows[0], strict=True))
 
+    def copy_to(self, copy: Path) -> Path:
+        """A copy of this night in the new folder ``copy``, to change: its landing folder (``copy / "landing"``),
+        warehouse (``copy / "warehouse.duckdb"``) and the Dagster home beside it."""
+        assert self.succeeded
+        copy.mkdir()
+        shutil.copytree(self.landing, copy / "landing")
+        shutil.copyfile(self.warehouse, copy / "warehouse.duckdb")
+        shutil.copytree(self.warehouse.with_name("warehouse.dagster"), copy / "warehouse.dagster")
+        return copy
+
 
 @contextmanager
 def _exclusive(lock_path: Path) -> Iterator[None]:
@@ -149,13 +159,7 @@ def demo_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 @pytest.fixture
 def demo_copy(demo_run: DemoRun, tmp_path: Path) -> Path:
     """A copy of the demo night to change: its landing folder, warehouse and the Dagster home beside it."""
-    assert demo_run.succeeded
-    copy = tmp_path / "demo"
-    copy.mkdir()
-    shutil.copytree(demo_run.landing, copy / "landing")
-    shutil.copyfile(demo_run.warehouse, copy / "warehouse.duckdb")
-    shutil.copytree(demo_run.warehouse.with_name("warehouse.dagster"), copy / "warehouse.dagster")
-    return copy
+    return demo_run.copy_to(tmp_path / "demo")
 
 
 @pytest.fixture

@@ -3,6 +3,9 @@
 The file ledger stops the same bytes under a new name; these are other bytes with the same records: a sacct export
 that saw a job running and the next one that saw it end, a request log or a FOCUS bill shipped again, a Harvest
 report exported month to date. raw keeps every delivery (nothing is lost); staging reads each record once.
+
+A whole night costs the same whatever its data: tests whose changes are independent (each a named function touching
+its own source or batch, none moving another's figures) share one, built once for the module (its fixtures below).
 """
 
 from __future__ import annotations
@@ -11,11 +14,14 @@ import csv
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from cost_pipeline.cli import HELD_EXIT, run_pipeline
 from cost_pipeline.contract import load_contract
@@ -24,7 +30,10 @@ from cost_pipeline.ingest.lib.records import file_sha256
 from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.ingest.registry import load_named
 from cost_pipeline.retract import retract
-from tests.helpers import cli_night, dbt_show_model, query, staged_rows
+from tests.helpers import Night, cli_night, dbt_show_model, query, staged_rows
+
+# Its module-scoped nights run once: the whole module goes to one worker.
+pytestmark = pytest.mark.xdist_group("redelivery")
 
 # Every file a night may see again with its records unchanged (text formats: a re-export differs in its bytes).
 REDELIVERED = [
@@ -94,30 +103,72 @@ def test_records_delivered_twice_count_once(demo_run, tmp_path):
     assert demo_run.query(figures + " order by 1, 2") == query(warehouse, figures + " order by 1, 2")
 
 
-def test_raw_keeps_every_delivery_and_the_newest_record_wins(demo_run, tmp_path):
-    landing = tmp_path / "landing"
+@dataclass(frozen=True)
+class FreshNight:
+    """One whole night on a new warehouse, over a copy of the demo's landing folder with some changes made to it."""
+
+    landing: Path
+    warehouse: Path
+    succeeded: bool
+
+
+def _fresh_night(demo_run, root: Path, *changes: Callable[[Path], object]) -> FreshNight:
+    """The demo's landing copied under ``root``, each change made to it, then one night on a new warehouse (every
+    file arrives that night: which is newer is said by its path)."""
+    landing, warehouse = root / "landing", root / "warehouse.duckdb"
     shutil.copytree(demo_run.landing, landing)
+    for change in changes:
+        change(landing)
+    return FreshNight(landing, warehouse, run_pipeline(landing, warehouse))
+
+
+def _job_1001_seen_running(landing: Path) -> None:
+    """The scheduler: an earlier sacct export that saw job 1001 still running."""
     _running_export(landing / "scheduler" / "sacct_2026-11.txt", "1001")
-    # The month's export again, once invoiced: the same lines with their InvoiceId filled in anew.
+
+
+def _focus_invoiced_again_and_a_line_twice(landing: Path) -> None:
+    """The bill: the month's FOCUS export again, once invoiced (the same lines with their InvoiceId filled in anew),
+    and an export repeating its first line within itself (the second copy is a charge of its own)."""
     focus = landing / "billing" / "aws_focus_2026-11.csv"
     month = focus.read_text(encoding="utf-8")
     assert month.count("INV-2026-11-0042") == 5
     (landing / "billing" / "aws_focus_2026-11_again.csv").write_text(
         month.replace("INV-2026-11-0042", "INV-2026-11-FINAL"), encoding="utf-8"
     )
-    # A FOCUS export repeating a line within itself: the second copy is a charge of its own.
     header, first, *_ = month.splitlines()
     (landing / "billing" / "aws_focus_2026-11_twice.csv").write_text(
         "\n".join([header, first, first]) + "\n", encoding="utf-8"
     )
-    # The registry exported whole again a month later, with B-8's budget raised from 400.00 to 500.00.
+
+
+def _b8_budget_raised_a_month_later(landing: Path) -> None:
+    """The registry exported whole again a month later, with B-8's budget raised from 400.00 to 500.00."""
     registry = (landing / "registry" / "batches.csv").read_text(encoding="utf-8")
     assert registry.count(",400.00,") == 1
     (landing / "registry" / "batches_2026-12.csv").write_text(
         registry.replace(",400.00,", ",500.00,"), encoding="utf-8"
     )
-    warehouse = tmp_path / "warehouse.duckdb"
-    assert run_pipeline(landing, warehouse)
+
+
+@pytest.fixture(scope="module")
+def newer_records_night(demo_run, tmp_path_factory: pytest.TempPathFactory) -> FreshNight:
+    """Newer records of the scheduler (job 1001), the bill, the registry (B-8's budget) and B-8's timesheets (Dmitri's
+    evaluation rework): one source each, no change moving the figures another test of this night asserts."""
+    return _fresh_night(
+        demo_run,
+        tmp_path_factory.mktemp("newer_records"),
+        _job_1001_seen_running,
+        _focus_invoiced_again_and_a_line_twice,
+        _b8_budget_raised_a_month_later,
+        _dmitri_s_rework_corrected_in_a_b8_report,
+    )
+
+
+def test_raw_keeps_every_delivery_and_the_newest_record_wins(newer_records_night):
+    # Job 1001 seen running, the bill invoiced again and a line twice, B-8's budget raised: the changes above.
+    warehouse = newer_records_night.warehouse
+    assert newer_records_night.succeeded
 
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
@@ -152,12 +203,8 @@ def test_raw_keeps_every_delivery_and_the_newest_record_wins(demo_run, tmp_path)
         con.close()
 
 
-def test_device_samples_delivered_again_under_the_host_s_long_name_count_once(demo_run, tmp_path):
-    """A scrape exported again by a collector that names hosts in full (GPU-A.cluster.example for gpu-a) holds the
-    same samples: each GPU instant counts once, as a window over one GPU sees it under both names (it partitioned by
-    the name as spelled, so every figure of B-7's jobs counted twice: effective compute, energy, idle GPU-hours)."""
-    landing = tmp_path / "landing"
-    shutil.copytree(demo_run.landing, landing)
+def _b7_scrape_again_under_long_host_names(landing: Path) -> None:
+    """Telemetry: B-7's scrape exported again by a collector that names hosts in full (GPU-A.cluster.example)."""
     scrape = landing / "telemetry" / "dcgm_b7.csv"
     header, *rows = scrape.read_text(encoding="utf-8").splitlines()
     assert header.split(",")[1] == "hostname"
@@ -167,14 +214,34 @@ def test_device_samples_delivered_again_under_the_host_s_long_name_count_once(de
         fields[1] = f"{fields[1].upper()}.cluster.example"
         renamed.append(",".join(fields))
     (landing / "telemetry" / "dcgm_b7_fqdn.csv").write_text("\n".join([header, *renamed]) + "\n", encoding="utf-8")
-    warehouse = tmp_path / "warehouse.duckdb"
 
-    assert run_pipeline(landing, warehouse)
 
-    clean, again = table_fingerprints(demo_run.warehouse), table_fingerprints(warehouse)
-    assert {t: h for t, h in again.items() if t != "fct_batch_cost_history"} == {
-        t: h for t, h in clean.items() if t != "fct_batch_cost_history"
-    }
+@pytest.fixture(scope="module")
+def neutral_night(demo_run, tmp_path_factory: pytest.TempPathFactory) -> FreshNight:
+    """Deliveries that change no figure, each of its own source: B-7's scrape again under the hosts' long names
+    (telemetry) and an older month-to-date Harvest report (timesheets). Each test of this night compares every mart
+    with the clean demo's, so either change, counted wrong, fails it."""
+    return _fresh_night(
+        demo_run,
+        tmp_path_factory.mktemp("neutral"),
+        _b7_scrape_again_under_long_host_names,
+        _older_month_to_date_export,
+    )
+
+
+def _marts_but_history(warehouse: Path) -> dict[str, str]:
+    """Each mart's fingerprint but the cost history's (which also records the files that fed a figure)."""
+    return {t: h for t, h in table_fingerprints(warehouse).items() if t != "fct_batch_cost_history"}
+
+
+def test_device_samples_delivered_again_under_the_host_s_long_name_count_once(demo_run, neutral_night):
+    """A scrape exported again by a collector that names hosts in full (GPU-A.cluster.example for gpu-a) holds the
+    same samples: each GPU instant counts once, as a window over one GPU sees it under both names (it partitioned by
+    the name as spelled, so every figure of B-7's jobs counted twice: effective compute, energy, idle GPU-hours)."""
+    warehouse = neutral_night.warehouse
+    assert neutral_night.succeeded
+
+    assert _marts_but_history(warehouse) == _marts_but_history(demo_run.warehouse)
     spellings = "select count(distinct reported_hostname) from staging.stg_telemetry__device_samples"
     assert query(warehouse, spellings) == [(2 * query(demo_run.warehouse, spellings)[0][0],)]
 
@@ -195,12 +262,9 @@ def _labour(warehouse: Path) -> dict[str, Decimal]:
     return dict(query(warehouse, "select batch_id, labour_cost from marts.fct_batch_costs"))
 
 
-def test_an_older_month_to_date_export_counts_only_where_the_newer_one_does_not_reach(demo_run, tmp_path):
-    """A report exported on the 5th, before Alice's 2 November entry was corrected from 7 to 6 hours and her 4
-    November entry deleted: the month's report (newer by its name) says what those days' entries are now, so labour
-    is the clean demo's (each was another line, and both counted: B-7's labour 1,080.00 too high)."""
-    landing = tmp_path / "landing"
-    shutil.copytree(demo_run.landing, landing)
+def _older_month_to_date_export(landing: Path) -> None:
+    """Timesheets: a report exported on the 5th, before Alice's 2 November entry was corrected from 7 to 6 hours and
+    her 4 November entry deleted."""
     month = landing / "timesheets" / "harvest_time_report_2026-11.csv"
 
     def corrected_later(row: dict) -> dict:
@@ -214,34 +278,38 @@ def test_an_older_month_to_date_export_counts_only_where_the_newer_one_does_not_
     _harvest_export(
         month, "harvest_time_report_2026-11-05.csv", lambda row: row["Date"] <= "2026-11-05", corrected_later, [deleted]
     )
-    warehouse = tmp_path / "warehouse.duckdb"
 
-    assert run_pipeline(landing, warehouse)
+
+def test_an_older_month_to_date_export_counts_only_where_the_newer_one_does_not_reach(demo_run, neutral_night):
+    """A report exported on the 5th, before Alice's 2 November entry was corrected from 7 to 6 hours and her 4
+    November entry deleted: the month's report (newer by its name) says what those days' entries are now, so labour
+    is the clean demo's (each was another line, and both counted: B-7's labour 1,080.00 too high)."""
+    warehouse = neutral_night.warehouse
+    assert neutral_night.succeeded
 
     assert _labour(warehouse) == _labour(demo_run.warehouse)
-    clean, again = table_fingerprints(demo_run.warehouse), table_fingerprints(warehouse)
-    assert {t: h for t, h in again.items() if t != "fct_batch_cost_history"} == {
-        t: h for t, h in clean.items() if t != "fct_batch_cost_history"
-    }
+    assert _marts_but_history(warehouse) == _marts_but_history(demo_run.warehouse)
 
 
-def test_a_newer_export_filtered_to_one_project_replaces_only_that_project_s_entries(demo_run, tmp_path):
-    """A report filtered to project B-8, exported after Dmitri's evaluation rework was corrected from 2 to 3 hours:
-    B-8's labour takes the hour (90.00 an hour), and B-7's and the platform's entries, which that report does not
-    cover, stay as the month's report says."""
-    landing = tmp_path / "landing"
-    shutil.copytree(demo_run.landing, landing)
-    month = landing / "timesheets" / "harvest_time_report_2026-11.csv"
+def _dmitri_s_rework_corrected_in_a_b8_report(landing: Path) -> None:
+    """Timesheets: a report filtered to project B-8, exported after Dmitri's evaluation rework was corrected from 2 to
+    3 hours."""
 
     def corrected(row: dict) -> dict:
         if (row["First Name"], row["Task"]) == ("Dmitri", "Evaluation rework"):
             row.update({"Hours": "3", "Hours Rounded": "3", "Cost Amount": "270.00"})
         return row
 
+    month = landing / "timesheets" / "harvest_time_report_2026-11.csv"
     _harvest_export(month, "harvest_time_report_2026-11_b8.csv", lambda row: row["Project Code"] == "B-8", corrected)
-    warehouse = tmp_path / "warehouse.duckdb"
 
-    assert run_pipeline(landing, warehouse)
+
+def test_a_newer_export_filtered_to_one_project_replaces_only_that_project_s_entries(demo_run, newer_records_night):
+    """A report filtered to project B-8, exported after Dmitri's evaluation rework was corrected from 2 to 3 hours:
+    B-8's labour takes the hour (90.00 an hour), and B-7's and the platform's entries, which that report does not
+    cover, stay as the month's report says."""
+    warehouse = newer_records_night.warehouse
+    assert newer_records_night.succeeded
 
     clean = _labour(demo_run.warehouse)
     assert _labour(warehouse) == {**clean, "B-8": clean["B-8"] + Decimal("90.00")}
@@ -254,7 +322,35 @@ def _labour_and_hours(warehouse: Path) -> dict[str, tuple[Decimal, Decimal]]:
 _BATCH_LABOUR = "select batch_id, labour_cost, labour_hours from marts.fct_batch_costs order by batch_id"
 
 
-def test_a_newer_export_s_quarantined_edit_still_replaces_the_older_entry(demo_run, tmp_path):
+# Dmitri's edited report: it sorts after the month's report, so it is newer.
+_MISTYPED = "timesheets/harvest_time_report_2026-11_b8.csv"
+
+
+def _dmitri_s_rework_mistyped_in_a_b8_report(landing: Path) -> None:
+    """Timesheets: a report filtered to project B-8, exported after Dmitri's evaluation rework, his only entry in it,
+    was edited to "-3" hours."""
+
+    def mistyped(row: dict) -> dict:
+        if (row["First Name"], row["Task"]) == ("Dmitri", "Evaluation rework"):
+            row.update({"Hours": "-3", "Hours Rounded": "-3", "Cost Amount": "-270.00"})
+        return row
+
+    month = landing / "timesheets" / "harvest_time_report_2026-11.csv"
+    _harvest_export(month, Path(_MISTYPED).name, lambda row: row["Project Code"] == "B-8", mistyped)
+
+
+@pytest.fixture(scope="module")
+def mistyped_and_second_account_night(demo_run, tmp_path_factory: pytest.TempPathFactory) -> FreshNight:
+    """B-8's timesheets (Dmitri's mistyped edit) and the bill (a second account's support line): one source each."""
+    return _fresh_night(
+        demo_run,
+        tmp_path_factory.mktemp("mistyped_and_second_account"),
+        _dmitri_s_rework_mistyped_in_a_b8_report,
+        _a_second_account_s_support_line,
+    )
+
+
+def test_a_newer_export_s_quarantined_edit_still_replaces_the_older_entry(demo_run, mistyped_and_second_account_night):
     """A report filtered to project B-8, exported after Dmitri's evaluation rework (2 hours, 180.00, on 7 November: the
     month's report) was edited, his only entry in it, whose hours are written "-3": the contract quarantines it. The
     newer report still covers Dmitri (its first to last date x people x projects x tasks is what the file says, not
@@ -262,20 +358,8 @@ def test_a_newer_export_s_quarantined_edit_still_replaces_the_older_entry(demo_r
     the newer report's box was read from raw, without Dmitri, and his 2 superseded hours counted: B-8 920.00 over 9.
     B-8 by hand: Alice 4 h x 120 + Eva 2 h assumed at 90 + Farah 1 h x 80 = 740.00 over 7 hours (the demo: 920.00 over
     9, with Dmitri's 2 h x 90)."""
-    landing = tmp_path / "landing"
-    shutil.copytree(demo_run.landing, landing)
-    month = landing / "timesheets" / "harvest_time_report_2026-11.csv"
-    newer = "timesheets/harvest_time_report_2026-11_b8.csv"  # sorts after the month's report: newer
-
-    def mistyped(row: dict) -> dict:
-        if (row["First Name"], row["Task"]) == ("Dmitri", "Evaluation rework"):
-            row.update({"Hours": "-3", "Hours Rounded": "-3", "Cost Amount": "-270.00"})
-        return row
-
-    _harvest_export(month, Path(newer).name, lambda row: row["Project Code"] == "B-8", mistyped)
-    warehouse = tmp_path / "warehouse.duckdb"
-
-    assert run_pipeline(landing, warehouse)
+    warehouse, newer = mistyped_and_second_account_night.warehouse, _MISTYPED
+    assert mistyped_and_second_account_night.succeeded
 
     clean = _labour_and_hours(demo_run.warehouse)
     assert clean["B-8"] == (Decimal("920.00"), Decimal("9"))
@@ -470,11 +554,8 @@ def test_a_newer_export_that_writes_a_name_another_way_replaces_the_older_one_s_
     ]
 
 
-def test_two_accounts_lines_alike_in_every_other_column_are_two_charges(demo_run, tmp_path):
-    """A second AWS account's export holds a support plan line like the first account's (29.00, no resource): the
-    lines were matched as one delivered twice, and the cash book's cloud bill was 142.00 instead of 171.00."""
-    landing = tmp_path / "landing"
-    shutil.copytree(demo_run.landing, landing)
+def _a_second_account_s_support_line(landing: Path) -> None:
+    """The bill: a second AWS account's export holding a support plan line like the first account's."""
     bill = landing / "billing" / "aws_focus_2026-11.csv"
     header, *lines = bill.read_text(encoding="utf-8").splitlines()
     (support,) = [line for line in lines if ",Support plan," in line]
@@ -482,23 +563,76 @@ def test_two_accounts_lines_alike_in_every_other_column_are_two_charges(demo_run
     (landing / "billing" / "aws_focus_acct2_2026-11.csv").write_text(
         "\n".join([header, support.replace("123456789012,", "210987654321,", 1)]) + "\n", encoding="utf-8"
     )
-    warehouse = tmp_path / "warehouse.duckdb"
 
-    assert run_pipeline(landing, warehouse)
+
+def test_two_accounts_lines_alike_in_every_other_column_are_two_charges(demo_run, mistyped_and_second_account_night):
+    """A second AWS account's export holds a support plan line like the first account's (29.00, no resource): the
+    lines were matched as one delivered twice, and the cash book's cloud bill was 142.00 instead of 171.00."""
+    warehouse = mistyped_and_second_account_night.warehouse
+    assert mistyped_and_second_account_night.succeeded
 
     cloud = "select amount, lines from marts.fct_cash_book where item = 'cloud_bill' and month = '2026-11-01'"
     ((amount, count),) = query(demo_run.warehouse, cloud)
     assert query(warehouse, cloud) == [(amount + Decimal("29.00"), count + 1)]
 
 
-def test_lines_loaded_before_account_ids_were_kept_are_superseded_by_a_later_export_of_them(demo_copy):
-    """An upgraded warehouse: its FOCUS rows were loaded before BillingAccountId/SubAccountId were kept (null in raw)
-    and their export is gone from the landing folder (raw keeps its rows as loaded). The month's next export repeats
-    its five lines (in another order: other bytes, not a move) with the account id. Compared with the account ids,
-    old and new lines differed and both counted: B-10's cloud compute was 192.00. Now the export supersedes the old
-    rows: B-10's compute is 102.40 - 6.40 = 96.00 and its storage 12.00 (108.00 billed), and the month's cloud bill
-    102.40 - 6.40 + 12.00 + 29.00 + 5.00 = 142.00 in 5 lines, as on the demo."""
-    landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
+# The nights after the demo's (later_nights) and the files their changes write.
+_EDITED = "timesheets/harvest_time_report_2026-11b.csv"
+_DISCARDS = "steps/discards-2026-11-17.jsonl"
+_REVISION = "registry/batches-2026-11-20.csv"
+# An upgraded warehouse: raw's FOCUS rows as loaded before the account ids were kept.
+_ACCOUNT_IDS_NOT_KEPT = "update raw.billing_focus set billing_account_id = null, sub_account_id = null"
+
+
+@dataclass(frozen=True)
+class LaterNights:
+    """Nights after the demo's on one copy of it, each with a copy of the warehouse as it left it; and the rows each
+    retraction between them took out of raw."""
+
+    nights: tuple[Night, ...]
+    retracted: list[int]
+
+
+def _as_left(night: Night, copy: Path) -> Night:
+    """``night`` with a copy of its warehouse as it left it (the nights after it change the warehouse)."""
+    shutil.copyfile(night.warehouse, copy)
+    log = night.warehouse.with_name(f"{night.warehouse.name}.wal")
+    if log.exists():
+        shutil.copyfile(log, copy.with_name(f"{copy.name}.wal"))
+    return replace(night, warehouse=copy)
+
+
+@pytest.fixture(scope="module")
+def later_nights(demo_run, tmp_path_factory: pytest.TempPathFactory) -> LaterNights:
+    """Three nights after the demo's, on a copy of it; each change to its own source or batch, none moving the figures
+    another test of these nights asserts. Night 1: the bill's export again with account ids, raw's rows without (B-10),
+    Alice's B-7 Training runs edited in a newer Harvest export, B-8's steps restated, B-10's budget revised. Night 2:
+    the edited export and the restated steps gone from the landing folder, the edited export's extent deleted from raw.
+    Night 3: the restated steps retracted before it."""
+    root = demo_run.copy_to(tmp_path_factory.mktemp("later") / "demo")
+    landing, warehouse = root / "landing", root / "warehouse.duckdb"
+    for change in (
+        _account_ids_kept_only_by_the_next_export,
+        _alice_s_training_runs_edited_in_a_newer_export,
+        _b8_steps_restated_in_a_file_named_before_the_demo_s,
+        _b10_budget_revised_in_a_file_named_before_the_demo_s,
+    ):
+        change(landing)
+    first = _as_left(cli_night(landing, warehouse, [_ACCOUNT_IDS_NOT_KEPT]), root / "night1.duckdb")
+
+    (landing / _EDITED).unlink()
+    (landing / _DISCARDS).unlink()
+    extent_not_recorded = f"delete from raw.timesheets_extent where source_file = '{_EDITED}'"
+    second = _as_left(cli_night(landing, warehouse, [extent_not_recorded]), root / "night2.duckdb")
+
+    retracted = [r.rows for r in retract(warehouse, _DISCARDS, "restated the wrong steps", by="tests")]
+    third = _as_left(cli_night(landing, warehouse), root / "night3.duckdb")
+    return LaterNights((first, second, third), retracted)
+
+
+def _account_ids_kept_only_by_the_next_export(landing: Path) -> None:
+    """The bill: the month's export gone from the landing folder, the next export repeating its five lines in another
+    order (other bytes, not a move) with the account id (the night's tamper nulls it in raw's rows)."""
     export = landing / "billing" / "aws_focus_2026-11.csv"
     header, *lines = export.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 5 and all(line.startswith("123456789012,") for line in lines)
@@ -507,9 +641,16 @@ def test_lines_loaded_before_account_ids_were_kept_are_superseded_by_a_later_exp
         "\n".join([header, *reversed(lines)]) + "\n", encoding="utf-8"
     )
 
-    night = cli_night(
-        landing, warehouse, ["update raw.billing_focus set billing_account_id = null, sub_account_id = null"]
-    )
+
+def test_lines_loaded_before_account_ids_were_kept_are_superseded_by_a_later_export_of_them(later_nights):
+    """An upgraded warehouse: its FOCUS rows were loaded before BillingAccountId/SubAccountId were kept (null in raw)
+    and their export is gone from the landing folder (raw keeps its rows as loaded). The month's next export repeats
+    its five lines (in another order: other bytes, not a move) with the account id. Compared with the account ids,
+    old and new lines differed and both counted: B-10's cloud compute was 192.00. Now the export supersedes the old
+    rows: B-10's compute is 102.40 - 6.40 = 96.00 and its storage 12.00 (108.00 billed), and the month's cloud bill
+    102.40 - 6.40 + 12.00 + 29.00 + 5.00 = 142.00 in 5 lines, as on the demo."""
+    night = later_nights.nights[0]
+    warehouse = night.warehouse
 
     assert night.code == 0, night.err
     assert query(
@@ -668,37 +809,35 @@ def test_a_ledger_re_export_writing_the_month_as_its_first_day_replaces_the_mont
     ]
 
 
-def test_an_export_loaded_before_the_extent_was_recorded_still_covers_what_it_superseded(demo_copy):
+# Alice's Training runs of 3 November in the demo's Harvest export: 8 hours at 120.00.
+_ALICE_S_TRAINING_RUNS = (
+    "2026-11-03,Internal,assistant-rl,B-7,Training runs,,8,8,No,No,Yes,Alice,Chen,ML Engineer,Yes,0.0,0.0,"
+    "120.00,960.00,"
+)
+
+
+def _alice_s_training_runs_edited_in_a_newer_export(landing: Path) -> None:
+    """B-7's timesheets: a newer Harvest export with Alice's Training runs of 3 November edited from 8 h to 5 h."""
+    text = (landing / "timesheets" / "harvest_time_report_2026-11.csv").read_text(encoding="utf-8")
+    assert _ALICE_S_TRAINING_RUNS in text
+    edited = _ALICE_S_TRAINING_RUNS.replace(",8,8,", ",5,5,").replace(",960.00,", ",600.00,")
+    (landing / _EDITED).write_text(text.replace(_ALICE_S_TRAINING_RUNS, edited), encoding="utf-8")
+
+
+def test_an_export_loaded_before_the_extent_was_recorded_still_covers_what_it_superseded(later_nights):
     """Upgrade: a newer Harvest export (Alice's Training runs of 3 November edited from 8 h to 5 h) was loaded before
     raw.timesheets_extent existed, and its file has left the landing folder since (raw keeps its rows). Its box is
     then read from its raw rows: the older export's 8 h entry stays superseded. Read from the extent alone, the box
     vanished and B-7's labour counted both (4,830.28 instead of 3,870.28)."""
-    landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
-    month = landing / "timesheets" / "harvest_time_report_2026-11.csv"
-    edited = landing / "timesheets" / "harvest_time_report_2026-11b.csv"
-    line = (
-        "2026-11-03,Internal,assistant-rl,B-7,Training runs,,8,8,No,No,Yes,Alice,Chen,ML Engineer,Yes,0.0,0.0,"
-        "120.00,960.00,"
-    )
-    text = month.read_text(encoding="utf-8")
-    assert line in text
-    edited.write_text(
-        text.replace(line, line.replace(",8,8,", ",5,5,").replace(",960.00,", ",600.00,")), encoding="utf-8"
-    )
-    first = cli_night(landing, warehouse)
+    first, second, _ = later_nights.nights
     assert first.code == 0, first.err
     labour = "select labour_cost from marts.fct_batch_costs where batch_id = 'B-7'"
     # The demo's 4,230.28 less 3 h x 120.00.
-    assert query(warehouse, labour) == [(Decimal("3870.28"),)]
+    assert query(first.warehouse, labour) == [(Decimal("3870.28"),)]
 
-    edited.unlink()
-    second = cli_night(
-        landing,
-        warehouse,
-        tamper=["delete from raw.timesheets_extent where source_file = 'timesheets/harvest_time_report_2026-11b.csv'"],
-    )
+    # The night after: the export gone from the landing folder, its extent deleted from raw.
     assert second.code == 0, second.err
-    assert query(warehouse, labour) == [(Decimal("3870.28"),)]
+    assert query(second.warehouse, labour) == [(Decimal("3870.28"),)]
 
 
 # B-8's step figures: compute cost 426.13 over the demo's 30 steps of job 2003, 26 counted, 4 discarded.
@@ -708,16 +847,9 @@ _B8_STEPS = (
 )
 
 
-def test_steps_restated_on_a_later_night_win_whatever_their_file_is_named(demo_copy):
-    """The night after the demo, a file restates B-8's steps 3 and 4 of job 2003 as discarded (data_quality). Its
-    name, discards-2026-11-17.jsonl, sorts before the demo's steps.jsonl, but its bytes arrived later: it is the
-    newest delivery. By hand: 26 - 2 = 24 steps counted, 4 + 2 = 6 discarded, 24,000,000 tokens, the same 426.13 of
-    compute, 426.13 / 24 = 17.7554 a counted step (last by path, the demo's 26, 4 and 16.3896 stayed). The file gone
-    from the landing folder the night after, raw keeps its rows and its arrival: still 24. Retracted, its rows leave
-    raw and the demo's delivery is the newest again: 26, 4 and 16.3896."""
-    landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
-    demo = [(26, 4, 26_000_000, Decimal("426.13"), Decimal("16.3896"))]
-    assert query(warehouse, _B8_STEPS) == demo
+def _b8_steps_restated_in_a_file_named_before_the_demo_s(landing: Path) -> None:
+    """B-8's steps: a file restating steps 3 and 4 of job 2003 as discarded (data_quality), its name sorting before
+    the demo's steps.jsonl."""
     steps = (landing / "steps" / "steps.jsonl").read_text(encoding="utf-8").splitlines()
     restated = [
         line.replace('"discarded_reason": null', '"discarded_reason": "data_quality"')
@@ -725,53 +857,66 @@ def test_steps_restated_on_a_later_night_win_whatever_their_file_is_named(demo_c
         if '"job_id": "2003", "step": 3,' in line or '"job_id": "2003", "step": 4,' in line
     ]
     assert len(restated) == 2 and all('"committed": true' in line for line in restated)
-    discards = "steps/discards-2026-11-17.jsonl"
-    assert discards < "steps/steps.jsonl"
-    (landing / discards).write_text("\n".join(restated) + "\n", encoding="utf-8")
+    assert _DISCARDS < "steps/steps.jsonl"
+    (landing / _DISCARDS).write_text("\n".join(restated) + "\n", encoding="utf-8")
 
-    second = cli_night(landing, warehouse)
+
+def test_steps_restated_on_a_later_night_win_whatever_their_file_is_named(demo_run, later_nights):
+    """The night after the demo, a file restates B-8's steps 3 and 4 of job 2003 as discarded (data_quality). Its
+    name, discards-2026-11-17.jsonl, sorts before the demo's steps.jsonl, but its bytes arrived later: it is the
+    newest delivery. By hand: 26 - 2 = 24 steps counted, 4 + 2 = 6 discarded, 24,000,000 tokens, the same 426.13 of
+    compute, 426.13 / 24 = 17.7554 a counted step (last by path, the demo's 26, 4 and 16.3896 stayed). The file gone
+    from the landing folder the night after, raw keeps its rows and its arrival: still 24. Retracted, its rows leave
+    raw and the demo's delivery is the newest again: 26, 4 and 16.3896."""
+    second, third, fourth = later_nights.nights
+    demo = [(26, 4, 26_000_000, Decimal("426.13"), Decimal("16.3896"))]
+    assert query(demo_run.warehouse, _B8_STEPS) == demo
+
     assert second.code == 0, second.out + second.err
     restated_figures = [(24, 6, 24_000_000, Decimal("426.13"), Decimal("17.7554"))]
-    assert query(warehouse, _B8_STEPS) == restated_figures
+    assert query(second.warehouse, _B8_STEPS) == restated_figures
 
-    (landing / discards).unlink()
-    third = cli_night(landing, warehouse)
+    # The file gone from the landing folder.
     assert third.code == 0, third.out + third.err
-    assert query(warehouse, "select count(*) from raw.training_steps where source_file = ?", [discards]) == [(2,)]
-    assert query(warehouse, _B8_STEPS) == restated_figures
+    assert query(third.warehouse, "select count(*) from raw.training_steps where source_file = ?", [_DISCARDS]) == [
+        (2,)
+    ]
+    assert query(third.warehouse, _B8_STEPS) == restated_figures
 
-    assert [r.rows for r in retract(warehouse, discards, "restated the wrong steps", by="tests")] == [2]
-    fourth = cli_night(landing, warehouse)
+    assert later_nights.retracted == [2]
     assert fourth.code == 0, fourth.out + fourth.err
-    assert query(warehouse, _B8_STEPS) == demo
+    assert query(fourth.warehouse, _B8_STEPS) == demo
 
 
-def test_a_registry_file_delivered_on_a_later_night_revises_the_budget_whatever_its_name(demo_copy):
+def _b10_budget_revised_in_a_file_named_before_the_demo_s(landing: Path) -> None:
+    """B-10's budget: a registry file revising it from 100.00 to 50.00, its name sorting before the demo's."""
+    header, *rows = (landing / "registry" / "batches.csv").read_text(encoding="utf-8").splitlines()
+    (b10,) = [row for row in rows if row.startswith("B-10,")]
+    assert b10.count(",100.00,") == 1
+    assert _REVISION < "registry/batches.csv"
+    (landing / _REVISION).write_text(f"{header}\n{b10.replace(',100.00,', ',50.00,')}\n", encoding="utf-8")
+
+
+def test_a_registry_file_delivered_on_a_later_night_revises_the_budget_whatever_its_name(demo_run, later_nights):
     """The night after the demo, registry/batches-2026-11-20.csv revises B-10's budget from 100.00 to 50.00. Its name
     sorts before the demo's registry/batches.csv ('-' before '.'), but its bytes arrived later: the budget is 50.00.
     By hand: B-10 cost 108.00, variance 108.00 - 50.00 = 58.00, 58.00 / 50.00 = 116.00 %, over the 10.00 % boundary
     (last by path, the budget stayed 100.00: variance 8.00, 8.00 %, within the boundary)."""
-    landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
     budget = (
         "select budget_cost, actual_cost, variance, variance_pct, over_boundary from marts.fct_batch_budget "
         "where batch_id = 'B-10'"
     )
-    assert query(warehouse, budget) == [(Decimal("100.00"), Decimal("108.00"), Decimal("8.00"), Decimal("8.00"), False)]
-    header, *rows = (landing / "registry" / "batches.csv").read_text(encoding="utf-8").splitlines()
-    (b10,) = [row for row in rows if row.startswith("B-10,")]
-    assert b10.count(",100.00,") == 1
-    revision = "registry/batches-2026-11-20.csv"
-    assert revision < "registry/batches.csv"
-    (landing / revision).write_text(f"{header}\n{b10.replace(',100.00,', ',50.00,')}\n", encoding="utf-8")
+    before = [(Decimal("100.00"), Decimal("108.00"), Decimal("8.00"), Decimal("8.00"), False)]
+    assert query(demo_run.warehouse, budget) == before
 
-    night = cli_night(landing, warehouse)
+    night = later_nights.nights[0]
     assert night.code == 0, night.out + night.err
-    assert query(warehouse, budget) == [
+    assert query(night.warehouse, budget) == [
         (Decimal("50.00"), Decimal("108.00"), Decimal("58.00"), Decimal("116.00"), True)
     ]
     assert query(
-        warehouse, "select budget_cost, source_file from staging.stg_registry__batches where batch_id = 'B-10'"
-    ) == [(Decimal("50.00"), revision)]
+        night.warehouse, "select budget_cost, source_file from staging.stg_registry__batches where batch_id = 'B-10'"
+    ) == [(Decimal("50.00"), _REVISION)]
 
 
 PURCHASES_HEADER = (
