@@ -10,7 +10,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass

@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
 
 import pytest
 
 from tests.helpers import Night, cli_night, query
 from tests.test_end_to_end import PRICE, cents
+
+pytestmark = pytest.mark.xdist_group("serving_end_to_end")
 
 # assistant-large: 8 GPUs x 720 h x 4.00; assistant-small: 2 GPUs x 720 h at November's internal price.
 LARGE_GPU = Decimal("23040.00")
@@ -146,12 +149,9 @@ def _request(request_id: str, at: str, task_id: str | None, attempt: int, status
     }
 
 
-def test_an_owned_replica_in_a_month_without_an_internal_price_is_unpriced_not_free(demo_run, demo_copy):
-    """No silent zero on the serving side: an owned replica (blank agreed price) in December 2025, before the demo's
-    capacity purchase is in service (2026-01-01), has no internal GPU-hour price. Its model-month's GPU cost and spend
-    C were 0.00 and its requests cost 0.00 in every serving mart, with exit 0. Now they are null and counted; so are
-    the requests of January 2026, when the model has no replica at all. The demo's November is unchanged."""
-    landing = demo_copy / "landing"
+def _add_an_owned_replica_without_a_price_before_the_purchase(landing: Path) -> None:
+    """assistant-owned: a replica (blank agreed price) in December 2025, three requests then and one in January 2026,
+    when it has no replica (test_an_owned_replica_in_a_month_without_an_internal_price_is_unpriced_not_free)."""
     replicas = landing / "serving" / "replicas.csv"
     replicas.write_text(
         replicas.read_text(encoding="utf-8") + "R-O1,assistant-owned,2,2025-12-01T00:00:00,2026-01-01T00:00:00,\n",
@@ -166,13 +166,42 @@ def test_an_owned_replica_in_a_month_without_an_internal_price_is_unpriced_not_f
     (landing / "requests" / "requests_2025-12.jsonl").write_text(
         "".join(json.dumps(r) + "\n" for r in requests), encoding="utf-8"
     )
-    night = cli_night(landing, demo_copy / "warehouse.duckdb")
+
+
+def _list_r_l1_again_in_december_2026(landing: Path) -> None:
+    """December 2026's replica list names R-L1 again with its December run, and no request comes that month
+    (test_a_replica_listed_again_in_next_month_s_file_keeps_its_earlier_run)."""
+    (landing / "serving" / "replicas_2026-12.csv").write_text(
+        "replica_id,model,gpus,started_at,ended_at,gpu_hour_price\n"
+        "R-L1,assistant-large,8,2026-12-01T00:00:00,2027-01-01T00:00:00,4.00\n",
+        encoding="utf-8",
+    )
+
+
+@pytest.fixture(scope="module")
+def months_around_november(demo_run, tmp_path_factory: pytest.TempPathFactory) -> Night:
+    """One night on a copy of the demo with two independent changes, each in months and models of its own outside
+    the demo's November: an unpriced owned model in December 2025 and January 2026, and R-L1 listed again in December
+    2026. Neither touches the other's model-months, nor the demo's November."""
+    copy = demo_run.copy_to(tmp_path_factory.mktemp("months_around_november") / "demo")
+    landing = copy / "landing"
+    _add_an_owned_replica_without_a_price_before_the_purchase(landing)
+    _list_r_l1_again_in_december_2026(landing)
+    return cli_night(landing, copy / "warehouse.duckdb")
+
+
+def test_an_owned_replica_in_a_month_without_an_internal_price_is_unpriced_not_free(demo_run, months_around_november):
+    """No silent zero on the serving side: an owned replica (blank agreed price) in December 2025, before the demo's
+    capacity purchase is in service (2026-01-01), has no internal GPU-hour price. Its model-month's GPU cost and spend
+    C were 0.00 and its requests cost 0.00 in every serving mart, with exit 0. Now they are null and counted; so are
+    the requests of January 2026, when the model has no replica at all. The demo's November is unchanged."""
+    night = months_around_november
     assert night.code == 0, night.out + night.err
     # The night's summary names them, as it names the unpriced months of owned compute.
     assert (
         "Unpriced serving (a replica without a price, or no replica, in the model's month, or a quarantined replica "
         "in the month; request costs null, not 0.00): 2025-12 assistant-owned (3 requests), 2026-01 assistant-owned "
-        "(1 request)"
+        "(1 request)\n"
     ) in night.out
 
     def rows(sql: str) -> list[tuple]:
@@ -207,6 +236,8 @@ def test_an_owned_replica_in_a_month_without_an_internal_price_is_unpriced_not_f
     for mart in SERVING_MARTS:
         model = "routed_model" if mart in ("fct_task_costs", "fct_task_routing") else "model"
         demo = f"select * from marts.{mart} where {model} <> 'assistant-owned' order by all"
+        if mart == "fct_service_month":  # R-L1's December 2026 (the shared night's other change) is a month of its own
+            demo = demo.replace(" order by", " and month <> '2026-12-01' order by")
         assert rows(demo) == demo_run.query(demo), mart
 
 
@@ -242,24 +273,18 @@ def test_a_replica_still_up_is_quarantined_and_leaves_its_month_s_shared_costs_u
     assert query(night.warehouse, bills) == demo_run.query(bills)
 
 
-def test_a_replica_listed_again_in_next_month_s_file_keeps_its_earlier_run(demo_copy):
+def test_a_replica_listed_again_in_next_month_s_file_keeps_its_earlier_run(months_around_november):
     """Replica lists per month: December's names R-L1 again with its December run. Each run is the replica's id and
     start, so November keeps R-L1's 23,040.00 (8 GPUs x 720 h x 4.00); keyed by the id alone, December's row replaced
     November's, whose 240 requests went unpriced and assistant-small took all of the month's other costs.
     December has no request yet: its spend stands on its own (before, the night failed on it)."""
     D = Decimal
-    landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
-    (landing / "serving" / "replicas_2026-12.csv").write_text(
-        "replica_id,model,gpus,started_at,ended_at,gpu_hour_price\n"
-        "R-L1,assistant-large,8,2026-12-01T00:00:00,2027-01-01T00:00:00,4.00\n",
-        encoding="utf-8",
-    )
-    night = cli_night(landing, warehouse)
+    night = months_around_november
     assert night.code == 0, night.err
     rows = query(
-        warehouse,
+        night.warehouse,
         "select month, model, gpu_cost, other_cost, serving_cost, requests_total, allocated_to_requests "
-        "from marts.fct_service_month order by month, model",
+        "from marts.fct_service_month where model <> 'assistant-owned' order by month, model",
     )
     assert rows == [
         # November as in the demo: 23,040.00 + 4,400.00 of the other costs (by GPU-hours 5,760 : 1,440 of 5,500.00).
