@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import io
 from decimal import Decimal
+from pathlib import Path
+
+import pytest
 
 from cost_pipeline.cli import report, run_pipeline
 from cost_pipeline.demo import write_demo_landing
-from tests.helpers import query
+from tests.helpers import Night, cli_night, copy_demo, query
+
+pytestmark = pytest.mark.xdist_group("unpriced")
 
 
 def test_a_quarantined_capacity_purchase_leaves_compute_unpriced_not_zero(tmp_path):
@@ -147,19 +152,44 @@ def test_the_demo_has_no_unpriced_month(demo_run):
     assert "Unpriced months" not in out.getvalue()
 
 
-def test_a_batch_with_one_unpriced_month_is_null_and_the_night_still_passes(tmp_path):
+def _move_b8_analysis_job_to_december_2025(landing: Path) -> None:
     """B-8's analysis job (2006: 8 GPUs x 0.5 h) moved to December 2025, before the owned servers were bought
-    (2026-01-01): that month has no price. B-8 is partly unpriced: its other phases keep their cost, the batch's
-    compute and total are null, and every reconciliation test still passes (the night succeeds)."""
-    landing = write_demo_landing(tmp_path / "landing")
+    (test_a_batch_with_one_unpriced_month_is_null_and_the_night_still_passes)."""
     sacct = landing / "scheduler" / "sacct_2026-11.txt"
     lines = sacct.read_text(encoding="utf-8").splitlines(keepends=True)
     moved = [line.replace("2026-11-07T0", "2025-12-07T0") if line.startswith("2006|") else line for line in lines]
     assert moved != lines
     sacct.write_text("".join(moved), encoding="utf-8")
-    warehouse = tmp_path / "warehouse.duckdb"
-    assert run_pipeline(landing, warehouse)
 
+
+def _ship_b10_cloud_events_again_without_their_cluster(landing: Path) -> None:
+    """B-10's cloud job's event stream shipped again as an older exporter wrote it, without the cluster
+    (test_the_same_events_delivered_without_their_cluster_are_the_same_job)."""
+    stream = (landing / "scheduler" / "cloud_events_2026-11.jsonl").read_text(encoding="utf-8")
+    assert '"cluster": "eks-us-east-1", ' in stream
+    (landing / "scheduler" / "cloud_events_2026-11-10.jsonl").write_text(
+        stream.replace('"cluster": "eks-us-east-1", ', ""), encoding="utf-8"
+    )
+
+
+@pytest.fixture(scope="module")
+def b8_and_b10_changed(demo_run, tmp_path_factory: pytest.TempPathFactory) -> Night:
+    """One night on a copy of the demo with two independent changes: B-8's (owned) analysis job in an unpriced month
+    and B-10's (cloud) events shipped again. Each test asserts its own batch's figures."""
+    copy = copy_demo(demo_run, tmp_path_factory.mktemp("b8_and_b10") / "demo")
+    landing = copy / "landing"
+    _move_b8_analysis_job_to_december_2025(landing)
+    _ship_b10_cloud_events_again_without_their_cluster(landing)
+    return cli_night(landing, copy / "warehouse.duckdb")
+
+
+def test_a_batch_with_one_unpriced_month_is_null_and_the_night_still_passes(b8_and_b10_changed):
+    """B-8's analysis job (2006: 8 GPUs x 0.5 h) moved to December 2025, before the owned servers were bought
+    (2026-01-01): that month has no price. B-8 is partly unpriced: its other phases keep their cost, the batch's
+    compute and total are null, and every reconciliation test still passes (the night succeeds)."""
+    night = b8_and_b10_changed
+    assert night.code == 0, night.out + night.err
+    warehouse = night.warehouse
     phases = {
         phase: (cost, unpriced, hours)
         for phase, cost, unpriced, hours in query(
@@ -231,20 +261,13 @@ def test_a_rented_cluster_job_whose_bill_has_not_arrived_is_pending_not_owned_ca
     assert line.endswith(": b10-eval-cloud (B-10, 32.00 GPU-h)")
 
 
-def test_the_same_events_delivered_without_their_cluster_are_the_same_job(demo_copy):
+def test_the_same_events_delivered_without_their_cluster_are_the_same_job(b8_and_b10_changed):
     """The cloud job's event stream shipped again as an older exporter wrote it, without the cluster: the same three
     events, the same job. Keyed apart, they made a second job of the same 32 GPU-hours, forever unbilled (B-10's
     compute and total null)."""
-    from tests.helpers import cli_night
-
-    landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
-    stream = (landing / "scheduler" / "cloud_events_2026-11.jsonl").read_text(encoding="utf-8")
-    assert '"cluster": "eks-us-east-1", ' in stream
-    (landing / "scheduler" / "cloud_events_2026-11-10.jsonl").write_text(
-        stream.replace('"cluster": "eks-us-east-1", ', ""), encoding="utf-8"
-    )
-    night = cli_night(landing, warehouse)
+    night = b8_and_b10_changed
     assert night.code == 0, night.err
+    warehouse = night.warehouse
     assert query(
         warehouse, "select job_key, occupied_gpu_hours from marts.fct_runs where job_id = 'b10-eval-cloud'"
     ) == [("eks-us-east-1/b10-eval-cloud@2026-11-10 00:00:00", Decimal("32.0000"))]
