@@ -9,6 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from cost_pipeline.cli import run_pipeline
 from cost_pipeline.contract import load_contract
@@ -17,6 +18,8 @@ from cost_pipeline.ingest.lib.records import ParsedFile
 from cost_pipeline.ingest.lib.validate import validate_rows
 from cost_pipeline.ingest.registry import sources
 from tests.helpers import cli_night, one_batch_landing, query
+
+pytestmark = pytest.mark.xdist_group("kubernetes_events")
 
 # kp-1 preempted and not started again; kp-2 preempted and running again; kp-3's submit is the stream's newest event.
 PREEMPTED_EVENTS = [
@@ -48,29 +51,31 @@ def _event(job_id: str, event: str, at: str, **extra: object) -> str:
     )
 
 
-def test_kubernetes_jobs_reach_the_marts(tmp_path):
-    landing = one_batch_landing(tmp_path)
+def _jobs_k1_to_k3_of_b1(landing: Path) -> None:
+    """k1 preempted, requeued and out of memory, k2 its retry (also out of memory), k3 running, all B-1's,
+    on 3 November: k3's start is the landing's newest event (test_kubernetes_jobs_reach_the_marts)."""
     retry = {"reason": "failure_retry", "restart_of": "k1"}
-    (landing / "scheduler" / "events.jsonl").write_text(
+    (landing / "scheduler" / "events_reach_the_marts.jsonl").write_text(
         "\n".join(
             [
-                _event("k1", "submit", "2026-11-02T00:00:00"),
-                _event("k1", "start", "2026-11-02T01:00:00"),
-                _event("k1", "preempt", "2026-11-02T02:00:00"),
-                _event("k1", "requeue", "2026-11-02T02:30:00"),
-                _event("k1", "start", "2026-11-02T03:00:00"),
-                _event("k1", "end", "2026-11-02T04:00:00", state="OOMKilled"),
-                _event("k2", "start", "2026-11-02T05:00:00", labels=retry),
-                _event("k2", "end", "2026-11-02T06:00:00", state="OOMKilled", labels=retry),
-                _event("k3", "start", "2026-11-02T07:00:00"),
+                _event("k1", "submit", "2026-11-03T00:00:00"),
+                _event("k1", "start", "2026-11-03T01:00:00"),
+                _event("k1", "preempt", "2026-11-03T02:00:00"),
+                _event("k1", "requeue", "2026-11-03T02:30:00"),
+                _event("k1", "start", "2026-11-03T03:00:00"),
+                _event("k1", "end", "2026-11-03T04:00:00", state="OOMKilled"),
+                _event("k2", "start", "2026-11-03T05:00:00", labels=retry),
+                _event("k2", "end", "2026-11-03T06:00:00", state="OOMKilled", labels=retry),
+                _event("k3", "start", "2026-11-03T07:00:00"),
             ]
         )
         + "\n",
         encoding="utf-8",
     )
-    warehouse = tmp_path / "warehouse.duckdb"
-    assert run_pipeline(landing, warehouse)
 
+
+def test_kubernetes_jobs_reach_the_marts(small_landing_night: Path):
+    warehouse = small_landing_night
     con = duckdb.connect(str(warehouse), read_only=True)
     runs = {
         r[0]: r[1:]
@@ -157,12 +162,11 @@ def _scrape_lines(host: str, gpu: int, pod: str, at: datetime) -> list[str]:
     return [f"{metric}{{{labels}}} {value} {int(at.timestamp() * 1000)}" for metric, value in metrics.items()]
 
 
-def test_an_indexed_jobs_pods_samples_are_its_own(tmp_path):
-    """An Indexed Job's pods are <job>-<completion index>-<5 characters>: their samples are the Job's, while a Job
-    really named <job>-<digits> keeps its own (an exact name wins)."""
-    landing = one_batch_landing(tmp_path)
+def _indexed_job_train_b7_and_a_job_named_train_b7_3(landing: Path) -> None:
+    """train-b7, an Indexed Job, and train-b7-3, with dcgm-exporter scrapes of their pods on node-01 and node-02, the
+    landing's only telemetry (test_an_indexed_jobs_pods_samples_are_its_own)."""
     # train-b7, an Indexed Job of two completions on two GPUs, and a Job named train-b7-3 on one, both 01:00-01:10.
-    (landing / "scheduler" / "events.jsonl").write_text(
+    (landing / "scheduler" / "events_indexed_job.jsonl").write_text(
         "\n".join(
             line
             for job, gpus in (("train-b7", 2), ("train-b7-3", 1))
@@ -188,13 +192,66 @@ def test_an_indexed_jobs_pods_samples_are_its_own(tmp_path):
             for line in _scrape_lines(host, gpu, pod, start + timedelta(minutes=minute))
         ]
         (landing / "telemetry" / f"{host}.prom").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    warehouse = tmp_path / "warehouse.duckdb"
-    assert run_pipeline(landing, warehouse)
 
+
+def _namespaced_requested_complete_and_shrunk_jobs(landing: Path) -> None:
+    """Batch B-2 in the registry; k-req, team-a/eval, team-b/eval (B-2's), k-wait and k-shrink
+    (test_kubernetes_jobs_are_namespaced_allocated_their_request_and_complete)."""
+    (landing / "registry" / "batches.csv").write_text(
+        (landing / "registry" / "batches.csv").read_text(encoding="utf-8") + "B-2,p,g,t,d,m,c,cfg,v1,,,,,\n",
+        encoding="utf-8",
+    )
+
+    def line(job: str, event: str, at: str, gpus: int, namespace: str | None = None, **extra: object) -> str:
+        record = json.loads(_event(job, event, at, gpus_requested=gpus, **extra))
+        del record["gpus_allocated"]
+        return json.dumps(record | ({"namespace": namespace} if namespace else {}))
+
+    b2 = {"labels": {"batch": "B-2"}}
+    (landing / "scheduler" / "events_namespaced.jsonl").write_text(
+        "\n".join(
+            [
+                line("k-req", "start", "2026-11-02T04:00:00", 8),
+                line("k-req", "end", "2026-11-02T08:00:00", 8, state="Succeeded"),
+                line("eval", "start", "2026-11-02T01:00:00", 4, "team-a"),
+                line("eval", "end", "2026-11-02T03:00:00", 4, "team-a", state="Succeeded"),
+                line("eval", "start", "2026-11-02T01:30:00", 2, "team-b", **b2),
+                line("eval", "end", "2026-11-02T02:30:00", 2, "team-b", state="Complete", **b2),
+                line("k-wait", "submit", "2026-11-02T09:00:00", 1),
+                line("k-shrink", "start", "2026-10-31T14:00:00", 8),
+                line("k-shrink", "preempt", "2026-11-01T00:00:00", 8),
+                line("k-shrink", "start", "2026-11-01T12:00:00", 1),
+                line("k-shrink", "end", "2026-11-01T22:00:00", 1, state="Succeeded"),
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+
+
+@pytest.fixture(scope="module")
+def small_landing_night(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The warehouse after one night on a landing of one batch (B-1) with three independent sets of Kubernetes jobs,
+    each in an events file of its own, its jobs named apart, in no cluster (one stream). The only running job, k3,
+    starts at the stream's newest event (3 November, after the other sets' 31 October to 2 November), so it has
+    occupied nothing yet, as on a landing of its own set. Each test reads its own jobs."""
+    landing = one_batch_landing(tmp_path_factory.mktemp("small_landing"))
+    _jobs_k1_to_k3_of_b1(landing)
+    _indexed_job_train_b7_and_a_job_named_train_b7_3(landing)
+    _namespaced_requested_complete_and_shrunk_jobs(landing)
+    warehouse = landing.parent / "warehouse.duckdb"
+    assert run_pipeline(landing, warehouse)
+    return warehouse
+
+
+def test_an_indexed_jobs_pods_samples_are_its_own(small_landing_night: Path):
+    """An Indexed Job's pods are <job>-<completion index>-<5 characters>: their samples are the Job's, while a Job
+    really named <job>-<digits> keeps its own (an exact name wins)."""
+    warehouse = small_landing_night
     runs = query(
         warehouse,
         "select job_id, samples, occupied_gpu_hours, effective_compute_gpu_hours, unobserved_gpu_hours "
-        "from marts.fct_runs order by job_id",
+        "from marts.fct_runs where job_id like 'train-b7%' order by job_id",
     )
     unattributed = query(warehouse, "select reason, samples from marts.fct_unattributed_gpu_hours")
     # Each sample stands for the 60 s to its GPU's next one (the last to the job's end at 01:10): train-b7's two
@@ -425,7 +482,7 @@ def test_a_job_event_after_the_night_is_quarantined():
     assert [(r.line, r.rule) for r in parsed.rejections] == [(2, "at.after_night"), (4, "at.after_night")]
 
 
-def test_kubernetes_jobs_are_namespaced_allocated_their_request_and_complete(tmp_path):
+def test_kubernetes_jobs_are_namespaced_allocated_their_request_and_complete(small_landing_night: Path):
     """- An event stating `gpus_requested` and no `gpus_allocated` was allocated its request (Kubernetes hands a pod
       exactly the GPUs it asks for): k-req, 8 GPUs 04:00-08:00, occupied 32 GPU-hours (before: 0, its time unpriced).
     - Job names are namespace-scoped: team-a/eval (B-1, 4 GPUs 01:00-03:00, 8 GPU-hours) and team-b/eval (B-2, 2
@@ -435,44 +492,11 @@ def test_kubernetes_jobs_are_namespaced_allocated_their_request_and_complete(tmp
     - A job preempted and started again with fewer GPUs holds fewer in its later segment: k-shrink, 8 GPUs 14:00-24:00
       on 31 October, preempted, 1 GPU 12:00-22:00 on 1 November, occupied 80 + 10 = 90 GPU-hours, 80 in October and
       10 in November (before: 8 GPUs x 20 h = 160, split 80 and 80 by the segments' seconds)."""
-    landing = one_batch_landing(tmp_path)
-    (landing / "registry" / "batches.csv").write_text(
-        (landing / "registry" / "batches.csv").read_text(encoding="utf-8") + "B-2,p,g,t,d,m,c,cfg,v1,,,,,\n",
-        encoding="utf-8",
-    )
-
-    def line(job: str, event: str, at: str, gpus: int, namespace: str | None = None, **extra: object) -> str:
-        record = json.loads(_event(job, event, at, gpus_requested=gpus, **extra))
-        del record["gpus_allocated"]
-        return json.dumps(record | ({"namespace": namespace} if namespace else {}))
-
-    b2 = {"labels": {"batch": "B-2"}}
-    (landing / "scheduler" / "events.jsonl").write_text(
-        "\n".join(
-            [
-                line("k-req", "start", "2026-11-02T04:00:00", 8),
-                line("k-req", "end", "2026-11-02T08:00:00", 8, state="Succeeded"),
-                line("eval", "start", "2026-11-02T01:00:00", 4, "team-a"),
-                line("eval", "end", "2026-11-02T03:00:00", 4, "team-a", state="Succeeded"),
-                line("eval", "start", "2026-11-02T01:30:00", 2, "team-b", **b2),
-                line("eval", "end", "2026-11-02T02:30:00", 2, "team-b", state="Complete", **b2),
-                line("k-wait", "submit", "2026-11-02T09:00:00", 1),
-                line("k-shrink", "start", "2026-10-31T14:00:00", 8),
-                line("k-shrink", "preempt", "2026-11-01T00:00:00", 8),
-                line("k-shrink", "start", "2026-11-01T12:00:00", 1),
-                line("k-shrink", "end", "2026-11-01T22:00:00", 1, state="Succeeded"),
-            ]
-        )
-        + "\n",
-        encoding="utf-8",
-    )
-    warehouse = tmp_path / "warehouse.duckdb"
-    assert run_pipeline(landing, warehouse)
-
+    warehouse = small_landing_night
     assert query(
         warehouse,
         "select job_id, batch_id, state, restarts, gpus_allocated, occupied_gpu_hours from marts.fct_runs "
-        "order by job_id, batch_id",
+        "where job_id in ('eval', 'k-req', 'k-wait', 'k-shrink') order by job_id, batch_id",
     ) == [
         ("eval", "B-1", "COMPLETED", 0, 4, Decimal(8)),
         ("eval", "B-2", "COMPLETED", 0, 2, Decimal(2)),
