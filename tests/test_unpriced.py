@@ -11,7 +11,7 @@ import pytest
 
 from cost_pipeline.cli import report, run_pipeline
 from cost_pipeline.demo import write_demo_landing
-from tests.helpers import Night, cli_night, copy_demo, query
+from tests.helpers import Night, cli_night, query
 
 pytestmark = pytest.mark.xdist_group("unpriced")
 
@@ -176,7 +176,7 @@ def _ship_b10_cloud_events_again_without_their_cluster(landing: Path) -> None:
 def b8_and_b10_changed(demo_run, tmp_path_factory: pytest.TempPathFactory) -> Night:
     """One night on a copy of the demo with two independent changes: B-8's (owned) analysis job in an unpriced month
     and B-10's (cloud) events shipped again. Each test asserts its own batch's figures."""
-    copy = copy_demo(demo_run, tmp_path_factory.mktemp("b8_and_b10") / "demo")
+    copy = demo_run.copy_to(tmp_path_factory.mktemp("b8_and_b10") / "demo")
     landing = copy / "landing"
     _move_b8_analysis_job_to_december_2025(landing)
     _ship_b10_cloud_events_again_without_their_cluster(landing)
