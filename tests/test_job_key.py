@@ -133,3 +133,90 @@ def test_a_step_naming_a_reused_jobid_belongs_to_the_job_running_then(reused_nig
         0
     ]
     assert steps == {"/1002@2026-11-02 23:55:00": demo_steps - 1, "/1002@2026-11-20 09:55:00": 1}
+
+
+# Job 2003 of the demo (16 GPUs for 8 hours), as exports with other field lists write it.
+_SACCT_2003 = {
+    "JobID": "2003",
+    "JobIDRaw": "2003",
+    "State": "COMPLETED",
+    "Submit": "2026-11-05T23:55:00",
+    "Start": "2026-11-06T00:00:00",
+    "End": "2026-11-06T08:00:00",
+    "Elapsed": "08:00:00",
+    "Timelimit": "2-00:00:00",
+    "NNodes": "2",
+    "ReqTRES": "cpu=64,gres/gpu=16,node=2",
+    "AllocTRES": "cpu=64,gres/gpu=16,node=2",
+    "Comment": "batch=B-8;phase=training;reason=planned_experiment",
+}
+_RUNNING_2003 = {**_SACCT_2003, "State": "RUNNING", "End": "Unknown", "Elapsed": "04:00:00"}
+_BASE = ["JobID", "JobIDRaw", "State", "Submit", "Start", "End", "Elapsed", "Timelimit", "NNodes"]
+_BASE += ["ReqTRES", "AllocTRES", "Comment"]
+
+
+def _sacct_file(header: list[str], *records: dict[str, str]) -> list[str]:
+    return ["|".join(header), *(_sacct_line(header, **record) for record in records)]
+
+
+def _allocations(tmp_path, files: dict[str, list[str]]) -> list[tuple]:
+    from tests.helpers import staged_rows
+
+    rows = staged_rows(tmp_path, "scheduler_jobs", files, "stg_scheduler__sacct_jobs")
+    return sorted(
+        (row["job_key"], row["state"], row["source_file"].rsplit("/", 1)[-1])
+        for row in rows
+        if row["record_type"] == "allocation"
+    )
+
+
+def test_an_export_naming_the_cluster_or_leaving_out_submit_repeats_the_same_job(tmp_path):
+    """The demo's export names no Cluster. Delivered again with the Cluster field, job 2003 was keyed both
+    `/2003@…` and `gpu-cluster/2003@…` (B-8's compute cost 426.13 -> 743.25, 128 GPU-hours twice); an export
+    without Submit keyed it `/2003@` beside `/2003@2026-11-05 23:55:00` (the same doubling); and a running record
+    in one and its ended one in the other were both read (the running one never retired). A record without the
+    cluster is the job of the one cluster naming its JobID at that submit, one without Submit the one job known for
+    its JobID: one job, its ended record read."""
+    no_submit = [field for field in _BASE if field != "Submit"]
+    files = {
+        "scheduler/a.txt": _sacct_file(_BASE, _RUNNING_2003),
+        "scheduler/b.txt": _sacct_file([*_BASE, "Cluster"], {**_SACCT_2003, "Cluster": "gpu-cluster"}),
+        "scheduler/c.txt": _sacct_file(no_submit, _SACCT_2003),
+    }
+    # Files of one load: of the ended records, the last by path (c.txt), keyed with the cluster b.txt names.
+    assert _allocations(tmp_path, files) == [("gpu-cluster/2003@2026-11-05 23:55:00", "COMPLETED", "c.txt")]
+
+
+def test_an_export_without_submit_alone_repeats_the_job_of_the_one_submit(tmp_path):
+    no_submit = [field for field in _BASE if field != "Submit"]
+    files = {
+        "scheduler/a.txt": _sacct_file(_BASE, _RUNNING_2003),
+        "scheduler/c.txt": _sacct_file(no_submit, _SACCT_2003),
+    }
+    assert _allocations(tmp_path, files) == [("/2003@2026-11-05 23:55:00", "COMPLETED", "c.txt")]
+
+
+def test_jobs_of_two_clusters_or_two_submits_stay_two_and_an_ambiguous_record_stays_apart(tmp_path):
+    """JobID 2003 on two named clusters, and again after a reset (another submit): three jobs. A record naming
+    neither cluster nor submit could be any of them and stays its own; one naming no cluster at a submit two
+    clusters share stays its own too."""
+    reset = {**_SACCT_2003, "Submit": "2026-11-20T09:55:00", "Start": "2026-11-20T10:00:00"}
+    reset["End"] = "2026-11-20T18:00:00"
+    no_submit = [field for field in _BASE if field != "Submit"]
+    files = {
+        "scheduler/a.txt": _sacct_file(
+            [*_BASE, "Cluster"],
+            {**_SACCT_2003, "Cluster": "alpha"},
+            {**_SACCT_2003, "Cluster": "beta"},
+            {**reset, "Cluster": "alpha"},
+        ),
+        "scheduler/b.txt": _sacct_file(_BASE, _SACCT_2003),
+        "scheduler/c.txt": _sacct_file(no_submit, _SACCT_2003),
+    }
+    assert _allocations(tmp_path, files) == [
+        ("/2003@", "COMPLETED", "c.txt"),
+        ("/2003@2026-11-05 23:55:00", "COMPLETED", "b.txt"),
+        ("alpha/2003@2026-11-05 23:55:00", "COMPLETED", "a.txt"),
+        ("alpha/2003@2026-11-20 09:55:00", "COMPLETED", "a.txt"),
+        ("beta/2003@2026-11-05 23:55:00", "COMPLETED", "a.txt"),
+    ]
