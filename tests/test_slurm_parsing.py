@@ -161,10 +161,19 @@ def test_cancelled_by_user():
         ("5908801_3", ("allocation", "5908801_3", None)),
         ("5908801_3.batch", ("step", "5908801_3", "batch")),
         ("5908801_[4-9]", ("allocation", "5908801_[4-9]", None)),
+        ("5908801_[1,3,5-7%2]", ("allocation", "5908801_[1,3,5-7%2]", None)),
     ],
 )
 def test_job_ids(text, expected):
     assert slurm.parse_job_id(text) == expected
+
+
+@pytest.mark.parametrize("text", ["5908801_[]", "5908801_[3-]", "5908801_[1,,3]", "5908801_[a-b]", "5908801_[%2]"])
+def test_a_pending_array_names_its_tasks_as_sacct_writes_them(text):
+    """Staging counts a pending range's tasks from its brackets: anything but numbers, ranges and a `%` limit is no
+    JobID sacct writes, quarantined (job_id_format), not a night failing on it."""
+    with pytest.raises(slurm.FieldError):
+        slurm.parse_job_id(text)
 
 
 def test_labels_from_comment_then_wckey():

@@ -63,7 +63,13 @@ _NO_TIME = {"", "none", "unknown", "n/a"}
 _NO_LIMIT = {"unlimited", "partition_limit", "invalid", "none", ""}
 # Patterns are ASCII: ``\d`` would also take other scripts' digits (``int`` reads some of them, not others).
 _DURATION = re.compile(r"^(?:(?P<days>\d+)-)?(?P<rest>\d+(?::\d+){0,2})(?:\.\d+)?$", re.ASCII)
-_JOB_ID = re.compile(r"^(?P<base>\d+(?:_(?:\d+|\[[^\]]*\]))?(?:\+\d+)?)(?:\.(?P<step>[A-Za-z0-9_-]+))?$", re.ASCII)
+# A pending array's tasks as sacct writes them: numbers and ranges separated by commas, then its `%` limit of tasks run
+# at once (`5908801_[1,3,5-7%2]`); staging expands them (stg_scheduler__sacct_jobs), so nothing else is a JobID.
+_ARRAY_TASKS = r"\[\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*(?:%\d+)?\]"
+_JOB_ID = re.compile(
+    rf"^(?P<base>\d+(?:_(?:\d+|{_ARRAY_TASKS}))?(?:\+\d+)?)(?:\.(?P<step>[A-Za-z0-9_-]+))?$",
+    re.ASCII,
+)
 _GPU_TRES = re.compile(r"(?:^|,)gres/gpu=(\d+)(?:,|$)", re.ASCII)
 _TYPED_GPU_TRES = re.compile(r"(?:^|,)gres/gpu:([^=,]+)=(\d+)(?=,|$)", re.ASCII)
 # Slurm's GPU sharding (gres/shard, docs/fractional_gpus.md): a job holding shards holds that share of a GPU.

@@ -59,6 +59,45 @@ newest as (
                        prefer='case when end_at is null then 1 else 0 end, end_at desc') }}
 ),
 
+-- A pending job array is one record naming the tasks not started yet (`2002_[3-4]`; sacct writes numbers and ranges
+-- separated by commas, then its `%` limit of tasks run at once: `2005_[1,3,5-7%2]`). A task that runs is a record
+-- of its own (`2002_3`), in the same export or a later one, while an earlier export still holds the range: the task
+-- is no longer pending wherever it is seen (a record of the range's JobID and task, of its cluster or of none,
+-- submitted no earlier than the range), and a range none of whose tasks is still pending is gone.
+array_ranges as (
+    select
+        job_cluster as range_cluster,
+        job_id as range_job_id,
+        job_submit_at as range_submit_at,
+        regexp_replace(job_id, '%[0-9]+', '') as array_tasks
+    from newest
+    where record_type = 'allocation' and job_id like '%[%'
+),
+
+range_tasks as (
+    {{ expand_hostlist('array_ranges', ['range_cluster', 'range_job_id', 'range_submit_at'], 'array_tasks') }}
+),
+
+array_tasks_pending as (
+    select
+        range_tasks.range_cluster,
+        range_tasks.range_job_id,
+        range_tasks.range_submit_at,
+        count(distinct case when task_records.job_id is null then range_tasks.hostname end) as tasks_pending
+    from range_tasks
+    left join (
+        select distinct job_cluster, job_id, job_submit_at
+        from newest
+        where record_type = 'allocation'
+    ) as task_records
+        on task_records.job_id = range_tasks.hostname
+        and (task_records.job_cluster = range_tasks.range_cluster
+            or task_records.job_cluster is null or range_tasks.range_cluster is null)
+        and (task_records.job_submit_at >= range_tasks.range_submit_at
+            or task_records.job_submit_at is null or range_tasks.range_submit_at is null)
+    group by range_tasks.range_cluster, range_tasks.range_job_id, range_tasks.range_submit_at
+),
+
 renamed as (
     select
         {{ job_key('job_cluster', 'job_id', 'job_submit_at') }} as job_key,
@@ -106,6 +145,11 @@ renamed as (
         source_file,
         source_line
     from newest
+    left join array_tasks_pending
+        on newest.job_id = array_tasks_pending.range_job_id
+        and newest.job_cluster is not distinct from array_tasks_pending.range_cluster
+        and newest.job_submit_at is not distinct from array_tasks_pending.range_submit_at
+    where array_tasks_pending.tasks_pending is null or array_tasks_pending.tasks_pending > 0
 )
 
 select * from renamed

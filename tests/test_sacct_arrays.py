@@ -1,0 +1,46 @@
+"""A pending Slurm job array (sacct's `2002_[3-4]`: the tasks not started yet, listed as one record) and its tasks,
+each listed as a record of its own once it runs (`2002_3`), in this export or a later one."""
+
+from __future__ import annotations
+
+from tests.helpers import staged_rows
+
+HEADER = ["JobID", "JobIDRaw", "State", "Submit", "Start", "End", "Elapsed", "Timelimit", "NNodes"]
+HEADER += ["ReqTRES", "AllocTRES", "Comment"]
+SUBMIT = "2026-11-05T01:00:00"
+
+
+def _pending(job_id: str) -> str:
+    values = [job_id, job_id.split("_")[0], "PENDING", SUBMIT, "Unknown", "Unknown", "00:00:00", "02:00:00", "1"]
+    return "|".join([*values, "cpu=64,gres/gpu=8,node=1", "", "batch=B-8;phase=exploration"])
+
+
+def _ran(job_id: str, raw: str) -> str:
+    values = [job_id, raw, "COMPLETED", SUBMIT, "2026-11-05T02:00:00", "2026-11-05T03:00:00", "01:00:00"]
+    values += ["02:00:00", "1", "cpu=64,gres/gpu=8,node=1", "cpu=64,gres/gpu=8,node=1", "batch=B-8"]
+    return "|".join(values)
+
+
+def _allocations(tmp_path, files: dict[str, list[str]]) -> list[dict]:
+    rows = staged_rows(tmp_path, "scheduler_jobs", files, "stg_scheduler__sacct_jobs")
+    return sorted((row for row in rows if row["record_type"] == "allocation"), key=lambda row: row["job_id"])
+
+
+def test_a_pending_range_is_retired_by_the_records_of_its_tasks(tmp_path):
+    """The demo's pending 2002_[3-4] stayed beside its tasks 2002_3 and 2002_4 once a later export listed them run:
+    B-8 counted 11 jobs, not 10, and 904 requested GPU-hours, not 888 (the range's 16 again). A task of a range
+    seen as its own record is no longer pending; a range all of whose tasks are seen is gone, one with tasks not
+    seen yet stays (2005_[1,3,5-7%2]: sacct's commas and `%` limit; 2005_3 and 2005_6 ran)."""
+    files = {
+        "scheduler/a.txt": ["|".join(HEADER), _pending("2002_[3-4]"), _pending("2005_[1,3,5-7%2]")],
+        "scheduler/b.txt": ["|".join(HEADER), _ran("2002_3", "2012"), _ran("2002_4", "2013")]
+        + [_ran("2005_3", "2015"), _ran("2005_6", "2016")],
+    }
+    staged = _allocations(tmp_path, files)
+    assert [(row["job_id"], row["state"]) for row in staged] == [
+        ("2002_3", "COMPLETED"),
+        ("2002_4", "COMPLETED"),
+        ("2005_3", "COMPLETED"),
+        ("2005_6", "COMPLETED"),
+        ("2005_[1,3,5-7%2]", "PENDING"),
+    ]
