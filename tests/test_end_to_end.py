@@ -80,7 +80,8 @@ def test_batch_b8_and_the_unattributed_bucket(demo_run):
     # 2001 (failed: config error), 2002_1, 2002_2 (array), 2002_[3-4] (pending), 2003 (16 GPUs, 8 h), 2004,
     # 2005 (eval_rework), 2006 (cancelled after 30 min), 2007 (CPU only, no phase label).
     assert b8["jobs"] == 9
-    assert b8["requested_gpu_hours"] == 6 * 16 + 16 * 48 + 8
+    # The pending 2002_[3-4] requests 16 GPU-hours for each of its two tasks.
+    assert b8["requested_gpu_hours"] == 7 * 16 + 16 * 48 + 8
     assert b8["occupied_gpu_hours"] == 5 * 8 + 128 + 4
     assert b8["effective_compute_gpu_hours"] == hours(5 * 8 * 45 + 8 * 18 + 16 * 423)
     assert b8["failed_gpu_hours"] == 8 + 4

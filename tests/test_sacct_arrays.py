@@ -32,7 +32,8 @@ def test_a_pending_range_is_retired_by_the_records_of_its_tasks(tmp_path):
     seen as its own record is no longer pending; a range all of whose tasks are seen is gone, one with tasks not
     seen yet stays (2005_[1,3,5-7%2]: sacct's commas and `%` limit; 2005_3 and 2005_6 ran)."""
     files = {
-        "scheduler/a.txt": ["|".join(HEADER), _pending("2002_[3-4]"), _pending("2005_[1,3,5-7%2]")],
+        "scheduler/a.txt": ["|".join(HEADER), _pending("2002_[3-4]"), _pending("2005_[1,3,5-7%2]")]
+        + [_pending("2006_[1-4]")],
         "scheduler/b.txt": ["|".join(HEADER), _ran("2002_3", "2012"), _ran("2002_4", "2013")]
         + [_ran("2005_3", "2015"), _ran("2005_6", "2016")],
     }
@@ -43,4 +44,8 @@ def test_a_pending_range_is_retired_by_the_records_of_its_tasks(tmp_path):
         ("2005_3", "COMPLETED"),
         ("2005_6", "COMPLETED"),
         ("2005_[1,3,5-7%2]", "PENDING"),
+        ("2006_[1-4]", "PENDING"),
     ]
+    # A pending range stood for one task (the demo's 2002_[3-4] requested 16 GPU-hours, its two tasks 32): it
+    # stands for its tasks still pending, 2005's 1, 5 and 7, every task of 2006; a task for itself.
+    assert [row["array_tasks"] for row in staged] == [1, 1, 1, 1, 3, 4]

@@ -168,7 +168,8 @@ select
     with_categories.time_limit_seconds,
     with_categories.occupied_seconds,
     {{ gpu_equivalent_seconds('with_categories', 'requested', 'with_categories.gpu_total_slices', 'share_counts',
-        'with_categories.time_limit_seconds', 'with_categories.request_mig_instances',
+        'with_categories.time_limit_seconds * coalesce(with_categories.array_tasks, 1)',
+        'with_categories.request_mig_instances',
         'with_categories.request_mig_slices') }} as requested_gpu_seconds,
     -- A Kubernetes job that held fewer GPUs in some segments (preempted with 8, started again with 1) occupied its
     -- allocation seconds (each segment's seconds x its GPUs), not its most GPUs x all its seconds.

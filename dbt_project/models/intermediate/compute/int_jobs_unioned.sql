@@ -139,6 +139,7 @@ kubernetes as (
             then {{ seconds_between('event_runs.open_start_at', 'event_runs.running_seen_at') }}
             * event_runs.open_start_gpus else 0 end as occupied_allocation_seconds,
         event_attributes.time_limit_seconds,
+        1 as array_tasks,
         coalesce(event_attributes.gpus_requested, event_attributes.gpus_allocated, 0) as gpus_requested,
         {{ allocated }} as gpus_allocated,
         -- An event's GPUs are all MIG instances of its profile, or all whole GPUs.
@@ -197,6 +198,7 @@ slurm as (
             then coalesce({{ seconds_between('start_at', 'coalesce(end_at, running_seen_at)') }}, 0) else 0 end
             as occupied_allocation_seconds,
         time_limit_seconds,
+        array_tasks,
         gpus_requested,
         gpus_allocated,
         mig_instances_requested,

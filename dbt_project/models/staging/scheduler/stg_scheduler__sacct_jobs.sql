@@ -122,6 +122,8 @@ renamed as (
         end_at,
         elapsed_seconds,
         time_limit_seconds,
+        -- The tasks the record stands for: a pending array's tasks still pending, else one.
+        coalesce(array_tasks_pending.tasks_pending, 1) as array_tasks,
         gpus_requested,
         gpus_allocated,
         mig_instances_requested,
