@@ -10,7 +10,6 @@ from decimal import Decimal
 from pathlib import Path
 
 from cost_pipeline.cli import run_pipeline
-from cost_pipeline.demo import write_demo_landing
 from tests.helpers import cli_night, query
 
 D = Decimal
@@ -36,11 +35,26 @@ NOVEMBER = (
 )
 
 
-def _night(tmp_path: Path, change) -> Path:
-    landing = write_demo_landing(tmp_path / "landing")
+# The ledger's raw assets: a change to it moves only what is downstream of them.
+LEDGER = (("raw", "ledger_purchases"), ("raw", "ledger_facility"))
+
+
+def _ledger_night(demo_copy: Path, change) -> Path:
+    """The night after the demo on a copy of it, its ledger changed: the ledger's raw assets and every asset of the
+    nightly job downstream of them (every model and snapshot that reads the ledger, with its dbt tests, and
+    publishing); the rest reads nothing the change touches and stays as the demo's night built it."""
+    import dagster as dg
+
+    from cost_pipeline.definitions import defs
+    from cost_pipeline.defs.schedules import nightly_cost_refresh_job
+
+    landing = demo_copy / "landing"
     change(landing / "ledger")
-    warehouse = tmp_path / "warehouse.duckdb"
-    assert run_pipeline(landing, warehouse)
+    selection = dg.AssetSelection.assets(*(dg.AssetKey(list(key)) for key in LEDGER)).downstream()
+    keys = (selection & nightly_cost_refresh_job.selection).resolve(defs.resolve_asset_graph())
+    assert {"marts/fct_capacity_reconciliation", "marts/fct_batch_compute"} <= {k.to_user_string() for k in keys}
+    warehouse = demo_copy / "warehouse.duckdb"
+    assert run_pipeline(landing, warehouse, asset_keys=[key.path for key in keys])
     return warehouse
 
 
@@ -66,7 +80,7 @@ def _every_ledger_cent_is_reconciled(warehouse: Path) -> None:
     ) == [(0,)]
 
 
-def test_facility_cost_of_a_month_with_no_owned_gpu_in_service_is_idle_capacity(tmp_path):
+def test_facility_cost_of_a_month_with_no_owned_gpu_in_service_is_idle_capacity(demo_copy):
     """The servers bought on 2026-11-01 instead of 2026-01-01: October's rent, power and network (3,456.00) were
     paid for a room with no owned GPU in service. They are October's capacity cost, all of it idle, with no
     GPU-hour price; November (a whole month in service: 915,596.00 x 30 / 1,095 = 25,084.82) does not change."""
@@ -77,7 +91,7 @@ def test_facility_cost_of_a_month_with_no_owned_gpu_in_service_is_idle_capacity(
         assert ",2026-01-01,gpu_server," in text
         purchases.write_text(text.replace(",2026-01-01,gpu_server,", ",2026-11-01,gpu_server,"), encoding="utf-8")
 
-    warehouse = _night(tmp_path, bought_in_november)
+    warehouse = _ledger_night(demo_copy, bought_in_november)
     zero = D("0.0000")
     october = (zero, D("0.00"), D("3456.00"), D("3456.00"), zero, zero, zero, D("0.00"), D("0.00"), D("3456.00"))
     assert _months(warehouse) == {"2026-10-01": (*october, D("0.00")), "2026-11-01": NOVEMBER}
@@ -95,7 +109,7 @@ def test_facility_cost_of_a_month_with_no_owned_gpu_in_service_is_idle_capacity(
     _owned_batches_unchanged(warehouse)
 
 
-def test_depreciation_of_a_month_the_ledger_alone_names_is_reconciled(tmp_path):
+def test_depreciation_of_a_month_the_ledger_alone_names_is_reconciled(demo_copy):
     """No facility cost booked for October: no job, replica or facility line names the month, but the servers
     (bought 2026-01-01) were in service, and October is in the warehouse's period (the contract's first_month,
     2026-10). Its depreciation, 915,596.00 x 31 / 1,095 = 25,920.98, over 16 GPUs x 744 h, is idle capacity.
@@ -108,7 +122,7 @@ def test_depreciation_of_a_month_the_ledger_alone_names_is_reconciled(tmp_path):
         assert len(kept) == len(lines) - 3
         facility.write_text("".join(kept), encoding="utf-8")
 
-    warehouse = _night(tmp_path, no_october_facility)
+    warehouse = _ledger_night(demo_copy, no_october_facility)
     hours, zero = D("11904.0000"), D("0.0000")
     october = (hours, D("25920.98"), D("0.00"), D("25920.98"), zero, zero, hours, D("0.00"), D("0.00"))
     assert _months(warehouse) == {"2026-10-01": (*october, D("25920.98"), D("0.00")), "2026-11-01": NOVEMBER}
