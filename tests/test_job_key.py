@@ -220,3 +220,27 @@ def test_jobs_of_two_clusters_or_two_submits_stay_two_and_an_ambiguous_record_st
         ("alpha/2003@2026-11-20 09:55:00", "COMPLETED", "a.txt"),
         ("beta/2003@2026-11-05 23:55:00", "COMPLETED", "a.txt"),
     ]
+
+
+def test_an_export_without_cluster_and_one_without_submit_repeat_the_same_job(tmp_path):
+    """The demo's export (Submit, no Cluster) delivered again with Cluster but without Submit keyed job 2003 both
+    `/2003@2026-11-05 23:55:00` and `gpu-cluster/2003@` (B-8's compute cost 426.13 -> 743.25, exit 0): neither
+    record named what the other lacked. When a JobID's records know one Submit and name one cluster, they are one
+    job. JobID 2004, named by two clusters, could be either's: its records stay apart."""
+    no_submit = [field for field in _BASE if field != "Submit"]
+    other = {**_SACCT_2003, "JobID": "2004", "JobIDRaw": "2004"}
+    files = {
+        "scheduler/a.txt": _sacct_file(_BASE, _RUNNING_2003, other),
+        "scheduler/b.txt": _sacct_file(
+            [*no_submit, "Cluster"],
+            {**_SACCT_2003, "Cluster": "gpu-cluster"},
+            {**other, "Cluster": "alpha"},
+            {**other, "Cluster": "beta"},
+        ),
+    }
+    assert _allocations(tmp_path, files) == [
+        ("/2004@2026-11-05 23:55:00", "COMPLETED", "a.txt"),
+        ("alpha/2004@", "COMPLETED", "b.txt"),
+        ("beta/2004@", "COMPLETED", "b.txt"),
+        ("gpu-cluster/2003@2026-11-05 23:55:00", "COMPLETED", "b.txt"),
+    ]

@@ -4,11 +4,12 @@ with source as (
 
 -- One job in exports that differ in the fields they have: a record without Cluster (an export without the field, or
 -- a blank one) is the job of the one cluster whose records name that JobID with the same Submit, as a Kubernetes
--- event without a cluster is the job of the one cluster naming it (stg_scheduler__job_events); a record without
--- Submit is the job of its JobID (on its cluster, when it names one) when the records with a Submit know exactly
--- one such job (one cluster, or none, and one Submit). Each is then the same job as the records naming it, its
--- newest or ended record the one read, not a second job of the same GPU time. Records of two named clusters or of
--- two submit times stay two jobs, and so do records whose job is ambiguous.
+-- event without a cluster is the job of the one cluster naming it (stg_scheduler__job_events), else, when its
+-- JobID's records know that one Submit only, of the one cluster they name (an export without Cluster beside one
+-- without Submit); a record without Submit is the job of its JobID (on its cluster, when it names one) when the
+-- records with a Submit know exactly one such job (one cluster, or none, and one Submit). Each is then the same job
+-- as the records naming it, its newest or ended record the one read, not a second job of the same GPU time. Records
+-- of two named clusters or of two submit times stay two jobs, and so do records whose job is ambiguous.
 clustered as (
     select
         source.*,
@@ -17,7 +18,11 @@ clustered as (
             case when submit_at is not null
                 and min(cluster) over (partition by job_id, submit_at)
                 = max(cluster) over (partition by job_id, submit_at)
-                then max(cluster) over (partition by job_id, submit_at) end
+                then max(cluster) over (partition by job_id, submit_at) end,
+            case when submit_at is not null
+                and min(submit_at) over (partition by job_id) = max(submit_at) over (partition by job_id)
+                and min(cluster) over (partition by job_id) = max(cluster) over (partition by job_id)
+                then max(cluster) over (partition by job_id) end
         ) as submit_cluster
     from source
 ),
@@ -29,26 +34,31 @@ known as (
     from clustered
 ),
 
-submitted as (
+-- The records with a Submit of the JobID know exactly one job: one cluster (or none) and one Submit.
+one_known as (
     select
         known.*,
-        case when submit_at is null and cluster is null
-            and min(known_cluster) over (partition by job_id) = max(known_cluster) over (partition by job_id)
-            and min(submit_at) over (partition by job_id) = max(submit_at) over (partition by job_id)
+        min(known_cluster) over (partition by job_id) = max(known_cluster) over (partition by job_id)
+        and min(submit_at) over (partition by job_id) = max(submit_at) over (partition by job_id) as one_known_job
+    from known
+),
+
+submitted as (
+    select
+        one_known.*,
+        case when submit_at is null and cluster is null and one_known_job
             then nullif(max(known_cluster) over (partition by job_id), '')
             else submit_cluster end as job_cluster,
         coalesce(
             submit_at,
-            case when cluster is null
-                and min(known_cluster) over (partition by job_id) = max(known_cluster) over (partition by job_id)
-                and min(submit_at) over (partition by job_id) = max(submit_at) over (partition by job_id)
+            case when cluster is null and one_known_job
                 then max(submit_at) over (partition by job_id) end,
             case when cluster is not null
                 and min(submit_at) over (partition by submit_cluster, job_id)
                 = max(submit_at) over (partition by submit_cluster, job_id)
                 then max(submit_at) over (partition by submit_cluster, job_id) end
         ) as job_submit_at
-    from known
+    from one_known
 ),
 
 -- A job in several exports (running in one, ended in the next): its latest accounting, a finished record over a
