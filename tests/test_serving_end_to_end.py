@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import date
+from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
@@ -178,15 +178,39 @@ def _list_r_l1_again_in_december_2026(landing: Path) -> None:
     )
 
 
+def _quarantine_september_2026_s_only_replica(landing: Path) -> None:
+    """assistant-spare: September 2026's only replica run, R-Q1 (0 GPUs: quarantined, its start and end known), the
+    month's other costs (300.00) and two requests of the model
+    (test_a_month_whose_only_replica_is_quarantined_is_unknown_not_a_failed_night)."""
+    (landing / "serving" / "replicas_2026-09.csv").write_text(
+        "replica_id,model,gpus,started_at,ended_at,gpu_hour_price\n"
+        "R-Q1,assistant-spare,0,2026-09-01T00:00:00,2026-10-01T00:00:00,4.00\n",
+        encoding="utf-8",
+    )
+    (landing / "serving" / "monthly_costs_2026-09.csv").write_text(
+        "month,item,amount\n2026-09,operations,300.00\n", encoding="utf-8"
+    )
+    requests = [{**_request(f"S{n}-1", f"2026-09-1{n}T10:00:00", None, 1), "model": "assistant-spare"} for n in (1, 2)]
+    (landing / "requests" / "requests_2026-09.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in requests), encoding="utf-8"
+    )
+
+
+# The models the shared night below adds, each in months of its own: the demo's marts are the rest.
+ADDED_MODELS = "('assistant-owned', 'assistant-spare')"
+
+
 @pytest.fixture(scope="module")
 def months_around_november(demo_run, tmp_path_factory: pytest.TempPathFactory) -> Night:
-    """One night on a copy of the demo with two independent changes, each in months and models of its own outside
-    the demo's November: an unpriced owned model in December 2025 and January 2026, and R-L1 listed again in December
-    2026. Neither touches the other's model-months, nor the demo's November."""
+    """One night on a copy of the demo with three independent changes, each in months and models of its own outside
+    the demo's November: an unpriced owned model in December 2025 and January 2026, R-L1 listed again in December
+    2026, and September 2026's only replica run quarantined. None touches another's model-months, nor the demo's
+    November."""
     copy = demo_run.copy_to(tmp_path_factory.mktemp("months_around_november") / "demo")
     landing = copy / "landing"
     _add_an_owned_replica_without_a_price_before_the_purchase(landing)
     _list_r_l1_again_in_december_2026(landing)
+    _quarantine_september_2026_s_only_replica(landing)
     return cli_night(landing, copy / "warehouse.duckdb")
 
 
@@ -201,7 +225,7 @@ def test_an_owned_replica_in_a_month_without_an_internal_price_is_unpriced_not_f
     assert (
         "Unpriced serving (a replica without a price, or no replica, in the model's month, or a quarantined replica "
         "in the month; request costs null, not 0.00): 2025-12 assistant-owned (3 requests), 2026-01 assistant-owned "
-        "(1 request)\n"
+        "(1 request), 2026-09 assistant-spare (2 requests)\n"  # September: the shared night's quarantined replica
     ) in night.out
 
     def rows(sql: str) -> list[tuple]:
@@ -235,7 +259,7 @@ def test_an_owned_replica_in_a_month_without_an_internal_price_is_unpriced_not_f
     ) == [(3, 3, None, None, None)]
     for mart in SERVING_MARTS:
         model = "routed_model" if mart in ("fct_task_costs", "fct_task_routing") else "model"
-        demo = f"select * from marts.{mart} where {model} <> 'assistant-owned' order by all"
+        demo = f"select * from marts.{mart} where {model} not in {ADDED_MODELS} order by all"
         if mart == "fct_service_month":  # R-L1's December 2026 (the shared night's other change) is a month of its own
             demo = demo.replace(" order by", " and month <> '2026-12-01' order by")
         assert rows(demo) == demo_run.query(demo), mart
@@ -269,6 +293,66 @@ def test_a_replica_still_up_is_quarantined_and_leaves_its_month_s_shared_costs_u
         query(demo_run.warehouse, "select count(*), 0 from marts.fct_request_group_costs")[0]
     ]
     # The training side does not share the serving allocation: its bills are the demo's.
+    bills = "select * from marts.fct_batch_costs order by all"
+    assert query(night.warehouse, bills) == demo_run.query(bills)
+
+
+def test_a_month_whose_only_replica_is_quarantined_is_unknown_not_a_failed_night(demo_run, months_around_november):
+    """September 2026's only replica run (R-Q1, assistant-spare) is quarantined (0 GPUs): no model holds GPUs that
+    month, so its other costs (300.00) had no model-month to be shared over, and their reconciliation
+    (sums_match_int_model_months_costed_other_cost_cents) failed the night: no batch's marts published. A month in
+    which a quarantined run held GPUs has its shared costs unknown, whether or not another run was staged: the night
+    is built, September's requests unpriced and named, the 300.00 in no model's share, every other figure published."""
+    night = months_around_november
+    said = night.out + night.err
+    assert night.code == 0, said
+    assert "[serving_replicas] serving/replicas_2026-09.csv, line 2: rule gpus" in said
+    assert "2026-09 assistant-spare (2 requests)" in night.out
+    assert query(
+        night.warehouse,
+        "select replica_id, started_at, ended_at, source_file, source_line "
+        "from intermediate.int_replica_runs_quarantined",
+    ) == [("R-Q1", datetime(2026, 9, 1), datetime(2026, 10, 1), "serving/replicas_2026-09.csv", 2)]
+    assert query(night.warehouse, "select count(*) from marts.fct_service_month where month = '2026-09-01'") == [(0,)]
+    assert query(
+        night.warehouse,
+        "select month, model, requests, unpriced_requests, group_cost from marts.fct_request_group_costs "
+        "where model = 'assistant-spare'",
+    ) == [(date(2026, 9, 1), "assistant-spare", 2, 2, None)]
+    # The 300.00 is shared over no one: the book's other costs are the demo's 5,500.00 (December 2025 and 2026 have
+    # none), and the batches' marts are published as the demo's.
+    assert query(night.warehouse, "select sum(other_cost) from marts.fct_service_month") == [(Decimal("5500.00"),)]
+    bills = "select * from marts.fct_batch_costs order by all"
+    assert query(night.warehouse, bills) == demo_run.query(bills)
+
+
+def test_a_replicas_file_refused_whole_leaves_every_month_s_shared_costs_unknown(demo_run, demo_copy):
+    """R-S1 in a replica list of its own whose header lacks gpu_hour_price: the file is refused whole (line 0,
+    csv_header) and nothing records its runs, so the month's other 5,500.00 went silently onto assistant-large
+    (other_cost 4,400.00 -> 5,500.00, spend C 27,440.00 -> 28,540.00), with exit 0. A file refused whole is a run no one
+    read, of unknown months (its own night: every month's serving figures change): November's shared costs are
+    unknown, as with a quarantined row, the large model's GPU cost still known, and the summary names the month."""
+    serving = demo_copy / "landing" / "serving"
+    lines = (serving / "replicas.csv").read_text(encoding="utf-8").splitlines(keepends=True)
+    small = [line for line in lines if line.startswith("R-S1,")]
+    assert small == ["R-S1,assistant-small,2,2026-11-01T00:00:00,2026-12-01T00:00:00,\n"]
+    (serving / "replicas.csv").write_text("".join(line for line in lines if line not in small), encoding="utf-8")
+    (serving / "replicas_small.csv").write_text(
+        "replica_id,model,gpus,started_at,ended_at\n" + small[0].removesuffix(",\n") + "\n", encoding="utf-8"
+    )
+    night = cli_night(demo_copy / "landing", demo_copy / "warehouse.duckdb")
+    said = night.out + night.err
+    assert night.code == 0, said
+    assert "[serving_replicas] serving/replicas_small.csv, line 0: rule csv_header" in said
+    assert (
+        "in the month; request costs null, not 0.00): 2026-11 assistant-large (240 requests), 2026-11 assistant-small "
+        "(520 requests)"
+    ) in night.out
+    assert query(
+        night.warehouse,
+        "select model, gpu_hours, is_unpriced, gpu_cost, other_cost, serving_cost, cost_per_request "
+        "from marts.fct_service_month",
+    ) == [("assistant-large", Decimal("5760.0000"), True, LARGE_GPU, None, None, None)]
     bills = "select * from marts.fct_batch_costs order by all"
     assert query(night.warehouse, bills) == demo_run.query(bills)
 

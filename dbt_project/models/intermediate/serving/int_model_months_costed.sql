@@ -6,7 +6,9 @@
 -- A month in which a quarantined replica run held GPUs (has_quarantined_replica, int_replica_runs_quarantined: a
 -- blank ended_at, say) lacks that run's GPU-hours: how its other costs share out is unknown, so every model's share
 -- and spend C that month is null, never the whole of them shared over the runs that were staged (a bad row moved
--- assistant-small's 1,100.00 onto assistant-large). The GPU costs of the staged runs are known and kept.
+-- assistant-small's 1,100.00 onto assistant-large). The GPU costs of the staged runs are known and kept. A month
+-- whose only runs were quarantined has no row: its other costs are unknown, not shared, and its requests unpriced.
+-- A replicas file refused whole is a run of unknown months: every month (quarantined_run_in_month).
 with replica_months as (
     select * from {{ ref('int_replica_months_split') }}
 ),
@@ -68,9 +70,7 @@ quarantined_months as (
     select distinct model_months.month_start
     from model_months
     inner join {{ ref('int_replica_runs_quarantined') }} as runs
-        on (runs.started_at is null or runs.started_at
-            < cast({{ dbt.dateadd('month', 1, 'model_months.month_start') }} as {{ dbt.type_timestamp() }}))
-        and (runs.ended_at is null or runs.ended_at > cast(model_months.month_start as {{ dbt.type_timestamp() }}))
+        on {{ quarantined_run_in_month('runs', 'model_months.month_start') }}
 )
 
 select

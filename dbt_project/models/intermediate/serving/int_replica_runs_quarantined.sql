@@ -5,6 +5,9 @@
 -- month's other serving costs, shared by GPU-hours, are unknown there (int_model_months_costed), not shifted onto
 -- the models whose runs were staged. A run that a staged row of the same replica (same_id) and start counts (a
 -- later list naming it right) no longer leaves anything unknown.
+-- A replicas file refused whole (line 0: a header lacking a contract column, not text...) held runs no one read:
+-- one row with no id, start or end, so every month is unknown while it stands (a file retracted and a file holding
+-- a retracted file's bytes are not runs: their rows were taken out on purpose).
 with quarantined as (
     select
         extent.replica_id,
@@ -20,6 +23,19 @@ with quarantined as (
         and extent.file_sha256 = quarantine.file_sha256
         and extent.source_line = quarantine.line
     group by extent.replica_id, extent.started_at, extent.ended_at, extent.source_file, extent.source_line
+),
+
+refused_files as (
+    select
+        cast(null as {{ dbt.type_string() }}) as replica_id,
+        cast(null as {{ dbt.type_timestamp() }}) as started_at,
+        cast(null as {{ dbt.type_timestamp() }}) as ended_at,
+        source_file,
+        line as source_line,
+        min(rule) as rule
+    from {{ source('raw', 'quarantine') }}
+    where source = 'serving_replicas' and line = 0 and rule <> 'retracted_content'
+    group by source_file, line
 )
 
 select quarantined.*
@@ -30,3 +46,7 @@ where not exists (
     where {{ same_id('staged.replica_id') }} = {{ same_id('quarantined.replica_id') }}
         and staged.started_at = quarantined.started_at
 )
+
+union all
+
+select * from refused_files
