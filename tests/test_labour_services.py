@@ -182,9 +182,10 @@ def test_unknown_task_and_bad_hours_are_quarantined_with_their_rule_and_no_value
         "2026-11-03,In,RL,B-7,Training runs,,3,3,No,No,Yes,Alice,Chen,,Yes,0,0,17x.37,0,USD,",
         "2026-11-31,In,RL,B-7,Training runs,,3,3,No,No,Yes,Alice,Chen,,Yes,0,0,173.37,0,USD,",
         "2026-11-03,In,RL,B-7,Training runs,,3,3,No,No,Yes,Alice,Chen,,Yes,0,0,173.37,0,USD,",
+        "2026-11-04,In,RL,B-7,Training runs,,1:30,1:30,No,No,Yes,Alice,Chen,,Yes,0,0,173.37,0,USD,",
     ]
     parsed, valid = parse_timesheet(write(tmp_path / "t.csv", "\n".join(lines) + "\n"))
-    assert parsed.rows_in == 7 and len(valid) == 1
+    assert parsed.rows_in == 8 and len(valid) == 1
     assert [(r.line, r.rule) for r in parsed.rejections] == [
         (2, "labour_task"),
         (3, "hours.hours_of_a_day"),
@@ -192,7 +193,12 @@ def test_unknown_task_and_bad_hours_are_quarantined_with_their_rule_and_no_value
         (5, "hours.hours_of_a_day"),
         (6, "cost_rate.str_matches"),
         (7, "entry_date.warehouse_type"),
+        (9, "hours.hours_of_a_day"),
     ]
+    # Hours as Harvest's hh:mm time format writes them are refused as a form, not as too many hours.
+    assert parsed.rejections[-1].message == (
+        "column hours should hold a decimal number of hours from 0 to 24 such as 7.5 (not 7:30), at most 4 decimals"
+    )
     for rejection in parsed.rejections:
         assert "Alice" not in rejection.message and "Chen" not in rejection.message
         assert CANARY not in rejection.message and "173" not in rejection.message

@@ -34,7 +34,7 @@ _PATTERNS = {
 # Checks the contract defines by name, as what the value or the row should be.
 _NAMED = {
     "reporting_currency": "the contract's reporting currency",
-    "hours_of_a_day": "at most 24 hours",
+    "hours_of_a_day": "a decimal number of hours from 0 to 24 such as 7.5 (not 7:30), at most 4 decimals",
     "accrual_service_month": "a service month when there is no invoice date (an accrual)",
     "handoff_cost_per_hour": "a human_cost_per_hour when human_minutes are more than 0 (a hand-off's cost)",
     "latency_known": "a latency_tier or a latency_ms to derive it from",
