@@ -18,7 +18,9 @@
 -- compute slices over its GPU model's total, 1 for a whole GPU; and when several jobs' labels report the same GPU (or
 -- the same instance) at the same instant (Slurm shards, CUDA MPS, Kubernetes time-slicing), that over their number
 -- (holders: the contract's shared_gpu_rule, equal, as int_gpu_share_days splits it; a label no job claims is a holder
--- too, two labels of one job are one). represented_gpu_seconds is represented_seconds x that share, the GPU-seconds
+-- too, two labels of one job are one). The holders of a GPU of a named cluster include those whose copies name no
+-- cluster at that instant when a holder's copies then name both it and none (one job's file delivered again with
+-- the cluster column, the other's not). represented_gpu_seconds is represented_seconds x that share, the GPU-seconds
 -- the job's tiers and energy count: the jobs sharing a GPU add up to its time and its energy, never to more.
 -- Stored, not a view: three models read it (int_job_utilization_tiered sums it per job and per job after its last
 -- step, int_job_energy_measured its energy per job, month and tier, the counter's else power draw x represented
@@ -43,6 +45,18 @@
 ) }}
 -- depends_on: {{ ref('int_device_samples_inputs') }}
 {%- set incremental = is_incremental() and device_samples_inputs_fresh() %}
+{#- The samples of the jobs built: attributed, of this chunk's hosts (macros/host_chunks.sql); in an incremental
+    build the rebuilt jobs', the window's bounds as constants, so that the scans skip the other days. -#}
+{%- set job_samples -%}
+    samples.attributed_job_key is not null
+    and {{ host_chunk_filter('samples.reported_hostname') }}
+    {%- if incremental %}
+        and {{ device_samples_tiered_window('samples.sampled_at') }}
+        and samples.attributed_job_key in (
+            select item from {{ ref('int_device_samples_inputs') }} where kind = 'job' and rebuild
+        )
+    {%- endif %}
+{%- endset %}
 {%- set counter_rise -%}
     case
         when next_energy_counter_mj >= energy_counter_mj then next_energy_counter_mj - energy_counter_mj
@@ -81,56 +95,103 @@ samples as (
         samples.source_file,
         samples.source_line
     from {{ ref('int_device_samples_attributed') }} as samples
-    where
-        samples.attributed_job_key is not null
-        -- This chunk's hosts (macros/host_chunks.sql).
-        and {{ host_chunk_filter('samples.reported_hostname') }}
-    {%- if incremental %}
-        -- The rebuilt jobs' samples; the window's bounds as constants, so that the scans skip the other days.
-        and {{ device_samples_tiered_window('samples.sampled_at') }}
-        and samples.attributed_job_key in (
-            select item from {{ ref('int_device_samples_inputs') }} where kind = 'job' and rebuild
-        )
-    {%- endif %}
+    where {{ job_samples }}
 ),
 
--- The hours in which a GPU (or MIG instance) of a cluster reported more than one job label: the only ones whose instants can be
--- shared. One group over the labelled samples' keys, a few rows per GPU and day, so nearly free (no sort, no
--- window); without a shared GPU it is empty and the count below reads nothing (a join with an empty side).
-shared_hours as (
+-- The GPUs (or MIG instances) some of whose samples name a cluster and some none: a file delivered again with the
+-- cluster column added. Only their copies that name none need the cluster looked up (gpu_clusters). One group over
+-- the samples' keys, a few rows, so nearly free (no sort, no window); when every sample names its cluster, or none
+-- does, it is empty and the lookup reads nothing (a join with an empty side).
+mixed_gpus as (
     select
-        coalesce(cluster, '') as cluster_key,
         hostname,
         gpu_index,
-        coalesce(gpu_instance_id, -1) as instance_key,
-        {{ dbt.date_trunc('hour', 'sampled_at') }} as sample_hour
+        coalesce(gpu_instance_id, -1) as instance_key
     from {{ ref('stg_telemetry__device_samples') }}
     where
-        job_id is not null
-        and {{ host_chunk_filter('reported_hostname') }}
+        {{ host_chunk_filter('reported_hostname') }}
     {%- if incremental %}
         and {{ device_samples_tiered_window('sampled_at') }}
     {%- endif %}
-    group by
-        coalesce(cluster, ''), hostname, gpu_index, coalesce(gpu_instance_id, -1),
-        {{ dbt.date_trunc('hour', 'sampled_at') }}
-    having min(job_id) < max(job_id)
+    group by hostname, gpu_index, coalesce(gpu_instance_id, -1)
+    having max(case when cluster is null then 1 else 0 end) = 1 and max(cluster) is not null
 ),
 
--- The shared instants of those hours: how many hold the GPU (or instance) then, each job once (its attributed job,
--- else its label), a copy delivered again once.
-holders as (
+-- The cluster of a job's GPU (or instance) on such a host: the one cluster its job's copies of it name. A job that
+-- names its cluster has samples of that cluster or of none; one that names none may have both of one cluster (the
+-- same file delivered again with a cluster column), and then they are one GPU's. Copies naming two clusters name no
+-- one cluster: a copy naming none beside them is not known to be either's. A group joined back to each sample
+-- (clustered), not a window over every sample.
+gpu_clusters as (
+    select
+        samples.attributed_job_key as job_key,
+        samples.hostname,
+        samples.gpu_index,
+        mixed_gpus.instance_key,
+        max(samples.cluster) as cluster
+    from {{ ref('int_device_samples_attributed') }} as samples
+    inner join mixed_gpus
+        on samples.hostname = mixed_gpus.hostname
+        and samples.gpu_index = mixed_gpus.gpu_index
+        and coalesce(samples.gpu_instance_id, -1) = mixed_gpus.instance_key
+    where samples.cluster is not null and {{ job_samples }}
+    group by samples.attributed_job_key, samples.hostname, samples.gpu_index, mixed_gpus.instance_key
+    having min(samples.cluster) = max(samples.cluster)
+),
+
+-- The cluster of each sample's GPU (gpu_cluster): its own, else the one its job's copies of that GPU name.
+clustered as (
+    select
+        samples.*,
+        coalesce(samples.cluster, gpu_clusters.cluster) as gpu_cluster
+    from samples
+    left join gpu_clusters
+        on samples.job_key = gpu_clusters.job_key
+        and samples.hostname = gpu_clusters.hostname
+        and samples.gpu_index = gpu_clusters.gpu_index
+        and coalesce(samples.gpu_instance_id, -1) = gpu_clusters.instance_key
+),
+
+-- The hours in which a GPU (or MIG instance) reported more than one job label under one cluster (or none): the only
+-- ones whose instants can be shared. One group over the labelled samples' keys, a few rows per GPU and day, so nearly
+-- free (no sort, no window); without a shared GPU it is empty and the count below reads nothing (a join with an
+-- empty side). Every copy of such an hour is counted below, whatever cluster it names (its unnamed copies may be of
+-- a named cluster's GPU).
+shared_hours as (
+    select distinct hostname, gpu_index, instance_key, sample_hour
+    from (
+        select
+            hostname,
+            gpu_index,
+            coalesce(gpu_instance_id, -1) as instance_key,
+            {{ dbt.date_trunc('hour', 'sampled_at') }} as sample_hour
+        from {{ ref('stg_telemetry__device_samples') }}
+        where
+            job_id is not null
+            and {{ host_chunk_filter('reported_hostname') }}
+        {%- if incremental %}
+            and {{ device_samples_tiered_window('sampled_at') }}
+        {%- endif %}
+        group by
+            coalesce(cluster, ''), hostname, gpu_index, coalesce(gpu_instance_id, -1),
+            {{ dbt.date_trunc('hour', 'sampled_at') }}
+        having min(job_id) < max(job_id)
+    ) as shared_cluster_hours
+),
+
+-- Who holds the GPU (or instance) at each instant of those hours, under the cluster each copy names ('': none): each
+-- job once (its attributed job, else its label), a copy delivered again once.
+held as (
     select
         coalesce(samples.cluster, '') as cluster_key,
         samples.hostname,
         samples.gpu_index,
         coalesce(samples.gpu_instance_id, -1) as instance_key,
         samples.sampled_at,
-        count(distinct coalesce(samples.attributed_job_key, samples.job_id)) as holders
+        coalesce(samples.attributed_job_key, samples.job_id) as holder
     from {{ ref('int_device_samples_attributed') }} as samples
     inner join shared_hours
-        on coalesce(samples.cluster, '') = shared_hours.cluster_key
-        and samples.hostname = shared_hours.hostname
+        on samples.hostname = shared_hours.hostname
         and samples.gpu_index = shared_hours.gpu_index
         and coalesce(samples.gpu_instance_id, -1) = shared_hours.instance_key
         and {{ dbt.date_trunc('hour', 'samples.sampled_at') }} = shared_hours.sample_hour
@@ -142,32 +203,75 @@ holders as (
     {%- endif %}
     group by
         coalesce(samples.cluster, ''), samples.hostname, samples.gpu_index, coalesce(samples.gpu_instance_id, -1),
-        samples.sampled_at
-    having count(distinct coalesce(samples.attributed_job_key, samples.job_id)) > 1
+        samples.sampled_at, coalesce(samples.attributed_job_key, samples.job_id)
 ),
 
--- The cluster of each sample's GPU: its own, else the one cluster its job's copies of that GPU (or instance) name.
--- A job that names its cluster has samples of that cluster or of none; one that names none may have both of one
--- cluster (the same file delivered again with a cluster column), and then they are one GPU's.
-clustered as (
+-- The cluster the copies naming none are of at an instant: the one named cluster of a holder whose copies of that
+-- instant name it and none (the same samples delivered without and with the cluster column), so that the holders
+-- whose copies name none (another job's file not delivered again) share that cluster's GPU with it. Named clusters
+-- of two such holders: not known to be either's.
+unnamed_clusters as (
     select
-        samples.*,
-        coalesce(
-            samples.cluster,
-            case
-                when
-                    min(samples.cluster) over (
-                        partition by samples.job_key, samples.hostname, samples.gpu_index, samples.gpu_instance_id
-                    )
-                    = max(samples.cluster) over (
-                        partition by samples.job_key, samples.hostname, samples.gpu_index, samples.gpu_instance_id
-                    )
-                    then max(samples.cluster) over (
-                        partition by samples.job_key, samples.hostname, samples.gpu_index, samples.gpu_instance_id
-                    )
-            end
-        ) as gpu_cluster
-    from samples
+        hostname,
+        gpu_index,
+        instance_key,
+        sampled_at,
+        max(last_named) as cluster_key
+    from (
+        -- The holders whose copies of the instant name a cluster and none, with the clusters they name.
+        select
+            hostname,
+            gpu_index,
+            instance_key,
+            sampled_at,
+            min(case when cluster_key <> '' then cluster_key end) as first_named,
+            max(case when cluster_key <> '' then cluster_key end) as last_named
+        from held
+        group by hostname, gpu_index, instance_key, sampled_at, holder
+        having max(case when cluster_key = '' then 1 else 0 end) = 1 and max(cluster_key) <> ''
+    ) as named_and_unnamed
+    group by hostname, gpu_index, instance_key, sampled_at
+    having min(first_named) = max(last_named)
+),
+
+-- Each holder under the cluster of the GPU it holds (gpu_key): its copy's, else (naming none) unnamed_clusters'.
+held_gpus as (
+    select
+        held.*,
+        case when held.cluster_key = '' then coalesce(unnamed_clusters.cluster_key, '') else held.cluster_key end
+            as gpu_key
+    from held
+    left join unnamed_clusters
+        on held.hostname = unnamed_clusters.hostname
+        and held.gpu_index = unnamed_clusters.gpu_index
+        and held.instance_key = unnamed_clusters.instance_key
+        and held.sampled_at = unnamed_clusters.sampled_at
+),
+
+-- The shared instants: how many hold the GPU (or instance) then, by the cluster of the GPU, for each cluster a copy
+-- names (the kept copy of a sample joins by its own: named or not, the same GPU's count).
+holders as (
+    select
+        copies.cluster_key,
+        copies.hostname,
+        copies.gpu_index,
+        copies.instance_key,
+        copies.sampled_at,
+        gpus.holders
+    from (
+        select distinct cluster_key, gpu_key, hostname, gpu_index, instance_key, sampled_at from held_gpus
+    ) as copies
+    inner join (
+        select gpu_key, hostname, gpu_index, instance_key, sampled_at, count(distinct holder) as holders
+        from held_gpus
+        group by gpu_key, hostname, gpu_index, instance_key, sampled_at
+        having count(distinct holder) > 1
+    ) as gpus
+        on copies.gpu_key = gpus.gpu_key
+        and copies.hostname = gpus.hostname
+        and copies.gpu_index = gpus.gpu_index
+        and copies.instance_key = gpus.instance_key
+        and copies.sampled_at = gpus.sampled_at
 ),
 
 sequenced as (
@@ -227,6 +331,7 @@ classified as (
     inner join parameters on sequenced.contract_version = parameters.contract_version
     inner join tier_precedence on sequenced.contract_version = tier_precedence.contract_version
     {{ join_slice_totals('sequenced.contract_version', 'sequenced.gpu_instance_profile') }}
+    -- By the cluster the kept copy names (or none): holders gives each the count of the GPU it is of.
     left join holders
         on coalesce(sequenced.cluster, '') = holders.cluster_key
         and sequenced.hostname = holders.hostname
