@@ -64,7 +64,7 @@ def _spark_build(warehouse: Path, scratch: Path) -> subprocess.CompletedProcess[
     command += ["--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR)]
     command += ["--target-path", str(scratch / "target")]
     command += ["--log-path", str(scratch / "logs")]
-    # cwd: Spark's Derby log and any default folder land in the scratch folder, not the repository.
+    # cwd: any default folder of Spark's lands in the scratch folder, not the repository.
     return subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True, timeout=1500)
 
 
