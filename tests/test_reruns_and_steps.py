@@ -1,11 +1,13 @@
 """Reruns by lineage, retry chains, steps without jobs and sub-second steps (R6, R7, R11, R18), by hand.
 
-Four batches added to the demo night, each on gpu-b (free after 7 November) at November's internal price
+Five batches added to the demo night, each on gpu-b (free after 7 November) at November's internal price
 (tests/test_end_to_end.PRICE, 2.4775 per GPU-hour: 8 GPUs x 1 h = 19.82):
   R-2  6101 NODE_FAIL (8 GPUs x 2 h), 6102 COMPLETED (8 x 2 h) restarting it with no run reason (restart_of only);
   R-3  6501 FAILED config_error, 6502 its failure_retry (CANCELLED), 6503 a failure_retry of 6502 (each 8 x 1 h);
   R-4  five committed step records labelled R-4 whose job is in no scheduler export;
-  R-5  6601 (8 x 1 h) whose steps 1-9 take 0.350 s and step 10 takes 1.900 s.
+  R-5  6601 (8 x 1 h) whose steps 1-9 take 0.350 s and step 10 takes 1.900 s;
+  R-6  6701 requeued after 1 h keeping its JobID (sacct --duplicates: two incarnations, 8 x 1 h each), restarted from
+       the checkpoint after step 2: steps 1-4, then 3-6 again.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ JOBS = [  # job id, state, start, hours, Comment
         "batch=R-3;phase=training;reason=failure_retry;restart_of=6502",
     ),
     ("6601", "COMPLETED", datetime(2026, 11, 22, 0), 1, "batch=R-5;phase=training;reason=planned_experiment"),
+    ("6701", "REQUEUED", datetime(2026, 11, 24, 0), 1, "batch=R-6;phase=training;reason=planned_experiment"),
+    ("6701", "COMPLETED", datetime(2026, 11, 24, 1), 1, "batch=R-6;phase=training;reason=planned_experiment", 1),
 ]
 # The history as a warehouse written before step durations were kept to the millisecond stored it: whole seconds.
 OLDER_HISTORY = (
@@ -62,15 +66,15 @@ RESTART_WARNING = (
 )
 
 
-def _sacct_line(job_id: str, state: str, start: datetime, hours: int, comment: str) -> str:
+def _sacct_line(job_id: str, state: str, start: datetime, hours: int, comment: str, restarts: int = 0) -> str:
     end = start + timedelta(hours=hours)
     values = dict.fromkeys(SACCT_FIELDS, "")
     values.update(
         JobID=job_id, JobIDRaw=job_id, JobName=f"r-{job_id}", Account="post-training", Partition="gpu",
-        User="trainer", WCKey="*", State=state, ExitCode="0:0", DerivedExitCode="0:0", Reason="None", Restarts="0",
-        Submit=start.isoformat(), Eligible=start.isoformat(), Start=start.isoformat(), End=end.isoformat(),
-        Elapsed=f"{hours:02d}:00:00", Timelimit="04:00:00", NNodes="1", NodeList="gpu-b", ReqTRES=TRES,
-        AllocTRES=TRES, Comment=comment,
+        User="trainer", WCKey="*", State=state, ExitCode="0:0", DerivedExitCode="0:0", Reason="None",
+        Restarts=str(restarts), Submit=start.isoformat(), Eligible=start.isoformat(), Start=start.isoformat(),
+        End=end.isoformat(), Elapsed=f"{hours:02d}:00:00", Timelimit="04:00:00", NNodes="1", NodeList="gpu-b",
+        ReqTRES=TRES, AllocTRES=TRES, Comment=comment,
     )  # fmt: skip
     return "|".join(values[field] for field in SACCT_FIELDS)
 
@@ -92,12 +96,14 @@ def _steps() -> str:
         seconds = 1.9 if n == 10 else 0.35
         lines.append(_step("R-5", "6601", n, at, seconds))
         at += timedelta(seconds=seconds)
+    lines += [_step("R-6", "6701", n, datetime(2026, 11, 24, 0, 10 + n), 60) for n in range(1, 5)]
+    lines += [_step("R-6", "6701", n, datetime(2026, 11, 24, 1, 10 + n), 60) for n in range(3, 7)]
     return "".join(lines)
 
 
 @pytest.fixture(scope="module")
 def night(demo_run, tmp_path_factory) -> Night:
-    """The demo night once more with the four batches added (its own copy of the demo's folders)."""
+    """The demo night once more with the five batches added (its own copy of the demo's folders)."""
     assert demo_run.succeeded
     copy = tmp_path_factory.mktemp("reruns")
     landing = copy / "landing"
@@ -105,7 +111,7 @@ def night(demo_run, tmp_path_factory) -> Night:
     shutil.copyfile(demo_run.warehouse, copy / "warehouse.duckdb")
     shutil.copytree(demo_run.warehouse.with_name("warehouse.dagster"), copy / "warehouse.dagster")
     with (landing / "registry" / "batches.csv").open("a", encoding="utf-8") as registry:
-        registry.writelines(REGISTRY_ROW.format(batch=batch) for batch in ("R-2", "R-3", "R-4", "R-5"))
+        registry.writelines(REGISTRY_ROW.format(batch=batch) for batch in ("R-2", "R-3", "R-4", "R-5", "R-6"))
     (landing / "scheduler" / "sacct_reruns.txt").write_text(
         "|".join(SACCT_FIELDS) + "\n" + "".join(_sacct_line(*job) + "\n" for job in JOBS), encoding="utf-8"
     )
@@ -170,6 +176,19 @@ def test_step_durations_are_exact_to_the_millisecond(night):
         "select step_number, step_seconds from history.snp_step_costs where job_id = '6601' order by step_number",
     )
     assert durations == [(n, Decimal("1.900") if n == 10 else Decimal("0.350")) for n in range(1, 11)]
+
+
+def test_steps_run_again_after_a_requeue_count_once(night):
+    # R-6: 6701's second incarnation ran steps 3 and 4 again: steps 1-6 count once (6, not 8), the first copies of
+    # 3 and 4 are discarded work (rollback), and a counted step costs 2 x 19.82 / 6.
+    figures = "steps_run, steps_counted, steps_discarded, tokens_counted, compute_cost, cost_per_counted_step"
+    expected = (8, 6, 2, 6000, 2 * job_cost(8), Decimal("6.6067"))
+    assert _row(night, f"select {figures} from marts.fct_batch_compute where batch_id = 'R-6'") == expected
+    assert query(
+        night.warehouse,
+        "select discarded_reason, steps_discarded, tokens_discarded from marts.fct_step_discards "
+        "where batch_id = 'R-6'",
+    ) == [("rollback", 2, 2000)]
 
 
 def test_the_demo_batches_keep_their_figures_and_versions_in_an_older_history(night, demo_run):
