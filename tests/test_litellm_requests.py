@@ -9,8 +9,11 @@ import duckdb
 
 from cost_pipeline.cli import run_pipeline
 
-# Rows shaped like LiteLLM's SpendLogs table, including columns this pipeline does not use.
+# Rows shaped like LiteLLM's SpendLogs table, including columns this pipeline does not use. The first two were
+# routed through the proxy's model_list entry "llama-3-70b" (model_group) to a vLLM deployment (model, as LiteLLM
+# writes it: provider/model); the third is a row of a proxy older than the model_group column.
 KEY_HASH = "88dc28d0f030c55ed4ab77ed8faf098196cb1c05df778539800c9f1243fe6b4b"
+MODEL_ID = "3b4e0a7f52c1d9e86a0f4c2b7d1e95a8c6f3b2d0e4a9c7f1b5d8e2a6c0f9b3d7"  # a config deployment's id: a hash
 LITELLM_ROWS = [
     {
         "request_id": "chatcmpl-9f1c",
@@ -23,9 +26,11 @@ LITELLM_ROWS = [
         "startTime": "2026-11-03T10:00:00.120000Z",
         "endTime": "2026-11-03T10:00:01.620000Z",
         "completionStartTime": "2026-11-03T10:00:00.410000Z",
-        "model": "llama-3-70b",
-        "model_id": "a1",
+        "request_duration_ms": 1500,
+        "model": "hosted_vllm/llama-3-70b",
+        "model_id": MODEL_ID,
         "model_group": "llama-3-70b",
+        "custom_llm_provider": "hosted_vllm",
         "api_base": "http://127.0.0.1:8000/v1",
         "user": "",
         "metadata": {"user_api_key_team_alias": "support", "task_id": "ticket-1", "business_line": "support"},
@@ -47,7 +52,9 @@ LITELLM_ROWS = [
         "completion_tokens": 0,
         "startTime": "2026-11-03T10:01:00+00:00",
         "endTime": "2026-11-03T10:01:30+00:00",
-        "model": "llama-3-70b",
+        "model": "hosted_vllm/llama-3-70b",
+        "model_id": MODEL_ID,
+        "model_group": "llama-3-70b",
         "metadata": '{"task_id": "ticket-1", "attempt": 2}',
         "cache_hit": "",
         "team_id": "team-support",
@@ -135,3 +142,41 @@ def test_litellm_jsonl_loads_unedited(tmp_path):
 
 def test_litellm_parquet_loads_unedited(tmp_path):
     _check(tmp_path, "parquet")
+
+
+def test_a_litellm_request_is_of_its_model_group(tmp_path):
+    """LiteLLM's ``model`` names the deployment the proxy called (``hosted_vllm/assistant-large``), which no replica
+    list names; the model the caller asked for, the served model the service book prices, is ``model_group``. It was
+    never read: such requests were unpriced. A blank or absent model group keeps ``model`` (LiteLLM writes ``""`` when
+    no model group routed the call); a native row's ``model`` is its own. SQL maps the lines as ``request_row`` does."""
+    from cost_pipeline.ingest.request_rows import request_row
+    from tests.helpers import query
+    from tests.test_value_sense import load, rules, write
+
+    row = {k: LITELLM_ROWS[0][k] for k in ("startTime", "endTime", "prompt_tokens", "completion_tokens", "team_id")}
+    native = {"requested_at": "2026-11-01T00:00:00Z", "input_tokens": 10, "output_tokens": 5, "cache_hit": False,
+              "latency_ms": 2500, "status": "completed", "attempt": 1, "human_handoff": False}  # fmt: skip
+    lines = [
+        dict(row, request_id="l-1", model="hosted_vllm/assistant-large", model_group="assistant-large"),
+        dict(row, request_id="l-2", model="azure/gpt-4o-eu", model_group=""),
+        dict(row, request_id="l-3", model="assistant-small"),
+        dict(row, request_id="l-4", model="", model_group="assistant-large"),
+        dict(row, request_id="l-5", model="assistant-small", model_group=None),
+        dict(row, request_id="l-6", model=" ", model_group=" \t"),
+        dict(row, request_id="l-7", model="hosted_vllm/assistant-large", model_group=["assistant-large"]),
+        dict(native, request_id="n-1", model="assistant-small", model_group="assistant-large"),
+    ]
+    write(tmp_path / "landing" / "requests" / "r.jsonl", "\n".join(json.dumps(r) for r in lines) + "\n")
+    warehouse, quarantined = load(tmp_path, "serving_requests")
+    staged = query(warehouse, "select request_id, model from raw.serving_requests order by request_id")
+    assert staged == [
+        ("l-1", "assistant-large"),
+        ("l-2", "azure/gpt-4o-eu"),
+        ("l-3", "assistant-small"),
+        ("l-4", "assistant-large"),
+        ("l-5", "assistant-small"),
+        ("n-1", "assistant-small"),
+    ]
+    assert [(r["request_id"], r["model"]) for r in map(request_row, lines[:5] + lines[7:])] == staged
+    assert rules(quarantined) == [(6, "model.not_nullable"), (7, "model.scalar")]
+    assert {q[0] for q in quarantined} == {"requests/r.jsonl"}

@@ -236,7 +236,8 @@ def _mapped_sql(schema: SourceSchema) -> str:
                    case when native then {_time(_value("requested_at"))} else {_time(_value("startTime"))}
                        end as requested_at,
                    {_time(_value("endTime"))} as ended_at,
-                   {_given(_value("model"))} as model,
+                   {_given(_value("model"))} as native_model,
+                   {_given(_value("model_group"))} as model_group,
                    {_given(_value("tenant"))} as native_tenant,
                    {_given(_value("team_id"))} as team_id,
                    {_given(_value("business_line"))} as native_business_line,
@@ -257,7 +258,8 @@ def _mapped_sql(schema: SourceSchema) -> str:
                        and {_optional_text_ok(_value("latency_tier"))} as native_texts_ok,
                    {_blank(_value("latency_ms"))} as native_latency_blank,
                    {_blank(_value("endTime"))} as end_blank,
-                   {_optional_text_ok(_value("team_id"))} and {_optional_text_ok(_value("status"))} as litellm_texts_ok,
+                   {_optional_text_ok(_value("team_id"))} and {_optional_text_ok(_value("status"))}
+                       and {_optional_text_ok(_value("model_group"))} as litellm_texts_ok,
                    not meta_doubt and (m is null or {_unique_keys("m")}) as meta_ok,
                    mk, mt, {litellm_status} as litellm_status_text
             from (select *, json_type(m, {meta_paths}) as mk, json_extract_string(m, {meta_paths}) as mt from shaped)
@@ -278,7 +280,8 @@ def _mapped_sql(schema: SourceSchema) -> str:
             from fields
         ), mapped as (
             select landing_file, line,
-                   request_id, requested_at, model,
+                   request_id, requested_at,
+                   case when native then native_model else coalesce(model_group, native_model) end as model,
                    case when native then native_tenant else team_id end as tenant,
                    case when native then native_business_line else meta_business_line end as business_line,
                    case when native then native_input_tokens else prompt_tokens end as input_tokens,

@@ -1,13 +1,17 @@
 """One inference request as the pandas path maps it: native, or a LiteLLM spend-log row mapped row by row.
 
 A LiteLLM row is recognised by its ``startTime`` (and no ``requested_at``): ``startTime`` becomes the request time
-and ``endTime - startTime`` its latency; tokens, team and status are renamed; ``task_id``, ``attempt``,
+and ``endTime - startTime`` its latency. Its model is its ``model_group`` (the public model name the caller asked
+for, the name of the proxy's ``model_list`` entry: the served model the service book prices), else its ``model``
+(the deployment the proxy called, ``hosted_vllm/assistant-large``; the only name a row carries that no model group
+routed, or from a proxy older than the column). Tokens, team and status are renamed; ``task_id``, ``attempt``,
 ``business_line``, ``escalated_to`` and ``human_handoff`` come from its ``metadata`` object.
 
 A blank text (``""``, or only spaces, tabs and line breaks: what Go gateways and many JSON serialisers write for an
 unset field) is absent, in every text field of either shape: an optional one is null (a blank ``task_id`` is no
 task, a blank ``tenant`` is unassigned, a blank ``latency_tier`` is derived from the latency), and a blank
-``request_id``, ``model`` or ``status`` is quarantined as a missing one is (``<column>.not_nullable``).
+``request_id``, ``model`` or ``status`` is quarantined as a missing one is (``<column>.not_nullable``; a LiteLLM
+row's model when both ``model_group`` and ``model`` are blank).
 
 The request log loads inside DuckDB (``request_lines.py``), which maps each line in SQL alike; the lines SQL does
 not vouch for are mapped here.
@@ -40,7 +44,16 @@ _REQUEST_FIELDS = (
     "escalated_to",
     "human_handoff",
 )
-_LITELLM_FIELDS = ("startTime", "endTime", "prompt_tokens", "completion_tokens", "team_id", "end_user", "metadata")
+_LITELLM_FIELDS = (
+    "startTime",
+    "endTime",
+    "prompt_tokens",
+    "completion_tokens",
+    "team_id",
+    "end_user",
+    "metadata",
+    "model_group",
+)
 READ_FIELDS = (*_REQUEST_FIELDS, *_LITELLM_FIELDS)  # the fields a line is read by
 LITELLM_STATUS = {"success": "completed", "failure": "failed"}
 _TEXT_FIELDS = ("request_id", "model", "tenant", "business_line", "latency_tier", "status", "task_id", "escalated_to")
@@ -84,10 +97,11 @@ def request_row(row: dict[str, object]) -> dict[str, object]:
         else None
     )
     status = given(row.get("status")) or given(metadata.get("status")) or "success"
+    model_group = given(row.get("model_group"))  # LiteLLM writes "" where no model group routed the call
     return {
         "request_id": given(row.get("request_id")),
         "requested_at": started,
-        "model": given(row.get("model")),
+        "model": given(row.get("model")) if model_group is None else model_group,
         "tenant": given(row.get("team_id")),
         "business_line": given(metadata.get("business_line")),
         "input_tokens": row.get("prompt_tokens"),
