@@ -180,3 +180,38 @@ def test_a_litellm_request_is_of_its_model_group(tmp_path):
     assert [(r["request_id"], r["model"]) for r in map(request_row, lines[:5] + lines[7:])] == staged
     assert rules(quarantined) == [(6, "model.not_nullable"), (7, "model.scalar")]
     assert {q[0] for q in quarantined} == {"requests/r.jsonl"}
+
+
+def test_a_parquet_export_with_rows_sql_does_not_vouch_for_loads_them(tmp_path):
+    """A Parquet file's rows SQL does not vouch for are checked by the pandas path: a row with a negative token count
+    among good ones, or every row of a file with a column typed as SQL and Python read otherwise (a UUID: DuckDB and
+    pyarrow type LiteLLM's model_id so). The connection held an unfinished result then and DuckDB refused to check
+    them: each file was refused whole (``file_format``, "file is not readable"), its good requests lost."""
+    from tests.helpers import query
+    from tests.test_value_sense import load
+
+    folder = tmp_path / "landing" / "requests"
+    folder.mkdir(parents=True)
+    rows = {
+        "negative.parquet": [LITELLM_ROWS[0], dict(LITELLM_ROWS[0], request_id="neg", prompt_tokens=-5)],
+        "uuid.parquet": [dict(r, model_id="5f1c2b8e-8a4d-4c1e-9a57-1f0e6d2c3b4a") for r in LITELLM_ROWS[1:]],
+    }
+    con = duckdb.connect()
+    for name, file_rows in rows.items():
+        jsonl = tmp_path / f"{name}.jsonl"
+        jsonl.write_text("".join(json.dumps(r) + "\n" for r in file_rows), encoding="utf-8")
+        con.sql("select * from read_json(?, format = 'newline_delimited')", params=[str(jsonl)]).write_parquet(
+            str(folder / name)
+        )
+    assert con.sql(f"select typeof(model_id) from read_parquet('{folder / 'uuid.parquet'}')").fetchall()[0] == ("UUID",)
+    con.close()
+    warehouse, quarantined = load(tmp_path, "serving_requests")
+    assert [(f, line, rule) for f, line, rule, _ in quarantined] == [
+        ("requests/negative.parquet", 2, "input_tokens.non_negative")
+    ]
+    staged = query(warehouse, "select request_id, model from raw.serving_requests order by request_id")
+    assert staged == [
+        ("chatcmpl-9f1c", "llama-3-70b"),
+        ("chatcmpl-9f1d", "llama-3-70b"),
+        ("chatcmpl-9f1e", "llama-3-70b"),
+    ]

@@ -361,7 +361,9 @@ def _company(con: duckdb.DuckDBPyConnection, schema: SourceSchema) -> set[int]:
         if c.nullable
         for kind in ("", "not")
     ]
-    (lines,) = con.execute(f"select [{', '.join(firsts)}] from landing_rows").fetchone()
+    # fetchall: a result fetched with fetchone is unfinished, and DuckDB refuses to register the rows pandera checks
+    # on a connection holding one (a Parquet file's doubtful rows, read without SQL, were the whole file refused).
+    [(lines,)] = con.execute(f"select [{', '.join(firsts)}] from landing_rows").fetchall()
     return {int(line) for line in lines if line is not None}
 
 
