@@ -3,8 +3,10 @@
 One line a source (from the file ledger, ``raw.ingested_files``), in the registry's order, then one line for the
 ignored files (``raw.ignored_files``) and, when there are any, one for the files gone from the landing folder whose
 rows raw keeps (``missing_since``), and one ``stale:`` line per source whose load failed tonight
-(``raw.source_failures``): raw keeps its rows of its last good night, so its figures are as of then. Then one
-``held:`` line per source and dbt test whose failing landing rows were quarantined after the build
+(``raw.source_failures``): raw keeps its rows of its last good night, so its figures are as of then; one
+``incomplete:`` line per FOCUS export run whose manifest lists a data file not loaded, or run folder without a
+manifest yet (it replaces no older run).
+Then one ``held:`` line per source and dbt test whose failing landing rows were quarantined after the build
 (``cost_pipeline.dbt_failures``): the contract passed them, so the contract has a defect. The sources that had rows
 and staged none (every row quarantined), those whose figures are stale and those with held rows are returned, so the
 CLI can end non-zero naming them.
@@ -53,6 +55,21 @@ def source_failures(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, date
         return []
 
 
+def incomplete_runs(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int | None, int]]:
+    """The FOCUS export runs some of whose listed data files raw holds no row of, and the run folders whose manifest
+    has not come (stg_billing__focus_charges reads such a run as replacing nothing): run id (a folder for the
+    latter), files its manifest lists (None: no manifest), files loaded."""
+    try:
+        return con.execute(
+            "select export_run_id, max(export_run_files), count(distinct source_file) from raw.billing_focus "
+            "where export_run_id is not null group by export_run_id, export_run_manifest "
+            "having max(export_run_files) is null or count(distinct source_file) < max(export_run_files) "
+            "order by export_run_id"
+        ).fetchall()
+    except duckdb.Error:  # no FOCUS rows loaded, or a warehouse written before export runs were kept
+        return []
+
+
 def as_of(last_good_load: datetime | None) -> str:
     """The night a stale source's rows are from, in words."""
     return f"{last_good_load:%Y-%m-%d %H:%M} UTC" if last_good_load else "no night (it never loaded)"
@@ -90,6 +107,7 @@ def print_source_summary(warehouse: Path, out=None) -> SummaryFindings:
             ignored = []
         failures = source_failures(con)
         held = held_rows(con)
+        incomplete = incomplete_runs(con)
     finally:
         con.close()
     print("\nPer source (raw.ingested_files):", file=out)
@@ -111,6 +129,13 @@ def print_source_summary(warehouse: Path, out=None) -> SummaryFindings:
         print(
             f"  missing: {len(missing)} file(s) gone from the landing folder, their rows kept (see "
             f"`cost-pipeline retract`): {named}{more}",
+            file=out,
+        )
+    for run, listed, loaded in incomplete:
+        said = f"run {run} lists {listed:,} data file(s)" if listed is not None else f"run folder {run} has no manifest"
+        print(
+            f"  incomplete: FOCUS export {said}, {loaded:,} loaded: it replaces no older run (nor counts beside one) "
+            "until every file its manifest lists is loaded",
             file=out,
         )
     for name, error, since in failures:

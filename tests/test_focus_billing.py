@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import csv
 import gzip
+import io
 import json
+import os
 import shutil
 from collections import Counter
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 
@@ -17,6 +20,8 @@ import duckdb
 from cost_pipeline.defs.ingest import ASSETS_BY_TABLE
 from cost_pipeline.defs.resources import LandingZone, Warehouse
 from cost_pipeline.ingest.billing import focus_row
+from cost_pipeline.source_summary import print_source_summary
+from tests.helpers import query, staged_rows
 
 SHARED_DATA = Path(__file__).resolve().parent / "data" / "focus"
 
@@ -372,3 +377,188 @@ def test_ids_in_a_double_parquet_column_are_their_whole_numbers_and_a_fraction_i
         (4, "billing_account_id.whole_number"),
         (5, "sub_account_id.whole_number"),
     ]
+
+
+FOCUS_HEADER = (
+    "BillingAccountId,BillingPeriodStart,BillingPeriodEnd,ChargePeriodStart,ChargePeriodEnd,ChargeCategory,"
+    "BilledCost,EffectiveCost,ResourceId"
+)
+NOVEMBER = "2026-11-01T00:00:00Z,2026-12-01T00:00:00Z"
+
+
+def _focus_lines(account: str, *charges: tuple[str, str]) -> list[str]:
+    """A FOCUS CSV of ``account``'s November lines: (resource, amount) each, on 3 November."""
+    return [FOCUS_HEADER] + [
+        f"{account},{NOVEMBER},2026-11-03T00:00:00Z,2026-11-04T00:00:00Z,Usage,{amount},{amount},{resource}"
+        for resource, amount in charges
+    ]
+
+
+AWS = "billing/focus-export"  # an AWS Data Exports export as S3 holds it: data/ and metadata/ per billing period
+AWS_DATA = f"{AWS}/data/BILLING_PERIOD=2026-11"
+
+
+def _aws_manifest(execution: str, *names: str) -> list[str]:
+    """An AWS Data Exports manifest of one execution listing ``names`` (as s3:// URIs of the execution's folder), in
+    the fields AWS documents: no time of the run."""
+    prefix = f"s3://cur-bucket/{AWS_DATA.removeprefix('billing/')}/{execution}"
+    return [
+        json.dumps(
+            {
+                "executionId": execution,
+                "exportArn": "arn:aws:bcm-data-exports:us-east-1:123456789012:export/focus-export-1234",
+                "columns": [{"name": "BilledCost", "type": "decimal"}],
+                "dataFiles": [f"{prefix}/{name}" for name in names],
+                "additionalOutputFiles": [],
+            }
+        )
+    ]
+
+
+def _aws_run(execution: str, parts: dict[str, list[str]], listed: int | None = None) -> dict[str, list[str]]:
+    """One AWS execution's landing files: its data files in its folder, its manifest under metadata/ (none when
+    ``listed`` is 0; listing ``listed`` parts when more than are delivered)."""
+    files = {f"{AWS_DATA}/{execution}/{name}": lines for name, lines in parts.items()}
+    names = [f"focus-export-{n:05d}.csv" for n in range(1, (listed or len(parts)) + 1)]
+    if listed != 0:
+        files[f"{AWS}/metadata/BILLING_PERIOD=2026-11/{execution}/focus-export-Manifest.json"] = _aws_manifest(
+            execution, *names
+        )
+    return files
+
+
+def _azure_manifest(run: str, submitted: str, *names: str) -> list[str]:
+    """An Azure Cost Management export manifest of one run listing ``names`` as blobs."""
+    return [
+        json.dumps(
+            {
+                "blobCount": len(names),
+                "exportConfig": {"exportName": "focus", "type": "FocusCost", "dataVersion": "1.0r2"},
+                "runInfo": {
+                    "executionType": "Scheduled",
+                    "submittedTime": submitted,
+                    "runId": run,
+                    "startDate": "2026-11-01T00:00:00",
+                    "endDate": "2026-11-30T00:00:00",
+                },
+                "blobs": [{"blobName": f"exports/focus/20261101-20261130/{run}/{n}", "byteCount": 1} for n in names],
+            }
+        )
+    ]
+
+
+def _billed(rows: list[dict]) -> dict[tuple[str, str], Decimal]:
+    counted = Counter()
+    for row in rows:
+        counted[(row["billing_account_id"], row["resource_id"])] += Decimal(str(row["billed_cost"]))
+    return dict(counted)
+
+
+def test_the_newest_complete_export_run_replaces_older_runs_of_its_account_and_period(tmp_path):
+    """A FOCUS export refreshed during an open month writes each run into its own folder with a manifest: a later run
+    revising a line's amount counted beside the older run's line (12.00 + 10.00), and two AWS runs (whose manifests
+    give no time) both counted. Now one run of an account and billing period counts: the newest complete one, runs
+    loaded the same night by manifest path; a newer run still missing a part, or whose manifest has not come,
+    replaces nothing; files no manifest lists are counted as before (each file's lines, identical lines once)."""
+    part = "focus-export-{:05d}.csv".format
+    azure = "billing/azure/20261101-20261130"
+    files = {
+        **_aws_run(
+            "exec-1",
+            {
+                part(1): _focus_lines("111", ("vm-a", "10.00"), ("vm-b", "5.00")),
+                part(2): _focus_lines("111", ("vm-f", "2.00")),
+            },
+        ),
+        # the refresh revises vm-a; its second part is byte for byte the first run's, and still the newer run's
+        **_aws_run(
+            "exec-2",
+            {
+                part(1): _focus_lines("111", ("vm-a", "12.00"), ("vm-b", "5.00")),
+                part(2): _focus_lines("111", ("vm-f", "2.00")),
+            },
+        ),
+        # a newer run, its second part not delivered yet: replaces nothing
+        **_aws_run("exec-3", {part(1): _focus_lines("111", ("vm-a", "99.00"))}, listed=2),
+        # a run whose manifest has not come (AWS writes it after the data): held, replaces nothing
+        **_aws_run("exec-4", {part(1): _focus_lines("111", ("vm-a", "50.00"))}, listed=0),
+        # Azure: the newer run by runInfo.submittedTime, whatever the folders' names say
+        f"{azure}/run-z/part_0_0001.csv": _focus_lines("222", ("vm-c", "3.00")),
+        f"{azure}/run-z/manifest.json": _azure_manifest("run-z", "2026-11-04T18:33:03.1032074Z", "part_0_0001.csv"),
+        f"{azure}/run-a/part_0_0001.csv": _focus_lines("222", ("vm-c", "4.50")),
+        f"{azure}/run-a/manifest.json": _azure_manifest("run-a", "2026-11-05T18:33:03.1032074Z", "part_0_0001.csv"),
+        # no manifest: each file's lines count, identical lines once
+        "billing/plain_1.csv": _focus_lines("333", ("vm-d", "7.00"), ("vm-e", "1.00")),
+        "billing/plain_2.csv": _focus_lines("333", ("vm-d", "8.00"), ("vm-e", "1.00")),
+    }
+    rows = staged_rows(tmp_path, "billing_focus", files, "stg_billing__focus_charges")
+    assert _billed(rows) == {
+        ("111", "vm-a"): Decimal("12.00"),
+        ("111", "vm-b"): Decimal("5.00"),
+        ("111", "vm-f"): Decimal("2.00"),
+        ("222", "vm-c"): Decimal("4.50"),
+        ("333", "vm-d"): Decimal("15.00"),
+        ("333", "vm-e"): Decimal("1.00"),
+    }
+    # the night's summary names the run still missing a file, and the run folder without a manifest
+    summary = io.StringIO()
+    print_source_summary(tmp_path / "w.duckdb", out=summary)
+    assert "incomplete: FOCUS export run exec-3 lists 2 data file(s), 1 loaded" in summary.getvalue()
+    assert f"incomplete: FOCUS export run folder {AWS_DATA}/exec-4 has no manifest, 1 loaded" in summary.getvalue()
+    # raw is append-only: every run's lines are kept there
+    assert {r[0] for r in query(tmp_path / "w.duckdb", "select export_run_id from raw.billing_focus")} == {
+        "exec-1",
+        "exec-2",
+        "exec-3",
+        f"{AWS_DATA}/exec-4",
+        "run-z",
+        "run-a",
+        None,
+    }
+
+
+def _nights(tmp_path, *nights: dict[str, list[str]]) -> list[dict]:
+    """stg_billing__focus_charges after one load a night, each adding its files to the landing folder (its arrivals
+    recorded a day after the last's)."""
+    from cost_pipeline.contract import load_contract
+    from cost_pipeline.ingest.lib.arrivals import record_arrivals
+    from cost_pipeline.ingest.lib.warehouse import connect
+    from cost_pipeline.ingest.registry import load_named
+    from tests.helpers import dbt_show_model
+
+    landing, warehouse = tmp_path / "landing", tmp_path / "w.duckdb"
+    for night, files in enumerate(nights, start=1):
+        for name, lines in files.items():
+            (landing / name).parent.mkdir(parents=True, exist_ok=True)
+            (landing / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        con = connect(warehouse, readable_dir=landing)
+        try:
+            assert load_named(con, landing, "billing_focus", load_contract()).conserved
+            record_arrivals(con, "billing_focus", now=datetime(2026, 11, night, 2))
+        finally:
+            con.close()
+    return dbt_show_model(tmp_path, "stg_billing__focus_charges", {**os.environ, "COST_WAREHOUSE": str(warehouse)})
+
+
+def test_aws_export_runs_are_ordered_by_arrival_and_an_incomplete_newer_run_leaves_the_older(tmp_path):
+    """AWS manifests give no time of their run: the run that arrived later is the newer, whatever its id (AWS's
+    execution ids do not sort by time). Night 1 loads run 'f7…' (vm-a 10.00); night 2 run '0a…' revising vm-a to
+    12.00 and a third run '00…' still missing its second part. Counted: 12.00 once (main counted every run's
+    line: 10.00 + 12.00 + 99.00). Runs first loaded the same night are ordered by manifest path."""
+    part = "focus-export-{:05d}.csv".format
+    rows = _nights(
+        tmp_path,
+        _aws_run("f7-exec", {part(1): _focus_lines("111", ("vm-a", "10.00"), ("vm-b", "5.00"))}),
+        {
+            **_aws_run("0a-exec", {part(1): _focus_lines("111", ("vm-a", "12.00"), ("vm-b", "5.00"))}),
+            **_aws_run("00-exec", {part(1): _focus_lines("111", ("vm-a", "99.00"))}, listed=2),
+            # two complete runs of another account first loaded the same night: the later by manifest path counts
+            **_aws_run("b-exec", {part(1): _focus_lines("444", ("vm-g", "2.00"))}),
+            **_aws_run("a-exec", {part(1): _focus_lines("444", ("vm-g", "1.00"))}),
+        },
+    )
+    assert _billed(rows) == {
+        ("111", "vm-a"): Decimal("12.00"),
+        ("111", "vm-b"): Decimal("5.00"),
+        ("444", "vm-g"): Decimal("2.00"),
+    }

@@ -889,6 +889,15 @@ def billing_focus(contract: Contract) -> SourceSchema:
             Col("invoice_issuer_name", "VARCHAR", nullable=True),
             Col("tags", "VARCHAR", nullable=True),
             Col("batch_id", "VARCHAR", nullable=True),
+            # The export run whose manifest lists the line's file (AWS Data Exports' executionId, Azure's
+            # runInfo.runId), the run's own time where the manifest gives one (Azure's runInfo.submittedTime; AWS's
+            # gives none), how many data files it lists and the manifest's landing path; a file in a run's folder
+            # or beside one that no manifest lists yet: its folder as the run, the rest null; null for any other
+            # file (billing.py, stg_billing__focus_charges: the newest complete run replaces older ones).
+            Col("export_run_id", "VARCHAR", nullable=True),
+            Col("export_run_at", "TIMESTAMP", nullable=True),
+            Col("export_run_files", "INTEGER", nullable=True),
+            Col("export_run_manifest", "VARCHAR", nullable=True),
         ),
         row_checks=(_focus_amount_sign(contract), *_focus_credit_sign(contract)),
         ordered=(

@@ -19,13 +19,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Context, Decimal
+from functools import lru_cache
+from pathlib import Path
 
 from cost_pipeline.contract import schemas
 from cost_pipeline.ingest.lib import whole_ids
-from cost_pipeline.ingest.lib.records import RowRejected, mapped_csv_line_parser
+from cost_pipeline.ingest.lib.records import RowRejected, mapped_csv_line_parser, refusal
 from cost_pipeline.ingest.lib.source import LineParser, RowLoader, Source, batch_lineage
 from cost_pipeline.ingest.lib.timestamps import iso_utc_naive
 
@@ -190,6 +192,126 @@ class FocusOptions:
     batch_tag_key: str = "batch_id"
 
 
+# Export runs. A cloud FOCUS export refreshed during an open billing period writes each run (AWS Data Exports with
+# "Create new export version": an execution; Azure Cost Management: a run) into its own folder, with a manifest that
+# lists the run's data files. A later run restates the period whole, a line's amount revised or not, so the lines of
+# an older run of the same billing account and period must not count beside it (stg_billing__focus_charges).
+# AWS: <export-name>-Manifest.json (under metadata/<partition>/, not beside the data), with executionId and
+# dataFiles (s3:// URIs), and no time of the run; Azure: manifest.json, with runInfo.runId, runInfo.submittedTime and
+# blobs[].blobName (blobCount too). Runs are ordered in staging: Azure's submittedTime, then arrival, then the
+# manifest's path (docs/inputs.md).
+MANIFEST_PATTERNS = ("**/*-Manifest.json", "**/manifest.json")
+DATA_SUFFIXES = (".csv", ".csv.gz", ".parquet")
+# The run's own time where its manifest has one: Azure's runInfo.submittedTime. AWS documents none (executionId,
+# exportArn, columns, dataFiles, additionalOutputFiles...): its runs are ordered by arrival alone.
+_RUN_TIME = ("runInfo", "submittedTime")
+
+
+@dataclass(frozen=True)
+class ExportRun:
+    """What a FOCUS export manifest says of its run: its id, its time (Azure's; None for AWS), the data files it lists
+    (each as its folder's name and its own name, the last two parts of its URI or blob path), how many it wrote, and
+    the manifest's landing path."""
+
+    run_id: str
+    run_at: datetime | None
+    files: frozenset[tuple[str, str]]
+    expected: int  # how many data files the run wrote (blobCount when it says more than are listed)
+    manifest: str = ""
+
+
+def _field(document: dict, path: tuple[str, ...]) -> object:
+    value: object = document
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _folder_and_name(uri: str) -> tuple[str, str]:
+    parts = [p for p in uri.strip().split("/") if p]
+    return (parts[-2] if len(parts) > 1 else "", parts[-1])
+
+
+def export_run(document: object) -> ExportRun | None:
+    """An AWS Data Exports or Azure Cost Management export manifest -> ``ExportRun``; None when it names no run or no
+    data file (the files it would list are then read as files without a manifest)."""
+    if not isinstance(document, dict):
+        return None
+    run_id = document.get("executionId") or _field(document, ("runInfo", "runId"))
+    listed = document.get("dataFiles")
+    if listed is None:
+        listed = [b.get("blobName") for b in document.get("blobs") or [] if isinstance(b, dict)]
+    files = frozenset(_folder_and_name(f) for f in listed or [] if isinstance(f, str) and f.strip("/ "))
+    if not isinstance(run_id, str) or not run_id.strip() or not files:
+        return None
+    run_at = None
+    text = _field(document, _RUN_TIME)
+    if isinstance(text, str):
+        try:
+            run_at = iso_utc_naive(text, "manifest")
+        except RowRejected:
+            run_at = None  # an unreadable time: the run is ordered by arrival, as AWS's are
+    count = document.get("blobCount")
+    expected = max(len(files), count if isinstance(count, int) and not isinstance(count, bool) else 0)
+    return ExportRun(run_id.strip(), run_at, files, expected)
+
+
+@lru_cache(maxsize=256)
+def _read_manifest(path: Path, _stamp: tuple[int, int]) -> ExportRun | None:
+    """The run a manifest file names (None if it names none or cannot be read); cached by the file's stat."""
+    try:
+        return export_run(json.loads(path.read_text(encoding="utf-8-sig")))
+    except (OSError, ValueError):
+        return None
+
+
+def _manifests(top: Path, landing_dir: Path) -> list[ExportRun]:
+    """Every readable manifest under ``top`` naming a run, by path."""
+    runs = []
+    for candidate in sorted({p for pattern in MANIFEST_PATTERNS for p in top.glob(pattern)}):
+        if refusal(candidate, landing_dir) is not None:
+            continue
+        stat = candidate.stat()
+        run = _read_manifest(candidate, (stat.st_mtime_ns, stat.st_size))
+        if run is not None:
+            runs.append(replace(run, manifest=candidate.relative_to(landing_dir).as_posix()))
+    return runs
+
+
+def run_columns(path: Path, landing_dir: Path) -> dict[str, object]:
+    """The raw columns every row of ``path`` takes from the export run that lists it.
+
+    A data file is of the run whose manifest (anywhere under the source's landing sub-folder, the first by path)
+    lists a file of its folder's name and its name. A data file no manifest lists, in a folder that holds a listed
+    file or beside such a folder (a run whose manifest has not come yet: AWS writes it after the data files), is
+    held as a run without a manifest: ``export_run_id`` its folder, no manifest, never complete. Any other file: null
+    (read as before)."""
+    top = landing_dir / path.relative_to(landing_dir).parts[0]
+    key = (path.parent.name, path.name)
+    runs = _manifests(top, landing_dir)
+    run = next((r for r in runs if key in r.files), None)
+    if run is not None:
+        return {
+            "export_run_id": run.run_id,
+            "export_run_at": run.run_at,
+            "export_run_files": run.expected,
+            "export_run_manifest": run.manifest,
+        }
+    listed = {k for r in runs for k in r.files}
+    run_folders = (
+        {p.parent for p in top.rglob("*") if p.name.endswith(DATA_SUFFIXES) and (p.parent.name, p.name) in listed}
+        if listed
+        else set()
+    )
+    held = path.parent in run_folders or any(path.parent.parent == f.parent for f in run_folders)
+    return {
+        "export_run_id": path.parent.relative_to(landing_dir).as_posix() if held else None,
+        "export_run_at": None,
+        "export_run_files": None,
+        "export_run_manifest": None,
+    }
+
+
 # A FOCUS line exported again counts once, from the newest file, its tags not compared (stg_billing__focus_charges):
 # with a file retracted, an earlier export of its line counts again, maybe tagged for another batch. So a file fed
 # the batch of every delivery of each charge it holds (same resource and charge period start, which is all the job
@@ -217,14 +339,16 @@ SOURCES = (
         "billing_focus",
         ("I4",),
         "billing",
-        ("*.csv", "*.csv.gz", "*.parquet"),
+        ("**/*.csv", "**/*.csv.gz", "**/*.parquet"),
         "FOCUS 1.x billing exports",
         RowLoader(
             schemas.billing_focus,
             lambda _schema, options: focus_line_parser(options.batch_tag_key),
             parquet_row=lambda options: lambda row: focus_row(row, options.batch_tag_key),
+            file_columns=run_columns,
         ),
         options=FocusOptions,
+        companions=MANIFEST_PATTERNS,
         batch_lineage=FOCUS_BATCHES,
     ),
 )

@@ -98,8 +98,10 @@
     any of its lines has a value in it; a file without it is null there on every line. Its value is unknown, not
     null: a line of a file without some of them is the same line as one of another file that has them and equals
     it in every column both files have (optional_filled), so a later export with fewer columns counts each line
-    once. Two lines whose files both have a column and differ in it stay two lines. -#}
-{% macro identical_lines_once(source_relation, ignore=[], optional=[]) %}
+    once. Two lines whose files both have a column and differ in it stay two lines.
+    `rows`: a parenthesised query of some of `source_relation`'s rows, all its columns, to read instead of the
+    whole table (stg_billing__focus_charges: the lines no newer export run replaced). -#}
+{% macro identical_lines_once(source_relation, ignore=[], optional=[], rows=none) %}
     {%- set columns = [] -%}
     {%- set every_column = [] -%}
     {%- if execute -%}
@@ -121,8 +123,9 @@
             {%- do optional_columns.append(adapter.quote(name)) -%}
         {%- endif -%}
     {%- endfor -%}
-    {%- set lines = cost_pipeline.optional_filled(source_relation, every_column, columns, optional_columns)
-        if optional_columns else source_relation -%}
+    {%- set read = rows if rows else source_relation -%}
+    {%- set lines = cost_pipeline.optional_filled(read, every_column, columns, optional_columns)
+        if optional_columns else read -%}
     {%- set numbered -%}
     (
         select

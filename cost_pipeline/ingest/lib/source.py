@@ -13,6 +13,7 @@ S3 Inventory) load inside DuckDB (``in_database.InDatabaseSource``), and so do i
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,6 +79,9 @@ class RowLoader:
     schema: Callable[[Contract], SourceSchema]
     parser: Callable[[SourceSchema, Any], LineParser]
     parquet_row: Callable[[Any], RowMap] | None = None
+    # Raw columns a file's rows take from beside the file (landing path, landing folder -> values), the same for every
+    # row: FOCUS's export run, from the manifest listing the file. A file whose values changed is read again.
+    file_columns: Callable[[Path, Path], dict[str, object]] | None = None
     kind: ClassVar[str] = "pandas + pandera"
 
     def reads_parquet(self) -> bool:
@@ -102,6 +106,7 @@ class RowLoader:
         parsed_files: list[ParsedFile] = []
         reused: dict[str, str] = {}  # file -> sha256, not read tonight
         hashed: dict[str, tuple[str, FileStat]] = {}  # each file's sha256 tonight, and its stat before it was read
+        identities: dict[str, str] = {}  # file -> what its rows take from beside it, when anything
         for path in source.files(landing_dir):
             source_file = path.relative_to(landing_dir).as_posix()
             with naming_file(source_file):
@@ -111,10 +116,19 @@ class RowLoader:
                     continue
                 stat = FileStat.of(path)
                 known = reusable.get(source_file)
+                stamped = self.file_columns(path, landing_dir) if self.file_columns is not None else {}
+                # the same bytes with other values beside them (a FOCUS part repeated by a later run) are no duplicate
+                identity = json.dumps(stamped, sort_keys=True, default=str) if any(stamped.values()) else None
+                if identity is not None:
+                    identities[source_file] = identity
                 if known is not None and known.sha256 not in copies:
                     # the ledger's sha256 while the stat is the same; else hashed, and read if the bytes changed
                     sha = known.sha256 if known.stat == stat else file_sha256(path)
-                    if sha == known.sha256 and seen.original_of(source_file, sha) is None:
+                    if (
+                        sha == known.sha256
+                        and _stamped_as(con, source.name, source_file, stamped)
+                        and seen.original_of(source_file, _keyed(sha, identity)) is None
+                    ):
                         reused[source_file] = sha
                         hashed[source_file] = (sha, stat.settled())
                         continue
@@ -122,10 +136,12 @@ class RowLoader:
                     parsed = parse_parquet(path, self.parquet_row(options))
                 else:
                     parsed = parse_file(path, parser)
+                for row in parsed.rows:
+                    row.update(stamped)
                 parsed_files.append(parsed)
                 hashed[source_file] = (parsed.sha256, stat.settled())  # its bytes are read: settled now
                 if (source_file, parsed.sha256) not in retracted and parsed.sha256 not in copies:
-                    seen.original_of(source_file, parsed.sha256)
+                    seen.original_of(source_file, _keyed(parsed.sha256, identity))
         valid = validate_files(parsed_files, schema, con)
 
         def keep_reused(report: IngestReport) -> None:
@@ -140,7 +156,27 @@ class RowLoader:
             reused,
             keep_reused,
             extent=source.extent,
+            identities=identities,
         )
+
+
+def _keyed(sha256: str, identity: str | None) -> str:
+    """A file's key among the files of one load: its bytes, and what its rows take from beside it (if anything)."""
+    return sha256 if identity is None else f"{sha256} {identity}"
+
+
+def _stamped_as(con: duckdb.DuckDBPyConnection, name: str, source_file: str, stamped: dict[str, object]) -> bool:
+    """Whether the rows raw keeps of ``source_file`` hold the ``stamped`` values (a file with no rows kept does)."""
+    if not stamped:
+        return True
+    columns = list(stamped)
+    try:
+        kept = con.execute(
+            f"select distinct {', '.join(columns)} from raw.{name} where source_file = ?", [source_file]
+        ).fetchall()
+    except duckdb.Error:  # a raw table written before these columns were kept: its rows hold none of them
+        return not any(stamped.values())
+    return all(tuple(row) == tuple(stamped[c] for c in columns) for row in kept)
 
 
 def csv_columns(schema: SourceSchema, _options: Any = None) -> LineParser:

@@ -547,6 +547,7 @@ def write_validated_source(
     reused: Mapping[str, str] | None = None,
     within: Callable[[IngestReport], None] | None = None,
     extent: Sequence[str] = (),
+    identities: Mapping[str, str] | None = None,
 ) -> IngestReport:
     """Replace ``raw.<schema.table>`` with the valid rows of every file, quarantine the rest, in one transaction.
 
@@ -559,12 +560,20 @@ def write_validated_source(
     ``within`` runs inside the transaction, after the reused files are kept (it counts and remembers them).
     ``extent`` (``Source.extent``): columns of every parsed row of each file loaded, quarantined rows too, written to
     ``raw.<table>_extent`` (``write_extent``), whose rows of kept and reused files stay as raw's do.
+    ``identities`` (file -> what its rows take from beside it, ``RowLoader.file_columns``): a file with the bytes of
+    an earlier one is its duplicate only when this is the same too (a FOCUS part repeated by a later export run is
+    that run's file, as the S3 Inventory's ``identity``).
     """
     report = IngestReport(schema.table)
     reused = reused or {}
+    identities = identities or {}
+
+    def identity(source_file: str, sha256: str) -> str:  # as source._keyed
+        return f"{sha256} {identities[source_file]}" if source_file in identities else sha256
+
     seen = FirstSeen()
     for source_file, sha256 in reused.items():
-        seen.original_of(source_file, sha256)
+        seen.original_of(source_file, identity(source_file, sha256))
     columns = [(c.name, c.sql_type) for c in schema.columns]
     select_list = ", ".join(f"cast({quote(n)} as {t})" for n, t in columns)
     present = {parsed.path.relative_to(landing_dir).as_posix(): parsed.sha256 for parsed, _ in parsed_files}
@@ -590,7 +599,7 @@ def write_validated_source(
                 copied = [retracted_copy(copies[parsed.sha256], records)]
                 record_file(con, schema.table, source_file, parsed.sha256, records, 0, copied, report)
                 continue
-            original = seen.original_of(source_file, parsed.sha256)
+            original = seen.original_of(source_file, identity(source_file, parsed.sha256))
             if original is not None:
                 record_duplicate(con, schema.table, source_file, parsed.sha256, original, report)
                 continue
