@@ -20,11 +20,12 @@ jobs as (
         job_key,
         phase,
         case when scheduler = 'slurm'
-            then coalesce(cluster, '') || '/' || job_id || '#' || cast(sum(
-                case when restarts > 0 then 0 else 1 end
-            ) over (
-                partition by cluster, job_id order by submit_at, job_key rows between unbounded preceding and current row
-            ) as varchar)
+            then {{ dbt.concat([
+                "coalesce(cluster, '')", "'/'", "job_id", "'#'",
+                "cast(sum(case when restarts > 0 then 0 else 1 end) over (partition by cluster, job_id"
+                ~ " order by submit_at, job_key rows between unbounded preceding and current row) as "
+                ~ dbt.type_string() ~ ")"
+            ]) }}
             else job_key
         end as run_key
     from {{ ref('int_jobs_attributed') }}
