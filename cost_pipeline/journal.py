@@ -487,10 +487,12 @@ def held_note(posting: Posting) -> str:
     """One line naming a held difference: the closed month, batch, cost type, where it would post, and why: the
     unpriced lines of what holds it, the batch's cost type, or (``EVERY_BATCH``, ``legacy_adjustments``) its whole
     cost centre."""
-    whose = f"{posting.cost_centre}'s" if posting.batch_id == EVERY_BATCH else "its"
+    whole_centre = posting.batch_id == EVERY_BATCH  # its amount is the cost centre's, over every expense account
+    whose = f"{posting.cost_centre}'s" if whole_centre else "its"
+    where = f"{whose} expense accounts" if whole_centre else f"{posting.cost_centre} {posting.expense_account}"
     return (
-        f"held for {posting.corrects_month:%Y-%m}: {posting.batch_id}'s {posting.cost_type} on {posting.cost_centre} "
-        f"{posting.expense_account} differs by {posting.amount:.2f} from what was posted, but is not adjusted: "
+        f"held for {posting.corrects_month:%Y-%m}: {posting.batch_id}'s {posting.cost_type} on {where} "
+        f"differs by {posting.amount:.2f} from what was posted, but is not adjusted: "
         f"{posting.unpriced_lines} of {whose} cost lines ({posting.unpriced_gpu_hours} GPU-h) have no amount yet"
     )
 

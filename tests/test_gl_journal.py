@@ -194,7 +194,7 @@ PENDING = {
             ("2026-11-01", "CC-410", "6110", "expense", "0.00", "0.00", "1", "32.0000"),
             ("2026-11-01", "CC-410", "2910", "balancing", "0.00", "0.00", "1", "32.0000"),
         ],
-        "every batch's cost on CC-410 6110 differs by -108.00",
+        "every batch's cost on CC-410's expense accounts differs by -108.00",
     ),
 }
 CC_900_ADJUSTED = [
@@ -241,8 +241,8 @@ def test_a_cost_pending_after_close_is_held_not_reversed_until_its_amount_is_kno
             []
             if closed_by == "per_batch"
             else [
-                "cost-pipeline: held for 2026-11: every batch's cost on CC-900 6110 differs by -34.00 from what was "
-                "posted, but is not adjusted: 1 of CC-900's cost lines (0.0000 GPU-h) have no amount yet"
+                "cost-pipeline: held for 2026-11: every batch's cost on CC-900's expense accounts differs by -34.00 "
+                "from what was posted, but is not adjusted: 1 of CC-900's cost lines (0.0000 GPU-h) have no amount yet"
             ]
         ),
     ]
@@ -282,7 +282,7 @@ def test_a_cost_pending_after_close_is_held_not_reversed_until_its_amount_is_kno
     if closed_by == "per_batch":
         assert january == ([], "")
     else:  # per cost centre CC-900's -34.00 stays held while its storage holds an unpriced object
-        assert january[0] == CC_900_HELD and "CC-900 6110 differs by -34.00" in january[1]
+        assert january[0] == CC_900_HELD and "CC-900's expense accounts differs by -34.00" in january[1]
 
 
 def test_a_new_contracts_cost_centre_maps_postings_after_it_and_leaves_closed_months_as_posted(
@@ -395,6 +395,6 @@ def test_a_cost_centre_held_whole_is_named_with_its_own_unpriced_lines():
     current = [line("6120", "expense", "0.00", "0.00", 1), line("2910", "balancing", "0.00", "0.00", 1)]
     _, held = legacy_adjustments(current, frozen, december)
     assert [held_note(posting) for posting in held] == [
-        "held for 2026-11: every batch's cost on CC-900 6110 differs by -34.00 from what was posted, but is not "
-        "adjusted: 1 of CC-900's cost lines (0.0000 GPU-h) have no amount yet"
+        "held for 2026-11: every batch's cost on CC-900's expense accounts differs by -34.00 from what was posted, "
+        "but is not adjusted: 1 of CC-900's cost lines (0.0000 GPU-h) have no amount yet"
     ]
