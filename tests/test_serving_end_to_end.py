@@ -198,6 +198,11 @@ def _quarantine_september_2026_s_only_replica(landing: Path) -> None:
 
 # The models the shared night below adds, each in months of its own: the demo's marts are the rest.
 ADDED_MODELS = "('assistant-owned', 'assistant-spare')"
+# The summary's unpriced-serving line when November's shared costs are unknown: both models' requests unpriced.
+NOVEMBER_BOTH_UNPRICED = (
+    "in the month; request costs null, not 0.00): 2026-11 assistant-large (240 requests), 2026-11 assistant-small "
+    "(520 requests)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -280,10 +285,7 @@ def test_a_replica_still_up_is_quarantined_and_leaves_its_month_s_shared_costs_u
     night = cli_night(landing, demo_copy / "warehouse.duckdb")
     said = night.out + night.err
     assert "[serving_replicas] serving/replicas.csv, line 3: rule ended_at.not_nullable" in said, said
-    assert (
-        "in the month; request costs null, not 0.00): 2026-11 assistant-large (240 requests), 2026-11 assistant-small "
-        "(520 requests)"
-    ) in night.out
+    assert NOVEMBER_BOTH_UNPRICED in night.out
     assert query(
         night.warehouse,
         "select model, gpu_hours, is_unpriced, gpu_cost, other_cost, serving_cost, requests_completed, "
@@ -344,10 +346,7 @@ def test_a_replicas_file_refused_whole_leaves_every_month_s_shared_costs_unknown
     said = night.out + night.err
     assert night.code == 0, said
     assert "[serving_replicas] serving/replicas_small.csv, line 0: rule csv_header" in said
-    assert (
-        "in the month; request costs null, not 0.00): 2026-11 assistant-large (240 requests), 2026-11 assistant-small "
-        "(520 requests)"
-    ) in night.out
+    assert NOVEMBER_BOTH_UNPRICED in night.out
     assert query(
         night.warehouse,
         "select model, gpu_hours, is_unpriced, gpu_cost, other_cost, serving_cost, cost_per_request "
