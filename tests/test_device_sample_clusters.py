@@ -173,3 +173,20 @@ def test_a_file_delivered_again_with_the_cluster_column_counts_each_sample_once(
     assert query(warehouse, "select cluster, count(*) from intermediate.int_device_samples_tiered group by all") == [
         ("alpha", 10)
     ]
+    # One GPU, alpha's, held whole by the job for 0.1667 hours: not alpha's and an unnamed one at 0.1667 each (0.3333
+    # GPU-hours, and twice the GPU cost, for a job that ran 0.1667).
+    assert query(
+        warehouse,
+        "select cluster, hostname, gpu_index, share_rule, observed_hours, gpu_hours, gpu_month_hours "
+        "from marts.fct_gpu_shares",
+    ) == [
+        (
+            "alpha",
+            "gpu-01",
+            0,
+            "whole_gpu",
+            pytest.approx(600 / 3600),
+            pytest.approx(600 / 3600),
+            pytest.approx(600 / 3600),
+        )
+    ]

@@ -1,6 +1,7 @@
-{#- A delivered sample's columns as int_gpu_share_days reads them, from the relation named ``samples``. -#}
-{% macro delivered_columns(samples) %}
-        {{ samples }}.cluster,
+{#- A delivered sample's columns as int_gpu_share_days reads them, from the relation named ``samples``; its cluster
+    ``cluster`` (an expression) when given. -#}
+{% macro delivered_columns(samples, cluster=none) %}
+        {{ cluster if cluster else samples ~ '.cluster' }} as cluster,
         {{ samples }}.hostname,
         {{ samples }}.gpu_index,
         {{ samples }}.gpu_instance_id,

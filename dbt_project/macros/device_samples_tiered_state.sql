@@ -47,6 +47,10 @@
     {%- do texts.append(sample_days_where([], 'at')) -%}
     {%- do texts.append(delivered_columns('samples')) -%}
     {%- do texts.append(delivered_again_matches('samples')) -%}
+    {%- do texts.append(mixed_gpus('relation', 'condition')) -%}
+    {%- do texts.append(gpu_clusters('relation', 'condition', true)) -%}
+    {%- do texts.append(join_gpu_clusters('samples', 'job', true)) -%}
+    {%- do texts.append(unnamed_clusters('held')) -%}
     {%- do texts.append(host_chunk_filter('hostname')) -%}
     {%- do texts.append(short_host('hostname')) -%}
     {#- The rules that decide what is built again, as written: a fix to them builds every job and day once. -#}

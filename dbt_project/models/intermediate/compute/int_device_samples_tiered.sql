@@ -98,45 +98,18 @@ samples as (
     where {{ job_samples }}
 ),
 
--- The GPUs (or MIG instances) some of whose samples name a cluster and some none: a file delivered again with the
--- cluster column added. Only their copies that name none need the cluster looked up (gpu_clusters). One group over
--- the samples' keys, a few rows, so nearly free (no sort, no window); when every sample names its cluster, or none
--- does, it is empty and the lookup reads nothing (a join with an empty side).
+-- The GPUs some of whose samples name a cluster and some none, and the cluster of a job's copies of them
+-- (macros/gpu_clusters.sql: the same resolution as int_gpu_share_days').
 mixed_gpus as (
-    select
-        hostname,
-        gpu_index,
-        coalesce(gpu_instance_id, -1) as instance_key
-    from {{ ref('stg_telemetry__device_samples') }}
-    where
+    {%- set window_where -%}
         {{ host_chunk_filter('reported_hostname') }}
-    {%- if incremental %}
-        and {{ device_samples_tiered_window('sampled_at') }}
-    {%- endif %}
-    group by hostname, gpu_index, coalesce(gpu_instance_id, -1)
-    having max(case when cluster is null then 1 else 0 end) = 1 and max(cluster) is not null
+        {%- if incremental %} and {{ device_samples_tiered_window('sampled_at') }}{% endif %}
+    {%- endset %}
+    {{ mixed_gpus(ref('stg_telemetry__device_samples'), window_where) }}
 ),
 
--- The cluster of a job's GPU (or instance) on such a host: the one cluster its job's copies of it name. A job that
--- names its cluster has samples of that cluster or of none; one that names none may have both of one cluster (the
--- same file delivered again with a cluster column), and then they are one GPU's. Copies naming two clusters name no
--- one cluster: a copy naming none beside them is not known to be either's. A group joined back to each sample
--- (clustered), not a window over every sample.
 gpu_clusters as (
-    select
-        samples.attributed_job_key as job_key,
-        samples.hostname,
-        samples.gpu_index,
-        mixed_gpus.instance_key,
-        max(samples.cluster) as cluster
-    from {{ ref('int_device_samples_attributed') }} as samples
-    inner join mixed_gpus
-        on samples.hostname = mixed_gpus.hostname
-        and samples.gpu_index = mixed_gpus.gpu_index
-        and coalesce(samples.gpu_instance_id, -1) = mixed_gpus.instance_key
-    where samples.cluster is not null and {{ job_samples }}
-    group by samples.attributed_job_key, samples.hostname, samples.gpu_index, mixed_gpus.instance_key
-    having min(samples.cluster) = max(samples.cluster)
+    {{ gpu_clusters(ref('int_device_samples_attributed'), job_samples) }}
 ),
 
 -- The cluster of each sample's GPU (gpu_cluster): its own, else the one its job's copies of that GPU name.
@@ -145,11 +118,7 @@ clustered as (
         samples.*,
         coalesce(samples.cluster, gpu_clusters.cluster) as gpu_cluster
     from samples
-    left join gpu_clusters
-        on samples.job_key = gpu_clusters.job_key
-        and samples.hostname = gpu_clusters.hostname
-        and samples.gpu_index = gpu_clusters.gpu_index
-        and coalesce(samples.gpu_instance_id, -1) = gpu_clusters.instance_key
+    {{ join_gpu_clusters('samples', 'samples.job_key') }}
 ),
 
 -- The hours in which a GPU (or MIG instance) reported more than one job label under one cluster (or none): the only
@@ -206,32 +175,10 @@ held as (
         samples.sampled_at, coalesce(samples.attributed_job_key, samples.job_id)
 ),
 
--- The cluster the copies naming none are of at an instant: the one named cluster of a holder whose copies of that
--- instant name it and none (the same samples delivered without and with the cluster column), so that the holders
--- whose copies name none (another job's file not delivered again) share that cluster's GPU with it. Named clusters
--- of two such holders: not known to be either's.
+-- The cluster the copies naming none are of at an instant (macros/gpu_clusters.sql): the one named cluster of a
+-- holder whose copies of that instant name it and none.
 unnamed_clusters as (
-    select
-        hostname,
-        gpu_index,
-        instance_key,
-        sampled_at,
-        max(last_named) as cluster_key
-    from (
-        -- The holders whose copies of the instant name a cluster and none, with the clusters they name.
-        select
-            hostname,
-            gpu_index,
-            instance_key,
-            sampled_at,
-            min(case when cluster_key <> '' then cluster_key end) as first_named,
-            max(case when cluster_key <> '' then cluster_key end) as last_named
-        from held
-        group by hostname, gpu_index, instance_key, sampled_at, holder
-        having max(case when cluster_key = '' then 1 else 0 end) = 1 and max(cluster_key) <> ''
-    ) as named_and_unnamed
-    group by hostname, gpu_index, instance_key, sampled_at
-    having min(first_named) = max(last_named)
+    {{ unnamed_clusters('held') }}
 ),
 
 -- Each holder under the cluster of the GPU it holds (gpu_key): its copy's, else (naming none) unnamed_clusters'.

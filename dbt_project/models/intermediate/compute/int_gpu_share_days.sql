@@ -12,7 +12,9 @@
 -- holders were at that instant (last_instant_holders) with which share of the GPU (last_instant_share); the GPU's
 -- first and last instant of the day close it in fct_gpu_shares. So a day's rows depend on that day's samples only.
 -- No batch: the newest contract version's parameters apply. A sample delivered twice counts once. A GPU is its
--- cluster (null: the samples name none), host and index: gpu-01 of two clusters is two GPUs, never one crowded one.
+-- cluster (null: the samples name none), host and index: gpu-01 of two clusters is two GPUs, never one crowded one;
+-- a copy naming no cluster is of the cluster int_device_samples_tiered resolves for it (macros/gpu_clusters.sql),
+-- so a file delivered again with the cluster column added is one GPU, not its cluster's and an unnamed one.
 -- Incremental by day: a night builds again only the days whose samples or jobs changed (sample_days_to_build), and
 -- keeps the other days' rows. On Spark a table, built whole (docs/spark.md).
 {{ config(
@@ -52,38 +54,92 @@ share_rules as (
     where enumeration = 'gpu_share_rule'
 ),
 
--- The GPU instants (one GPU at one time) with more than one sample: a sample delivered again, a GPU shared by
--- several jobs, or several MIG instances of one GPU. Nearly every instant has one sample, which holds its GPU (or its
--- instance) alone; only the crowded instants' samples are grouped into holders below. (Grouping, numbering and
--- joining every sample as a holder took most of the model: at 442 M samples it was most of the night.)
-crowded_instants as (
-    select
-        cluster,
-        hostname,
-        gpu_index,
-        sampled_at
-    from {{ ref('int_device_samples_attributed') }}
-    -- This chunk's hosts (macros/host_chunks.sql), on every read of the samples.
-    where {{ host_chunk_filter('reported_hostname') }}
-    {%- if days is not none %}
-        and {{ sample_days_where(days, 'sampled_at') }}
-    {%- endif %}
-    group by cluster, hostname, gpu_index, sampled_at
-    having count(*) > 1
-),
-
-crowded_samples as (
-    select samples.*
-    from {{ ref('int_device_samples_attributed') }} as samples
-    inner join crowded_instants
-        on samples.hostname = crowded_instants.hostname
-        and samples.cluster is not distinct from crowded_instants.cluster
-        and samples.gpu_index = crowded_instants.gpu_index
-        and samples.sampled_at = crowded_instants.sampled_at
-    where {{ host_chunk_filter('samples.reported_hostname') }}
+{#- The samples of the days built, of this chunk's hosts (macros/host_chunks.sql), on every read of the samples. -#}
+{%- set day_samples -%}
+    {{ host_chunk_filter('samples.reported_hostname') }}
     {%- if days is not none %}
         and {{ sample_days_where(days, 'samples.sampled_at') }}
     {%- endif %}
+{%- endset %}
+
+-- The GPU instants (one host's GPU index at one time, whatever cluster its samples name) with more than one sample:
+-- a sample delivered again, a GPU shared by several jobs, several MIG instances of one GPU, or gpu-01 of two
+-- clusters. Nearly every instant has one sample, which holds its GPU (or its instance) alone; only the crowded
+-- instants' samples are grouped into holders below. (Grouping, numbering and joining every sample as a holder took
+-- most of the model: at 442 M samples it was most of the night.)
+crowded_instants as (
+    select
+        samples.hostname,
+        samples.gpu_index,
+        samples.sampled_at
+    from {{ ref('int_device_samples_attributed') }} as samples
+    where {{ day_samples }}
+    group by samples.hostname, samples.gpu_index, samples.sampled_at
+    having count(*) > 1
+),
+
+-- The cluster of a copy that names none (a file delivered again with the cluster column added), resolved as
+-- int_device_samples_tiered resolves it (macros/gpu_clusters.sql): the one cluster its job's copies of that GPU name
+-- that day (gpu_clusters), else, at a crowded instant, the one cluster of a holder whose copies of the instant name it
+-- and none (unnamed_clusters). Per day, so that a day's rows still depend on that day's samples only.
+mixed_gpus as (
+    {{ mixed_gpus(ref('int_device_samples_attributed') ~ ' as samples', day_samples) }}
+),
+
+gpu_clusters as (
+    {{ gpu_clusters(ref('int_device_samples_attributed'), day_samples, by_day=true) }}
+),
+
+crowded_copies as (
+    select
+        samples.*,
+        gpu_clusters.cluster as job_cluster
+    from {{ ref('int_device_samples_attributed') }} as samples
+    inner join crowded_instants
+        on samples.hostname = crowded_instants.hostname
+        and samples.gpu_index = crowded_instants.gpu_index
+        and samples.sampled_at = crowded_instants.sampled_at
+    {{ join_gpu_clusters('samples', 'samples.attributed_job_key', by_day=true) }}
+    where {{ day_samples }}
+),
+
+-- Who holds the GPU (or instance) at a crowded instant (its attributed job, else its label), under the cluster each
+-- copy names ('': none).
+held as (
+    select distinct
+        coalesce(cluster, '') as cluster_key,
+        hostname,
+        gpu_index,
+        coalesce(gpu_instance_id, -1) as instance_key,
+        sampled_at,
+        coalesce(attributed_job_key, job_id) as holder
+    from crowded_copies
+),
+
+unnamed_clusters as (
+    {{ unnamed_clusters('held') }}
+),
+
+-- The crowded samples, each of the cluster of its GPU: its own, else its job's, else its instant's.
+crowded_samples as (
+    select
+        coalesce(copies.cluster, copies.job_cluster, unnamed_clusters.cluster_key) as cluster,
+        copies.hostname,
+        copies.gpu_index,
+        copies.gpu_instance_id,
+        copies.gpu_instance_profile,
+        copies.sampled_at,
+        copies.attributed_job_key,
+        copies.attribution,
+        copies.job_id,
+        copies.source_file,
+        copies.source_line
+    from crowded_copies as copies
+    left join unnamed_clusters
+        on copies.hostname = unnamed_clusters.hostname
+        and copies.gpu_index = unnamed_clusters.gpu_index
+        and coalesce(copies.gpu_instance_id, -1) = unnamed_clusters.instance_key
+        and copies.sampled_at = unnamed_clusters.sampled_at
 ),
 
 -- The crowded samples delivered more than once (one sample: a GPU or instance, a job label and an instant), whose
@@ -196,19 +252,14 @@ instants as (
         alone.attribution
     from (
         select
-            {{ delivered_columns('samples') }}
+            {{ delivered_columns('samples', 'coalesce(samples.cluster, gpu_clusters.cluster)') }}
         from {{ ref('int_device_samples_attributed') }} as samples
         left join crowded_instants
             on samples.hostname = crowded_instants.hostname
-            and samples.cluster is not distinct from crowded_instants.cluster
             and samples.gpu_index = crowded_instants.gpu_index
             and samples.sampled_at = crowded_instants.sampled_at
-        where
-            crowded_instants.sampled_at is null
-            and {{ host_chunk_filter('samples.reported_hostname') }}
-        {%- if days is not none %}
-            and {{ sample_days_where(days, 'samples.sampled_at') }}
-        {%- endif %}
+        {{- join_gpu_clusters('samples', 'samples.attributed_job_key', by_day=true) }}
+        where crowded_instants.sampled_at is null and {{ day_samples }}
     ) as alone
     {{ join_slice_totals(latest_contract_version(), 'alone.gpu_instance_profile') }}
 

@@ -1,0 +1,91 @@
+{#- The cluster of a copy that names none (a file delivered again with the cluster column added): one resolution for
+    int_device_samples_tiered and int_gpu_share_days, so that both count such a GPU as one (docs/fractional_gpus.md).
+    Standard SQL: groups, having, coalesce, joins. -#}
+
+{#- CTE body: the GPUs (or MIG instances: instance_key, -1 for the whole GPU) some of whose samples in ``relation``
+    (where ``where``) name a cluster and some none. Only their copies that name none need the cluster looked up
+    (gpu_clusters). One group over the samples' keys, a few rows, so nearly free (no sort, no window); when every
+    sample names its cluster, or none does, it is empty and the lookup reads nothing (a join with an empty side). -#}
+{% macro mixed_gpus(relation, where) %}
+    select
+        hostname,
+        gpu_index,
+        coalesce(gpu_instance_id, -1) as instance_key
+    from {{ relation }}
+    where {{ where }}
+    group by hostname, gpu_index, coalesce(gpu_instance_id, -1)
+    having max(case when cluster is null then 1 else 0 end) = 1 and max(cluster) is not null
+{% endmacro %}
+
+{#- CTE body: the cluster of a job's GPU (or instance) of mixed_gpus (job_key, hostname, gpu_index, instance_key,
+    cluster): the one cluster its job's copies of it name, among the rows of ``relation`` (int_device_samples_attributed,
+    read as ``samples``) where ``where``. A job that names its cluster has samples of that cluster or of none; one that names none may have
+    both of one cluster (the same file delivered again with a cluster column), and then they are one GPU's. Copies
+    naming two clusters name no one cluster: a copy naming none beside them is not known to be either's. ``by_day``:
+    per sample day too (a sample_day column; int_gpu_share_days, whose days depend on their own samples only). A
+    group joined back to each sample (join_gpu_clusters), not a window over every sample. -#}
+{% macro gpu_clusters(relation, where, by_day=false) %}
+    {%- set day = "cast(" ~ dbt.date_trunc('day', 'samples.sampled_at') ~ " as date)" %}
+    select
+        samples.attributed_job_key as job_key,
+        samples.hostname,
+        samples.gpu_index,
+        mixed_gpus.instance_key,
+        {%- if by_day %}
+        {{ day }} as sample_day,
+        {%- endif %}
+        max(samples.cluster) as cluster
+    from {{ relation }} as samples
+    inner join mixed_gpus
+        on samples.hostname = mixed_gpus.hostname
+        and samples.gpu_index = mixed_gpus.gpu_index
+        and coalesce(samples.gpu_instance_id, -1) = mixed_gpus.instance_key
+    where samples.attributed_job_key is not null and samples.cluster is not null and {{ where }}
+    group by
+        samples.attributed_job_key, samples.hostname, samples.gpu_index, mixed_gpus.instance_key
+        {%- if by_day %}, {{ day }}{% endif %}
+    having min(samples.cluster) = max(samples.cluster)
+{% endmacro %}
+
+{#- A left join of gpu_clusters to ``samples`` (its job ``job_key``): gpu_clusters.cluster is the cluster its job's
+    copies of its GPU name, if one. -#}
+{% macro join_gpu_clusters(samples, job_key, by_day=false) %}
+    left join gpu_clusters
+        on {{ job_key }} = gpu_clusters.job_key
+        and {{ samples }}.hostname = gpu_clusters.hostname
+        and {{ samples }}.gpu_index = gpu_clusters.gpu_index
+        and coalesce({{ samples }}.gpu_instance_id, -1) = gpu_clusters.instance_key
+        {%- if by_day %}
+        and cast({{ dbt.date_trunc('day', samples ~ '.sampled_at') }} as date) = gpu_clusters.sample_day
+        {%- endif %}
+{% endmacro %}
+
+{#- CTE body: the cluster the copies naming none are of at an instant (hostname, gpu_index, instance_key, sampled_at,
+    cluster_key), from ``held`` (cluster_key: the cluster a copy names, '' for none; hostname, gpu_index,
+    instance_key, sampled_at; holder: who holds the GPU then): the one named cluster of a holder whose copies of that
+    instant name it and none (the same samples delivered without and with the cluster column), so that the holders
+    whose copies name none (another job's file not delivered again) share that cluster's GPU with it. Named clusters
+    of two such holders: not known to be either's. -#}
+{% macro unnamed_clusters(held) %}
+    select
+        hostname,
+        gpu_index,
+        instance_key,
+        sampled_at,
+        max(last_named) as cluster_key
+    from (
+        -- The holders whose copies of the instant name a cluster and none, with the clusters they name.
+        select
+            hostname,
+            gpu_index,
+            instance_key,
+            sampled_at,
+            min(case when cluster_key <> '' then cluster_key end) as first_named,
+            max(case when cluster_key <> '' then cluster_key end) as last_named
+        from {{ held }}
+        group by hostname, gpu_index, instance_key, sampled_at, holder
+        having max(case when cluster_key = '' then 1 else 0 end) = 1 and max(cluster_key) <> ''
+    ) as named_and_unnamed
+    group by hostname, gpu_index, instance_key, sampled_at
+    having min(first_named) = max(last_named)
+{% endmacro %}
