@@ -896,7 +896,7 @@ def billing_focus(contract: Contract) -> SourceSchema:
             # file (billing.py, stg_billing__focus_charges: the newest complete run replaces older ones).
             Col("export_run_id", "VARCHAR", nullable=True),
             Col("export_run_at", "TIMESTAMP", nullable=True),
-            Col("export_run_files", "INTEGER", nullable=True),
+            Col("export_run_files", "INTEGER", nullable=True, domain=COUNT),
             Col("export_run_manifest", "VARCHAR", nullable=True),
         ),
         row_checks=(_focus_amount_sign(contract), *_focus_credit_sign(contract)),
