@@ -149,12 +149,14 @@ def test_two_clusters_gpu_01_each_job_gets_its_own_clusters_samples(tmp_path, la
 def test_a_file_delivered_again_with_the_cluster_column_counts_each_sample_once(tmp_path):
     """A site adds the cluster column and delivers a day's file again: the sacct export names no cluster, so the job
     has none, and the copies that name cluster alpha are the same samples as those that name none (the same GPU of
-    the same job at the same instant), not a second GPU: the job's GPU is measured once, within its occupied time."""
+    the same job at the same instant), not a second GPU: the job's GPU is measured once, within its occupied time. So
+    are the samples no job claims (GPU 1 of gpu-01, labelled 999: no such job), in the GPU time no job claims."""
     landing = one_batch_landing(tmp_path)
     (landing / "telemetry").mkdir()
     no_cluster = _sacct("alpha").replace("|Cluster|", "|").replace("|alpha|", "|")
     (landing / "scheduler" / "sacct.txt").write_text(no_cluster, encoding="utf-8")
-    with_cluster = _wide_csv("100")
+    unclaimed = _wide_csv("999").replace(",gpu-01,0,", ",gpu-01,1,").split("\n", 1)[1]
+    with_cluster = _wide_csv("100") + unclaimed
     without_cluster = "".join(
         line.removesuffix(",cluster").removesuffix(",alpha") + "\n" for line in with_cluster.splitlines()
     )
@@ -174,19 +176,18 @@ def test_a_file_delivered_again_with_the_cluster_column_counts_each_sample_once(
         ("alpha", 10)
     ]
     # One GPU, alpha's, held whole by the job for 0.1667 hours: not alpha's and an unnamed one at 0.1667 each (0.3333
-    # GPU-hours, and twice the GPU cost, for a job that ran 0.1667).
+    # GPU-hours, and twice the GPU cost, for a job that ran 0.1667). GPU 1 likewise, held by no job.
+    hours = pytest.approx(600 / 3600)
     assert query(
         warehouse,
-        "select cluster, hostname, gpu_index, share_rule, observed_hours, gpu_hours, gpu_month_hours "
-        "from marts.fct_gpu_shares",
+        "select cluster, hostname, gpu_index, job_key is null, share_rule, observed_hours, gpu_hours, gpu_month_hours "
+        "from marts.fct_gpu_shares order by gpu_index",
     ) == [
-        (
-            "alpha",
-            "gpu-01",
-            0,
-            "whole_gpu",
-            pytest.approx(600 / 3600),
-            pytest.approx(600 / 3600),
-            pytest.approx(600 / 3600),
-        )
+        ("alpha", "gpu-01", 0, False, "whole_gpu", hours, hours, hours),
+        ("alpha", "gpu-01", 1, True, "whole_gpu", hours, hours, hours),
+    ]
+    # GPU 1's time no job claims, once: ten samples, each the 60 s to the next (the last the nominal 60 s), 0.1667
+    # GPU-hours, not 20 samples and 0.3333 (an unnamed GPU 1 beside alpha's).
+    assert query(warehouse, "select tier, reason, samples, gpu_hours from marts.fct_unattributed_gpu_hours") == [
+        ("effective_compute", "label_names_no_running_job", 10, hours)
     ]

@@ -1,33 +1,40 @@
 {#- The cluster of a copy that names none (a file delivered again with the cluster column added): one resolution for
-    int_device_samples_tiered and int_gpu_share_days, so that both count such a GPU as one (docs/fractional_gpus.md).
-    Standard SQL: groups, having, coalesce, joins. -#}
+    int_device_samples_tiered, int_gpu_share_days and int_unattributed_gpu_days, so that each counts such a GPU as one
+    (docs/fractional_gpus.md). Standard SQL: groups, having, coalesce, joins. -#}
 
 {#- CTE body: the GPUs (or MIG instances: instance_key, -1 for the whole GPU) some of whose samples in ``relation``
-    (where ``where``) name a cluster and some none. Only their copies that name none need the cluster looked up
+    (where ``where``, if given) name a cluster and some none. Only their copies that name none need the cluster looked up
     (gpu_clusters). One group over the samples' keys, a few rows, so nearly free (no sort, no window); when every
     sample names its cluster, or none does, it is empty and the lookup reads nothing (a join with an empty side). -#}
-{% macro mixed_gpus(relation, where) %}
+{% macro mixed_gpus(relation, where=none) %}
     select
         hostname,
         gpu_index,
         coalesce(gpu_instance_id, -1) as instance_key
     from {{ relation }}
+    {%- if where is not none %}
     where {{ where }}
+    {%- endif %}
     group by hostname, gpu_index, coalesce(gpu_instance_id, -1)
     having max(case when cluster is null then 1 else 0 end) = 1 and max(cluster) is not null
 {% endmacro %}
 
 {#- CTE body: the cluster of a job's GPU (or instance) of mixed_gpus (job_key, hostname, gpu_index, instance_key,
     cluster): the one cluster its job's copies of it name, among the rows of ``relation`` (int_device_samples_attributed,
-    read as ``samples``) where ``where``. A job that names its cluster has samples of that cluster or of none; one that names none may have
-    both of one cluster (the same file delivered again with a cluster column), and then they are one GPU's. Copies
-    naming two clusters name no one cluster: a copy naming none beside them is not known to be either's. ``by_day``:
-    per sample day too (a sample_day column; int_gpu_share_days, whose days depend on their own samples only). A
-    group joined back to each sample (join_gpu_clusters), not a window over every sample. -#}
-{% macro gpu_clusters(relation, where, by_day=false) %}
+    read as ``samples``) where ``where`` (if given). A job that names its cluster has samples of that cluster or of none;
+    one that names none may have both of one cluster (the same file delivered again with a cluster column), and then
+    they are one GPU's. Copies naming two clusters name no one cluster: a copy naming none beside them is not known to
+    be either's. ``by_day``: per sample day too (a sample_day column; int_gpu_share_days, int_unattributed_gpu_days,
+    whose days depend on their own samples only). ``of_jobs`` false: the copies no job claims instead, the one cluster
+    the GPU's unclaimed copies name (no job_key column; int_unattributed_gpu_days). A group joined back to each sample
+    (join_gpu_clusters), not a window over every sample. -#}
+{% macro gpu_clusters(relation, where=none, by_day=false, of_jobs=true) %}
     {%- set day = "cast(" ~ dbt.date_trunc('day', 'samples.sampled_at') ~ " as date)" %}
+    {%- set job = ['samples.attributed_job_key'] if of_jobs else [] %}
     select
+        {%- if of_jobs %}
         samples.attributed_job_key as job_key,
+        {%- endif %}
         samples.hostname,
         samples.gpu_index,
         mixed_gpus.instance_key,
@@ -40,21 +47,28 @@
         on samples.hostname = mixed_gpus.hostname
         and samples.gpu_index = mixed_gpus.gpu_index
         and coalesce(samples.gpu_instance_id, -1) = mixed_gpus.instance_key
-    where samples.attributed_job_key is not null and samples.cluster is not null and {{ where }}
+    where
+        samples.attributed_job_key is {{ 'not null' if of_jobs else 'null' }}
+        and samples.cluster is not null
+        {%- if where is not none %}
+        and {{ where }}
+        {%- endif %}
     group by
-        samples.attributed_job_key, samples.hostname, samples.gpu_index, mixed_gpus.instance_key
-        {%- if by_day %}, {{ day }}{% endif %}
+        {{ (job + ['samples.hostname', 'samples.gpu_index', 'mixed_gpus.instance_key'] + ([day] if by_day else []))
+            | join(', ') }}
     having min(samples.cluster) = max(samples.cluster)
 {% endmacro %}
 
-{#- A left join of gpu_clusters to ``samples`` (its job ``job_key``): gpu_clusters.cluster is the cluster its job's
-    copies of its GPU name, if one. -#}
+{#- A left join of gpu_clusters to ``samples`` (its job ``job_key``; none: gpu_clusters of_jobs false):
+    gpu_clusters.cluster is the cluster its job's (or the unclaimed) copies of its GPU name, if one. -#}
 {% macro join_gpu_clusters(samples, job_key, by_day=false) %}
     left join gpu_clusters
-        on {{ job_key }} = gpu_clusters.job_key
-        and {{ samples }}.hostname = gpu_clusters.hostname
+        on {{ samples }}.hostname = gpu_clusters.hostname
         and {{ samples }}.gpu_index = gpu_clusters.gpu_index
         and coalesce({{ samples }}.gpu_instance_id, -1) = gpu_clusters.instance_key
+        {%- if job_key is not none %}
+        and {{ job_key }} = gpu_clusters.job_key
+        {%- endif %}
         {%- if by_day %}
         and cast({{ dbt.date_trunc('day', samples ~ '.sampled_at') }} as date) = gpu_clusters.sample_day
         {%- endif %}

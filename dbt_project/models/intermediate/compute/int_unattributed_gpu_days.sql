@@ -3,7 +3,10 @@
 -- into months. Without a job there is no batch and no contract version of its own, so the newest version's tier
 -- rule applies. Each sample stands for the time to the same GPU's (or instance's) next unattributed sample, capped
 -- at max_gap_factor x the nominal interval; a sample delivered twice counts once. A MIG instance's sample counts its
--- share of the GPU (its slices over the GPU's total, docs/fractional_gpus.md).
+-- share of the GPU (its slices over the GPU's total, docs/fractional_gpus.md). A GPU is its cluster, host and index;
+-- a copy naming no cluster is of the one cluster the same GPU's (or instance's) other unattributed copies name that
+-- day (macros/gpu_clusters.sql, as int_gpu_share_days resolves a job's copies), so a file delivered again with the
+-- cluster column added is one GPU, counted once, not its cluster's and an unnamed one.
 -- The day's last sample of a GPU stands for time that runs into a later day, so the day leaves it open: a row
 -- states the seconds of its other samples (gpu_seconds), and whether it holds the last one (last_sample) with its
 -- share of the GPU (last_sample_share); fct_unattributed_gpu_hours closes it with the GPU's first unattributed
@@ -30,6 +33,24 @@ with samples as (
         {%- endif %}
 ),
 
+-- The GPUs some of whose unattributed copies that day name a cluster and some none, and the one cluster they name.
+mixed_gpus as (
+    {{ mixed_gpus('samples') }}
+),
+
+gpu_clusters as (
+    {{ gpu_clusters('samples', by_day=true, of_jobs=false) }}
+),
+
+-- Each sample with the cluster of its GPU (gpu_cluster): its own, else the one its GPU's other copies that day name.
+clustered as (
+    select
+        samples.*,
+        coalesce(samples.cluster, gpu_clusters.cluster) as gpu_cluster
+    from samples
+    {{ join_gpu_clusters('samples', none, by_day=true) }}
+),
+
 {{ tier_rule_ctes() }}
 
 slice_totals as (
@@ -38,7 +59,7 @@ slice_totals as (
 
 sequenced as (
     select
-        samples.cluster,
+        samples.gpu_cluster as cluster,
         samples.hostname,
         samples.gpu_index,
         samples.gpu_instance_id,
@@ -61,11 +82,11 @@ sequenced as (
         -- The next sample on the same day; none for the day's last, which fct_unattributed_gpu_hours closes.
         lead(samples.sampled_at) over (
             partition by
-                samples.cluster, samples.hostname, samples.gpu_index, samples.gpu_instance_id,
+                samples.gpu_cluster, samples.hostname, samples.gpu_index, samples.gpu_instance_id,
                 cast({{ dbt.date_trunc('day', 'samples.sampled_at') }} as date)
             order by samples.sampled_at, samples.source_file, samples.source_line
         ) as next_sampled_at
-    from samples
+    from clustered as samples
     inner join parameters on parameters.contract_version = {{ latest_contract_version() }}
     inner join tier_precedence on parameters.contract_version = tier_precedence.contract_version
     {{ join_slice_totals('parameters.contract_version', 'samples.gpu_instance_profile') }}
@@ -90,8 +111,9 @@ classified as (
         ) else 0 end as represented_seconds,
         {{ sample_tier_precedence() }} as tier_precedence
     from sequenced
-    -- A sample delivered twice (the same GPU of the same cluster at the same instant, from two files) is one
-    -- sample: the last copy. gpu-01 of another cluster is another GPU.
+    -- A sample delivered twice (the same GPU of the same cluster at the same instant, from two files; gpu_cluster,
+    -- so also a copy naming the cluster and one naming none) is one sample: the last copy. gpu-01 of another cluster
+    -- is another GPU.
     where next_sampled_at is null or next_sampled_at > sampled_at
 ),
 
