@@ -207,16 +207,16 @@ def _places(con: duckdb.DuckDBPyConnection, test: FailedTest) -> FailedTest:
     relation = f"{quote(schema)}.{quote(table)}"
     try:
         columns = {row[0] for row in con.execute(f"describe {relation}").fetchall()}
-        (rows,) = con.execute(f"select count(*) from {relation}").fetchone()
+        [(rows,)] = con.execute(f"select count(*) from {relation}").fetchall()
         if not {"source_file", "source_line"} <= columns:
             return replace(test, rows=rows)
         places = con.execute(
             f"select distinct source_file, source_line from {relation} "
             "where source_file is not null and source_line is not null order by source_file, source_line"
         ).fetchall()
-        (unplaced,) = con.execute(
+        [(unplaced,)] = con.execute(
             f"select count(*) from {relation} where source_file is null or source_line is null"
-        ).fetchone()
+        ).fetchall()
     except duckdb.Error:
         return test
     shown = tuple((str(file), int(line)) for file, line in places[:PLACES_SHOWN])
@@ -232,7 +232,7 @@ def _count(con: duckdb.DuckDBPyConnection, test: FailedTest) -> int:
     (``model_sql``). Any other model, or a table the run did not build, cannot be counted: HoldRefused."""
     if test.materialized == "view":
         schema, table = str(test.model).split(".", 1)
-        (rows,) = con.execute(f"select count(*) from {quote(schema)}.{quote(table)}").fetchone()
+        [(rows,)] = con.execute(f"select count(*) from {quote(schema)}.{quote(table)}").fetchall()
         return rows
     if test.materialized != "table":
         raise HoldRefused(f"{test.model} is {test.materialized}: its rows cannot be counted from raw")
@@ -242,7 +242,7 @@ def _count(con: duckdb.DuckDBPyConnection, test: FailedTest) -> int:
             "are counted from raw"
         )
     sql = test.model_sql.rstrip().rstrip(";")
-    (rows,) = con.execute(f"select count(*) from (\n{sql}\n) as model_rows").fetchone()
+    [(rows,)] = con.execute(f"select count(*) from (\n{sql}\n) as model_rows").fetchall()
     return rows
 
 
@@ -330,13 +330,13 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> di
                     )
                 failed = f"{test.rule} (passed the contract, failed this dbt test)"
                 delivered = f"{test.rule} (passed the contract; {_DELIVERED})"
-                (inserted,) = con.execute(
+                [(inserted,)] = con.execute(
                     "insert into raw.quarantine (source, source_file, file_sha256, line, rule, message, raw_text) "
                     "select ?, r.source_file, f.file_sha256, r.source_line, ?, "
                     f"case when {_HELD} then ? else ? end, cast(to_json(r) as varchar) "
                     "from held_raw as r join raw.ingested_files as f on f.source = ? and f.source_file = r.source_file",
                     [source, HELD_RULE + test.name, failed, delivered, source],
-                ).fetchone()
+                ).fetchall()
                 con.execute(
                     "update raw.ingested_files as f set rows_staged = rows_staged - held_here.rows, "
                     "rows_quarantined = rows_quarantined + held_here.rows from (select source_file, count(*) as rows "
@@ -348,10 +348,10 @@ def hold_rows(con: duckdb.DuckDBPyConnection, tests: Sequence[FailedTest]) -> di
                     "insert into held_tonight select ?, source_file, source_line from held_raw",
                     [source],
                 )
-                (deleted,) = con.execute(
+                [(deleted,)] = con.execute(
                     f"delete from {raw} as r where exists (select 1 from held_raw as h "
                     "where h.source_file = r.source_file and h.source_line = r.source_line)"
-                ).fetchone()
+                ).fetchall()
                 if deleted != inserted:
                     raise HoldRefused(
                         f"{deleted} row(s) of raw.{source} matched, {inserted} of them with a file ledger row"

@@ -55,7 +55,7 @@ def limit_memory(con: duckdb.DuckDBPyConnection, warehouse: Path, configured: st
             f"as 4GiB or 500MB: {str(error).strip().splitlines()[0]}"
         ) from None
     spill = temp_directory(warehouse)
-    (current,) = con.execute("select current_setting('temp_directory')").fetchone()
+    [(current,)] = con.execute("select current_setting('temp_directory')").fetchall()
     if not current or Path(current).resolve() != spill.resolve():
         con.execute(f"set temp_directory = {_literal(str(spill))}")
 

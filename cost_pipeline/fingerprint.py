@@ -35,11 +35,11 @@ def table_fingerprints(
             header = ", ".join(f"{name} {data_type}" for name, data_type in columns)
             # A table of ignored columns only (a published file's main.published) hashes as its header.
             rows = f"select {kept} from {quote(schema)}.{quote(table)}" if columns else "select 1 where false"
-            (digest,) = con.execute(
+            [(digest,)] = con.execute(
                 "select sha256(? || chr(10) || coalesce(string_agg(row_text, chr(10) order by row_text), '')) "
                 f"from (select cast(t as varchar) as row_text from ({rows}) as t)",
                 [header],
-            ).fetchone()
+            ).fetchall()
             fingerprints[table] = digest
         return fingerprints
     finally:

@@ -162,7 +162,7 @@ def _table_exists(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> bo
     return bool(
         con.execute(
             "select count(*) from information_schema.tables where table_schema = ? and table_name = ?", [schema, table]
-        ).fetchone()[0]
+        ).fetchall()[0][0]
     )
 
 
@@ -203,7 +203,7 @@ def _frozen_lines(con: duckdb.DuckDBPyConnection) -> list[JournalLine]:
 def latest_closed(con: duckdb.DuckDBPyConnection) -> date | None:
     if not _table_exists(con, "raw", "closed_months"):
         return None
-    return con.execute("select max(month) from raw.closed_months").fetchone()[0]
+    return con.execute("select max(month) from raw.closed_months").fetchall()[0][0]
 
 
 def adjustments(current: list[Posting], posted: list[Posting], into: date) -> tuple[list[Posting], list[Posting]]:

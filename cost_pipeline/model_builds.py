@@ -116,15 +116,15 @@ def unbuilt(con: duckdb.DuckDBPyConnection, schema: str, database: str | None = 
 
 def recorded_by(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
     """Whether the dbt step of run ``run_id`` recorded the outcomes of its build (its models' start at least)."""
-    return _kept(con) and con.execute(f"select count(*) > 0 from {TABLE} where run_id = ?", [run_id]).fetchone()[0]
+    return _kept(con) and con.execute(f"select count(*) > 0 from {TABLE} where run_id = ?", [run_id]).fetchall()[0][0]
 
 
 def _kept(con: duckdb.DuckDBPyConnection, database: str | None = None) -> bool:
     """Whether the warehouse (``con``'s, or the one attached as ``database``) has ``ops.model_builds``."""
     schema, table = TABLE.split(".")
-    (found,) = con.execute(
+    [(found,)] = con.execute(
         "select count(*) from duckdb_tables() where schema_name = ? and table_name = ? "
         "and database_name = coalesce(?, current_database())",
         [schema, table, database],
-    ).fetchone()
+    ).fetchall()
     return bool(found)

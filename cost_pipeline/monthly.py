@@ -97,11 +97,11 @@ def teams_with_cost(con: duckdb.DuckDBPyConnection, month: date) -> list[str]:
 
 
 def _team_cents(con: duckdb.DuckDBPyConnection, team: str, month: date) -> int | None:
-    total, unpriced = con.execute(
+    [(total, unpriced)] = con.execute(
         "select sum(l.amount), count(*) filter (where l.is_unpriced) from marts.fct_cost_lines as l "
         "join marts.dim_batches as b on b.batch_id = l.batch_id where l.month = ? and b.team = ?",
         [month, team],
-    ).fetchone()
+    ).fetchall()
     return None if unpriced else _cents(total)
 
 
@@ -122,7 +122,7 @@ def _write_mart(con: duckdb.DuckDBPyConnection, table: str, month: date, as_of: 
         f"select *, {as_of_column(as_of)} from {MARTS}.{quote(table)} "
         f"where {MONTH_COLUMN} = date '{month.isoformat()}' order by all"
     )
-    database = con.execute("select current_database()").fetchone()[0]
+    database = con.execute("select current_database()").fetchall()[0][0]
     metadata = {"month": f"{month:%Y-%m}", AS_OF: as_of.isoformat(), **column_descriptions(con, database, table)}
     return copy_to_parquet(con, select, path, metadata)
 
@@ -149,7 +149,7 @@ def write_month(con: duckdb.DuckDBPyConnection, warehouse: Path, month: date, as
         focus_rows = write_focus(con, written / FOCUS_FILE, month)
         focus_billed = con.execute(
             "select coalesce(sum(resource_cost), 0) from marts.fct_resource_book where month = ?", [month]
-        ).fetchone()[0]
+        ).fetchall()[0][0]
         (written / STATEMENTS_FOLDER).mkdir()
         statements, statement_cents = {}, {}
         for team in teams_with_cost(con, month):

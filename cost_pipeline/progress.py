@@ -184,7 +184,7 @@ def _table_rows(warehouse: Path, keys: list[dg.AssetKey]) -> dict[dg.AssetKey, i
         for key in keys:
             if len(key.path) == 2 and tuple(key.path) in tables:
                 schema, table = key.path
-                (rows[key],) = con.execute(f"select count(*) from {quote(schema)}.{quote(table)}").fetchone()
+                [(rows[key],)] = con.execute(f"select count(*) from {quote(schema)}.{quote(table)}").fetchall()
         return rows
     finally:
         con.close()

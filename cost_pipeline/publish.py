@@ -488,7 +488,7 @@ def _write(
                 f"create table {alias}.main.{INPUTS} as select {', '.join(ledger)} "
                 f"from {quote(source)}.raw.ingested_files order by source, source_file"
             )
-            (inputs,) = con.execute(f"select count(*) from {alias}.main.{INPUTS}").fetchone()
+            [(inputs,)] = con.execute(f"select count(*) from {alias}.main.{INPUTS}").fetchall()
             con.execute(
                 f"create table {alias}.main.{PUBLISHED} as select cast(? as timestamptz) as {AS_OF}, "
                 f"cast(? as varchar) as {RULES_DIGEST}",
@@ -563,7 +563,7 @@ def _keep_stale(
             RULES_DIGEST in columns
             and con.execute(
                 f"select bool_and({RULES_DIGEST} = ?) from {before}.main.{PUBLISHED}", [confidentiality_digest()]
-            ).fetchone()[0]
+            ).fetchall()[0][0]
         )
         kept: dict[str, datetime | None] = {}
         for table in stale:
@@ -582,11 +582,11 @@ def _night_of_copy(con: duckdb.DuckDBPyConnection, before: str, table: str, has_
     """The night the last publication's copy of ``table`` is as of: its rows' ``as_of``; for a table without rows,
     the night its ``main.stale`` row names, else that publication's."""
     kept_before = f"(select {AS_OF} from {before}.main.{STALE} where mart = ?)" if has_stale else "null"
-    (night,) = con.execute(
+    [(night,)] = con.execute(
         f"select coalesce((select max({AS_OF}) from {before}.{MARTS}.{quote(table)}), {kept_before}, "
         f"(select max({AS_OF}) from {before}.main.{PUBLISHED}))",
         [table] if has_stale else [],
-    ).fetchone()
+    ).fetchall()
     return night
 
 
@@ -682,9 +682,9 @@ def copy_to_parquet(con: duckdb.DuckDBPyConnection, select: str, path: Path, met
     """The rows of ``select`` into the Parquet file ``path``, ``metadata`` its key-value metadata (COPY takes no
     parameters: ``select`` holds only quoted names and literals); returns how many rows."""
     pairs = ", ".join(f"{_literal(key)}: {_literal(value)}" for key, value in metadata.items())
-    (rows,) = con.execute(
+    [(rows,)] = con.execute(
         f"copy ({select}) to {_literal(str(path))} (format parquet, kv_metadata {{{pairs}}})"
-    ).fetchone()
+    ).fetchall()
     return int(rows)
 
 

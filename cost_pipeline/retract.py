@@ -85,7 +85,7 @@ def retract(warehouse: Path, source_file: str, reason: str | None, by: str | Non
         if not ledger:
             done = con.execute(
                 "select min(retracted_at) from raw.retractions where source_file = ?", [name]
-            ).fetchone()[0]
+            ).fetchall()[0][0]
             told = f"it was retracted on {done:%Y-%m-%d %H:%M} UTC" if done else "no night loaded a file so named"
             raise RetractError(f"unknown file {name}: {told} (names as in raw.ingested_files)", UNKNOWN_FILE_EXIT)
         retracted = [Retracted(source, name, sha, int(rows)) for source, sha, rows in ledger]

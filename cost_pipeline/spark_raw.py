@@ -43,7 +43,7 @@ def export_raw(warehouse: Path, folder: Path) -> dict[str, int]:
             target.mkdir(parents=True)
             path = str(target / "part-0.parquet").replace("'", "''")
             # COPY answers with the rows it wrote: no second pass over a large table to count them.
-            rows = con.execute(f"copy {schema}.\"{table}\" to '{path}' (format parquet)").fetchone()[0]
+            rows = con.execute(f"copy {schema}.\"{table}\" to '{path}' (format parquet)").fetchall()[0][0]
             written[table if schema == "raw" else f"{schema}.{table}"] = rows
     finally:
         con.close()

@@ -204,7 +204,7 @@ def _one(con: duckdb.DuckDBPyConnection, sql: str, params: list) -> dict | None:
 def _has_marts(con: duckdb.DuckDBPyConnection) -> None:
     built = con.execute(
         "select count(*) from information_schema.tables where table_schema = 'marts' and table_name = 'dim_batches'"
-    ).fetchone()[0]
+    ).fetchall()[0][0]
     if not built:
         raise StatementError("the warehouse holds no marts: no night has built marts.dim_batches")
 
@@ -488,7 +488,7 @@ def _provisional(con: duckdb.DuckDBPyConnection, whose: str, runs: str, params: 
     """The warning every statement gives while it covers a job still running (marts.fct_runs.is_running: occupied
     and priced until its export saw it running, so its figures are so far); empty when it covers none. ``runs`` is
     the condition on fct_runs that picks the jobs the statement covers, ``whose`` names them (``this batch``)."""
-    (running,) = con.execute(f"select count(*) from marts.fct_runs where is_running and {runs}", params).fetchone()
+    [(running,)] = con.execute(f"select count(*) from marts.fct_runs where is_running and {runs}", params).fetchall()
     if running == 0:
         return ""
     if running == 1:
@@ -577,10 +577,10 @@ def _chargeback_sums(select: str) -> str:
 def team_statement(con: duckdb.DuckDBPyConnection, team: str, month: date) -> str:
     """A month's chargeback statement of ``team``: each of its batches' cost in the month, and the team's total."""
     _has_marts(con)
-    known = con.execute("select contract_version from marts.dim_batches where team = ? limit 1", [team]).fetchone()
-    if known is None:
+    known = con.execute("select contract_version from marts.dim_batches where team = ? limit 1", [team]).fetchall()
+    if not known:
         raise StatementError(f"no team {team!r} in marts.dim_batches")
-    currency = load_contract(known[0]).reporting_currency
+    currency = load_contract(known[0][0]).reporting_currency
     batches = _rows(con, f"{_chargeback_sums('b.batch_id')} group by b.batch_id order by b.batch_id", [month, team])
     total = _one(con, _chargeback_sums("'team total' as batch_id"), [month, team])
     table = _table("chargeback", _CHARGEBACK, batches, currency, row_key="batch_id")

@@ -36,7 +36,7 @@ def check_warehouse(path: Path, must_exist: bool = False, read_only: bool = Fals
             path.parent.mkdir(parents=True, exist_ok=True)
         con = duckdb_session.connect(str(path), read_only=read_only)
         try:
-            con.execute("select count(*) from duckdb_tables()").fetchone()
+            con.execute("select count(*) from duckdb_tables()").fetchall()
         finally:
             con.close()
     except duckdb.Error as error:

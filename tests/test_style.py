@@ -62,3 +62,21 @@ def test_sqlfluff_lint_is_clean(demo_run, tmp_path: Path) -> None:
     assert not violations, (
         "sqlfluff found violations (`.venv/bin/sqlfluff fix <file>` fixes layout ones):\n" + "\n".join(violations)
     )
+
+
+def test_no_fetchone_in_the_package() -> None:
+    """Every DuckDB result the package reads is read to its end (``[(rows,)] = con.execute(...).fetchall()``).
+
+    DuckDB 2.x leaves a result read by ``fetchone()`` unfinished, and the connection then refuses ``register()`` and
+    ``sql()`` ("connection has an unfinished result from execute()"): a LiteLLM requests Parquet file whose doubtful
+    rows went to pandera was refused whole so (``request_lines._company``)."""
+    found = [
+        f"{path.relative_to(ROOT).as_posix()}:{number}: {line.strip()}"
+        for path in sorted((ROOT / "cost_pipeline").rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if ".fetchone(" in line
+    ]
+    assert not found, (
+        "fetchone() leaves a DuckDB 2.x result open, and register()/sql() on the connection then fail; read the "
+        "result to its end, e.g. `[(rows,)] = con.execute(...).fetchall()`:\n" + "\n".join(found)
+    )

@@ -456,11 +456,11 @@ def _parquet_columns_read_alike(con: duckdb.DuckDBPyConnection, pattern: str, ty
         if name in READ_FIELDS and kind not in _PARQUET_FIELD_TYPES and not (name == "metadata" and nested):
             return False
         if kind in _PARQUET_TIMES:
-            (outside,) = con.execute(
+            [(outside,)] = con.execute(
                 f"select count(*) from read_parquet(?) where {quote(name)} not between "
                 "timestamp '0002-01-01' and timestamp '9998-12-31'",
                 [pattern],
-            ).fetchone()
+            ).fetchall()
             if outside:
                 return False
         elif kind not in _PARQUET_SCALARS and not (nested and not _PARQUET_NESTED_UNSAFE.search(kind)):
@@ -496,8 +496,8 @@ def _stage_parquet(con: duckdb.DuckDBPyConnection, path: Path, schema: SourceSch
         _empty_landing(con, schema)
         if alike:
             con.execute(f"insert into landing_rows select * exclude (sure) from ({_mapped_sql(schema)}) where sure")
-        (rows,) = con.execute("select count(*) from read_parquet(?)", [pattern]).fetchone()
-        (sure,) = con.execute("select count(*) from landing_rows").fetchone()
+        [(rows,)] = con.execute("select count(*) from read_parquet(?)", [pattern]).fetchall()
+        [(sure,)] = con.execute("select count(*) from landing_rows").fetchall()
     except duckdb.Error:
         raise FileRejected("file_format", "file is not readable Parquet") from None
     if sure == rows:
@@ -542,9 +542,9 @@ def request_stage_group(schema: SourceSchema) -> StageGroup:
                 f"create or replace temp table landing_rows as select line, * exclude (line, sure) "
                 f"from ({_mapped_sql(schema)}) where sure"
             )
-            (doubtful,) = con.execute(
+            [(doubtful,)] = con.execute(
                 "select (select count(*) from landing_lines) - (select count(*) from landing_rows)"
-            ).fetchone()
+            ).fetchall()
         finally:
             con.execute("drop table if exists landing_lines")
         if doubtful:

@@ -342,10 +342,10 @@ def _stage_range_query(con: duckdb.DuckDBPyConnection, path: Path, _blank_lines:
         "create or replace temp table landing_text as select try_cast(content as json) as body from read_text(?)",
         [file_pattern(path)],
     )
-    (status, result_type, series) = con.execute(
+    [(status, result_type, series)] = con.execute(
         "select body->>'status', body->'data'->>'resultType', json_array_length(body->'data'->'result') "
         "from landing_text"
-    ).fetchone()
+    ).fetchall()
     if status != "success" or result_type != "matrix" or series is None:
         raise FileRejected(
             "range_query.response",

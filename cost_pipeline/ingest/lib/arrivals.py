@@ -57,5 +57,5 @@ def record_arrivals(con: duckdb.DuckDBPyConnection, source: str, now: datetime |
 def newest_arrival(con: duckdb.DuckDBPyConnection, source: str) -> datetime | None:
     """When ``source`` last delivered bytes the warehouse had not seen (naive UTC); None if it never did."""
     ensure_arrivals(con)
-    (newest,) = con.execute("select max(first_seen_at) from ops.file_arrivals where source = ?", [source]).fetchone()
+    [(newest,)] = con.execute("select max(first_seen_at) from ops.file_arrivals where source = ?", [source]).fetchall()
     return newest

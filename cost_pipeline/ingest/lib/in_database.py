@@ -543,11 +543,11 @@ def _read_one(
     try:
         broken = source.stage(con, item.path, item.blank_lines)
         if _staged_as_view(con):  # only its broken rows are kept now; its good rows are read again
-            (failed,) = con.execute(
+            [(failed,)] = con.execute(
                 f"insert into checked_rows select * from ({checked}) where failed_rule is not null",
                 [item.source_file, item.sha256],
-            ).fetchone()
-            (rows,) = con.execute("select count(*) from landing_rows").fetchone()
+            ).fetchall()
+            [(rows,)] = con.execute("select count(*) from landing_rows").fetchall()
             read_again[item.source_file] = ReadAgain(item.path, item.sha256, item.stat, rows - failed)
         else:
             # One statement: a file's rows are all checked in, or (it fails) none are and it is quarantined.
@@ -600,9 +600,9 @@ def checked_select(source: InDatabaseSource, failed_rule: str, failed_message: s
 
 def _staged_as_view(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether the file's stage left ``landing_rows`` as a view over the file (Parquet), not a table of its rows."""
-    (views,) = con.execute(
+    [(views,)] = con.execute(
         "select count(*) from duckdb_views() where temporary and view_name = 'landing_rows'"
-    ).fetchone()
+    ).fetchall()
     return views > 0
 
 
@@ -615,12 +615,12 @@ def _insert_read_again(
         raise RuntimeError(f"{source_file} changed while it was loaded; the next night loads it again")
     source.stage(con, again.path, [])
     columns = ", ".join(quote(n) for n, _ in source.columns)
-    (inserted,) = con.execute(
+    [(inserted,)] = con.execute(
         f"insert into raw.{quote(name)} select {columns}, source_file, line, file_sha256 "
         f"from ({checked_select(source, 'null', 'null')}) where line not in "
         "(select line from checked_rows where source_file = ? and file_sha256 = ?)",
         [source_file, again.sha256, source_file, again.sha256],
-    ).fetchone()
+    ).fetchall()
     drop_landing_rows(con)
     if inserted != again.staged:
         raise RuntimeError(

@@ -17,7 +17,7 @@ def parquet_rows(path: Path) -> int | None:
     con = duckdb_session.connect()
     lock_down(con, path.parent)
     try:
-        (rows,) = con.execute("select sum(num_rows) from parquet_file_metadata(?)", [file_pattern(path)]).fetchone()
+        [(rows,)] = con.execute("select sum(num_rows) from parquet_file_metadata(?)", [file_pattern(path)]).fetchall()
     except duckdb.Error:
         return None
     finally:

@@ -400,9 +400,9 @@ def release_held_rows(con: duckdb.DuckDBPyConnection, source: str, gone: Sequenc
 
 def raw_columns(con: duckdb.DuckDBPyConnection, source: str) -> list[tuple[str, str]]:
     """The raw table's columns and types, in order (empty when there is none)."""
-    (exists,) = con.execute(
+    [(exists,)] = con.execute(
         "select count(*) from information_schema.tables where table_schema = ? and table_name = ?", [RAW, source]
-    ).fetchone()
+    ).fetchall()
     if not exists:
         return []
     return [(row[0], row[1]) for row in con.execute(f"describe {RAW}.{quote(source)}").fetchall()]
@@ -638,9 +638,9 @@ def record_failure(
     night of its last good load from an earlier failure; returns that night (None: it never loaded)."""
     with contextlib.suppress(duckdb.Error):  # DuckDB refuses a rollback when no transaction is open
         con.execute("rollback")
-    earlier = con.execute("select last_good_load from raw.source_failures where source = ?", [source]).fetchone()
-    if earlier is not None:
-        last_good_load = earlier[0]
+    earlier = con.execute("select last_good_load from raw.source_failures where source = ?", [source]).fetchall()
+    if earlier:
+        last_good_load = earlier[0][0]
     con.execute("delete from raw.source_failures where source = ?", [source])
     con.execute(
         "insert into raw.source_failures values (?, ?, ?, ?)",
@@ -657,11 +657,11 @@ def clear_failure(con: duckdb.DuckDBPyConnection, source: str) -> None:
 def kept_report(con: duckdb.DuckDBPyConnection, source: str) -> IngestReport:
     """What raw holds of ``source`` from earlier nights (the file ledger's counts), for a night its load failed."""
     report = IngestReport(source)
-    files, rows_in, staged, quarantined, duplicates = con.execute(
+    [(files, rows_in, staged, quarantined, duplicates)] = con.execute(
         "select count(*), sum(rows_in), sum(rows_staged), sum(rows_quarantined), count(duplicate_of) "
         "from raw.ingested_files where source = ?",
         [source],
-    ).fetchone()
+    ).fetchall()
     report.files, report.duplicate_files = int(files), int(duplicates)
     report.rows_in, report.rows_staged, report.rows_quarantined = (int(v or 0) for v in (rows_in, staged, quarantined))
     report.missing.extend(missing_files(con, source))
