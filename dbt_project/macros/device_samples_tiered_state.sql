@@ -53,6 +53,7 @@
     {%- do texts.append(mixed_gpus('relation')) -%}
     {%- do texts.append(gpu_clusters('relation', none, true, false)) -%}
     {%- do texts.append(join_gpu_clusters('samples', none, true)) -%}
+    {%- do texts.append(join_gpu_clusters('samples', none, true, 'clusters')) -%}
     {%- do texts.append(unnamed_clusters('held')) -%}
     {%- do texts.append(host_chunk_filter('hostname')) -%}
     {%- do texts.append(short_host('hostname')) -%}

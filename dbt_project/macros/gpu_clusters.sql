@@ -26,8 +26,8 @@
     they are one GPU's. Copies naming two clusters name no one cluster: a copy naming none beside them is not known to
     be either's. ``by_day``: per sample day too (a sample_day column; int_gpu_share_days, int_unattributed_gpu_days,
     whose days depend on their own samples only). ``of_jobs`` false: the copies no job claims instead, the one cluster
-    the GPU's unclaimed copies name (no job_key column; int_unattributed_gpu_days). A group joined back to each sample
-    (join_gpu_clusters), not a window over every sample. -#}
+    the GPU's unclaimed copies name (no job_key column; int_unattributed_gpu_days, and int_gpu_share_days for its
+    unclaimed copies). A group joined back to each sample (join_gpu_clusters), not a window over every sample. -#}
 {% macro gpu_clusters(relation, where=none, by_day=false, of_jobs=true) %}
     {%- set day = "cast(" ~ dbt.date_trunc('day', 'samples.sampled_at') ~ " as date)" %}
     {%- set job = ['samples.attributed_job_key'] if of_jobs else [] %}
@@ -59,18 +59,21 @@
     having min(samples.cluster) = max(samples.cluster)
 {% endmacro %}
 
-{#- A left join of gpu_clusters to ``samples`` (its job ``job_key``; none: gpu_clusters of_jobs false):
-    gpu_clusters.cluster is the cluster its job's (or the unclaimed) copies of its GPU name, if one. -#}
-{% macro join_gpu_clusters(samples, job_key, by_day=false) %}
-    left join gpu_clusters
-        on {{ samples }}.hostname = gpu_clusters.hostname
-        and {{ samples }}.gpu_index = gpu_clusters.gpu_index
-        and coalesce({{ samples }}.gpu_instance_id, -1) = gpu_clusters.instance_key
+{#- A left join of gpu_clusters (the CTE ``clusters``) to ``samples`` (its job ``job_key``; none: gpu_clusters of_jobs
+    false, joined to the copies no job claims only): ``clusters``.cluster is the cluster its job's (or the unclaimed)
+    copies of its GPU name, if one. -#}
+{% macro join_gpu_clusters(samples, job_key, by_day=false, clusters='gpu_clusters') %}
+    left join {{ clusters }}
+        on {{ samples }}.hostname = {{ clusters }}.hostname
+        and {{ samples }}.gpu_index = {{ clusters }}.gpu_index
+        and coalesce({{ samples }}.gpu_instance_id, -1) = {{ clusters }}.instance_key
         {%- if job_key is not none %}
-        and {{ job_key }} = gpu_clusters.job_key
+        and {{ job_key }} = {{ clusters }}.job_key
+        {%- else %}
+        and {{ samples }}.attributed_job_key is null
         {%- endif %}
         {%- if by_day %}
-        and cast({{ dbt.date_trunc('day', samples ~ '.sampled_at') }} as date) = gpu_clusters.sample_day
+        and cast({{ dbt.date_trunc('day', samples ~ '.sampled_at') }} as date) = {{ clusters }}.sample_day
         {%- endif %}
 {% endmacro %}
 

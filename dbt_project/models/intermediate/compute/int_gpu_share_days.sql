@@ -13,8 +13,9 @@
 -- first and last instant of the day close it in fct_gpu_shares. So a day's rows depend on that day's samples only.
 -- No batch: the newest contract version's parameters apply. A sample delivered twice counts once. A GPU is its
 -- cluster (null: the samples name none), host and index: gpu-01 of two clusters is two GPUs, never one crowded one;
--- a copy naming no cluster is of the cluster int_device_samples_tiered resolves for it (macros/gpu_clusters.sql),
--- so a file delivered again with the cluster column added is one GPU, not its cluster's and an unnamed one.
+-- a copy naming no cluster is of the cluster int_device_samples_tiered resolves for it, or one no job claims of the
+-- cluster int_unattributed_gpu_days resolves for it (macros/gpu_clusters.sql), so a file delivered again (in whole or
+-- in part) with the cluster column added is one GPU, not its cluster's and an unnamed one.
 -- Incremental by day: a night builds again only the days whose samples or jobs changed (sample_days_to_build), and
 -- keeps the other days' rows. On Spark a table, built whole (docs/spark.md).
 {{ config(
@@ -79,9 +80,11 @@ crowded_instants as (
 ),
 
 -- The cluster of a copy that names none (a file delivered again with the cluster column added), resolved as
--- int_device_samples_tiered resolves it (macros/gpu_clusters.sql): the one cluster its job's copies of that GPU name
--- that day (gpu_clusters), else, at a crowded instant, the one cluster of a holder whose copies of the instant name it
--- and none (unnamed_clusters). Per day, so that a day's rows still depend on that day's samples only.
+-- int_device_samples_tiered and int_unattributed_gpu_days resolve it (macros/gpu_clusters.sql): the one cluster its
+-- job's copies of that GPU name that day (gpu_clusters), or for a copy no job claims the one cluster the GPU's
+-- unclaimed copies name that day (unclaimed_clusters), else, at a crowded instant, the one cluster of a holder whose
+-- copies of the instant name it and none (unnamed_clusters). Per day, so that a day's rows still depend on that
+-- day's samples only.
 mixed_gpus as (
     {{ mixed_gpus(ref('int_device_samples_attributed') ~ ' as samples', day_samples) }}
 ),
@@ -90,16 +93,21 @@ gpu_clusters as (
     {{ gpu_clusters(ref('int_device_samples_attributed'), day_samples, by_day=true) }}
 ),
 
+unclaimed_clusters as (
+    {{ gpu_clusters(ref('int_device_samples_attributed'), day_samples, by_day=true, of_jobs=false) }}
+),
+
 crowded_copies as (
     select
         samples.*,
-        gpu_clusters.cluster as job_cluster
+        coalesce(gpu_clusters.cluster, unclaimed_clusters.cluster) as job_cluster
     from {{ ref('int_device_samples_attributed') }} as samples
     inner join crowded_instants
         on samples.hostname = crowded_instants.hostname
         and samples.gpu_index = crowded_instants.gpu_index
         and samples.sampled_at = crowded_instants.sampled_at
     {{ join_gpu_clusters('samples', 'samples.attributed_job_key', by_day=true) }}
+    {{ join_gpu_clusters('samples', none, by_day=true, clusters='unclaimed_clusters') }}
     where {{ day_samples }}
 ),
 
@@ -120,7 +128,8 @@ unnamed_clusters as (
     {{ unnamed_clusters('held') }}
 ),
 
--- The crowded samples, each of the cluster of its GPU: its own, else its job's, else its instant's.
+-- The crowded samples, each of the cluster of its GPU: its own, else its job's (or the unclaimed copies'), else its
+-- instant's.
 crowded_samples as (
     select
         coalesce(copies.cluster, copies.job_cluster, unnamed_clusters.cluster_key) as cluster,
@@ -252,13 +261,16 @@ instants as (
         alone.attribution
     from (
         select
-            {{ delivered_columns('samples', 'coalesce(samples.cluster, gpu_clusters.cluster)') }}
+            {{ delivered_columns(
+                'samples', 'coalesce(samples.cluster, gpu_clusters.cluster, unclaimed_clusters.cluster)'
+            ) }}
         from {{ ref('int_device_samples_attributed') }} as samples
         left join crowded_instants
             on samples.hostname = crowded_instants.hostname
             and samples.gpu_index = crowded_instants.gpu_index
             and samples.sampled_at = crowded_instants.sampled_at
         {{- join_gpu_clusters('samples', 'samples.attributed_job_key', by_day=true) }}
+        {{- join_gpu_clusters('samples', none, by_day=true, clusters='unclaimed_clusters') }}
         where crowded_instants.sampled_at is null and {{ day_samples }}
     ) as alone
     {{ join_slice_totals(latest_contract_version(), 'alone.gpu_instance_profile') }}
