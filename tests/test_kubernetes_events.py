@@ -4,6 +4,7 @@ restarts, lineage and repeated same-cause failures."""
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -17,6 +18,7 @@ from cost_pipeline.contract.schemas import scheduler_events
 from cost_pipeline.ingest.lib.records import ParsedFile
 from cost_pipeline.ingest.lib.validate import validate_rows
 from cost_pipeline.ingest.registry import sources
+from tests.conftest import DemoRun
 from tests.helpers import cli_night, one_batch_landing, query
 
 pytestmark = pytest.mark.xdist_group("kubernetes_events")
@@ -106,45 +108,53 @@ def test_kubernetes_jobs_reach_the_marts(small_landing_night: Path):
     assert failures == [("scheduler_limit", 2, 2, Decimal(12))]
 
 
-def test_a_running_kubernetes_job_has_occupied_its_gpus_until_its_streams_newest_event(tmp_path):
-    """A job whose last event is a start holds its GPUs until the newest event of its cluster's stream (any job's):
-    the stream was exported after it and shows no end. A run whose name was submitted again since was seen running
-    at its start only (its end was never exported)."""
-    landing = one_batch_landing(tmp_path)
-    (landing / "scheduler" / "events.jsonl").write_text(
+def _running_jobs_kr1_kr2_r_of_b3_on_cluster_kc(landing: Path) -> None:
+    """Batch B-3 in the registry; kr1 running, kr2 ended and r submitted twice, B-3's, on cluster kc (a stream of its
+    own), on 2 November (test_a_running_kubernetes_job_has_occupied_its_gpus_until_its_streams_newest_event)."""
+    (landing / "registry" / "batches.csv").write_text(
+        (landing / "registry" / "batches.csv").read_text(encoding="utf-8") + "B-3,p,g,t,d,m,c,cfg,v1,,,,,\n",
+        encoding="utf-8",
+    )
+    b3 = {"cluster": "kc", "labels": {"batch": "B-3"}}
+    (landing / "scheduler" / "events_running.jsonl").write_text(
         "\n".join(
             [
-                _event("k1", "submit", "2026-11-02T01:00:00"),
-                _event("k1", "start", "2026-11-02T01:00:00"),
-                _event("k2", "start", "2026-11-02T02:00:00"),
-                _event("k2", "end", "2026-11-02T05:00:00", state="Succeeded"),
-                _event("r", "submit", "2026-11-02T00:00:00"),
-                _event("r", "start", "2026-11-02T00:00:00"),
-                _event("r", "submit", "2026-11-02T03:00:00"),
-                _event("r", "start", "2026-11-02T03:30:00"),
+                _event("kr1", "submit", "2026-11-02T01:00:00", **b3),
+                _event("kr1", "start", "2026-11-02T01:00:00", **b3),
+                _event("kr2", "start", "2026-11-02T02:00:00", **b3),
+                _event("kr2", "end", "2026-11-02T05:00:00", state="Succeeded", **b3),
+                _event("r", "submit", "2026-11-02T00:00:00", **b3),
+                _event("r", "start", "2026-11-02T00:00:00", **b3),
+                _event("r", "submit", "2026-11-02T03:00:00", **b3),
+                _event("r", "start", "2026-11-02T03:30:00", **b3),
             ]
         )
         + "\n",
         encoding="utf-8",
     )
-    warehouse = tmp_path / "warehouse.duckdb"
-    assert run_pipeline(landing, warehouse)
 
+
+def test_a_running_kubernetes_job_has_occupied_its_gpus_until_its_streams_newest_event(small_landing_night: Path):
+    """A job whose last event is a start holds its GPUs until the newest event of its cluster's stream (any job's):
+    the stream was exported after it and shows no end. A run whose name was submitted again since was seen running
+    at its start only (its end was never exported). Cluster kc's stream ends at kr2's end, 2 November 05:00 (the
+    other sets' stream, of no cluster, on 3 November)."""
+    warehouse = small_landing_night
     runs = query(
         warehouse,
         "select job_id, start_at, state, is_running, running_seen_at, occupied_gpu_hours from marts.fct_runs "
-        "order by job_id, start_at",
+        "where job_id in ('kr1', 'kr2', 'r') order by job_id, start_at",
     )
     seen = datetime(2026, 11, 2, 5)
-    # 4 GPUs each: k1 01:00-05:00 (16 GPU-hours), k2 02:00-05:00 ended (12), r's second run 03:30-05:00 (6).
+    # 4 GPUs each: kr1 01:00-05:00 (16 GPU-hours), kr2 02:00-05:00 ended (12), r's second run 03:30-05:00 (6).
     assert runs == [
-        ("k1", datetime(2026, 11, 2, 1), "RUNNING", True, seen, Decimal(16)),
-        ("k2", datetime(2026, 11, 2, 2), "COMPLETED", False, None, Decimal(12)),
+        ("kr1", datetime(2026, 11, 2, 1), "RUNNING", True, seen, Decimal(16)),
+        ("kr2", datetime(2026, 11, 2, 2), "COMPLETED", False, None, Decimal(12)),
         ("r", datetime(2026, 11, 2), "RUNNING", True, datetime(2026, 11, 2), Decimal(0)),
         ("r", datetime(2026, 11, 2, 3, 30), "RUNNING", True, seen, Decimal(6)),
     ]
     assert query(
-        warehouse, "select occupied_gpu_hours, running_jobs from marts.fct_batch_compute where batch_id = 'B-1'"
+        warehouse, "select occupied_gpu_hours, running_jobs from marts.fct_batch_compute where batch_id = 'B-3'"
     ) == [(Decimal(34), 3)]
 
 
@@ -231,14 +241,16 @@ def _namespaced_requested_complete_and_shrunk_jobs(landing: Path) -> None:
 
 @pytest.fixture(scope="module")
 def small_landing_night(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The warehouse after one night on a landing of one batch (B-1) with three independent sets of Kubernetes jobs,
-    each in an events file of its own, its jobs named apart, in no cluster (one stream). The only running job, k3,
-    starts at the stream's newest event (3 November, after the other sets' 31 October to 2 November), so it has
-    occupied nothing yet, as on a landing of its own set. Each test reads its own jobs."""
+    """The warehouse after one night on a landing of one batch (B-1) with four independent sets of Kubernetes jobs,
+    each in an events file of its own, its jobs named apart. Three are in no cluster (one stream): their only running
+    job, k3, starts at that stream's newest event (3 November, after the other sets' 31 October to 2 November), so it
+    has occupied nothing yet, as on a landing of its own set. The fourth, the running jobs of batch B-3, is on cluster
+    kc, a stream of its own ending on 2 November as on a landing of its own. Each test reads its own jobs."""
     landing = one_batch_landing(tmp_path_factory.mktemp("small_landing"))
     _jobs_k1_to_k3_of_b1(landing)
     _indexed_job_train_b7_and_a_job_named_train_b7_3(landing)
     _namespaced_requested_complete_and_shrunk_jobs(landing)
+    _running_jobs_kr1_kr2_r_of_b3_on_cluster_kc(landing)
     warehouse = landing.parent / "warehouse.duckdb"
     assert run_pipeline(landing, warehouse)
     return warehouse
@@ -267,12 +279,25 @@ def test_an_indexed_jobs_pods_samples_are_its_own(small_landing_night: Path):
 # The demo's capacity: October 29,376.98 over 16 GPUs x 744 h = 11,904 GPU-hours (2.4678 a GPU-hour), November
 # 28,540.82 over 11,520 (2.4775). The jobs below are on the demo's stream of no cluster (its own Kubernetes job is on
 # the cloud's), in batch B-8.
+# kx holds kp-2's GPU in its gap (test_a_running_or_preempted_kubernetes_jobs_samples_are_its_own_night_by_night).
+KX_EVENTS = [
+    ("kx", "submit", "2026-11-26T03:00:00", 1),
+    ("kx", "start", "2026-11-26T03:00:00", 1),
+    ("kx", "end", "2026-11-26T03:10:00", 1, "Succeeded"),
+]
+# kq-1 is preempted across a month boundary (test_a_kubernetes_job_preempted_across_a_month_boundary_is_split_by_its_
+# segments): it ended on 2 November, long before the other jobs' 26 November, so it changes none of their figures.
+KQ_EVENTS = [
+    ("kq-1", "submit", "2026-10-31T21:00:00", 1),
+    ("kq-1", "start", "2026-10-31T22:00:00", 1),
+    ("kq-1", "preempt", "2026-10-31T23:00:00", 1),
+    ("kq-1", "start", "2026-11-02T00:00:00", 1),
+    ("kq-1", "end", "2026-11-02T01:00:00", 1, "Succeeded"),
+]
 
 
-def _night_with_b8_events(demo: Path, events: list[tuple], file: str = "k8s_b8.jsonl") -> Path:
-    """The demo's warehouse after a night with ``events`` (job, event, at, GPUs[, state]) of B-8's analysis, in
-    scheduler/``file``."""
-    landing, warehouse = demo / "landing", demo / "warehouse.duckdb"
+def _write_b8_events(landing: Path, events: list[tuple], file: str) -> None:
+    """``events`` (job, event, at, GPUs[, state]) of B-8's analysis in scheduler/``file``."""
     b8 = {"batch": "B-8", "phase": "analysis"}
     lines = [
         _event(
@@ -281,73 +306,6 @@ def _night_with_b8_events(demo: Path, events: list[tuple], file: str = "k8s_b8.j
         for job, kind, at, gpus, *rest in events
     ]
     (landing / "scheduler" / file).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert cli_night(landing, warehouse).code == 0
-    return warehouse
-
-
-def _capacity(warehouse: Path) -> list[tuple]:
-    """Each month's training GPU-hours and capacity cost, allocated plus idle, and what is left unreconciled."""
-    return query(
-        warehouse,
-        "select month, training_gpu_hours, allocated_plus_idle_cost, capacity_cost, unreconciled_cost "
-        "from marts.fct_capacity_reconciliation order by month",
-    )
-
-
-def test_a_preempted_kubernetes_job_not_started_again_has_occupied_its_segments(demo_copy):
-    """A Kubernetes job preempted and not (yet) started again, or ended, has occupied its GPUs in its segments (start
-    to preempt), priced like any occupied time (R4, R12); it is not running.
-    - kp-1, 8 GPUs, 00:10-01:10, preempted: 8 GPU-hours, 28,540.82 x 8 / 11,520 = 19.8200 -> 19.82 (before: 0.00,
-      its time in no month, left idle in the capacity reconciliation).
-    - kp-2, 1 GPU, 02:00-03:00, preempted, running again since 04:00 and seen running at 07:00 (kp-3's submit, the
-      stream's newest event): 1 + 3 = 4 GPU-hours, 28,540.82 x 4 / 11,520 = 9.9100 -> 9.91.
-    November's capacity cost is still allocated to the cent, its training hours the demo's 368 + 8 + 4 = 380."""
-    warehouse = _night_with_b8_events(
-        demo_copy,
-        PREEMPTED_EVENTS,
-    )
-    assert query(
-        warehouse,
-        "select job_id, state, is_running, occupied_gpu_hours, compute_cost, has_unpriced_month from marts.fct_runs "
-        "where job_id like 'kp-%' order by job_id",
-    ) == [
-        ("kp-1", "PREEMPTED", False, Decimal(8), Decimal("19.82"), False),
-        ("kp-2", "RUNNING", True, Decimal(4), Decimal("9.91"), False),
-        ("kp-3", "PENDING", False, Decimal(0), Decimal("0.00"), False),
-    ]
-    assert _capacity(warehouse) == [
-        (date(2026, 10, 1), Decimal(0), Decimal("29376.98"), Decimal("29376.98"), Decimal("0.00")),
-        (date(2026, 11, 1), Decimal(380), Decimal("28540.82"), Decimal("28540.82"), Decimal("0.00")),
-    ]
-
-
-def test_a_kubernetes_job_preempted_across_a_month_boundary_is_split_by_its_segments(demo_copy):
-    """kq-1, 1 GPU, 22:00-23:00 on 31 October, preempted, 00:00-01:00 on 2 November: 3,600 GPU-seconds in each month
-    (before: 533 and 6,667, spread over its 27-hour span), 29,376.98 / 11,904 = 2.4678 -> 2.47 and 28,540.82 /
-    11,520 = 2.4775 -> 2.48: 4.95. Each month's capacity cost is still allocated to the cent: October's training
-    hours 1, November's the demo's 368 + 1 = 369."""
-    warehouse = _night_with_b8_events(
-        demo_copy,
-        [
-            ("kq-1", "submit", "2026-10-31T21:00:00", 1),
-            ("kq-1", "start", "2026-10-31T22:00:00", 1),
-            ("kq-1", "preempt", "2026-10-31T23:00:00", 1),
-            ("kq-1", "start", "2026-11-02T00:00:00", 1),
-            ("kq-1", "end", "2026-11-02T01:00:00", 1, "Succeeded"),
-        ],
-    )
-    assert query(
-        warehouse,
-        "select month_start, occupied_gpu_seconds, compute_cost from intermediate.int_job_months_costed "
-        "where job_id = 'kq-1' order by month_start",
-    ) == [(date(2026, 10, 1), 3600, Decimal("2.47")), (date(2026, 11, 1), 3600, Decimal("2.48"))]
-    assert query(
-        warehouse, "select state, occupied_gpu_hours, compute_cost from marts.fct_runs where job_id = 'kq-1'"
-    ) == [("COMPLETED", Decimal(2), Decimal("4.95"))]
-    assert _capacity(warehouse) == [
-        (date(2026, 10, 1), Decimal(1), Decimal("29376.98"), Decimal("29376.98"), Decimal("0.00")),
-        (date(2026, 11, 1), Decimal(369), Decimal("28540.82"), Decimal("28540.82"), Decimal("0.00")),
-    ]
 
 
 def _pod_scrapes(pod: str, gpu: int, first: datetime, effective: bool) -> list[str]:
@@ -369,6 +327,95 @@ def _pod_scrapes(pod: str, gpu: int, first: datetime, effective: bool) -> list[s
     ]
 
 
+@pytest.fixture(scope="module")
+def b8_nights(demo_run: DemoRun, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two nights after the demo's, on a copy of it: night 1 with B-8's preempted jobs kp-1 to kp-3 (PREEMPTED_EVENTS),
+    kx, node-k's telemetry and kq-1 (three independent scenarios: each test reads its own jobs), night 2 adding only
+    events (kp-3's start, kp-1's late-exported preemption). A copy of the warehouse after night 1, and the warehouse
+    after night 2."""
+    demo = demo_run.copy_to(tmp_path_factory.mktemp("b8_nights") / "demo")
+    landing, warehouse = demo / "landing", demo / "warehouse.duckdb"
+    lines = _pod_scrapes("kp-1-x7k2p", 0, datetime(2026, 11, 26, 0, 10, tzinfo=UTC), effective=True)
+    lines += _pod_scrapes("kp-2-q9w8e", 1, datetime(2026, 11, 26, 2, 50, tzinfo=UTC), effective=True)
+    lines += _pod_scrapes("kx-h4j5k", 1, datetime(2026, 11, 26, 3, tzinfo=UTC), effective=True)
+    lines += _pod_scrapes("kp-2-q9w8e", 1, datetime(2026, 11, 26, 3, 20, tzinfo=UTC), effective=True)
+    lines += _pod_scrapes("kp-2-q9w8e", 1, datetime(2026, 11, 26, 5, tzinfo=UTC), effective=False)
+    lines += _pod_scrapes("kp-2-q9w8e", 1, datetime(2026, 11, 26, 8, tzinfo=UTC), effective=True)
+    (landing / "telemetry" / "node-k.prom").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _write_b8_events(landing, PREEMPTED_EVENTS + KX_EVENTS, "k8s_b8.jsonl")
+    _write_b8_events(landing, KQ_EVENTS, "k8s_b8_kq.jsonl")
+    assert cli_night(landing, warehouse).code == 0
+    night_1 = demo / "night_1.duckdb"
+    shutil.copyfile(warehouse, night_1)
+    _write_b8_events(
+        landing,
+        [
+            ("kp-3", "start", "2026-11-26T09:00:00", 1),
+            ("kp-1", "preempt", "2026-11-26T00:15:00", 8),
+            ("kp-1", "start", "2026-11-26T00:50:00", 8),
+        ],
+        "k8s_b8_2.jsonl",
+    )
+    assert cli_night(landing, warehouse).code == 0
+    return night_1, warehouse
+
+
+def _capacity(warehouse: Path) -> list[tuple]:
+    """Each month's training GPU-hours and capacity cost, allocated plus idle, and what is left unreconciled."""
+    return query(
+        warehouse,
+        "select month, training_gpu_hours, allocated_plus_idle_cost, capacity_cost, unreconciled_cost "
+        "from marts.fct_capacity_reconciliation order by month",
+    )
+
+
+# Night 1's capacity reconciliation: each month's capacity cost still allocated to the cent, October's training hours
+# kq-1's 1, November's the demo's 368 + kp-1's 8 + kp-2's 4 + kx's 0.1667 + kq-1's 1 = 381.1667.
+NIGHT_1_CAPACITY = [
+    (date(2026, 10, 1), Decimal(1), Decimal("29376.98"), Decimal("29376.98"), Decimal("0.00")),
+    (date(2026, 11, 1), Decimal("381.1667"), Decimal("28540.82"), Decimal("28540.82"), Decimal("0.00")),
+]
+
+
+def test_a_preempted_kubernetes_job_not_started_again_has_occupied_its_segments(b8_nights):
+    """A Kubernetes job preempted and not (yet) started again, or ended, has occupied its GPUs in its segments (start
+    to preempt), priced like any occupied time (R4, R12); it is not running.
+    - kp-1, 8 GPUs, 00:10-01:10, preempted: 8 GPU-hours, 28,540.82 x 8 / 11,520 = 19.8200 -> 19.82 (before: 0.00,
+      its time in no month, left idle in the capacity reconciliation).
+    - kp-2, 1 GPU, 02:00-03:00, preempted, running again since 04:00 and seen running at 07:00 (kp-3's submit, the
+      stream's newest event): 1 + 3 = 4 GPU-hours, 28,540.82 x 4 / 11,520 = 9.9100 -> 9.91.
+    November's capacity cost is still allocated to the cent, its training hours counting kp-1's 8 and kp-2's 4
+    (NIGHT_1_CAPACITY)."""
+    warehouse, _ = b8_nights
+    assert query(
+        warehouse,
+        "select job_id, state, is_running, occupied_gpu_hours, compute_cost, has_unpriced_month from marts.fct_runs "
+        "where job_id like 'kp-%' order by job_id",
+    ) == [
+        ("kp-1", "PREEMPTED", False, Decimal(8), Decimal("19.82"), False),
+        ("kp-2", "RUNNING", True, Decimal(4), Decimal("9.91"), False),
+        ("kp-3", "PENDING", False, Decimal(0), Decimal("0.00"), False),
+    ]
+    assert _capacity(warehouse) == NIGHT_1_CAPACITY
+
+
+def test_a_kubernetes_job_preempted_across_a_month_boundary_is_split_by_its_segments(b8_nights):
+    """kq-1, 1 GPU, 22:00-23:00 on 31 October, preempted, 00:00-01:00 on 2 November: 3,600 GPU-seconds in each month
+    (before: 533 and 6,667, spread over its 27-hour span), 29,376.98 / 11,904 = 2.4678 -> 2.47 and 28,540.82 /
+    11,520 = 2.4775 -> 2.48: 4.95. Each month's capacity cost is still allocated to the cent: October's training
+    hours kq-1's 1, November's counting its other 1 (NIGHT_1_CAPACITY)."""
+    warehouse, _ = b8_nights
+    assert query(
+        warehouse,
+        "select month_start, occupied_gpu_seconds, compute_cost from intermediate.int_job_months_costed "
+        "where job_id = 'kq-1' order by month_start",
+    ) == [(date(2026, 10, 1), 3600, Decimal("2.47")), (date(2026, 11, 1), 3600, Decimal("2.48"))]
+    assert query(
+        warehouse, "select state, occupied_gpu_hours, compute_cost from marts.fct_runs where job_id = 'kq-1'"
+    ) == [("COMPLETED", Decimal(2), Decimal("4.95"))]
+    assert _capacity(warehouse) == NIGHT_1_CAPACITY
+
+
 def _kp_samples(warehouse: Path) -> tuple[list[tuple], list[tuple]]:
     """kp-1's and kp-2's samples by how they are attributed, and their tiers and unobserved time."""
     attributed = query(
@@ -384,7 +431,7 @@ def _kp_samples(warehouse: Path) -> tuple[list[tuple], list[tuple]]:
     return attributed, tiers
 
 
-def test_a_running_or_preempted_kubernetes_jobs_samples_are_its_own_night_by_night(demo_copy):
+def test_a_running_or_preempted_kubernetes_jobs_samples_are_its_own_night_by_night(b8_nights):
     """R5: a Kubernetes job's samples inside its segments (start to preempt, the last up to occupied_until_at) are
     its own: kp-1 (8 GPUs, 00:10-01:10, preempted, not started again) until its preemption, kp-2 (1 GPU, 02:00-03:00,
     preempted, running again since 04:00) until its stream's newest event; a sample in the gap between two segments
@@ -405,24 +452,8 @@ def test_a_running_or_preempted_kubernetes_jobs_samples_are_its_own_night_by_nig
     (5 + 20) minutes = 3.3333 GPU-hours occupied, 3.25 unobserved. (Before: the gap samples were
     kp-2's, 540 + 120 s of time it did not occupy, and 02:59 stood for 120 s, to 03:01 over kx's: 1,320 s of kp-2's
     before 03:30 beside kx's 600; kp-2 0.3667 effective and 3.4667 unobserved on night 1.)"""
-    telemetry = demo_copy / "landing" / "telemetry"
-    lines = _pod_scrapes("kp-1-x7k2p", 0, datetime(2026, 11, 26, 0, 10, tzinfo=UTC), effective=True)
-    lines += _pod_scrapes("kp-2-q9w8e", 1, datetime(2026, 11, 26, 2, 50, tzinfo=UTC), effective=True)
-    lines += _pod_scrapes("kx-h4j5k", 1, datetime(2026, 11, 26, 3, tzinfo=UTC), effective=True)
-    lines += _pod_scrapes("kp-2-q9w8e", 1, datetime(2026, 11, 26, 3, 20, tzinfo=UTC), effective=True)
-    lines += _pod_scrapes("kp-2-q9w8e", 1, datetime(2026, 11, 26, 5, tzinfo=UTC), effective=False)
-    lines += _pod_scrapes("kp-2-q9w8e", 1, datetime(2026, 11, 26, 8, tzinfo=UTC), effective=True)
-    (telemetry / "node-k.prom").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    warehouse = _night_with_b8_events(
-        demo_copy,
-        PREEMPTED_EVENTS
-        + [
-            ("kx", "submit", "2026-11-26T03:00:00", 1),
-            ("kx", "start", "2026-11-26T03:00:00", 1),
-            ("kx", "end", "2026-11-26T03:10:00", 1, "Succeeded"),
-        ],
-    )
-    assert _kp_samples(warehouse) == (
+    night_1, night_2 = b8_nights
+    assert _kp_samples(night_1) == (
         [("kp-1", "job_label", 10), ("kp-2", "job_label", 20), ("kp-2", "label_names_no_running_job", 20)],
         [
             ("kp-1", 10, Decimal("0.1667"), Decimal(0), Decimal("7.8333")),
@@ -431,24 +462,15 @@ def test_a_running_or_preempted_kubernetes_jobs_samples_are_its_own_night_by_nig
     )
     # The GPU-seconds GPU 1's jobs' samples from 02:50 to 03:30 stand for: kp-2 02:50-03:00, kx 03:00-03:10.
     assert query(
-        warehouse,
+        night_1,
         "select job_key, sum(represented_gpu_seconds) from intermediate.int_device_samples_tiered "
         "where hostname = 'node-k' and gpu_index = 1 and sampled_at < '2026-11-26 03:30' group by job_key "
         "order by job_key",
     ) == [("/kp-2@2026-11-26 01:30:00", 600.0), ("/kx@2026-11-26 03:00:00", 600.0)]
-    _night_with_b8_events(
-        demo_copy,
-        [
-            ("kp-3", "start", "2026-11-26T09:00:00", 1),
-            ("kp-1", "preempt", "2026-11-26T00:15:00", 8),
-            ("kp-1", "start", "2026-11-26T00:50:00", 8),
-        ],
-        file="k8s_b8_2.jsonl",
-    )
     assert query(
-        warehouse, "select job_id, occupied_gpu_hours from marts.fct_runs where job_id like 'kp-%' order by job_id"
+        night_2, "select job_id, occupied_gpu_hours from marts.fct_runs where job_id like 'kp-%' order by job_id"
     ) == [("kp-1", Decimal("3.3333")), ("kp-2", Decimal(6)), ("kp-3", Decimal(0))]
-    assert _kp_samples(warehouse) == (
+    assert _kp_samples(night_2) == (
         [
             ("kp-1", "job_label", 5),
             ("kp-1", "label_names_no_running_job", 5),
