@@ -21,17 +21,29 @@ def query(warehouse: str | Path, sql: str, params: list | None = None) -> list[t
         con.close()
 
 
+def _dbt_target(tmp_path: Path, warehouse: str | Path) -> Path:
+    """A dbt target folder of its own under ``tmp_path``, given the prepared partial parse for ``warehouse``: dbt,
+    run from the warehouse's folder as the night runs it (``cost-pipeline-dbt``), then parses only what changed,
+    not the whole project (several seconds a command)."""
+    from cost_pipeline.dbt_setup import seed_partial_parse
+
+    target = tmp_path / "target"
+    seed_partial_parse(target, Path(warehouse))
+    return target
+
+
 def _dbt_show(tmp_path: Path, what: list[str], env: dict[str, str]) -> list[dict]:
     """The rows ``dbt show`` returns for ``what``, run on the project with ``env`` (its own target and logs)."""
     import json
     import subprocess
 
-    from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, dbt_executable
+    from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, warehouse_folder_dbt_executable
 
+    target = _dbt_target(tmp_path, env["COST_WAREHOUSE"])
     shown = subprocess.run(
-        [dbt_executable(), "show", "--quiet", "--output", "json", *what]
+        [warehouse_folder_dbt_executable(), "show", "--quiet", "--output", "json", *what]
         + ["--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR)]
-        + ["--target-path", str(tmp_path / "target"), "--log-path", str(tmp_path / "logs")],
+        + ["--target-path", str(target), "--log-path", str(tmp_path / "logs")],
         cwd=DBT_PROJECT_DIR,
         env=env,
         capture_output=True,
@@ -66,7 +78,7 @@ def staged_rows(tmp_path: Path, source: str, files: dict[str, Sequence[str]], mo
     for name, lines in files.items():
         (landing / name).parent.mkdir(parents=True, exist_ok=True)
         (landing / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    warehouse = tmp_path / "w.duckdb"
+    warehouse = tmp_path / "warehouse.duckdb"
     con = connect(warehouse, readable_dir=landing)
     try:
         assert load_named(con, landing, source, load_contract()).conserved
@@ -82,11 +94,11 @@ def dbt_test(tmp_path: Path, warehouse: Path, select: str) -> tuple[int, str, li
     import os
     import subprocess
 
-    from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, dbt_executable
+    from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, warehouse_folder_dbt_executable
 
-    target = tmp_path / "target"
+    target = _dbt_target(tmp_path, warehouse)
     finished = subprocess.run(
-        [dbt_executable(), "test", "--select", select, "--target-path", str(target)],
+        [warehouse_folder_dbt_executable(), "test", "--select", select, "--target-path", str(target)],
         cwd=DBT_PROJECT_DIR,
         env={**os.environ, "COST_WAREHOUSE": str(warehouse), "DBT_LOG_PATH": str(tmp_path / "logs")},
         capture_output=True,

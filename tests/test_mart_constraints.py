@@ -81,7 +81,7 @@ def test_not_null_columns_returns_the_rows_with_a_null_and_names_the_column(tmp_
         f"select count(*) as failing, string_agg(trim(null_columns), ',' order by null_columns) as named from "
         f"({{{{ test_not_null_columns(model=\"{rows}\", columns=['job_key', 'phase']) }}}}) as failures"
     )
-    env = {**os.environ, "COST_WAREHOUSE": str(tmp_path / "w.duckdb")}
+    env = {**os.environ, "COST_WAREHOUSE": str(tmp_path / "warehouse.duckdb")}
     assert dbt_show(tmp_path, sql, env) == {"failing": 2, "named": "job_key,phase"}
 
 

@@ -78,10 +78,10 @@ def test_publishing_runs_under_the_limit(tmp_path: Path) -> None:
 
 
 def test_dbt_runs_under_the_limit_and_spills_beside_the_warehouse(tmp_path: Path) -> None:
-    warehouse = tmp_path / "night.duckdb"
+    warehouse = tmp_path / "warehouse.duckdb"
     env = {**os.environ, "COST_WAREHOUSE": str(warehouse), **dbt_environment("300MiB")}
     row = dbt_show(tmp_path, SETTINGS, env)
-    assert list(row.values()) == ["300.0 MiB", str(tmp_path / "night.duckdb.tmp"), _default_threads()]
+    assert list(row.values()) == ["300.0 MiB", str(tmp_path / "warehouse.duckdb.tmp"), _default_threads()]
 
 
 def test_the_limit_does_not_make_dbt_parse_again(monkeypatch: pytest.MonkeyPatch) -> None:

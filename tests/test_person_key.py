@@ -95,7 +95,7 @@ def test_the_ingest_folds_every_name_and_character_as_the_macro_does_in_duckdb(t
         "as folded from range(1, 65536) as codes(code) where code < 55296 or code > 57343) as g)) as varchar) "
         "as every_character"
     )
-    shown = dbt_show(tmp_path, sql, {**os.environ, "COST_WAREHOUSE": str(tmp_path / "names.duckdb")})
+    shown = dbt_show(tmp_path, sql, {**os.environ, "COST_WAREHOUSE": str(tmp_path / "warehouse.duckdb")})
 
     assert json.loads(shown["tricky"]) == [person_name(name) for name in TRICKY]
     characters = [chr(code) for code in range(1, 65536) if code < 55296 or code > 57343]

@@ -45,6 +45,6 @@ def test_a_warehouse_connection_and_its_cursors_are_in_utc(tmp_path: Path):
 
 
 def test_dbt_runs_in_utc(tmp_path: Path):
-    env = {**os.environ, "COST_WAREHOUSE": str(tmp_path / "night.duckdb")}
+    env = {**os.environ, "COST_WAREHOUSE": str(tmp_path / "warehouse.duckdb")}
     row = dbt_show(tmp_path, f"{ZONE} as zone", env)
     assert row == {"zone": "UTC"}
