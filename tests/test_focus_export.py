@@ -9,6 +9,7 @@ import csv
 import re
 import shutil
 from collections import defaultdict
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
@@ -171,30 +172,51 @@ def test_one_month_and_a_warehouse_without_the_book(warehouse, tmp_path, capsys)
     assert "no night has built marts.fct_resource_book" in capsys.readouterr().err
 
 
-def _night_and_export(demo_copy: Path, tmp_path: Path, *lines: str) -> list[dict[str, str]]:
-    """The demo's next night with ``lines`` added to its FOCUS export, then the resource book exported: its rows."""
-    append_demo_focus_lines(demo_copy / "landing", *lines)
-    warehouse, out = demo_copy / "warehouse.duckdb", tmp_path / "book.csv"
+# The volume of B-10's cloud job (test_a_cloud_jobs_storage_line_...) and twenty S3 buckets of less than a cent
+# tagged B-10 (test_the_books_agree_to_the_cent_...): two changes to the demo's FOCUS export, one night for both.
+VOLUME = "arn:aws:ec2:us-east-1:123456789012:volume/b10-eval-cloud"
+
+
+@dataclass(frozen=True)
+class NextNight:
+    warehouse: Path
+    rows: list[dict[str, str]]  # the resource book exported after it
+
+
+@pytest.fixture(scope="module")
+def next_night(demo_run, tmp_path_factory) -> NextNight:
+    """The demo's next night with its FOCUS export's first line copied twice over: once as a Storage line of 7.00
+    naming B-10's cloud job's volume, and twenty times as an S3 bucket tagged B-10 at 0.005; then the resource book
+    exported. The two are resources of their own, neither the job nor each other: each test checks its own, and the
+    cloud bill's totals hold both (by hand, below)."""
+    demo = demo_run.copy_to(tmp_path_factory.mktemp("focus-next-night") / "demo")
+    landing, warehouse, out = demo / "landing", demo / "warehouse.duckdb", demo / "book.csv"
+    volume = demo_focus_line(landing, VOLUME, amount="7.00").replace(
+        ",Compute,Amazon EKS,SKU-AmazonEKS,32,GPU-Hours,", ",Storage,Amazon EBS,SKU-AmazonEBS,70,GB-Mo,"
+    )
+    assert VOLUME in volume and ",Storage,Amazon EBS," in volume
+    tiny = [
+        demo_focus_line(landing, f"arn:aws:s3:::b10-shard-{n}", amount="0.005", batch_tag="B-10").replace(
+            ",Compute,Amazon EKS,SKU-AmazonEKS,32,GPU-Hours,", ",Storage,Amazon S3,SKU-AmazonS3,1,GB-Mo,"
+        )
+        for n in range(1, 21)
+    ]
+    assert all(",0.005,0.005,0.005,0.005," in line and ",Amazon S3," in line for line in tiny)
+    append_demo_focus_lines(landing, volume, *tiny)
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("DAGSTER_HOME", raising=False)
-        assert main(["run", "--landing", str(demo_copy / "landing"), "--warehouse", str(warehouse)]) == 0
+        assert main(["run", "--landing", str(landing), "--warehouse", str(warehouse)]) == 0
         assert main(["export", "--focus", "--warehouse", str(warehouse), "--out", str(out)]) == 0
     with open(out, encoding="utf-8", newline="") as handle:
-        return list(csv.DictReader(handle))
+        return NextNight(warehouse, list(csv.DictReader(handle)))
 
 
-def test_a_cloud_jobs_storage_line_is_in_the_resource_book_and_the_export_as_a_resource_of_its_own(demo_copy, tmp_path):
+def test_a_cloud_jobs_storage_line_is_in_the_resource_book_and_the_export_as_a_resource_of_its_own(next_night):
     """A Storage line naming B-10's cloud job (its checkpoint volume, 7.00) was in neither the job's row (compute
     lines only) nor the other resources' (lines without a job): the cash book's November cloud bill was 7.00 more
     than the resource book's and the export's, and the job's exported row took the volume's ResourceId and
     category. Now it is a resource of its own, and the job's row is its compute lines'."""
-    volume = "arn:aws:ec2:us-east-1:123456789012:volume/b10-eval-cloud"
-    line = demo_focus_line(demo_copy / "landing", volume, amount="7.00").replace(
-        ",Compute,Amazon EKS,SKU-AmazonEKS,32,GPU-Hours,", ",Storage,Amazon EBS,SKU-AmazonEBS,70,GB-Mo,"
-    )
-    assert volume in line and ",Storage,Amazon EBS," in line
-    rows = _night_and_export(demo_copy, tmp_path, line)
-    warehouse = demo_copy / "warehouse.duckdb"
+    warehouse, rows = next_night.warehouse, next_night.rows
     ((cash,),) = query(
         warehouse, "select amount from marts.fct_cash_book where item = 'cloud_bill' and month = '2026-11-01'"
     )
@@ -206,25 +228,19 @@ def test_a_cloud_jobs_storage_line_is_in_the_resource_book_and_the_export_as_a_r
     exported = sum(Decimal(r["BilledCost"]) for r in rows if r["ProviderName"] != "Owned GPU capacity")
     assert cash == book == exported
     (job,) = [r for r in rows if r["ResourceId"].endswith("job/b10-eval-cloud")]
-    (storage,) = [r for r in rows if r["ResourceId"] == volume]
+    (storage,) = [r for r in rows if r["ResourceId"] == VOLUME]
     assert (job["ServiceCategory"], storage["ServiceCategory"], storage["BilledCost"]) == ("Compute", "Storage", "7.00")
 
 
-def test_the_books_agree_to_the_cent_on_amounts_of_less_than_a_cent(demo_copy, tmp_path):
+def test_the_books_agree_to_the_cent_on_amounts_of_less_than_a_cent(next_night):
     """Twenty S3 buckets at 0.005 each, tagged B-10 (FOCUS amounts carry up to 18 decimals), 0.10 on the invoice.
     Each resource was rounded on its own (0.005 -> 0.01), so the books said 0.20 for them: the cash book's cloud bill
     142.20 where the invoice says 142.10 (at 0.004 each they were 0.00 and the money disappeared). Now an invoice's
     lines add up to its exact sum rounded once, each line its share by cumulative rounding in the order of what the
-    books group lines by, and every book and the export sum those cents."""
-    tiny = [
-        demo_focus_line(demo_copy / "landing", f"arn:aws:s3:::b10-shard-{n}", amount="0.005", batch_tag="B-10").replace(
-            ",Compute,Amazon EKS,SKU-AmazonEKS,32,GPU-Hours,", ",Storage,Amazon S3,SKU-AmazonS3,1,GB-Mo,"
-        )
-        for n in range(1, 21)
-    ]
-    assert all(",0.005,0.005,0.005,0.005," in line and ",Amazon S3," in line for line in tiny)
-    rows = _night_and_export(demo_copy, tmp_path, *tiny)
-    warehouse = demo_copy / "warehouse.duckdb"
+    books group lines by, and every book and the export sum those cents. The same night bills B-10's volume, 7.00 (a
+    whole number of cents, which moves no share's rounding): the cloud bill is 142.10 + 7.00 = 149.10 (149.20 when
+    each bucket is rounded on its own), B-10's billed cost 108.10 + 7.00 = 115.10."""
+    warehouse, rows = next_night.warehouse, next_night.rows
     exported = sum(Decimal(r["BilledCost"]) for r in rows if r["x_EvidenceLevel"] != "measured")
     november = "month = '2026-11-01'"
     ((cash,),) = query(
@@ -235,7 +251,7 @@ def test_the_books_agree_to_the_cent_on_amounts_of_less_than_a_cent(demo_copy, t
         warehouse,
         f"select sum(resource_cost) from marts.fct_resource_book where cost_source = 'cloud_bill' and {november}",
     )
-    assert cash == lines == book == exported == Decimal("142.10")
+    assert cash == lines == book == exported == Decimal("142.10") + Decimal("7.00")
     assert query(warehouse, "select billed_cost from marts.fct_batch_costs where batch_id = 'B-10'") == [
-        (Decimal("108.10"),)
+        (Decimal("108.10") + Decimal("7.00"),)
     ]
