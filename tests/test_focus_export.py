@@ -20,7 +20,7 @@ import pytest
 from cost_pipeline.cli import main
 from tests.helpers import append_demo_focus_lines, demo_focus_line, query
 
-# Its module-scoped fixture runs once: the whole module goes to one worker.
+# Its module-scoped fixtures run once each: the whole module goes to one worker.
 pytestmark = pytest.mark.xdist_group("focus_export")
 
 # FOCUS 1.2, specification/columns: the cost-and-usage columns, alphabetical as the spec lists them.

@@ -25,7 +25,7 @@ from cost_pipeline.journal import JournalLine, Posting, adjustment_lines, adjust
 from cost_pipeline.monthly import month_folder
 from tests.helpers import DEMO_FOCUS, demo_focus_line, query
 
-# Its module-scoped fixture runs once: the whole module goes to one worker.
+# Its module-scoped fixtures run once each: the whole module goes to one worker.
 pytestmark = pytest.mark.xdist_group("gl_journal")
 
 # cost centre, account, role, debit, credit. CC-410 is team post-training (B-7, B-8, B-10), CC-900 the fallback
@@ -204,24 +204,63 @@ CC_900_ADJUSTED = [
 CC_900_HELD = [("2026-11-01", "CC-900", "2910", "balancing", "0.00", "0.00", "1", "0.0000")]
 
 
+@dataclass(frozen=True)
+class Pending:
+    held: Path  # the warehouse after the night that followed the retraction
+    billed: Path  # the warehouse after the night that followed the new export
+
+
+def _copy(warehouse: Path, folder: Path) -> Path:
+    """A copy of ``warehouse`` and its Dagster home in the new ``folder``."""
+    folder.mkdir()
+    shutil.copyfile(warehouse, folder / warehouse.name)
+    shutil.copytree(warehouse.with_name(f"{warehouse.stem}.dagster"), folder / f"{warehouse.stem}.dagster")
+    return folder / warehouse.name
+
+
+@pytest.fixture(scope="module")
+def pending(demo_run, tmp_path_factory) -> Pending:
+    """November closed on the demo night (by the controller), AWS's FOCUS file retracted, and a night; then a new
+    export billing B-10's cloud job 120.00, and another night. Each state is kept as a copy for both parameters of
+    test_a_cost_pending_after_close_...: a night reads none of what ``close`` keeps (only ``journal``, ``close`` and
+    ``monthly`` do), so the earlier release's warehouse is the same nights' with raw.closed_postings dropped."""
+    root = demo_run.copy_to(tmp_path_factory.mktemp("pending") / "demo")
+    landing, warehouse = root / "landing", root / "warehouse.duckdb"
+    assert main(["close", "--month", "2026-11", "--warehouse", str(warehouse), "--by", "controller"]) == 0
+    assert main(["retract", str(DEMO_FOCUS), "--reason", "restated", "--warehouse", str(warehouse)]) == 0
+    assert run_pipeline(landing, warehouse)
+    held = _copy(warehouse, root / "held")
+    header = (landing / DEMO_FOCUS).read_text(encoding="utf-8").splitlines()[0]
+    export = landing / "billing" / "aws_focus_2026-11-restated.csv"
+    export.write_text(f"{header}\n{demo_focus_line(landing, amount='120.00')}\n", encoding="utf-8")
+    assert run_pipeline(landing, warehouse)
+    return Pending(held, _copy(warehouse, root / "billed"))
+
+
+def _closed_by(pending: Path, folder: Path, closed_by: str) -> Path:
+    """A copy of the ``pending`` warehouse in ``folder``, as ``closed_by`` closed November: an earlier release kept
+    no raw.closed_postings."""
+    warehouse = _copy(pending, folder)
+    if closed_by == "earlier_release":
+        with duckdb.connect(str(warehouse)) as con:
+            con.execute("drop table raw.closed_postings")
+    return warehouse
+
+
 @pytest.mark.parametrize("closed_by", sorted(PENDING))
-def test_a_cost_pending_after_close_is_held_not_reversed_until_its_amount_is_known(demo_copy, capsys, closed_by):
+def test_a_cost_pending_after_close_is_held_not_reversed_until_its_amount_is_known(
+    pending, tmp_path, capsys, closed_by
+):
     """November closed with B-10's cloud job billed (96.00: 102.40 less a 6.40 correction). Then AWS's FOCUS file is
     retracted: the job is pending again (its 32 GPU-hours, no amount). An unknown amount is not 0.00, so December
     must not reverse the 96.00; only what is known moves (the file's B-10 volume, 12.00, and its two unattributed
     lines, 29.00 + 5.00). A new export bills the job 120.00: then December adjusts by the known difference, 24.00.
-    A warehouse an earlier release closed (it has no raw.closed_postings: dropped here after the close) is not
-    refused: its month adjusts per cost centre and account, as then, and ends with the same lines. December's
-    monthly partition (`cost-pipeline monthly`, as the UI or the sensor would run it) writes the same held lines and
-    says the same note: on stderr, as a warning of its Dagster run and in the journal asset's `held` metadata."""
-    landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
-    assert main(["close", "--month", "2026-11", "--warehouse", str(warehouse), "--by", "controller"]) == 0
-    if closed_by == "earlier_release":
-        with duckdb.connect(str(warehouse)) as con:
-            con.execute("drop table raw.closed_postings")
-    assert main(["retract", str(DEMO_FOCUS), "--reason", "restated", "--warehouse", str(warehouse)]) == 0
-    capsys.readouterr()
-    assert run_pipeline(landing, warehouse)
+    A warehouse an earlier release closed (it has no raw.closed_postings: dropped here after the close, from copies
+    of what each night left) is not refused: its month adjusts per cost centre and account, as then, and ends with
+    the same lines. December's monthly partition (`cost-pipeline monthly`, as the UI or the sensor would run it)
+    writes the same held lines and says the same note: on stderr, as a warning of its Dagster run and in the journal
+    asset's `held` metadata. Both parameters read the same two nights (the `pending` fixture)."""
+    warehouse = _closed_by(pending.held, tmp_path / "held", closed_by)
     assert query(
         warehouse,
         "select evidence_level, amount, gpu_hours from marts.fct_cost_lines where batch_id = 'B-10' "
@@ -263,10 +302,7 @@ def test_a_cost_pending_after_close_is_held_not_reversed_until_its_amount_is_kno
     assert event.asset_materialization.metadata["held"].value == notes
     assert warnings.count(note) == 1
 
-    header = (landing / DEMO_FOCUS).read_text(encoding="utf-8").splitlines()[0]
-    restated = landing / "billing" / "aws_focus_2026-11-restated.csv"
-    restated.write_text(f"{header}\n{demo_focus_line(landing, amount='120.00')}\n", encoding="utf-8")
-    assert run_pipeline(landing, warehouse)
+    warehouse = _closed_by(pending.billed, tmp_path / "billed", closed_by)
     december, err = _adjustments(capsys, warehouse, "2026-12")
     # By hand: compute 120.00 - 96.00 posted = +24.00; the clearing account nets -24.00 + 12.00 = 12.00 credit.
     assert december == [
