@@ -502,11 +502,11 @@ def test_the_newest_complete_export_run_replaces_older_runs_of_its_account_and_p
     }
     # the night's summary names the run still missing a file, and the run folder without a manifest
     summary = io.StringIO()
-    print_source_summary(tmp_path / "w.duckdb", out=summary)
+    print_source_summary(tmp_path / "warehouse.duckdb", out=summary)
     assert "incomplete: FOCUS export run exec-3 lists 2 data file(s), 1 loaded" in summary.getvalue()
     assert f"incomplete: FOCUS export run folder {AWS_DATA}/exec-4 has no manifest, 1 loaded" in summary.getvalue()
     # raw is append-only: every run's lines are kept there
-    assert {r[0] for r in query(tmp_path / "w.duckdb", "select export_run_id from raw.billing_focus")} == {
+    assert {r[0] for r in query(tmp_path / "warehouse.duckdb", "select export_run_id from raw.billing_focus")} == {
         "exec-1",
         "exec-2",
         "exec-3",
@@ -526,7 +526,7 @@ def _nights(tmp_path, *nights: dict[str, list[str]]) -> list[dict]:
     from cost_pipeline.ingest.registry import load_named
     from tests.helpers import dbt_show_model
 
-    landing, warehouse = tmp_path / "landing", tmp_path / "w.duckdb"
+    landing, warehouse = tmp_path / "landing", tmp_path / "warehouse.duckdb"
     for night, files in enumerate(nights, start=1):
         for name, lines in files.items():
             (landing / name).parent.mkdir(parents=True, exist_ok=True)
