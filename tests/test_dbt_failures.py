@@ -14,6 +14,7 @@ keeps its raw rows (the incremental load) and dbt sees the bad values.
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from dataclasses import replace
@@ -30,6 +31,7 @@ from cost_pipeline.dbt_failures import FailedTest, HoldRefused, _count, failed_t
 from cost_pipeline.dbt_setup import manifest_path
 from cost_pipeline.ingest.lib.warehouse import release_held_rows
 from cost_pipeline.progress import root_cause
+from cost_pipeline.source_summary import SummaryFindings, print_source_summary
 from tests.helpers import Night, cli_night, query
 
 pytestmark = pytest.mark.xdist_group("dbt_failures")
@@ -144,6 +146,23 @@ def _night(
     return cli_night(landing, warehouse, tamper)
 
 
+def _requests_night(root: Path, landing_from: Path, warehouse_from: Path, tamper: list[str]) -> Path:
+    """The nightly job as far as the requests go (REQUEST_ASSETS: nothing else reads the requests file) on copies of a
+    landing folder and of a warehouse, after ``tamper`` statements; it ends as a night that exits 0 ends: the run
+    succeeded and the summary the CLI's exit code reports finds no source held, stale or wholly quarantined. Returns
+    the warehouse. Only for a night whose requests end as the demo's (the test asserts they do): the rest of that
+    night is the demo's night, which the session ran whole."""
+    landing, warehouse = root / "landing", root / "warehouse.duckdb"
+    shutil.copytree(landing_from, landing)
+    shutil.copy2(warehouse_from, warehouse)
+    with duckdb.connect(str(warehouse)) as con:
+        for statement in tamper:
+            con.execute(statement)
+    assert run_pipeline(landing, warehouse, asset_keys=REQUEST_ASSETS)
+    assert print_source_summary(warehouse, io.StringIO()) == SummaryFindings()
+    return warehouse
+
+
 BAD_LINES = [
     "update raw.serving_requests set status = 'bogus' where source_line in (5, 7)",
     "update raw.serving_requests set model = null where source_line = 9",
@@ -152,6 +171,9 @@ BAD_LINES = [
 # later (ops.file_arrivals), so it is the newest delivery, the copy newest_delivery keeps.
 RESENT_FILE = "requests/requests_2026-10-resent.jsonl"
 REQUESTS_STAGING = ("staging", "stg_serving__requests")
+# The requests' raw asset (with its no_held_rows check), their staging model and the costed requests, each with its
+# tests.
+REQUEST_ASSETS = [("raw", "serving_requests"), REQUESTS_STAGING, ("intermediate", "int_requests_costed")]
 
 
 @pytest.fixture(scope="module")
@@ -160,13 +182,6 @@ def held_night(demo_run, tmp_path_factory: pytest.TempPathFactory) -> Night:
     contract code, line 9 has no model."""
     assert demo_run.succeeded
     return _night(tmp_path_factory.mktemp("held"), demo_run.landing, demo_run.warehouse, BAD_LINES)
-
-
-@pytest.fixture(scope="module")
-def next_night(held_night, tmp_path_factory: pytest.TempPathFactory) -> Night:
-    """The night after, on copies of the held night's landing folder and warehouse, nothing changed: the requests
-    file, whose rows were held, is read again, and its lines (sound in the file) load and pass."""
-    return _night(tmp_path_factory.mktemp("next"), held_night.landing, held_night.warehouse, [])
 
 
 def _requests_ledger(warehouse: Path, source_file: str = REQUESTS_FILE) -> tuple:
@@ -236,20 +251,21 @@ def _held_checks(warehouse: Path) -> dict[str, tuple[bool, int, dict[str, int]]]
     }
 
 
-def test_a_file_with_held_rows_is_read_again_and_its_sound_rows_count_again(demo_run, held_night, next_night):
+def test_a_file_with_held_rows_is_read_again_and_its_sound_rows_count_again(demo_run, held_night, tmp_path):
     """The held rows' file is not reused: read again, its lines (sound in the file) load, pass and count, as a fix of
-    the contract or of dbt would release rows that no longer fail."""
-    assert next_night.code == 0, next_night.err
-    assert _requests_ledger(next_night.warehouse) == _requests_ledger(demo_run.warehouse)
-    assert query(next_night.warehouse, "select count(*) from raw.quarantine where starts_with(rule, 'dbt:')") == [(0,)]
+    the contract or of dbt would release rows that no longer fail. The night after the held night, on copies of its
+    landing folder and warehouse, nothing changed: it ends as a night that exits 0."""
+    warehouse = _requests_night(tmp_path, held_night.landing, held_night.warehouse, [])
+    assert _requests_ledger(warehouse) == _requests_ledger(demo_run.warehouse)
+    assert query(warehouse, "select count(*) from raw.quarantine where starts_with(rule, 'dbt:')") == [(0,)]
     costed = "select count(*) from intermediate.int_requests_costed"
-    assert query(next_night.warehouse, costed) == query(demo_run.warehouse, costed)
+    assert query(warehouse, costed) == query(demo_run.warehouse, costed)
 
 
-def _gone_night(demo_run, held_night: Night, root: Path, mend: dict[int, dict[str, str]]) -> Night:
-    """The night after the held night with the requests file gone from the landing folder, its held lines first mended
-    in the quarantine's copy of each row (line -> columns put back to the demo's values), as a fix of the contract
-    would make them pass."""
+def _gone(demo_run, held_night: Night, root: Path, mend: dict[int, dict[str, str]]) -> tuple[Path, list[str]]:
+    """For the night after the held night: the held night's landing folder without the requests file, and the
+    statements that mend its held lines in the quarantine's copy of each row (line -> columns put back to the demo's
+    values), as a fix of the contract would make them pass."""
     landing = root / "from"
     shutil.copytree(held_night.landing, landing)
     (landing / REQUESTS_FILE).unlink()
@@ -266,14 +282,15 @@ def _gone_night(demo_run, held_night: Night, root: Path, mend: dict[int, dict[st
                 f'update raw.quarantine set raw_text = regexp_replace(raw_text, \'"{column}":("[^"]*"|null)\', '
                 f"'\"{column}\":{json.dumps(value)}') where source_file = '{REQUESTS_FILE}' and line = {line}"
             )
-    return _night(root / "night", landing, held_night.warehouse, mended)
+    return landing, mended
 
 
 def test_held_rows_of_a_gone_file_are_tested_again_and_released_when_they_pass(demo_run, held_night, tmp_path):
     """The requests file is gone from the landing folder: raw keeps its rows, and its held rows go back into raw from
     the quarantine's copy and are tested again. Lines 5 and 7, mended, pass and count; line 9 still fails and is
     held again."""
-    night = _gone_night(demo_run, held_night, tmp_path, {5: ["status"], 7: ["status"]})
+    landing, mended = _gone(demo_run, held_night, tmp_path, {5: ["status"], 7: ["status"]})
+    night = _night(tmp_path / "night", landing, held_night.warehouse, mended)
     assert night.code == HELD_EXIT, night.err
     assert f"failed dbt test {STATUS_TEST}" not in night.out
     assert f"  held: 1 row(s) of serving_requests passed the contract and failed dbt test {NOT_NULL_TEST}" in night.out
@@ -291,13 +308,14 @@ def test_held_rows_of_a_gone_file_are_tested_again_and_released_when_they_pass(d
 
 
 def test_held_rows_of_a_gone_file_that_all_pass_again_end_the_warning(demo_run, held_night, tmp_path):
-    """Mended through and through (line 9's model back too), the gone file's rows all count again: exit 0."""
-    night = _gone_night(demo_run, held_night, tmp_path, {5: ["status"], 7: ["status"], 9: ["model"]})
-    assert night.code == 0, night.err
-    assert _requests_ledger(night.warehouse) == _requests_ledger(demo_run.warehouse)
+    """Mended through and through (line 9's model back too), the gone file's rows all count again: the night ends as
+    one that exits 0."""
+    landing, mended = _gone(demo_run, held_night, tmp_path, {5: ["status"], 7: ["status"], 9: ["model"]})
+    warehouse = _requests_night(tmp_path / "night", landing, held_night.warehouse, mended)
+    assert _requests_ledger(warehouse) == _requests_ledger(demo_run.warehouse)
     every = f"select * from raw.serving_requests where source_file = '{REQUESTS_FILE}'"
-    assert sorted(query(night.warehouse, every)) == sorted(query(demo_run.warehouse, every))
-    assert _held_checks(night.warehouse)["serving_requests"] == (True, 0, {})
+    assert sorted(query(warehouse, every)) == sorted(query(demo_run.warehouse, every))
+    assert _held_checks(warehouse)["serving_requests"] == (True, 0, {})
 
 
 def test_the_stored_failing_rows_are_the_landing_rows(held_night):
