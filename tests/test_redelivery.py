@@ -23,7 +23,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from cost_pipeline.cli import HELD_EXIT, run_pipeline
+from cost_pipeline.cli import HELD_EXIT
 from cost_pipeline.contract import load_contract
 from cost_pipeline.fingerprint import table_fingerprints
 from cost_pipeline.ingest.lib.records import file_sha256
@@ -81,15 +81,18 @@ def _running_export(sacct: Path, job_id: str) -> Path:
     return earlier
 
 
-def test_records_delivered_twice_count_once(demo_run, tmp_path):
-    landing = tmp_path / "landing"
-    shutil.copytree(demo_run.landing, landing)
+def _every_file_delivered_again(landing: Path) -> None:
+    """Every source: each file of REDELIVERED again under another name, and an earlier sacct export that saw job 1001
+    still running."""
     for relative in REDELIVERED:
         _deliver_again(landing, relative, "_again")
     _running_export(landing / "scheduler" / "sacct_2026-11.txt", "1001")
-    warehouse = tmp_path / "warehouse.duckdb"
 
-    assert run_pipeline(landing, warehouse), "a re-delivered export must not stop the night"
+
+def test_records_delivered_twice_count_once(demo_run, neutral_night):
+    warehouse = neutral_night.warehouse
+
+    assert neutral_night.code == 0, "a re-delivered export must not stop the night: " + neutral_night.err
 
     # Every mart as on the clean demo; the cost history also records which files fed a figure (more files here).
     clean, again = table_fingerprints(demo_run.warehouse), table_fingerprints(warehouse)
@@ -103,23 +106,14 @@ def test_records_delivered_twice_count_once(demo_run, tmp_path):
     assert demo_run.query(figures + " order by 1, 2") == query(warehouse, figures + " order by 1, 2")
 
 
-@dataclass(frozen=True)
-class FreshNight:
-    """One whole night on a new warehouse, over a copy of the demo's landing folder with some changes made to it."""
-
-    landing: Path
-    warehouse: Path
-    succeeded: bool
-
-
-def _fresh_night(demo_run, root: Path, *changes: Callable[[Path], object]) -> FreshNight:
-    """The demo's landing copied under ``root``, each change made to it, then one night on a new warehouse (every
-    file arrives that night: which is newer is said by its path)."""
+def _fresh_night(demo_run, root: Path, *changes: Callable[[Path], object]) -> Night:
+    """The demo's landing copied under ``root``, each change made to it, then one ``cost-pipeline run`` on a new
+    warehouse (every file arrives that night: which is newer is said by its path)."""
     landing, warehouse = root / "landing", root / "warehouse.duckdb"
     shutil.copytree(demo_run.landing, landing)
     for change in changes:
         change(landing)
-    return FreshNight(landing, warehouse, run_pipeline(landing, warehouse))
+    return cli_night(landing, warehouse)
 
 
 def _job_1001_seen_running(landing: Path) -> None:
@@ -152,9 +146,10 @@ def _b8_budget_raised_a_month_later(landing: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def newer_records_night(demo_run, tmp_path_factory: pytest.TempPathFactory) -> FreshNight:
-    """Newer records of the scheduler (job 1001), the bill, the registry (B-8's budget) and B-8's timesheets (Dmitri's
-    evaluation rework): one source each, no change moving the figures another test of this night asserts."""
+def newer_records_night(demo_run, tmp_path_factory: pytest.TempPathFactory) -> Night:
+    """Newer records of the scheduler (job 1001), the bill, the registry (B-8's budget), B-8's timesheets (Dmitri's
+    evaluation rework) and the facility and serving ledgers (November's final exports): one source each, no change
+    moving the figures another test of this night asserts."""
     return _fresh_night(
         demo_run,
         tmp_path_factory.mktemp("newer_records"),
@@ -162,13 +157,14 @@ def newer_records_night(demo_run, tmp_path_factory: pytest.TempPathFactory) -> F
         _focus_invoiced_again_and_a_line_twice,
         _b8_budget_raised_a_month_later,
         _dmitri_s_rework_corrected_in_a_b8_report,
+        _november_s_ledgers_exported_again_corrected,
     )
 
 
 def test_raw_keeps_every_delivery_and_the_newest_record_wins(newer_records_night):
     # Job 1001 seen running, the bill invoiced again and a line twice, B-8's budget raised: the changes above.
     warehouse = newer_records_night.warehouse
-    assert newer_records_night.succeeded
+    assert newer_records_night.code == 0, newer_records_night.err
 
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
@@ -217,13 +213,14 @@ def _b7_scrape_again_under_long_host_names(landing: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def neutral_night(demo_run, tmp_path_factory: pytest.TempPathFactory) -> FreshNight:
-    """Deliveries that change no figure, each of its own source: B-7's scrape again under the hosts' long names
-    (telemetry) and an older month-to-date Harvest report (timesheets). Each test of this night compares every mart
-    with the clean demo's, so either change, counted wrong, fails it."""
+def neutral_night(demo_run, tmp_path_factory: pytest.TempPathFactory) -> Night:
+    """Deliveries that change no figure: every file again under another name (every source), B-7's scrape again
+    under the hosts' long names (telemetry) and an older month-to-date Harvest report (timesheets). Each test of this
+    night compares every mart with the clean demo's, so any of these changes, counted wrong, fails it."""
     return _fresh_night(
         demo_run,
         tmp_path_factory.mktemp("neutral"),
+        _every_file_delivered_again,
         _b7_scrape_again_under_long_host_names,
         _older_month_to_date_export,
     )
@@ -239,7 +236,7 @@ def test_device_samples_delivered_again_under_the_host_s_long_name_count_once(de
     same samples: each GPU instant counts once, as a window over one GPU sees it under both names (it partitioned by
     the name as spelled, so every figure of B-7's jobs counted twice: effective compute, energy, idle GPU-hours)."""
     warehouse = neutral_night.warehouse
-    assert neutral_night.succeeded
+    assert neutral_night.code == 0, neutral_night.err
 
     assert _marts_but_history(warehouse) == _marts_but_history(demo_run.warehouse)
     spellings = "select count(distinct reported_hostname) from staging.stg_telemetry__device_samples"
@@ -285,7 +282,7 @@ def test_an_older_month_to_date_export_counts_only_where_the_newer_one_does_not_
     November entry deleted: the month's report (newer by its name) says what those days' entries are now, so labour
     is the clean demo's (each was another line, and both counted: B-7's labour 1,080.00 too high)."""
     warehouse = neutral_night.warehouse
-    assert neutral_night.succeeded
+    assert neutral_night.code == 0, neutral_night.err
 
     assert _labour(warehouse) == _labour(demo_run.warehouse)
     assert _marts_but_history(warehouse) == _marts_but_history(demo_run.warehouse)
@@ -309,7 +306,7 @@ def test_a_newer_export_filtered_to_one_project_replaces_only_that_project_s_ent
     B-8's labour takes the hour (90.00 an hour), and B-7's and the platform's entries, which that report does not
     cover, stay as the month's report says."""
     warehouse = newer_records_night.warehouse
-    assert newer_records_night.succeeded
+    assert newer_records_night.code == 0, newer_records_night.err
 
     clean = _labour(demo_run.warehouse)
     assert _labour(warehouse) == {**clean, "B-8": clean["B-8"] + Decimal("90.00")}
@@ -322,7 +319,8 @@ def _labour_and_hours(warehouse: Path) -> dict[str, tuple[Decimal, Decimal]]:
 _BATCH_LABOUR = "select batch_id, labour_cost, labour_hours from marts.fct_batch_costs order by batch_id"
 
 
-# Dmitri's edited report: it sorts after the month's report, so it is newer.
+# Dmitri's edited report: it sorts after the month's report and arrives after it (held_night runs after the demo's):
+# newer either way.
 _MISTYPED = "timesheets/harvest_time_report_2026-11_b8.csv"
 
 
@@ -339,18 +337,72 @@ def _dmitri_s_rework_mistyped_in_a_b8_report(landing: Path) -> None:
     _harvest_export(month, Path(_MISTYPED).name, lambda row: row["Project Code"] == "B-8", mistyped)
 
 
+def _but(figures: dict, batch: str) -> dict:
+    """``figures`` by batch without ``batch``'s (another change of the same night moves it; its own test asserts it)."""
+    return {b: figure for b, figure in figures.items() if b != batch}
+
+
+_MONTH = "timesheets/harvest_time_report_2026-11.csv"
+# Chloe's older report: it sorts before the month's report, and its arrival is set a day before the demo's files.
+_CHLOE_OLDER = "timesheets/harvest_time_report_2026-11-05.csv"
+
+
+def _chloe_s_entry_in_an_older_report(landing: Path) -> None:
+    """B-7's timesheets: an older report saying Chloe worked 4 hours on 3 November (the month's report says 5)."""
+
+    def earlier(row: dict) -> dict:
+        row.update({"Hours": "4", "Hours Rounded": "4"})
+        return row
+
+    _harvest_export(landing / _MONTH, Path(_CHLOE_OLDER).name, lambda row: row["First Name"] == "Chloe", earlier)
+
+
+@dataclass(frozen=True)
+class HeldNight:
+    """The night after the demo's with Chloe's line held, and the raw line of hers that the tamper changed."""
+
+    night: Night
+    chloe_s_line: int
+
+
 @pytest.fixture(scope="module")
-def mistyped_and_second_account_night(demo_run, tmp_path_factory: pytest.TempPathFactory) -> FreshNight:
-    """B-8's timesheets (Dmitri's mistyped edit) and the bill (a second account's support line): one source each."""
-    return _fresh_night(
-        demo_run,
-        tmp_path_factory.mktemp("mistyped_and_second_account"),
+def held_night(demo_run, tmp_path_factory: pytest.TempPathFactory) -> HeldNight:
+    """On a copy of the demo: Chloe's hours in an older report and her month's line tampered so that it is held
+    (B-7's timesheets), Dmitri's mistyped edit (B-8's timesheets, quarantined by the contract, not held) and a second
+    account's support line (the bill): each its own batch or source, no change moving the figures another test of
+    this night asserts (the labour tests compare every batch but the other's)."""
+    root = tmp_path_factory.mktemp("held")
+    landing, warehouse = root / "landing", root / "warehouse.duckdb"
+    shutil.copytree(demo_run.landing, landing)
+    shutil.copy2(demo_run.warehouse, warehouse)
+    for change in (
+        _chloe_s_entry_in_an_older_report,
         _dmitri_s_rework_mistyped_in_a_b8_report,
         _a_second_account_s_support_line,
+    ):
+        change(landing)
+    ((line,),) = query(warehouse, "select source_line from raw.timesheets where first_name = 'Chloe'")
+    night = cli_night(
+        landing,
+        warehouse,
+        [
+            f"update raw.timesheets set task = 'Bogus task' where source_file = '{_MONTH}' and first_name = 'Chloe'",
+            f"insert into ops.file_arrivals select 'timesheets', '{file_sha256(landing / _CHLOE_OLDER)}', "
+            "min(first_seen_at) - interval 1 day from ops.file_arrivals",
+        ],
     )
+    return HeldNight(night, line)
 
 
-def test_a_newer_export_s_quarantined_edit_still_replaces_the_older_entry(demo_run, mistyped_and_second_account_night):
+def _held_only_chloe_s_line(held: HeldNight) -> None:
+    """The night held Chloe's line alone (another test's change, asserted there): it built and published the marts."""
+    assert held.night.code == HELD_EXIT, held.night.out + held.night.err
+    assert query(
+        held.night.warehouse, "select source_file, line from raw.quarantine where starts_with(rule, 'dbt:')"
+    ) == [(_MONTH, held.chloe_s_line)]
+
+
+def test_a_newer_export_s_quarantined_edit_still_replaces_the_older_entry(demo_run, held_night):
     """A report filtered to project B-8, exported after Dmitri's evaluation rework (2 hours, 180.00, on 7 November: the
     month's report) was edited, his only entry in it, whose hours are written "-3": the contract quarantines it. The
     newer report still covers Dmitri (its first to last date x people x projects x tasks is what the file says, not
@@ -358,12 +410,13 @@ def test_a_newer_export_s_quarantined_edit_still_replaces_the_older_entry(demo_r
     the newer report's box was read from raw, without Dmitri, and his 2 superseded hours counted: B-8 920.00 over 9.
     B-8 by hand: Alice 4 h x 120 + Eva 2 h assumed at 90 + Farah 1 h x 80 = 740.00 over 7 hours (the demo: 920.00 over
     9, with Dmitri's 2 h x 90)."""
-    warehouse, newer = mistyped_and_second_account_night.warehouse, _MISTYPED
-    assert mistyped_and_second_account_night.succeeded
+    warehouse, newer = held_night.night.warehouse, _MISTYPED
+    _held_only_chloe_s_line(held_night)
 
     clean = _labour_and_hours(demo_run.warehouse)
     assert clean["B-8"] == (Decimal("920.00"), Decimal("9"))
-    assert _labour_and_hours(warehouse) == {**clean, "B-8": (Decimal("740.00"), Decimal("7"))}
+    # B-7: Chloe's held line (test_a_newer_export_s_held_entry_still_replaces_the_older_one).
+    assert _but(_labour_and_hours(warehouse), "B-7") == _but({**clean, "B-8": (Decimal("740.00"), Decimal("7"))}, "B-7")
     # Alice, Eva, Dmitri, Farah: Dmitri's line 4 is in the quarantine, with its rule; rows in = staged + quarantined.
     assert query(warehouse, "select source, line, rule from raw.quarantine where source_file = ?", [newer]) == [
         ("timesheets", 4, "hours.hours_of_a_day")
@@ -376,7 +429,7 @@ def test_a_newer_export_s_quarantined_edit_still_replaces_the_older_entry(demo_r
     assert query(warehouse, "select count(*) from raw.timesheets where source_file = ?", [newer]) == [(3,)]
 
 
-def test_a_newer_export_s_held_entry_still_replaces_the_older_one(demo_run, tmp_path):
+def test_a_newer_export_s_held_entry_still_replaces_the_older_one(demo_run, held_night):
     """An older report (its bytes arrived before the month's: ops.file_arrivals says so, as if an earlier night had
     seen it) says Chloe worked 4 hours on B-7 on 3 November; the month's report says 5, her only entry in it, and that
     line fails a staging test (its task changed in raw behind the contract's back) and is held. The month's report
@@ -384,35 +437,18 @@ def test_a_newer_export_s_held_entry_still_replaces_the_older_one(demo_run, tmp_
     from raw without Chloe: holding her line would bring the older one back, so the hold was refused and the night
     failed. B-7 by hand: the demo's 4,230.28 over 33.5 hours less Chloe's 5 hours assumed at 100.00 = 3,730.28 over
     28.5."""
-    landing, warehouse = tmp_path / "landing", tmp_path / "warehouse.duckdb"
-    shutil.copytree(demo_run.landing, landing)
-    shutil.copy2(demo_run.warehouse, warehouse)
-    month = "timesheets/harvest_time_report_2026-11.csv"
-    older = "timesheets/harvest_time_report_2026-11-05.csv"
-
-    def earlier(row: dict) -> dict:
-        row.update({"Hours": "4", "Hours Rounded": "4"})
-        return row
-
-    _harvest_export(landing / month, Path(older).name, lambda row: row["First Name"] == "Chloe", earlier)
-    ((line,),) = query(warehouse, "select source_line from raw.timesheets where first_name = 'Chloe'")
-    night = cli_night(
-        landing,
-        warehouse,
-        [
-            f"update raw.timesheets set task = 'Bogus task' where source_file = '{month}' and first_name = 'Chloe'",
-            f"insert into ops.file_arrivals select 'timesheets', '{file_sha256(landing / older)}', "
-            "min(first_seen_at) - interval 1 day from ops.file_arrivals",
-        ],
-    )
+    night, warehouse = held_night.night, held_night.night.warehouse
 
     assert night.code == HELD_EXIT, night.out + night.err
     assert query(warehouse, "select source_file, line from raw.quarantine where starts_with(rule, 'dbt:')") == [
-        (month, line)
+        (_MONTH, held_night.chloe_s_line)
     ]
     clean = _labour_and_hours(demo_run.warehouse)
     assert clean["B-7"] == (Decimal("4230.28"), Decimal("33.5"))
-    assert _labour_and_hours(warehouse) == {**clean, "B-7": (Decimal("3730.28"), Decimal("28.5"))}
+    # B-8: Dmitri's mistyped edit (test_a_newer_export_s_quarantined_edit_still_replaces_the_older_entry).
+    assert _but(_labour_and_hours(warehouse), "B-8") == _but(
+        {**clean, "B-7": (Decimal("3730.28"), Decimal("28.5"))}, "B-8"
+    )
 
 
 def test_a_person_s_day_over_24_hours_is_priced_nowhere_in_one_export_or_across_two(demo_run, tmp_path):
@@ -565,11 +601,11 @@ def _a_second_account_s_support_line(landing: Path) -> None:
     )
 
 
-def test_two_accounts_lines_alike_in_every_other_column_are_two_charges(demo_run, mistyped_and_second_account_night):
+def test_two_accounts_lines_alike_in_every_other_column_are_two_charges(demo_run, held_night):
     """A second AWS account's export holds a support plan line like the first account's (29.00, no resource): the
     lines were matched as one delivered twice, and the cash book's cloud bill was 142.00 instead of 171.00."""
-    warehouse = mistyped_and_second_account_night.warehouse
-    assert mistyped_and_second_account_night.succeeded
+    warehouse = held_night.night.warehouse
+    _held_only_chloe_s_line(held_night)
 
     cloud = "select amount, lines from marts.fct_cash_book where item = 'cloud_bill' and month = '2026-11-01'"
     ((amount, count),) = query(demo_run.warehouse, cloud)
@@ -747,19 +783,24 @@ def test_an_export_without_optional_columns_repeats_the_lines_of_one_with_them(t
     ]
 
 
-def test_a_corrected_ledger_re_export_replaces_the_month_s_item_not_adds_to_it(demo_copy):
-    """Ledger lines carry no id. A final export of November's facility ledger corrects power (1,152.00 -> 1,200.00)
-    and the serving ledger's operations (2,000.00 -> 2,100.00), each in a file of its own beside the first: the
-    newest file holding a month's item says what it cost. Counted both, November's facility cost was 4,656.00 and
-    the serving month's other costs 7,600.00."""
-    landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
+def _november_s_ledgers_exported_again_corrected(landing: Path) -> None:
+    """The facility and serving ledgers: a final export of November's each, in a file of its own beside the first,
+    correcting power (1,152.00 -> 1,200.00) and operations (2,000.00 -> 2,100.00)."""
     (landing / "ledger" / "facility_2026-11_final.csv").write_text(
         "month,item,amount,currency\n2026-11,power,1200.00,USD\n", encoding="utf-8"
     )
     (landing / "serving" / "monthly_costs_2026-11_final.csv").write_text(
         "month,item,amount\n2026-11,operations,2100.00\n", encoding="utf-8"
     )
-    night = cli_night(landing, warehouse)
+
+
+def test_a_corrected_ledger_re_export_replaces_the_month_s_item_not_adds_to_it(newer_records_night):
+    """Ledger lines carry no id. A final export of November's facility ledger corrects power (1,152.00 -> 1,200.00)
+    and the serving ledger's operations (2,000.00 -> 2,100.00), each in a file of its own beside the first: the
+    newest file holding a month's item says what it cost. Counted both, November's facility cost was 4,656.00 and
+    the serving month's other costs 7,600.00."""
+    night = newer_records_night
+    warehouse = night.warehouse
     assert night.code == 0, night.err
     # 2,016.00 rent + 1,200.00 power + 288.00 network; October untouched.
     assert query(warehouse, "select month_start, facility_cost from marts.fct_gpu_hour_price order by 1") == [
