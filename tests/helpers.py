@@ -21,7 +21,7 @@ def query(warehouse: str | Path, sql: str, params: list | None = None) -> list[t
         con.close()
 
 
-def _dbt_target(tmp_path: Path, warehouse: str | Path) -> Path:
+def dbt_target(tmp_path: Path, warehouse: str | Path) -> Path:
     """A dbt target folder of its own under ``tmp_path``, given the prepared partial parse for ``warehouse``: dbt,
     run from the warehouse's folder as the night runs it (``cost-pipeline-dbt``), then parses only what changed,
     not the whole project (several seconds a command)."""
@@ -39,7 +39,7 @@ def _dbt_show(tmp_path: Path, what: list[str], env: dict[str, str]) -> list[dict
 
     from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, warehouse_folder_dbt_executable
 
-    target = _dbt_target(tmp_path, env["COST_WAREHOUSE"])
+    target = dbt_target(tmp_path, env["COST_WAREHOUSE"])
     shown = subprocess.run(
         [warehouse_folder_dbt_executable(), "show", "--quiet", "--output", "json", *what]
         + ["--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR)]
@@ -96,7 +96,7 @@ def dbt_test(tmp_path: Path, warehouse: Path, select: str) -> tuple[int, str, li
 
     from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, warehouse_folder_dbt_executable
 
-    target = _dbt_target(tmp_path, warehouse)
+    target = dbt_target(tmp_path, warehouse)
     finished = subprocess.run(
         [warehouse_folder_dbt_executable(), "test", "--select", select, "--target-path", str(target)],
         cwd=DBT_PROJECT_DIR,

@@ -30,7 +30,7 @@ from cost_pipeline.ingest.lib.records import file_sha256
 from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.ingest.registry import load_named
 from cost_pipeline.retract import retract
-from tests.helpers import Night, cli_night, dbt_show_model, query, staged_rows
+from tests.helpers import Night, cli_night, dbt_show_model, dbt_target, query, staged_rows
 
 # Its module-scoped nights run once: the whole module goes to one worker.
 pytestmark = pytest.mark.xdist_group("redelivery")
@@ -537,7 +537,7 @@ def test_a_newer_export_that_writes_a_name_another_way_replaces_the_older_one_s_
     (landing / "timesheets").mkdir(parents=True)
     for name, lines in (("harvest_time_report_2026-11-05.csv", older), ("harvest_time_report_2026-11-30.csv", newer)):
         (landing / "timesheets" / name).write_text("\n".join([HARVEST_HEADER, *lines]) + "\n", encoding="utf-8")
-    warehouse = tmp_path / "w.duckdb"
+    warehouse = tmp_path / "warehouse.duckdb"
     con = connect(warehouse, readable_dir=landing)
     try:
         report = load_named(con, landing, "timesheets", load_contract())
@@ -545,14 +545,14 @@ def test_a_newer_export_that_writes_a_name_another_way_replaces_the_older_one_s_
         con.close()
     assert report.conserved and query(warehouse, "select count(*) from raw.quarantine") == [(0,)]
 
-    from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, dbt_executable
+    from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, warehouse_folder_dbt_executable
 
     # The staging model and its tests but the contract's enumeration (its tables are not in this warehouse).
     built = subprocess.run(
-        [dbt_executable(), "build", "--select", "stg_timesheets__entries"]
+        [warehouse_folder_dbt_executable(), "build", "--select", "stg_timesheets__entries"]
         + ["--exclude", "test_name:in_contract_enumeration", "--store-failures"]
         + ["--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR)]
-        + ["--target-path", str(tmp_path / "target"), "--log-path", str(tmp_path / "logs")],
+        + ["--target-path", str(dbt_target(tmp_path, warehouse)), "--log-path", str(tmp_path / "logs")],
         cwd=DBT_PROJECT_DIR,
         env={**os.environ, "COST_WAREHOUSE": str(warehouse)},
         capture_output=True,
@@ -828,7 +828,7 @@ def test_a_ledger_re_export_writing_the_month_as_its_first_day_replaces_the_mont
     for name, text in files.items():
         (landing / name).parent.mkdir(parents=True, exist_ok=True)
         (landing / name).write_text(text, encoding="utf-8")
-    warehouse = tmp_path / "w.duckdb"
+    warehouse = tmp_path / "warehouse.duckdb"
     con = connect(warehouse, readable_dir=landing)
     try:
         for source in ("ledger_facility", "serving_monthly_costs"):
