@@ -146,6 +146,19 @@ DEVICE_SAMPLES_HEADER = (
 DEMO_CLOUD_JOB = "arn:aws:eks:us-east-1:123456789012:job/b10-eval-cloud"
 
 
+def scrape_metrics(effective: bool, power: float) -> dict[str, float]:
+    """One dcgm-exporter scrape's metrics: an effective GPU (engine 0.93) or an idle one (engine 0.05), no NVLink
+    traffic, drawing ``power`` W."""
+    return {
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.93 if effective else 0.05,
+        "DCGM_FI_PROF_SM_ACTIVE": 0.8 if effective else 0.04,
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.4 if effective else 0.0,
+        "DCGM_FI_PROF_NVLINK_TX_BYTES": 0,
+        "DCGM_FI_PROF_NVLINK_RX_BYTES": 0,
+        "DCGM_FI_DEV_POWER_USAGE": power,
+    }
+
+
 def demo_focus_line(
     landing: Path, resource_id: str = DEMO_CLOUD_JOB, amount: str | None = None, batch_tag: str | None = None
 ) -> str:

@@ -19,7 +19,7 @@ from cost_pipeline.ingest.lib.records import ParsedFile
 from cost_pipeline.ingest.lib.validate import validate_rows
 from cost_pipeline.ingest.registry import sources
 from tests.conftest import DemoRun
-from tests.helpers import cli_night, one_batch_landing, query
+from tests.helpers import cli_night, one_batch_landing, query, scrape_metrics
 
 pytestmark = pytest.mark.xdist_group("kubernetes_events")
 
@@ -312,14 +312,7 @@ def _pod_scrapes(pod: str, gpu: int, first: datetime, effective: bool) -> list[s
     """Ten dcgm-exporter scrapes of GPU ``gpu`` of node-k held by ``pod``, a minute apart from ``first``: effective
     (engine 0.93) or idle (engine 0.05), no NVLink traffic."""
     labels = f'gpu="{gpu}",Hostname="node-k",container="main",namespace="ml",pod="{pod}"'
-    metrics = {
-        "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.93 if effective else 0.05,
-        "DCGM_FI_PROF_SM_ACTIVE": 0.8 if effective else 0.04,
-        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.4 if effective else 0.0,
-        "DCGM_FI_PROF_NVLINK_TX_BYTES": 0,
-        "DCGM_FI_PROF_NVLINK_RX_BYTES": 0,
-        "DCGM_FI_DEV_POWER_USAGE": 500,
-    }
+    metrics = scrape_metrics(effective, 500)
     return [
         f"{metric}{{{labels}}} {value} {int((first + timedelta(minutes=minute)).timestamp() * 1000)}"
         for minute in range(10)

@@ -28,7 +28,7 @@ import pytest
 
 from cost_pipeline.cli import main
 from cost_pipeline.ingest.scheduler import SACCT_FIELDS
-from tests.helpers import append_demo_focus_lines, cli_night, demo_focus_line, query
+from tests.helpers import append_demo_focus_lines, cli_night, demo_focus_line, query, scrape_metrics
 
 # Its module-scoped fixture runs two nights once: the whole module goes to one worker.
 pytestmark = pytest.mark.xdist_group("running_jobs")
@@ -51,14 +51,7 @@ def r1_telemetry() -> str:
     scrapes += [(datetime(2026, 11, 22, 6, minute, tzinfo=UTC), False) for minute in range(10)]
     lines = []
     for at, effective in scrapes:
-        metrics = {
-            "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.93 if effective else 0.05,
-            "DCGM_FI_PROF_SM_ACTIVE": 0.8 if effective else 0.04,
-            "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.4 if effective else 0.0,
-            "DCGM_FI_PROF_NVLINK_TX_BYTES": 0,
-            "DCGM_FI_PROF_NVLINK_RX_BYTES": 0,
-            "DCGM_FI_DEV_POWER_USAGE": 720 if effective else 120,
-        }
+        metrics = scrape_metrics(effective, 720 if effective else 120)
         labels = 'gpu="0",Hostname="gpu-r",hpc_job="6001"'
         lines += [f"{metric}{{{labels}}} {value} {int(at.timestamp() * 1000)}" for metric, value in metrics.items()]
     return "\n".join(lines) + "\n"
