@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal
@@ -147,6 +148,42 @@ def _request(request_id: str, at: str, task_id: str | None, attempt: int, status
         "escalated_to": None,
         "human_handoff": False,
     }
+
+
+def _gateway_request(number: int, **fields: object) -> dict:
+    """A completed request of the small model on 15 November, outside any task, as a gateway logs it."""
+    at = f"2026-11-15T10:{number // 60:02d}:{number % 60:02d}"
+    return {**_request(f"G-{number:03d}", at, None, 1), "model": "assistant-small", **fields}
+
+
+# The serving sources' raw assets: a change to their files moves only what is downstream of them.
+SERVING_SOURCES = (("raw", "serving_requests"), ("raw", "serving_replicas"), ("raw", "serving_monthly_costs"))
+
+
+def _serving_night(copy: Path) -> Night:
+    """The night after the demo on a copy of it (``demo_copy``) whose serving files changed, as ``cost-pipeline run``
+    prints its progress and warnings: the serving sources' raw assets and every asset of the nightly job downstream
+    of them (every serving model, the GPU-hour prices and training costs that share capacity with serving, their dbt
+    tests, and publishing); the rest reads nothing the change touches and stays as the demo's night built it."""
+    import dagster as dg
+
+    from cost_pipeline.cli import into_run_log, run_pipeline
+    from cost_pipeline.definitions import defs
+    from cost_pipeline.defs.schedules import nightly_cost_refresh_job
+    from cost_pipeline.progress import NightProgress
+
+    landing, warehouse = copy / "landing", copy / "warehouse.duckdb"
+    selection = dg.AssetSelection.assets(*(dg.AssetKey(list(key)) for key in SERVING_SOURCES)).downstream()
+    keys = (selection & nightly_cost_refresh_job.selection).resolve(defs.resolve_asset_graph())
+    assert {"marts/fct_service_month", "marts/fct_task_routing", "published/marts"} <= {
+        key.to_user_string() for key in keys
+    }
+    out = io.StringIO()
+    progress = NightProgress(warehouse=warehouse, out=out)
+    with into_run_log(warehouse):  # Dagster's and dbt's own log, as the command keeps it out of its output
+        ok = run_pipeline(landing, warehouse, asset_keys=[key.path for key in keys], progress=progress)
+    progress.print_warnings()
+    return Night(landing, warehouse, 0 if ok else 1, out.getvalue(), "")
 
 
 def _add_an_owned_replica_without_a_price_before_the_purchase(landing: Path) -> None:
@@ -328,13 +365,10 @@ def test_a_month_whose_only_replica_is_quarantined_is_unknown_not_a_failed_night
     assert query(night.warehouse, bills) == demo_run.query(bills)
 
 
-def test_a_replicas_file_refused_whole_leaves_every_month_s_shared_costs_unknown(demo_run, demo_copy):
-    """R-S1 in a replica list of its own whose header lacks gpu_hour_price: the file is refused whole (line 0,
-    csv_header) and nothing records its runs, so the month's other 5,500.00 went silently onto assistant-large
-    (other_cost 4,400.00 -> 5,500.00, spend C 27,440.00 -> 28,540.00), with exit 0. A file refused whole is a run no one
-    read, of unknown months (its own night: every month's serving figures change): November's shared costs are
-    unknown, as with a quarantined row, the large model's GPU cost still known, and the summary names the month."""
-    serving = demo_copy / "landing" / "serving"
+def _refuse_r_s1_s_replica_file_whole(landing: Path) -> None:
+    """R-S1 moved to a replica list of its own whose header lacks gpu_hour_price
+    (test_a_replicas_file_refused_whole_leaves_every_month_s_shared_costs_unknown)."""
+    serving = landing / "serving"
     lines = (serving / "replicas.csv").read_text(encoding="utf-8").splitlines(keepends=True)
     small = [line for line in lines if line.startswith("R-S1,")]
     assert small == ["R-S1,assistant-small,2,2026-11-01T00:00:00,2026-12-01T00:00:00,\n"]
@@ -342,7 +376,46 @@ def test_a_replicas_file_refused_whole_leaves_every_month_s_shared_costs_unknown
     (serving / "replicas_small.csv").write_text(
         "replica_id,model,gpus,started_at,ended_at\n" + small[0].removesuffix(",\n") + "\n", encoding="utf-8"
     )
-    night = cli_night(demo_copy / "landing", demo_copy / "warehouse.duckdb")
+
+
+# The model of the gateway log's requests in the night below: one with no replica (its requests are unpriced in any
+# night), sorting after the demo's models in the summary's unpriced-serving line.
+GATEWAY_MODEL = "assistant-tiny"
+
+
+def _log_a_request_with_neither_latency_field(landing: Path) -> None:
+    """A gateway's log of two requests of GATEWAY_MODEL, G-001 with neither latency field, G-002 with latency_ms
+    only (test_a_request_with_neither_latency_tier_nor_latency_ms_is_quarantined_not_a_failed_night)."""
+    requests = [
+        _gateway_request(1, model=GATEWAY_MODEL, latency_ms=None, latency_tier=None),
+        _gateway_request(2, model=GATEWAY_MODEL, latency_tier=None),
+    ]
+    (landing / "requests" / "gateway_2026-11.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in requests), encoding="utf-8"
+    )
+
+
+@pytest.fixture(scope="module")
+def replicas_file_refused_whole(demo_run, tmp_path_factory: pytest.TempPathFactory) -> Night:
+    """One night on a copy of the demo with two independent changes: R-S1's replica list refused whole, and a gateway
+    log of two requests of a model with no replica, one quarantined, the other unpriced whichever replicas are read.
+    Neither touches the other's rows or figures: the refused file leaves every month's shared costs unknown, which an
+    unpriced model's request does not move."""
+    copy = demo_run.copy_to(tmp_path_factory.mktemp("replicas_file_refused_whole") / "demo")
+    landing = copy / "landing"
+    _refuse_r_s1_s_replica_file_whole(landing)
+    _log_a_request_with_neither_latency_field(landing)
+    return cli_night(landing, copy / "warehouse.duckdb")
+
+
+def test_a_replicas_file_refused_whole_leaves_every_month_s_shared_costs_unknown(demo_run, replicas_file_refused_whole):
+    """R-S1 in a replica list of its own whose header lacks gpu_hour_price: the file is refused whole (line 0,
+    csv_header) and nothing records its runs, so the month's other 5,500.00 went silently onto assistant-large
+    (other_cost 4,400.00 -> 5,500.00, spend C 27,440.00 -> 28,540.00), with exit 0. A file refused whole is a run no one
+    read, of unknown months (every month's serving figures change: its night shares no priced model-month with
+    another scenario): November's shared costs are unknown, as with a quarantined row, the large model's GPU cost still
+    known, and the summary names the month."""
+    night = replicas_file_refused_whole
     said = night.out + night.err
     assert night.code == 0, said
     assert "[serving_replicas] serving/replicas_small.csv, line 0: rule csv_header" in said
@@ -397,8 +470,8 @@ def test_a_later_list_correcting_a_run_s_start_supersedes_the_run_it_overlaps(de
         "R-L1,assistant-large,8,2026-11-01T00:06:00,2026-12-01T00:00:00,4.00\n",
         encoding="utf-8",
     )
-    night = cli_night(landing, warehouse)
-    assert night.code == 0, night.err
+    night = _serving_night(demo_copy)
+    assert night.code == 0, night.out
     large = D("23036.80") + D("4399.88")
     small = SMALL_GPU + D("1100.12")
     assert query(
@@ -484,18 +557,13 @@ def test_a_re_export_changing_ids_case_counts_each_record_once(demo_copy):
     assert query(warehouse, "select replica_id from staging.stg_serving__replicas order by 1") == [("r-l1",), ("r-s1",)]
 
 
-def _gateway_request(number: int, **fields: object) -> dict:
-    """A completed request of the small model on 15 November, outside any task, as a gateway logs it."""
-    at = f"2026-11-15T10:{number // 60:02d}:{number % 60:02d}"
-    return {**_request(f"G-{number:03d}", at, None, 1), "model": "assistant-small", **fields}
-
-
 def _night_with_gateway_log(demo_copy, requests: list[dict]) -> Night:
+    """The serving night after the demo with ``requests`` in a gateway's log of November; it succeeds."""
     landing = demo_copy / "landing"
     (landing / "requests" / "gateway_2026-11.jsonl").write_text(
         "".join(json.dumps(r) + "\n" for r in requests), encoding="utf-8"
     )
-    night = cli_night(landing, demo_copy / "warehouse.duckdb")
+    night = _serving_night(demo_copy)
     assert night.code == 0, night.out + night.err
     return night
 
@@ -585,13 +653,15 @@ def test_a_model_named_in_another_case_or_with_spaces_is_the_same_model(demo_run
     assert rows("select sum(unpriced_requests) from marts.fct_request_group_costs") == [(0,)]
 
 
-def test_a_request_with_neither_latency_tier_nor_latency_ms_is_quarantined_not_a_failed_night(demo_copy):
+def test_a_request_with_neither_latency_tier_nor_latency_ms_is_quarantined_not_a_failed_night(
+    replicas_file_refused_whole,
+):
     """Both latency fields are optional, one at a time: a request with neither has no tier to be grouped by. It got
     past ingest and stopped the whole night in dbt (int_requests_costed's not-null latency_tier); now it is
-    quarantined with its file, line and rule, and the other request of the file counts."""
-    night = _night_with_gateway_log(
-        demo_copy, [_gateway_request(1, latency_ms=None, latency_tier=None), _gateway_request(2, latency_tier=None)]
-    )
+    quarantined with its file, line and rule, and the other request of the file counts (in the night of
+    replicas_file_refused_whole, whose only other quarantine is of a replica list)."""
+    night = replicas_file_refused_whole
+    assert night.code == 0, night.out + night.err
     warehouse = night.warehouse
     assert query(
         warehouse,
