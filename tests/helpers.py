@@ -108,6 +108,19 @@ def dbt_test(tmp_path: Path, warehouse: Path, select: str) -> tuple[int, str, li
     return finished.returncode, finished.stdout, results
 
 
+def nightly_assets_downstream_of(sources: Sequence[tuple[str, ...]]) -> dict[str, list[str]]:
+    """The nightly job's assets that ``sources`` (raw asset keys) feed, themselves included, as user strings to key
+    paths: what a night after a change to those sources only must run again (``run_pipeline``'s ``asset_keys``)."""
+    import dagster as dg
+
+    from cost_pipeline.definitions import defs
+    from cost_pipeline.defs.schedules import nightly_cost_refresh_job
+
+    selection = dg.AssetSelection.assets(*(dg.AssetKey(list(key)) for key in sources)).downstream()
+    keys = (selection & nightly_cost_refresh_job.selection).resolve(defs.resolve_asset_graph())
+    return {key.to_user_string(): key.path for key in keys}
+
+
 @dataclass(frozen=True)
 class Night:
     """One ``cost-pipeline run`` in this process: its folders, exit code and output."""

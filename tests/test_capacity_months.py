@@ -10,7 +10,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from cost_pipeline.cli import run_pipeline
-from tests.helpers import cli_night, query
+from tests.helpers import cli_night, nightly_assets_downstream_of, query
 
 D = Decimal
 RECONCILIATION = (
@@ -43,18 +43,12 @@ def _ledger_night(demo_copy: Path, change) -> Path:
     """The night after the demo on a copy of it, its ledger changed: the ledger's raw assets and every asset of the
     nightly job downstream of them (every model and snapshot that reads the ledger, with its dbt tests, and
     publishing); the rest reads nothing the change touches and stays as the demo's night built it."""
-    import dagster as dg
-
-    from cost_pipeline.definitions import defs
-    from cost_pipeline.defs.schedules import nightly_cost_refresh_job
-
     landing = demo_copy / "landing"
     change(landing / "ledger")
-    selection = dg.AssetSelection.assets(*(dg.AssetKey(list(key)) for key in LEDGER)).downstream()
-    keys = (selection & nightly_cost_refresh_job.selection).resolve(defs.resolve_asset_graph())
-    assert {"marts/fct_capacity_reconciliation", "marts/fct_batch_compute"} <= {k.to_user_string() for k in keys}
+    keys = nightly_assets_downstream_of(LEDGER)
+    assert {"marts/fct_capacity_reconciliation", "marts/fct_batch_compute"} <= keys.keys()
     warehouse = demo_copy / "warehouse.duckdb"
-    assert run_pipeline(landing, warehouse, asset_keys=[key.path for key in keys])
+    assert run_pipeline(landing, warehouse, asset_keys=list(keys.values()))
     return warehouse
 
 

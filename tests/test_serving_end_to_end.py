@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import Night, cli_night, query
+from tests.helpers import Night, cli_night, nightly_assets_downstream_of, query
 from tests.test_end_to_end import PRICE, cents
 
 pytestmark = pytest.mark.xdist_group("serving_end_to_end")
@@ -165,23 +165,16 @@ def _serving_night(copy: Path) -> Night:
     prints its progress and warnings: the serving sources' raw assets and every asset of the nightly job downstream
     of them (every serving model, the GPU-hour prices and training costs that share capacity with serving, their dbt
     tests, and publishing); the rest reads nothing the change touches and stays as the demo's night built it."""
-    import dagster as dg
-
     from cost_pipeline.cli import into_run_log, run_pipeline
-    from cost_pipeline.definitions import defs
-    from cost_pipeline.defs.schedules import nightly_cost_refresh_job
     from cost_pipeline.progress import NightProgress
 
     landing, warehouse = copy / "landing", copy / "warehouse.duckdb"
-    selection = dg.AssetSelection.assets(*(dg.AssetKey(list(key)) for key in SERVING_SOURCES)).downstream()
-    keys = (selection & nightly_cost_refresh_job.selection).resolve(defs.resolve_asset_graph())
-    assert {"marts/fct_service_month", "marts/fct_task_routing", "published/marts"} <= {
-        key.to_user_string() for key in keys
-    }
+    keys = nightly_assets_downstream_of(SERVING_SOURCES)
+    assert {"marts/fct_service_month", "marts/fct_task_routing", "published/marts"} <= keys.keys()
     out = io.StringIO()
     progress = NightProgress(warehouse=warehouse, out=out)
     with into_run_log(warehouse):  # Dagster's and dbt's own log, as the command keeps it out of its output
-        ok = run_pipeline(landing, warehouse, asset_keys=[key.path for key in keys], progress=progress)
+        ok = run_pipeline(landing, warehouse, asset_keys=list(keys.values()), progress=progress)
     progress.print_warnings()
     return Night(landing, warehouse, 0 if ok else 1, out.getvalue(), "")
 
