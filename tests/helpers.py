@@ -87,9 +87,12 @@ def staged_rows(tmp_path: Path, source: str, files: dict[str, Sequence[str]], mo
     return dbt_show_model(tmp_path, model, {**os.environ, "COST_WAREHOUSE": str(warehouse)})
 
 
-def dbt_test(tmp_path: Path, warehouse: Path, select: str) -> tuple[int, str, list[dict]]:
+def dbt_test(
+    tmp_path: Path, warehouse: Path, select: str, command: str = "test", *args: str
+) -> tuple[int, str, list[dict]]:
     """``dbt test --select select`` on ``warehouse`` (its own target and logs under ``tmp_path``): the exit code, the
-    output and run_results.json's results."""
+    output and run_results.json's results. ``command="build"`` builds the selected models first (a view over raw
+    that a new warehouse lacks), then tests them; ``args`` are more of dbt's options."""
     import json
     import os
     import subprocess
@@ -98,7 +101,7 @@ def dbt_test(tmp_path: Path, warehouse: Path, select: str) -> tuple[int, str, li
 
     target = dbt_target(tmp_path, warehouse)
     finished = subprocess.run(
-        [warehouse_folder_dbt_executable(), "test", "--select", select, "--target-path", str(target)],
+        [warehouse_folder_dbt_executable(), command, "--select", select, *args, "--target-path", str(target)],
         cwd=DBT_PROJECT_DIR,
         env={**os.environ, "COST_WAREHOUSE": str(warehouse), "DBT_LOG_PATH": str(tmp_path / "logs")},
         capture_output=True,

@@ -170,6 +170,28 @@ def _allocations(tmp_path, files: dict[str, list[str]]) -> list[tuple]:
     )
 
 
+def _could_be_two_jobs(tmp_path) -> list[tuple]:
+    """The records the night's warning ``sacct_records_name_one_job`` lists on the warehouse ``_allocations`` loaded
+    (the staging view built, then its tests): key, file, line and the jobs each could be. A warning: the build
+    passes."""
+    from tests.helpers import dbt_test, query
+
+    warehouse = tmp_path / "warehouse.duckdb"
+    # The tests reading only the staged records (others read the contract's tables, not built here).
+    code, out, results = dbt_test(
+        tmp_path, warehouse, "stg_scheduler__sacct_jobs", "build", "--indirect-selection", "cautious"
+    )
+    assert code == 0, out
+    (warning,) = (r for r in results if r["unique_id"] == "test.cost_pipeline.sacct_records_name_one_job")
+    rows = query(
+        warehouse,
+        "select job_key, source_file, source_line, jobs_it_could_be, first_job_it_could_be, last_job_it_could_be"
+        " from audit.sacct_records_name_one_job order by all",
+    )
+    assert (warning["status"], warning["failures"]) == ("warn" if rows else "pass", len(rows))
+    return [(key, file.rsplit("/", 1)[-1], *rest) for key, file, *rest in rows]
+
+
 def test_an_export_naming_the_cluster_or_leaving_out_submit_repeats_the_same_job(tmp_path):
     """The demo's export names no Cluster. Delivered again with the Cluster field, job 2003 was keyed both
     `/2003@…` and `gpu-cluster/2003@…` (B-8's compute cost 426.13 -> 743.25, 128 GPU-hours twice); an export
@@ -220,6 +242,12 @@ def test_jobs_of_two_clusters_or_two_submits_stay_two_and_an_ambiguous_record_st
         ("alpha/2003@2026-11-20 09:55:00", "COMPLETED", "a.txt"),
         ("beta/2003@2026-11-05 23:55:00", "COMPLETED", "a.txt"),
     ]
+    # The two records that stay apart could each be a job counted again: the night warns, naming them (c.txt's could
+    # be any of the four others). Jobs of two clusters or two submits (a.txt) are not named.
+    assert _could_be_two_jobs(tmp_path) == [
+        ("/2003@", "c.txt", 2, 4, "/2003@2026-11-05 23:55:00", "beta/2003@2026-11-05 23:55:00"),
+        ("/2003@2026-11-05 23:55:00", "b.txt", 2, 2, "alpha/2003@2026-11-05 23:55:00", "beta/2003@2026-11-05 23:55:00"),
+    ]
 
 
 def test_an_export_without_cluster_and_one_without_submit_repeat_the_same_job(tmp_path):
@@ -243,4 +271,10 @@ def test_an_export_without_cluster_and_one_without_submit_repeat_the_same_job(tm
         ("alpha/2004@", "COMPLETED", "b.txt"),
         ("beta/2004@", "COMPLETED", "b.txt"),
         ("gpu-cluster/2003@2026-11-05 23:55:00", "COMPLETED", "b.txt"),
+    ]
+    # JobID 2004's three records are each perhaps another's job: each is named; job 2003, resolved, is not.
+    assert _could_be_two_jobs(tmp_path) == [
+        ("/2004@2026-11-05 23:55:00", "a.txt", 3, 2, "alpha/2004@", "beta/2004@"),
+        ("alpha/2004@", "b.txt", 3, 1, "/2004@2026-11-05 23:55:00", "/2004@2026-11-05 23:55:00"),
+        ("beta/2004@", "b.txt", 4, 1, "/2004@2026-11-05 23:55:00", "/2004@2026-11-05 23:55:00"),
     ]
