@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import Night, cli_night, nightly_assets_downstream_of, query
+from tests.helpers import Night, nightly_assets_downstream_of, query
 from tests.test_end_to_end import PRICE, cents
 
 pytestmark = pytest.mark.xdist_group("serving_end_to_end")
@@ -113,7 +113,7 @@ def test_a_month_s_serving_costs_no_replica_carries_fail_the_night_naming_the_te
     (landing / "serving" / "monthly_costs_2026-12.csv").write_text(
         "month,item,amount\n2026-12,operations,500.00\n", encoding="utf-8"
     )
-    night = cli_night(landing, demo_copy / "warehouse.duckdb")
+    night = _serving_night(demo_copy)
     said = night.out + night.err
     assert night.code == 1, said
     assert "sums_match_int_model_months_costed_other_cost_cents" in said
@@ -160,23 +160,44 @@ def _gateway_request(number: int, **fields: object) -> dict:
 SERVING_SOURCES = (("raw", "serving_requests"), ("raw", "serving_replicas"), ("raw", "serving_monthly_costs"))
 
 
-def _serving_night(copy: Path) -> Night:
-    """The night after the demo on a copy of it (``demo_copy``) whose serving files changed, as ``cost-pipeline run``
-    prints its progress and warnings: the serving sources' raw assets and every asset of the nightly job downstream
-    of them (every serving model, the GPU-hour prices and training costs that share capacity with serving, their dbt
-    tests, and publishing); the rest reads nothing the change touches and stays as the demo's night built it."""
-    from cost_pipeline.cli import into_run_log, run_pipeline
+def _serving_night(copy: Path, sources: tuple[tuple[str, ...], ...] = SERVING_SOURCES) -> Night:
+    """The night after the demo on a copy of it (``demo_copy``) whose files of ``sources`` (the serving sources unless
+    named) changed, as ``cost-pipeline run`` prints it and exits: ``sources``' raw assets and every asset of the nightly
+    job downstream of them (for serving: every serving model, the GPU-hour prices and training costs that share
+    capacity with serving, their dbt tests, and publishing), with the command's progress and warning lines, its tables
+    (``report``: the quarantined rows, the unpriced lines) after a night that succeeded, its per-source summary and
+    its exit code from them; the rest reads nothing the change touches and stays as the demo's night built it."""
+    from cost_pipeline.cli import HELD_EXIT, STALE_EXIT, into_run_log, report, run_pipeline
     from cost_pipeline.progress import NightProgress
+    from cost_pipeline.source_summary import print_source_summary
 
     landing, warehouse = copy / "landing", copy / "warehouse.duckdb"
-    keys = nightly_assets_downstream_of(SERVING_SOURCES)
+    keys = nightly_assets_downstream_of(sources)
     assert {"marts/fct_service_month", "marts/fct_task_routing", "published/marts"} <= keys.keys()
     out = io.StringIO()
     progress = NightProgress(warehouse=warehouse, out=out)
     with into_run_log(warehouse):  # Dagster's and dbt's own log, as the command keeps it out of its output
         ok = run_pipeline(landing, warehouse, asset_keys=list(keys.values()), progress=progress)
     progress.print_warnings()
-    return Night(landing, warehouse, 0 if ok else 1, out.getvalue(), "")
+    if ok:
+        report(warehouse, out)
+    findings = print_source_summary(warehouse, out)
+    # The command's exit code (cost_pipeline.cli._command): a failed night, stale figures, held rows, a source whose
+    # every row was quarantined, else 0.
+    code = next(
+        (
+            code
+            for code, found in (
+                (1, not ok),
+                (STALE_EXIT, findings.stale),
+                (HELD_EXIT, findings.held),
+                (4, findings.all_quarantined),
+            )
+            if found
+        ),
+        0,
+    )
+    return Night(landing, warehouse, code, out.getvalue(), "")
 
 
 def _add_an_owned_replica_without_a_price_before_the_purchase(landing: Path) -> None:
@@ -246,7 +267,7 @@ def months_around_november(demo_run, tmp_path_factory: pytest.TempPathFactory) -
     _add_an_owned_replica_without_a_price_before_the_purchase(landing)
     _list_r_l1_again_in_december_2026(landing)
     _quarantine_september_2026_s_only_replica(landing)
-    return cli_night(landing, copy / "warehouse.duckdb")
+    return _serving_night(copy)
 
 
 def test_an_owned_replica_in_a_month_without_an_internal_price_is_unpriced_not_free(demo_run, months_around_november):
@@ -312,7 +333,7 @@ def test_a_replica_still_up_is_quarantined_and_leaves_its_month_s_shared_costs_u
     text = replicas.read_text(encoding="utf-8")
     assert "R-S1,assistant-small,2,2026-11-01T00:00:00,2026-12-01T00:00:00," in text
     replicas.write_text(text.replace("2026-11-01T00:00:00,2026-12-01T00:00:00,\n", "2026-11-01T00:00:00,,\n"))
-    night = cli_night(landing, demo_copy / "warehouse.duckdb")
+    night = _serving_night(demo_copy)
     said = night.out + night.err
     assert "[serving_replicas] serving/replicas.csv, line 3: rule ended_at.not_nullable" in said, said
     assert NOVEMBER_BOTH_UNPRICED in night.out
@@ -398,7 +419,7 @@ def replicas_file_refused_whole(demo_run, tmp_path_factory: pytest.TempPathFacto
     landing = copy / "landing"
     _refuse_r_s1_s_replica_file_whole(landing)
     _log_a_request_with_neither_latency_field(landing)
-    return cli_night(landing, copy / "warehouse.duckdb")
+    return _serving_night(copy)
 
 
 def test_a_replicas_file_refused_whole_leaves_every_month_s_shared_costs_unknown(demo_run, replicas_file_refused_whole):
@@ -517,7 +538,7 @@ def test_a_re_export_changing_ids_case_counts_each_record_once(demo_copy):
     (landing / "requests" / "requests_gw2_2026-11-29.jsonl").write_text("\n".join(reused) + "\n", encoding="utf-8")
     registry = landing / "registry" / "batches.csv"
     registry.write_text(registry.read_text(encoding="utf-8").replace("\nB-8,", "\nb-8,"), encoding="utf-8")
-    night = cli_night(landing, warehouse)
+    night = _serving_night(demo_copy, (*SERVING_SOURCES, ("raw", "batch_registry")))
     assert night.code == 0, night.err
     # The unattributed total is null (its storage holds an object in an unpriced class): its labour 160.00 says
     # b-8's 2,887.77 is not in it.
