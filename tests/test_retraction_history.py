@@ -4,7 +4,8 @@ gets a new version of each batch it fed, named by the retraction, with every ear
 of one of its invoices, booked to an unregistered batch, arrives with the deletion and counts only once the billed
 line is retracted: the unattributed batch is one the retracted file fed too. A late timesheet for another batch
 arrives the same night: that batch's new version is not the retraction's.
-Night 1 is the session's demo run (copied); this module runs two more."""
+Night 1 is the session's demo run (copied); this module runs two more, each of the nightly job's assets that the
+changed sources feed (the rest reads nothing the change touches and stays as the night before built it)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from cost_pipeline.cli import main, run_pipeline
+from cost_pipeline.cli import HELD_EXIT, STALE_EXIT, into_run_log, main, report, run_pipeline
 from cost_pipeline.ingest.registry import SOURCES
-from tests.helpers import query
+from cost_pipeline.progress import NightProgress
+from cost_pipeline.source_summary import print_source_summary
+from tests.helpers import nightly_assets_downstream_of, query
 
 # Its module-scoped nights run once: the whole module goes to one worker.
 pytestmark = pytest.mark.xdist_group("retraction_history")
@@ -42,6 +45,31 @@ LATE_TIMESHEET = (
 )
 
 
+def _night_after(landing: Path, warehouse: Path, sources: tuple[str, ...]) -> bool:
+    """The night after a copy of the demo (``DemoRun.copy_to``) whose files of ``sources`` changed, or whose rows were
+    retracted: those sources' raw assets and every asset of the nightly job downstream of them. Whether it succeeded."""
+    keys = nightly_assets_downstream_of([("raw", source) for source in sources])
+    assert {"marts/fct_batch_costs", "history/snp_batch_costs", "history/snp_batch_cost_retractions"} <= keys.keys()
+    return run_pipeline(landing, warehouse, asset_keys=list(keys.values()))
+
+
+def _command_night_after(landing: Path, warehouse: Path, sources: tuple[str, ...]) -> tuple[int, str]:
+    """``_night_after`` as ``cost-pipeline run`` prints it and exits: its progress and warning lines, its tables after a
+    night that succeeded, its per-source summary, and its exit code from them (cost_pipeline.cli._command: a failed
+    night 1, stale figures, held rows, a source whose every row was quarantined, else 0)."""
+    keys = nightly_assets_downstream_of([("raw", source) for source in sources])
+    out = io.StringIO()
+    progress = NightProgress(warehouse=warehouse, out=out)
+    with into_run_log(warehouse):  # Dagster's and dbt's own log, as the command keeps it out of its output
+        ok = run_pipeline(landing, warehouse, asset_keys=list(keys.values()), progress=progress)
+    progress.print_warnings()
+    if ok:
+        report(warehouse, out)
+    findings = print_source_summary(warehouse, out)
+    outcomes = ((1, not ok), (STALE_EXIT, findings.stale), (HELD_EXIT, findings.held), (4, findings.all_quarantined))
+    return next((code for code, found in outcomes if found), 0), out.getvalue()
+
+
 @dataclass(frozen=True)
 class Nights:
     first: Path
@@ -54,14 +82,12 @@ class Nights:
 @pytest.fixture(scope="module")
 def nights(demo_run, tmp_path_factory) -> Nights:
     root = tmp_path_factory.mktemp("retraction")
-    landing, warehouse = root / "landing", root / "warehouse.duckdb"
-    shutil.copytree(demo_run.landing, landing)
-    shutil.copyfile(demo_run.warehouse, warehouse)
+    copy = demo_run.copy_to(root / "demo")
+    landing, warehouse = copy / "landing", copy / "warehouse.duckdb"
     (landing / INVOICES).unlink()
     (landing / ACCRUALS).write_text(ACCRUAL, encoding="utf-8")
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        assert main(["run", "--landing", str(landing), "--warehouse", str(warehouse)]) == 0
+    code, summary = _command_night_after(landing, warehouse, ("service_invoices",))
+    assert code == 0, summary
     deleted = root / "after_deletion.duckdb"
     shutil.copyfile(warehouse, deleted)
     versions = query(warehouse, VERSIONS)
@@ -69,8 +95,8 @@ def nights(demo_run, tmp_path_factory) -> Nights:
         argv = ["retract", INVOICES, "--reason", "billed to the wrong project", "--by", "finance-ops"]
         assert main([*argv, "--warehouse", str(warehouse)]) == 0
     (landing / "timesheets" / "harvest_time_report_2026-11_late.csv").write_text(LATE_TIMESHEET, encoding="utf-8")
-    assert run_pipeline(landing, warehouse)
-    return Nights(demo_run.warehouse, deleted, warehouse, out.getvalue(), versions)
+    assert _night_after(landing, warehouse, ("service_invoices", "timesheets"))
+    return Nights(demo_run.warehouse, deleted, warehouse, summary, versions)
 
 
 def test_a_deleted_invoice_file_keeps_its_cost_and_the_summary_names_it_missing(nights):
@@ -159,7 +185,7 @@ def test_a_retracted_focus_export_names_the_batch_an_earlier_export_of_its_line_
     was = {batch: (storage, cloud) for batch, storage, cloud in before}
     # The demo: B-10's storage is the volume's 12.00, its cloud compute the EKS GPU-hours' 102.40 less 6.40 restated.
     assert was["B-10"] == (Decimal("12.00"), Decimal("96.00"))
-    assert run_pipeline(landing, warehouse)
+    assert _night_after(landing, warehouse, ("billing_focus",))
     moved = {batch: (storage, cloud) for batch, storage, cloud in query(warehouse, costs)}
     # By hand: the later export's tag counts, so the volume's 12.00 moves from B-10's storage to B-7's.
     assert moved["B-7"] == (was["B-7"][0] + Decimal("12.00"), was["B-7"][1])
@@ -172,7 +198,7 @@ def test_a_retracted_focus_export_names_the_batch_an_earlier_export_of_its_line_
         assert main(["retract", RESTATED_FOCUS, "--reason", "restated", "--warehouse", str(warehouse)]) == 0
     fed = query(warehouse, "select batch_id from raw.retraction_batches where source = 'billing_focus' order by 1")
     assert fed == [("B-10",), ("B-7",)], "the batch of every export of its line: the demo's tagged it for B-10"
-    assert run_pipeline(landing, warehouse)
+    assert _night_after(landing, warehouse, ("billing_focus",))
     # The retracted export's row is out of raw and of the order of delivery: the demo's copy counts again, for B-10.
     assert query(warehouse, "select count(*) from raw.billing_focus where source_file = ?", [RESTATED_FOCUS]) == [(0,)]
     assert query(warehouse, costs) == before
