@@ -242,15 +242,34 @@ def into_run_log(warehouse: Path) -> Iterator[None]:
 
 
 def night(
-    landing: Path, warehouse: Path, run_config: dict, verbose: bool, out: TextIO | None = None
-) -> tuple[bool, NightProgress]:
-    """Run the nightly job, printing one line per asset on ``out`` (stdout), then one per warning (a warn-severity dbt
-    test that failed, a source not delivered on time); Dagster's and dbt's log go to ``run_log`` unless ``verbose``."""
+    landing: Path,
+    warehouse: Path,
+    run_config: dict,
+    verbose: bool,
+    out: TextIO | None = None,
+    asset_keys: Sequence[Sequence[str]] | None = None,
+) -> tuple[bool, NightProgress, SummaryFindings]:
+    """Run the nightly job (only ``asset_keys`` of it, if named), printing one line per asset on ``out`` (stdout),
+    then one per warning (a warn-severity dbt test that failed, a source not delivered on time), then the bill's
+    tables after a run that succeeded (``report``) and the per-source summary, whose findings decide the exit code
+    with the run's success (``exit_code``); Dagster's and dbt's log go to ``run_log`` unless ``verbose``."""
     progress = NightProgress(warehouse=warehouse, out=out if out is not None else sys.stdout)
     with contextlib.nullcontext() if verbose else into_run_log(warehouse):
-        ok = run_pipeline(landing, warehouse, run_config, progress=progress)
+        ok = run_pipeline(landing, warehouse, run_config, asset_keys=asset_keys, progress=progress)
     progress.print_warnings()
-    return ok, progress
+    findings = SummaryFindings()
+    if ok and warehouse.exists():
+        report(warehouse, out)
+    if warehouse.exists():
+        findings = print_source_summary(warehouse, out)
+    return ok, progress, findings
+
+
+def exit_code(ok: bool, findings: SummaryFindings) -> int:
+    """The exit code of a night (docs/operations.md): 1 the run failed, else 8 a source's figures are stale, else 12
+    rows were held, else 4 every row of a source was quarantined, else 0."""
+    outcomes = ((1, not ok), (STALE_EXIT, findings.stale), (HELD_EXIT, findings.held), (4, findings.all_quarantined))
+    return next((code for code, found in outcomes if found), 0)
 
 
 def _format(value: object, width: int) -> str:
@@ -769,17 +788,12 @@ def _command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EMPTY_LANDING_EXIT
-    findings = SummaryFindings()
     try:
         # Held from before the demo rewrites its landing folder until the report is printed.
         with warehouse_run_lock(warehouse):
             check_warehouse(warehouse)
             landing = write_demo_landing(args.dir / "landing") if args.command == "demo" else args.landing
-            ok, progress = night(landing, warehouse, run_config, verbose=args.verbose)
-            if ok and warehouse.exists():
-                report(warehouse)
-            if warehouse.exists():
-                findings = print_source_summary(warehouse)
+            ok, progress, findings = night(landing, warehouse, run_config, verbose=args.verbose)
     except WarehouseBusy as busy:
         print(f"cost-pipeline: {busy}", file=sys.stderr)
         return 3
@@ -791,30 +805,28 @@ def _command(args: argparse.Namespace) -> int:
         if findings.all_quarantined
         else ""
     )
-    if not ok:
+    code = exit_code(ok, findings)
+    if code == 1:
         _failed(warehouse, progress, wholly, log=None if args.verbose else run_log(warehouse))
-        return 1
+        return code
     held = (
         f"rows of {', '.join(findings.held)} passed the contract and failed dbt tests: they are quarantined and "
         "tonight's figures leave them out (see the held: lines; the contract needs a rule)"
         if findings.held
         else ""
     )
-    if findings.stale:
+    if code == STALE_EXIT:
         print(
             f"cost-pipeline: figures from {', '.join(findings.stale)} are stale: the load failed and raw keeps the "
             "last good night's rows (see the stale: lines, raw.source_failures)"
             + "".join(f"; {also}" for also in (held, wholly) if also),
             file=sys.stderr,
         )
-        return STALE_EXIT
-    if held:
+    elif code == HELD_EXIT:
         print(f"cost-pipeline: {held}" + (f"; {wholly}" if wholly else ""), file=sys.stderr)
-        return HELD_EXIT
-    if wholly:
+    elif code == 4:
         print(f"cost-pipeline: {wholly}", file=sys.stderr)
-        return 4
-    return 0
+    return code
 
 
 if __name__ == "__main__":

@@ -151,6 +151,19 @@ def cli_night(landing: Path, warehouse: Path, tamper: Sequence[str] = ()) -> Nig
     return Night(landing, warehouse, code, out.getvalue(), err.getvalue())
 
 
+def partial_night(landing: Path, warehouse: Path, sources: Sequence[tuple[str, ...]]) -> Night:
+    """The night after one whose files of ``sources`` (raw asset keys) changed, as ``cost-pipeline run`` prints it and
+    exits (``cost_pipeline.cli.night`` and ``exit_code``), running only ``sources``' raw assets and every asset of the
+    nightly job downstream of them (``nightly_assets_downstream_of``): the rest reads nothing the change touches and
+    stays as the night before built it. Its stderr lines are the command's own: not kept here."""
+    from cost_pipeline.cli import exit_code, night
+
+    out = io.StringIO()
+    keys = list(nightly_assets_downstream_of(sources).values())
+    ok, _, findings = night(landing, warehouse, {}, verbose=False, out=out, asset_keys=keys)
+    return Night(landing, warehouse, exit_code(ok, findings), out.getvalue(), "")
+
+
 # The demo's FOCUS export, and the ResourceId of its first line: B-10's cloud job, 102.40, untagged.
 DEMO_FOCUS = Path("billing") / "aws_focus_2026-11.csv"
 # The normalised device-sample CSV's header (docs/inputs.md, raw.device_samples): the columns every such file has.

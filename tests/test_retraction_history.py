@@ -18,11 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from cost_pipeline.cli import HELD_EXIT, STALE_EXIT, into_run_log, main, report, run_pipeline
+from cost_pipeline.cli import main, run_pipeline
 from cost_pipeline.ingest.registry import SOURCES
-from cost_pipeline.progress import NightProgress
-from cost_pipeline.source_summary import print_source_summary
-from tests.helpers import nightly_assets_downstream_of, query
+from tests.helpers import nightly_assets_downstream_of, partial_night, query
 
 # Its module-scoped nights run once: the whole module goes to one worker.
 pytestmark = pytest.mark.xdist_group("retraction_history")
@@ -53,23 +51,6 @@ def _night_after(landing: Path, warehouse: Path, sources: tuple[str, ...]) -> bo
     return run_pipeline(landing, warehouse, asset_keys=list(keys.values()))
 
 
-def _command_night_after(landing: Path, warehouse: Path, sources: tuple[str, ...]) -> tuple[int, str]:
-    """``_night_after`` as ``cost-pipeline run`` prints it and exits: its progress and warning lines, its tables after a
-    night that succeeded, its per-source summary, and its exit code from them (cost_pipeline.cli._command: a failed
-    night 1, stale figures, held rows, a source whose every row was quarantined, else 0)."""
-    keys = nightly_assets_downstream_of([("raw", source) for source in sources])
-    out = io.StringIO()
-    progress = NightProgress(warehouse=warehouse, out=out)
-    with into_run_log(warehouse):  # Dagster's and dbt's own log, as the command keeps it out of its output
-        ok = run_pipeline(landing, warehouse, asset_keys=list(keys.values()), progress=progress)
-    progress.print_warnings()
-    if ok:
-        report(warehouse, out)
-    findings = print_source_summary(warehouse, out)
-    outcomes = ((1, not ok), (STALE_EXIT, findings.stale), (HELD_EXIT, findings.held), (4, findings.all_quarantined))
-    return next((code for code, found in outcomes if found), 0), out.getvalue()
-
-
 @dataclass(frozen=True)
 class Nights:
     first: Path
@@ -86,8 +67,9 @@ def nights(demo_run, tmp_path_factory) -> Nights:
     landing, warehouse = copy / "landing", copy / "warehouse.duckdb"
     (landing / INVOICES).unlink()
     (landing / ACCRUALS).write_text(ACCRUAL, encoding="utf-8")
-    code, summary = _command_night_after(landing, warehouse, ("service_invoices",))
-    assert code == 0, summary
+    night = partial_night(landing, warehouse, [("raw", "service_invoices")])
+    assert night.code == 0, night.out
+    summary = night.out
     deleted = root / "after_deletion.duckdb"
     shutil.copyfile(warehouse, deleted)
     versions = query(warehouse, VERSIONS)

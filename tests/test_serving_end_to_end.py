@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal
@@ -10,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import Night, nightly_assets_downstream_of, query
+from tests.helpers import Night, nightly_assets_downstream_of, partial_night, query
 from tests.test_end_to_end import PRICE, cents
 
 pytestmark = pytest.mark.xdist_group("serving_end_to_end")
@@ -162,42 +161,12 @@ SERVING_SOURCES = (("raw", "serving_requests"), ("raw", "serving_replicas"), ("r
 
 def _serving_night(copy: Path, sources: tuple[tuple[str, ...], ...] = SERVING_SOURCES) -> Night:
     """The night after the demo on a copy of it (``demo_copy``) whose files of ``sources`` (the serving sources unless
-    named) changed, as ``cost-pipeline run`` prints it and exits: ``sources``' raw assets and every asset of the nightly
-    job downstream of them (for serving: every serving model, the GPU-hour prices and training costs that share
-    capacity with serving, their dbt tests, and publishing), with the command's progress and warning lines, its tables
-    (``report``: the quarantined rows, the unpriced lines) after a night that succeeded, its per-source summary and
-    its exit code from them; the rest reads nothing the change touches and stays as the demo's night built it."""
-    from cost_pipeline.cli import HELD_EXIT, STALE_EXIT, into_run_log, report, run_pipeline
-    from cost_pipeline.progress import NightProgress
-    from cost_pipeline.source_summary import print_source_summary
-
-    landing, warehouse = copy / "landing", copy / "warehouse.duckdb"
-    keys = nightly_assets_downstream_of(sources)
-    assert {"marts/fct_service_month", "marts/fct_task_routing", "published/marts"} <= keys.keys()
-    out = io.StringIO()
-    progress = NightProgress(warehouse=warehouse, out=out)
-    with into_run_log(warehouse):  # Dagster's and dbt's own log, as the command keeps it out of its output
-        ok = run_pipeline(landing, warehouse, asset_keys=list(keys.values()), progress=progress)
-    progress.print_warnings()
-    if ok:
-        report(warehouse, out)
-    findings = print_source_summary(warehouse, out)
-    # The command's exit code (cost_pipeline.cli._command): a failed night, stale figures, held rows, a source whose
-    # every row was quarantined, else 0.
-    code = next(
-        (
-            code
-            for code, found in (
-                (1, not ok),
-                (STALE_EXIT, findings.stale),
-                (HELD_EXIT, findings.held),
-                (4, findings.all_quarantined),
-            )
-            if found
-        ),
-        0,
-    )
-    return Night(landing, warehouse, code, out.getvalue(), "")
+    named) changed, as ``cost-pipeline run`` prints it and exits (``partial_night``): every serving model, the GPU-hour
+    prices and training costs that share capacity with serving, their dbt tests, and publishing."""
+    assert {"marts/fct_service_month", "marts/fct_task_routing", "published/marts"} <= nightly_assets_downstream_of(
+        sources
+    ).keys()
+    return partial_night(copy / "landing", copy / "warehouse.duckdb", sources)
 
 
 def _add_an_owned_replica_without_a_price_before_the_purchase(landing: Path) -> None:
