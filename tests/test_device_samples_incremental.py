@@ -7,18 +7,22 @@ incrementally, and the tables are compared with a full refresh."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
 from datetime import date, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import pytest
 
-from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, PARTIAL_PARSE_FILE, dbt_project, warehouse_folder_dbt_executable
-from tests.helpers import query
+from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, WAREHOUSE_VARIABLE, dbt_project
+from cost_pipeline.duckdb_memory import dbt_environment
+from tests.helpers import dbt_target, query
+
+if TYPE_CHECKING:
+    from dbt.cli.main import dbtRunnerResult
+    from dbt.contracts.graph.manifest import Manifest
 
 TIERED = "intermediate.int_device_samples_tiered"
 # The incremental tables, and the mart that closes the share days' last instants.
@@ -33,6 +37,7 @@ INPUTS = "intermediate.int_device_samples_inputs"
 # What each run builds: the incremental tables and the marts that read them.
 MODELS = ("int_device_samples_tiered", "fct_gpu_shares", "fct_unattributed_gpu_hours")
 BUILT = "int_device_samples_tiered_built"
+WAREHOUSE = "warehouse.duckdb"  # every warehouse's file name here: the parsed manifest's database
 # A late file: one GPU of job 1003 sampled again half an interval after each of its samples; and the file gone.
 LATE_FILE = (
     "insert into raw.device_samples by name select * replace ("
@@ -49,18 +54,64 @@ LATE_FILE_GONE = (
 )
 
 
-def _run(warehouse: Path, tmp_path: Path, *args: str, select: str = " ".join(f"+{model}" for model in MODELS)) -> None:
-    """``dbt run`` as the night runs dbt: from the warehouse's folder, starting from the prepared parse."""
-    target = tmp_path / "target"
-    if not (target / PARTIAL_PARSE_FILE).exists():
-        target.mkdir(exist_ok=True)
-        shutil.copyfile(DBT_PROJECT_DIR / "target" / PARTIAL_PARSE_FILE, target / PARTIAL_PARSE_FILE)
-    subprocess.run(
-        [warehouse_folder_dbt_executable(), "run", "--quiet", "--select", select, *args, "--target-path", str(target)],
-        cwd=DBT_PROJECT_DIR,
-        env={**os.environ, "COST_WAREHOUSE": str(warehouse), "DBT_LOG_PATH": str(tmp_path / "logs")},
-        check=True,
-        capture_output=True,
+def _dbt(folder: Path, *args: str, manifest: Manifest | None = None) -> dbtRunnerResult:
+    """dbt in this process as the night runs it (``cost-pipeline-dbt``): from the warehouse's folder ``folder``,
+    ``COST_WAREHOUSE`` its file name, the profile's memory limit the night's. dbt reads the profile again at every
+    command (a new adapter each, on this command's warehouse); the DuckDB database it opened is closed when it ends,
+    so this process's own connections to the warehouse may open it again."""
+    from dbt.adapters.duckdb.connections import DuckDBConnectionManager
+    from dbt.cli.main import dbtRunner
+
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.chdir(folder)
+            for name, value in {WAREHOUSE_VARIABLE: WAREHOUSE, **dbt_environment()}.items():
+                patch.setenv(name, value)
+            ran = dbtRunner(manifest=manifest).invoke(
+                [*args, "--quiet", "--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR)]
+            )
+    finally:
+        if DuckDBConnectionManager._ENV is not None:  # dbt-duckdb keeps the database open for its next command
+            DuckDBConnectionManager._ENV.close()
+        DuckDBConnectionManager.close_all_connections()
+    if not ran.success:
+        failed = [f"{result.node.name}: {result.message}" for result in getattr(ran.result, "results", ())]
+        raise AssertionError(f"dbt {' '.join(args)} failed: {ran.exception or failed}")
+    return ran
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory: pytest.TempPathFactory) -> Manifest:
+    """The project parsed once (from the prepared partial parse), for a warehouse named ``WAREHOUSE``: each run then
+    starts from it, not from a new dbt process that imports dbt and loads the parse again (3-5 s a run). What the
+    parse keeps of the warehouse is its file's stem (the database's name), the same for every warehouse here."""
+    folder = tmp_path_factory.mktemp("parse")
+    target = dbt_target(folder, folder / WAREHOUSE)
+    return _dbt(folder, "parse", "--target-path", str(target), "--log-path", str(folder / "logs")).result
+
+
+def _run(
+    manifest: Manifest,
+    warehouse: Path,
+    tmp_path: Path,
+    *args: str,
+    select: str = " ".join(f"+{model}" for model in MODELS),
+) -> None:
+    """``dbt run`` as the night runs dbt, on ``manifest``: its compiled SQL in ``tmp_path / "target"``, its log in
+    ``tmp_path / "logs"``. No manifest or run results are written (nothing here reads them)."""
+    assert warehouse.name == WAREHOUSE, "the parsed manifest names the database after the warehouse's file"
+    _dbt(
+        warehouse.parent,
+        "run",
+        "--select",
+        select,
+        *args,
+        "--target-path",
+        str(tmp_path / "target"),
+        "--log-path",
+        str(tmp_path / "logs"),
+        "--no-write-json",
+        manifest=manifest,
     )
 
 
@@ -95,14 +146,16 @@ def _change(warehouse: Path, *statements: str) -> None:
         con.close()
 
 
-def _incremental_equals_full(warehouse: Path, tmp_path: Path) -> tuple[set[str], list[tuple[date, date]] | None]:
+def _incremental_equals_full(
+    manifest: Manifest, warehouse: Path, tmp_path: Path
+) -> tuple[set[str], list[tuple[date, date]] | None]:
     """Run incrementally, then compare with a full refresh; returns the jobs and the days the incremental run built
     again."""
     before = _rows(warehouse)
-    _run(warehouse, tmp_path)
+    _run(manifest, warehouse, tmp_path)
     rebuilt, days, incremental = _rebuilt(warehouse), _days_built(tmp_path), _rows(warehouse)
     assert incremental != before  # every change below changes some sample's figures
-    _run(warehouse, tmp_path, "--full-refresh")
+    _run(manifest, warehouse, tmp_path, "--full-refresh")
     assert _rows(warehouse) == incremental
     return rebuilt, days
 
@@ -134,8 +187,10 @@ def _span_days(warehouse: Path, where: str, table: str = "raw.device_samples", a
     return [(first, last + timedelta(days=1))]
 
 
-def test_a_night_builds_again_only_the_jobs_and_days_whose_inputs_changed(warehouse: Path, tmp_path: Path):
-    _run(warehouse, tmp_path)  # the demo night's inputs are the ones kept: nothing to build again
+def test_a_night_builds_again_only_the_jobs_and_days_whose_inputs_changed(
+    manifest: Manifest, warehouse: Path, tmp_path: Path
+):
+    _run(manifest, warehouse, tmp_path)  # the demo night's inputs are the ones kept: nothing to build again
     assert _rebuilt(warehouse) == set() and _days_built(tmp_path) == []
     jobs = {job for (job,) in query(warehouse, f"select item from {INPUTS} where kind = 'job'")}
 
@@ -143,25 +198,26 @@ def test_a_night_builds_again_only_the_jobs_and_days_whose_inputs_changed(wareho
     # for half the time.
     _change(warehouse, *LATE_FILE)
     late_days = _span_days(warehouse, "source_file = 'telemetry/late.csv'")
-    assert _incremental_equals_full(warehouse, tmp_path) == ({_job(warehouse, "1003")}, late_days)
+    assert _incremental_equals_full(manifest, warehouse, tmp_path) == ({_job(warehouse, "1003")}, late_days)
 
     # The file gone again (retracted): the same job and days are built again, from the samples left.
     _change(warehouse, *LATE_FILE_GONE)
-    assert _incremental_equals_full(warehouse, tmp_path) == ({_job(warehouse, "1003")}, late_days)
+    assert _incremental_equals_full(manifest, warehouse, tmp_path) == ({_job(warehouse, "1003")}, late_days)
 
     # The tier table selected alone after the file came back: the inputs table is the last run's, so every job is
     # built again and the kept inputs are dropped; the next run with its inputs builds every job again, without it.
     # The share days keep their own inputs: the file came and went between their builds, so no day is built again.
     _change(warehouse, *LATE_FILE)
-    _run(warehouse, tmp_path, select="int_device_samples_tiered")
+    _run(manifest, warehouse, tmp_path, select="int_device_samples_tiered")
     alone = _rows(warehouse)[TIERED]
     assert not query(warehouse, f"select 1 from information_schema.tables where table_name = '{BUILT}'")
-    full = tmp_path / "full.duckdb"
+    full = tmp_path / "full" / WAREHOUSE
+    full.parent.mkdir()
     shutil.copy(warehouse, full)
-    _run(full, tmp_path, "--full-refresh")
+    _run(manifest, full, tmp_path, "--full-refresh")
     assert alone == _rows(full)[TIERED]
     _change(warehouse, *LATE_FILE_GONE)
-    assert _incremental_equals_full(warehouse, tmp_path) == (jobs, [])
+    assert _incremental_equals_full(manifest, warehouse, tmp_path) == (jobs, [])
 
     # A row held by a dbt test: it leaves raw, the ledger counts one row less and the quarantine names it. The days
     # the file spans are built again.
@@ -173,7 +229,7 @@ def test_a_night_builds_again_only_the_jobs_and_days_whose_inputs_changed(wareho
         "insert into raw.quarantine values ('device_samples', 'telemetry/dcgm_b7.csv', "
         f" (select file_sha256 from raw.ingested_files where {dcgm}), 2, 'dbt:a_test', 'held', null)",
     )
-    rebuilt, days = _incremental_equals_full(warehouse, tmp_path)
+    rebuilt, days = _incremental_equals_full(manifest, warehouse, tmp_path)
     assert _job(warehouse, "1001") in rebuilt and rebuilt < jobs  # the file spans several days' jobs, not all
     assert days == _span_days(warehouse, dcgm)
 
@@ -186,7 +242,7 @@ def test_a_night_builds_again_only_the_jobs_and_days_whose_inputs_changed(wareho
         ),
         "update raw.device_samples set hostname = 'gpu-z', job_id = null where source_file = 'telemetry/unclaimed.csv'",
     )
-    assert _incremental_equals_full(warehouse, tmp_path)[1] == _span_days(
+    assert _incremental_equals_full(manifest, warehouse, tmp_path)[1] == _span_days(
         warehouse, "source_file = 'telemetry/unclaimed.csv'"
     )
     assert query(warehouse, "select sum(samples) from marts.fct_unattributed_gpu_hours") == query(
@@ -199,7 +255,7 @@ def test_a_night_builds_again_only_the_jobs_and_days_whose_inputs_changed(wareho
     _change(warehouse, "update raw.scheduler_jobs set end_at = end_at - interval 1 hour where job_id like '2003%'")
     ((end_day,),) = query(warehouse, "select max(end_at)::date from raw.scheduler_jobs where job_id like '2003%'")
     days = [(window[0][0], max(window[0][1], end_day + timedelta(days=1)))]
-    assert _incremental_equals_full(warehouse, tmp_path) == ({_job(warehouse, "2003")}, days)
+    assert _incremental_equals_full(manifest, warehouse, tmp_path) == ({_job(warehouse, "2003")}, days)
 
     # A job gone from the scheduler's export: its samples name no running job now, GPU time no job claims, on the
     # days of its window.
@@ -208,7 +264,7 @@ def test_a_night_builds_again_only_the_jobs_and_days_whose_inputs_changed(wareho
     )
     gone = _job(warehouse, "1002")
     _change(warehouse, "delete from raw.scheduler_jobs where job_id like '1002%'")
-    rebuilt, days = _incremental_equals_full(warehouse, tmp_path)
+    rebuilt, days = _incremental_equals_full(manifest, warehouse, tmp_path)
     assert gone not in rebuilt and days == [(start, end + timedelta(days=1))]
     # Its samples (and those the earlier job's end left outside its window), each counted once.
     no_job = "label_names_no_running_job"
@@ -226,11 +282,11 @@ def test_a_night_builds_again_only_the_jobs_and_days_whose_inputs_changed(wareho
         warehouse,
         "update raw.contract_parameters set value = 0.9 where name = 'effective_min_gr_engine_active'",
     )
-    assert _incremental_equals_full(warehouse, tmp_path) == (jobs - {gone}, None)
+    assert _incremental_equals_full(manifest, warehouse, tmp_path) == (jobs - {gone}, None)
 
     # The tables by day selected alone: their inputs are not this run's, so every day is built again and their kept
     # inputs are dropped.
-    _run(warehouse, tmp_path, select=" ".join(BY_DAY))
+    _run(manifest, warehouse, tmp_path, select=" ".join(BY_DAY))
     assert _days_built(tmp_path) is None
     for model in BY_DAY:
         assert not query(warehouse, f"select 1 from information_schema.tables where table_name = '{model}_built'")
@@ -329,26 +385,26 @@ UNLABELLED_SECOND_NAME = (
 )
 
 
-def test_a_build_in_chunks_of_hosts_equals_a_build_in_one(warehouse: Path, tmp_path: Path):
+def test_a_build_in_chunks_of_hosts_equals_a_build_in_one(manifest: Manifest, warehouse: Path, tmp_path: Path):
     """The largest device-sample models are built a chunk of hosts at a time (macros/host_chunks.sql: at a
     cluster-day their windows spilled more than the disk held). Built whole in chunks of at most 500 samples, and
     then incrementally in chunks after a late file, they equal what one chunk builds; samples without a job label,
     under a host name spelled two ways, too."""
     chunked = ("--vars", '{"host_chunk_rows": 500}')
     _change(warehouse, *UNLABELLED_SECOND_NAME)
-    _run(warehouse, tmp_path, "--full-refresh")
+    _run(manifest, warehouse, tmp_path, "--full-refresh")
     one_chunk = _rows(warehouse)
     attributions = query(warehouse, "select distinct attribution from intermediate.int_device_samples_attributed")
     assert ("host_has_unallocated_gpus",) in attributions, attributions  # both names' GPUs counted
-    _run(warehouse, tmp_path, "--full-refresh", *chunked)
+    _run(manifest, warehouse, tmp_path, "--full-refresh", *chunked)
     log = (tmp_path / "logs" / "dbt.log").read_text()
     assert re.search(r"set variable cost_pipeline_host_chunk = [1-9]\d*;", log), "the build ran in more than one chunk"
     assert _rows(warehouse) == one_chunk
     _change(warehouse, *LATE_FILE)
-    _run(warehouse, tmp_path, *chunked)
+    _run(manifest, warehouse, tmp_path, *chunked)
     incremental = _rows(warehouse)
     assert incremental != one_chunk
-    _run(warehouse, tmp_path, "--full-refresh")
+    _run(manifest, warehouse, tmp_path, "--full-refresh")
     assert _rows(warehouse) == incremental
 
 
@@ -363,14 +419,14 @@ def _raw_sample_scans(plan: list[dict]) -> list[dict]:
     return scans
 
 
-def test_a_chunk_reads_only_its_own_hosts_samples(warehouse: Path, tmp_path: Path):
+def test_a_chunk_reads_only_its_own_hosts_samples(manifest: Manifest, warehouse: Path, tmp_path: Path):
     """A chunk's host names reach the query as constants, and DuckDB pushes them through the attribution view's joins
     into the scans of the raw samples: a chunk neither reads nor joins the other chunks' samples (a filter on
     ``hash(hostname)`` was applied after the joins, so at a cluster-day each of 18 chunks joined the whole day). The
     one scan of every host is the count of the GPUs a host reported at an unlabelled sample's instant (cluster, host
     name, GPU and time only), over every name the host goes by."""
     _change(warehouse, *UNLABELLED_SECOND_NAME)
-    _run(warehouse, tmp_path, "--full-refresh", "--vars", '{"host_chunk_rows": 500}')
+    _run(manifest, warehouse, tmp_path, "--full-refresh", "--vars", '{"host_chunk_rows": 500}')
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         con.execute("set variable cost_pipeline_hosts = {'chunks': 2, 'hosts': [{'name': 'gpu-b', 'chunk': 1}]}")
