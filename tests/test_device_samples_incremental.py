@@ -59,9 +59,11 @@ def _dbt(folder: Path, *args: str, manifest: Manifest | None = None) -> dbtRunne
     """dbt in this process as the night runs it (``cost-pipeline-dbt``): from the warehouse's folder ``folder``,
     ``COST_WAREHOUSE`` its file name, the profile's memory limit the night's. dbt reads the profile again at every
     command (a new adapter each, on this command's warehouse); the DuckDB database it opened is closed when it ends,
-    so this process's own connections to the warehouse may open it again."""
+    so this process's own connections to the warehouse may open it again, and its loggers are let go (the one on
+    pytest's captured output of this test, the log file in its folder)."""
     from dbt.adapters.duckdb.connections import DuckDBConnectionManager
     from dbt.cli.main import dbtRunner
+    from dbt_common.events.event_manager_client import cleanup_event_logger
 
     try:
         with pytest.MonkeyPatch.context() as patch:
@@ -75,6 +77,7 @@ def _dbt(folder: Path, *args: str, manifest: Manifest | None = None) -> dbtRunne
         if DuckDBConnectionManager._ENV is not None:  # dbt-duckdb keeps the database open for its next command
             DuckDBConnectionManager._ENV.close()
         DuckDBConnectionManager.close_all_connections()
+        cleanup_event_logger()
     if not ran.success:
         failed = [f"{result.node.name}: {result.message}" for result in getattr(ran.result, "results", ())]
         raise AssertionError(f"dbt {' '.join(args)} failed: {ran.exception or failed}")
