@@ -37,6 +37,11 @@ COMPARED = (
 INPUTS = "intermediate.int_device_samples_inputs"
 # What each run builds: the incremental tables and the marts that read them.
 MODELS = ("int_device_samples_tiered", "fct_gpu_shares", "fct_unattributed_gpu_hours")
+# What a full refresh builds again right after a run on the same raw tables: the models from the inputs table down to
+# MODELS. The inputs table must be this run's (else the incremental models are built whole and drop their kept inputs,
+# and the next night's run would build everything); the tables and views above it are the earlier run's, built from
+# the same raw tables as this run would build them.
+FROM_INPUTS = " ".join(f"int_device_samples_inputs+,+{model}" for model in MODELS)
 BUILT = "int_device_samples_tiered_built"
 WAREHOUSE = "warehouse.duckdb"  # every warehouse's file name here: the parsed manifest's database
 # A late file: one GPU of job 1003 sampled again half an interval after each of its samples; and the file gone.
@@ -104,7 +109,7 @@ def _run(
     """``dbt run`` as the night runs dbt, on ``manifest``: its compiled SQL in ``tmp_path / "target"``, its log in
     ``tmp_path / "logs"``. No manifest or run results are written (nothing here reads them)."""
     assert warehouse.name == WAREHOUSE, "the parsed manifest names the database after the warehouse's file"
-    _dbt(
+    ran = _dbt(
         warehouse.parent,
         "run",
         "--select",
@@ -117,6 +122,9 @@ def _run(
         "--no-write-json",
         manifest=manifest,
     )
+    if select == FROM_INPUTS:
+        built = {result.node.name for result in ran.result.results if result.node.resource_type == "model"}
+        assert built == {"int_device_samples_inputs", *BY_DAY, *MODELS}, built
 
 
 def _rows(warehouse: Path) -> dict[str, list[tuple]]:
@@ -161,7 +169,7 @@ def _incremental_equals_full(
     rebuilt, days, incremental = _rebuilt(warehouse), _days_built(tmp_path), _rows(warehouse)
     assert incremental != before  # every change below changes some sample's figures
     if full is None:
-        _run(manifest, warehouse, tmp_path, "--full-refresh")
+        _run(manifest, warehouse, tmp_path, "--full-refresh", select=FROM_INPUTS)
         full = _rows(warehouse)
     assert full == incremental
     return rebuilt, days
@@ -404,7 +412,7 @@ def test_a_build_in_chunks_of_hosts_equals_a_build_in_one(manifest: Manifest, wa
     one_chunk = _rows(warehouse)
     attributions = query(warehouse, "select distinct attribution from intermediate.int_device_samples_attributed")
     assert ("host_has_unallocated_gpus",) in attributions, attributions  # both names' GPUs counted
-    _run(manifest, warehouse, tmp_path, "--full-refresh", *chunked)
+    _run(manifest, warehouse, tmp_path, "--full-refresh", *chunked, select=FROM_INPUTS)
     log = (tmp_path / "logs" / "dbt.log").read_text()
     assert re.search(r"set variable cost_pipeline_host_chunk = [1-9]\d*;", log), "the build ran in more than one chunk"
     assert _rows(warehouse) == one_chunk
@@ -412,7 +420,7 @@ def test_a_build_in_chunks_of_hosts_equals_a_build_in_one(manifest: Manifest, wa
     _run(manifest, warehouse, tmp_path, *chunked)
     incremental = _rows(warehouse)
     assert incremental != one_chunk
-    _run(manifest, warehouse, tmp_path, "--full-refresh")
+    _run(manifest, warehouse, tmp_path, "--full-refresh", select=FROM_INPUTS)
     assert _rows(warehouse) == incremental
 
 
