@@ -27,6 +27,7 @@ from cost_pipeline.defs.publish import mart_keys, published_marts
 from cost_pipeline.fingerprint import table_fingerprints
 from cost_pipeline.ingest.lib.warehouse import quote
 from cost_pipeline.publish import ENGINEERING, FINANCE, ConfidentialListOutdated, publish_marts, published_path
+from tests.helpers import nightly_assets_downstream_of
 
 CANARY_RATE = "987654.32"  # a person's hourly rate planted in tasks/outcomes.csv
 CANARY_TASK_COST = "98765.43"  # what it makes of the demo's 6 hand-off minutes: 6 × 987654.32 / 60
@@ -263,7 +264,9 @@ def test_the_publish_asset_depends_on_every_mart():
 
 
 def test_a_failed_run_leaves_the_published_files_as_they_were(demo_run, tmp_path, monkeypatch):
-    """A failed blocking check stops dbt, and so the publish: readers keep the last good night."""
+    """A failed blocking check stops dbt, and so the publish: readers keep the last good night. The night after the
+    demo's, on a copy of it: the task outcomes' raw asset, whose check fails, and every asset of the nightly job
+    downstream of it (its models, their marts and publishing); the rest reads nothing of it."""
     from cost_pipeline.ingest.lib.warehouse import IngestReport
 
     warehouse = copy_warehouse(demo_run, tmp_path / "night")
@@ -277,8 +280,10 @@ def test_a_failed_run_leaves_the_published_files_as_they_were(demo_run, tmp_path
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
     monkeypatch.setenv("COST_LANDING_DIR", str(demo_run.landing))
     monkeypatch.setenv("COST_WAREHOUSE", str(warehouse))
+    keys = nightly_assets_downstream_of([("raw", "task_outcomes")])
+    assert {"marts/fct_task_costs", "published/marts"} <= keys.keys()
 
-    assert not run_pipeline(demo_run.landing, warehouse)
+    assert not run_pipeline(demo_run.landing, warehouse, asset_keys=list(keys.values()))
     assert {a: published_path(warehouse, a).stat().st_ino for a in (FINANCE, ENGINEERING)} == before
     assert not [p for p in warehouse.parent.iterdir() if ".tmp" in p.name]
 
@@ -302,6 +307,8 @@ READER = textwrap.dedent("""
 
 
 def test_a_reader_held_open_during_a_run_neither_blocks_it_nor_sees_the_swap(demo_run, tmp_path, monkeypatch):
+    """A run of the nightly job's publish asset alone, on a copy of the demo night (the one step that writes the
+    published files; the others never open them), while a reader holds the finance file open."""
     warehouse = copy_warehouse(demo_run, tmp_path / "night")
     finance = published_path(warehouse, FINANCE)
     con = duckdb.connect(str(finance))
@@ -322,7 +329,7 @@ def test_a_reader_held_open_during_a_run_neither_blocks_it_nor_sees_the_swap(dem
         opened = json.loads(reader.stdout.readline() or reader.stderr.read())
         assert opened["marker"] == "yesterday" and opened["batches"] >= 3
 
-        assert run_pipeline(demo_run.landing, warehouse)
+        assert run_pipeline(demo_run.landing, warehouse, asset_keys=[published_marts.key.path])
 
         assert reader.poll() is None  # the reader was open all along
         assert os.stat(finance).st_ino != opened["inode"]  # a new file was swapped in ...
