@@ -13,9 +13,40 @@ import duckdb
 import pytest
 
 from cost_pipeline.cli import run_pipeline
+from tests.helpers import nightly_assets_downstream_of
 
 # The two late files share one night (a module-scoped fixture): the module's tests run on one worker.
 pytestmark = pytest.mark.xdist_group("cost_history")
+
+
+# The late files' raw assets: B-7's late step (the training steps) and B-10's restated bill (the FOCUS export).
+STEPS, BILL = ("raw", "training_steps"), ("raw", "billing_focus")
+
+
+def _night_after(landing: Path, warehouse: Path, changed: list[tuple[str, ...]]) -> bool:
+    """The night after the demo's on a copy of it whose ``changed`` sources' files changed: their raw assets and
+    every asset of the nightly job downstream of them (every model they feed, the history snapshots, which read the
+    batch figures, the history mart and publishing); the rest reads nothing the change touches and stays as the
+    demo's night built it."""
+    keys = nightly_assets_downstream_of(changed)
+    assert {"history/snp_batch_costs", "history/snp_step_costs", "marts/fct_batch_cost_history"} <= keys.keys()
+    return run_pipeline(landing, warehouse, asset_keys=list(keys.values()))
+
+
+def _snapshots_lineage() -> list[list[str]]:
+    """The nightly job's assets the history snapshots read, directly or not (from every raw source they come from),
+    the snapshots themselves and every asset downstream of them: a re-run of all that makes the history."""
+    import dagster as dg
+
+    from cost_pipeline.definitions import defs
+    from cost_pipeline.defs.schedules import nightly_cost_refresh_job
+
+    graph = defs.resolve_asset_graph()
+    job = nightly_cost_refresh_job.selection.resolve(graph)
+    history = dg.AssetSelection.assets(*(key for key in job if key.path[0] == "history"))
+    keys = (history.upstream() | history.downstream()).resolve(graph) & job
+    assert {dg.AssetKey(["raw", "training_steps"]), dg.AssetKey(["published", "marts"])} <= keys
+    return [key.path for key in keys]
 
 
 def _snapshots(warehouse) -> list[tuple]:
@@ -96,7 +127,7 @@ def late_night(demo_run, tmp_path_factory: pytest.TempPathFactory) -> LateNight:
     night = LateNight(root, _snapshots(root / "warehouse.duckdb"), _step_snapshots(root / "warehouse.duckdb"))
     _deliver_late_step(night.landing)
     _restate_the_cloud_job(night.landing)
-    assert run_pipeline(night.landing, night.warehouse)
+    assert _night_after(night.landing, night.warehouse, [STEPS, BILL])
     return night
 
 
@@ -130,12 +161,13 @@ def test_a_late_file_adds_a_version_and_history_is_never_rewritten(demo_run, lat
     assert history[1][3] == "steps_run, steps_counted, cost_per_counted_step"
     assert history[1][5] == history[0][5]  # the same compute spent over one more step
 
-    # The night after, on a copy: nothing new, nothing appended.
+    # The night after, on a copy: nothing new, nothing appended. Every source the history comes from is loaded again
+    # and every model it reads rebuilt, then the snapshots run (the assets that feed neither stay as they were).
     landing, warehouse = tmp_path / "landing", tmp_path / "warehouse.duckdb"
     shutil.copytree(late_night.landing, landing)
     shutil.copyfile(late_night.warehouse, warehouse)
     shutil.copytree(late_night.warehouse.with_name("warehouse.dagster"), tmp_path / "warehouse.dagster")
-    assert run_pipeline(landing, warehouse)
+    assert run_pipeline(landing, warehouse, asset_keys=_snapshots_lineage())
     assert _snapshots(warehouse) == second
     assert _step_snapshots(warehouse) == second_steps
 
@@ -185,7 +217,7 @@ def test_a_history_written_before_the_unpriced_columns_gets_them_without_a_new_v
     con.close()
 
     _deliver_late_step(landing)  # B-7 alone gets a version: the other batches show the appended columns' effect
-    assert run_pipeline(landing, warehouse)
+    assert _night_after(landing, warehouse, [STEPS])
     after = _snapshots(warehouse)
     assert [(r[0], r[1]) for r in after] == [("B-10", 1), ("B-7", 1), ("B-7", 2), ("B-8", 1), ("unattributed", 1)]
     assert [r[:-2] for r in after if r[1] == 1] == before  # no new version but B-7's, old ones byte-identical
