@@ -151,16 +151,23 @@ def cli_night(landing: Path, warehouse: Path, tamper: Sequence[str] = ()) -> Nig
     return Night(landing, warehouse, code, out.getvalue(), err.getvalue())
 
 
-def partial_night(landing: Path, warehouse: Path, sources: Sequence[tuple[str, ...]]) -> Night:
-    """The night after one whose files of ``sources`` (raw asset keys) changed, as ``cost-pipeline run`` prints it and
-    exits (``cost_pipeline.cli.night`` and ``exit_code``), running only ``sources``' raw assets and every asset of the
-    nightly job downstream of them (``nightly_assets_downstream_of``): the rest reads nothing the change touches and
-    stays as the night before built it. Its stderr lines are the command's own: not kept here."""
+def partial_night(
+    landing: Path, warehouse: Path, sources: Sequence[tuple[str, ...]], tamper: Sequence[str] = ()
+) -> Night:
+    """``cli_night``'s night, of only ``sources``' raw assets (their files changed since the night before) and every
+    asset of the nightly job downstream of them (``nightly_assets_downstream_of``): the rest reads nothing the change
+    touches and stays as the night before built it. Printed and ended as ``cost-pipeline run`` does
+    (``cost_pipeline.cli.night`` and ``exit_code``); the command's own stderr lines are not kept here."""
     from cost_pipeline.cli import exit_code, night
 
+    with duckdb.connect(str(warehouse)) as con:
+        for statement in tamper:
+            con.execute(statement)
     out = io.StringIO()
     keys = list(nightly_assets_downstream_of(sources).values())
-    ok, _, findings = night(landing, warehouse, {}, verbose=False, out=out, asset_keys=keys)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("DAGSTER_HOME", raising=False)
+        ok, _, findings = night(landing, warehouse, {}, verbose=False, out=out, asset_keys=keys)
     return Night(landing, warehouse, exit_code(ok, findings), out.getvalue(), "")
 
 

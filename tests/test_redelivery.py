@@ -11,7 +11,6 @@ its own source or batch, none moving another's figures) share one, built once fo
 from __future__ import annotations
 
 import csv
-import io
 import os
 import shutil
 import subprocess
@@ -37,6 +36,7 @@ from tests.helpers import (
     dbt_show_model,
     dbt_target,
     nightly_assets_downstream_of,
+    partial_night,
     query,
     staged_rows,
 )
@@ -658,29 +658,9 @@ _BILL, _TIMESHEETS, _STEPS, _REGISTRY = (
 
 
 def _night_after(landing: Path, warehouse: Path, changed: list[tuple[str, ...]], tamper: tuple[str, ...] = ()) -> Night:
-    """``cli_night``'s night after the tamper statements, but of the ``changed`` sources' raw assets and every asset of
-    the nightly job downstream of them (their models and marts, the history snapshots, publishing), as ``cost-pipeline
-    run`` prints its progress, warnings and per-source summary. Its code is the command's 0 when the run succeeded
-    and the summary found nothing the command's exit code reports (no source stale, held or wholly quarantined),
-    else 1."""
-    from cost_pipeline.cli import into_run_log, run_pipeline
-    from cost_pipeline.progress import NightProgress
-    from cost_pipeline.source_summary import SummaryFindings, print_source_summary
-
-    keys = nightly_assets_downstream_of(changed)
-    assert {"marts/fct_batch_costs", "published/marts"} <= keys.keys()
-    with duckdb.connect(str(warehouse)) as con:
-        for statement in tamper:
-            con.execute(statement)
-    out = io.StringIO()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv("DAGSTER_HOME", raising=False)
-        progress = NightProgress(warehouse=warehouse, out=out)
-        with into_run_log(warehouse):  # Dagster's and dbt's own log, as the command keeps it out of its output
-            ok = run_pipeline(landing, warehouse, asset_keys=list(keys.values()), progress=progress)
-        progress.print_warnings()
-        findings = print_source_summary(warehouse, out)
-    return Night(landing, warehouse, 0 if ok and findings == SummaryFindings() else 1, out.getvalue(), "")
+    """``partial_night`` of the ``changed`` sources (their models and marts, the history snapshots, publishing)."""
+    assert {"marts/fct_batch_costs", "published/marts"} <= nightly_assets_downstream_of(changed).keys()
+    return partial_night(landing, warehouse, changed, tamper)
 
 
 @pytest.fixture(scope="module")
