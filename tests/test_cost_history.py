@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 from cost_pipeline.cli import run_pipeline
-from tests.helpers import nightly_assets_downstream_of
+from tests.helpers import nightly_assets, nightly_assets_downstream_of
 
 # The two late files share one night (a module-scoped fixture): the module's tests run on one worker.
 pytestmark = pytest.mark.xdist_group("cost_history")
@@ -38,15 +38,10 @@ def _snapshots_lineage() -> list[list[str]]:
     the snapshots themselves and every asset downstream of them: a re-run of all that makes the history."""
     import dagster as dg
 
-    from cost_pipeline.definitions import defs
-    from cost_pipeline.defs.schedules import nightly_cost_refresh_job
-
-    graph = defs.resolve_asset_graph()
-    job = nightly_cost_refresh_job.selection.resolve(graph)
-    history = dg.AssetSelection.assets(*(key for key in job if key.path[0] == "history"))
-    keys = (history.upstream() | history.downstream()).resolve(graph) & job
-    assert {dg.AssetKey(["raw", "training_steps"]), dg.AssetKey(["published", "marts"])} <= keys
-    return [key.path for key in keys]
+    history = dg.AssetSelection.key_prefixes("history")
+    keys = nightly_assets(history.upstream() | history.downstream())
+    assert {"raw/training_steps", "published/marts"} <= keys.keys()
+    return list(keys.values())
 
 
 def _snapshots(warehouse) -> list[tuple]:
