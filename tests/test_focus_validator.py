@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import csv
 import glob
+import importlib.util
+import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -56,9 +59,17 @@ def validator(tmp_path_factory) -> tuple[Path, Path]:
     if python is None:
         pytest.skip("focus-validator 2.2.1 needs Python 3.12, and this machine has none")
     venv = tmp_path_factory.mktemp("focus-validator") / "venv"
-    subprocess.run([python, "-m", "venv", str(venv)], check=True)
+    # The environment gets no pip of its own (ensurepip installing one costs seconds): this environment's pip installs
+    # into it (``--python``). Nor are its packages compiled as they install (pandas', numpy's and pyarrow's thousands
+    # of modules): the validator compiles what it imports on its first run and keeps it for the next (``_validate``).
+    if importlib.util.find_spec("pip") is None:
+        subprocess.run([python, "-m", "venv", str(venv)], check=True)
+        pip = [str(venv / "bin" / "pip")]
+    else:
+        subprocess.run([python, "-m", "venv", "--without-pip", str(venv)], check=True)
+        pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python")]
     installed = subprocess.run(
-        [str(venv / "bin" / "pip"), "install", "-q", *VALIDATOR], capture_output=True, text=True, check=False
+        [*pip, "install", "-q", "--no-compile", *VALIDATOR], capture_output=True, text=True, check=False
     )
     assert installed.returncode == 0, installed.stderr[-2000:]
     (site,) = glob.glob(str(venv / "lib" / "python3.*" / "site-packages"))
@@ -82,6 +93,7 @@ def _validate(validator: tuple[Path, Path], data: Path) -> dict[str, str]:
         [str(command), "--data-file", str(data), "--validate-version", "1.2.0.1", "--block-download"]
         + ["--column-namespace", "x"],
         cwd=site,
+        env={name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"},
         capture_output=True,
         text=True,
         check=False,
