@@ -15,6 +15,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 START_S = 180  # a generous bound for a loaded 2-core machine; a healthy start takes 10-30 s
+# The daemon takes a queued run off the queue every 5 s unless told otherwise: every 1 s in a test's home, so a run
+# launched from the UI, a sensor or a backfill starts sooner. Only how often it looks changes: the home's own
+# dagster.yaml (one run at a time, cost_pipeline.dagster_home.INSTANCE_YAML) still decides how many runs it starts.
+QUICK_DEQUEUE = """
+run_coordinator:
+  module: dagster._core.run_coordinator
+  class: QueuedRunCoordinator
+  config:
+    dequeue_interval_seconds: 1
+"""
+
+
+def dequeue_quickly(home: Path) -> None:
+    """The Dagster home ``home``'s queue is looked at every second (``QUICK_DEQUEUE`` added to its dagster.yaml)."""
+    configured = home / "dagster.yaml"
+    configured.write_text(configured.read_text(encoding="utf-8") + QUICK_DEQUEUE, encoding="utf-8")
 
 
 def _free_port() -> int:

@@ -141,7 +141,8 @@ def test_a_wrong_option_value_is_one_line_too(tmp_path, capsys):
 
 
 def test_a_header_less_snowman_dump_loads_through_cost_pipeline_run_config(tmp_path, capsys):
-    landing, warehouse = tmp_path / "landing", tmp_path / "w.duckdb"
+    # A warehouse named as the demo's: the night's dbt starts from the session's prepared parse (dbt_setup).
+    landing, warehouse = tmp_path / "landing", tmp_path / "warehouse.duckdb"
     (landing / "scheduler").mkdir(parents=True)
     (landing / "scheduler" / "sacct_2026-11.txt").write_text(site_dump(), encoding="utf-8")
     (landing / "scheduler" / "NOTES.md").write_text("how we export\n", encoding="utf-8")  # no source reads it

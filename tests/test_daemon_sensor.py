@@ -20,11 +20,11 @@ import dagster as dg
 from cost_pipeline.defs.monthly import monthly_after_nightly, monthly_deliverables_job, months_to_refresh
 from cost_pipeline.defs.schedules import nightly_cost_refresh_job
 from cost_pipeline.monthly import month_folder
-from tests.servers import graphql, local_dagster
+from tests.servers import dequeue_quickly, graphql, local_dagster
 
 # A generous bound for each wait on a loaded 2-core machine: the daemon's first tick, a night of one asset, a
-# sensor tick (every 30 s) and the month runs.
-FINISH_S = 420
+# sensor tick (every 30 s) and the month runs; each wait looks every POLL_S.
+FINISH_S, POLL_S = 420, 1
 NIGHT_TAG = "cost_pipeline/night"
 BACKFILLED = "2026-10"  # the contract's first month: no night's sensor requests it once 2026-12 has begun
 
@@ -81,7 +81,7 @@ def _wait(until, what: str, log: Path) -> None:
     deadline = time.monotonic() + FINISH_S
     while not until():
         assert time.monotonic() < deadline, f"{what} within {FINISH_S} s:\n{log.read_text()[-3000:]}"
-        time.sleep(2)
+        time.sleep(POLL_S)
 
 
 def test_the_daemon_runs_the_open_and_previous_months_after_a_night_launched_from_the_ui(
@@ -93,6 +93,9 @@ def test_the_daemon_runs_the_open_and_previous_months_after_a_night_launched_fro
     ui = [str(Path(sys.executable).parent / "cost-pipeline"), "ui", "--landing", str(demo_copy / "landing")]
     # Which months are closed, read from a copy: the warehouse is busy while the runs are.
     closed = shutil.copyfile(warehouse, tmp_path / "closed.duckdb")
+    dequeue_quickly(home)  # the runs start sooner; still one at a time:
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert instance.get_concurrency_config().run_queue_config.max_concurrent_runs == 1
     with local_dagster([*ui, "--warehouse", str(warehouse)], {}, log) as url:
         _wait(lambda: _ticked(url, monthly_after_nightly.name), "the daemon did not tick the monthly sensor", log)
         night = _launch(url, nightly_cost_refresh_job.name, dg.AssetKey(["raw", "batch_registry"]))

@@ -56,7 +56,8 @@ def test_dg_dev_serves_the_definitions_assets(tmp_path):
 
     home = tmp_path / "dagster_home"
     home.mkdir()
-    env = {"COST_LANDING_DIR": str(tmp_path / "landing"), "COST_WAREHOUSE": str(tmp_path / "w.duckdb")}
+    # A warehouse named as the demo's: dagster dev prepares the manifest as it loads, and the session's is current.
+    env = {"COST_LANDING_DIR": str(tmp_path / "landing"), "COST_WAREHOUSE": str(tmp_path / "warehouse.duckdb")}
     with local_dagster([DG, "dev"], {**env, "DAGSTER_HOME": str(home)}, tmp_path / "dg-dev.log") as url:
         served = graphql(url, "{ assetNodes { assetKey { path } } }")["assetNodes"]
     expected = {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()}

@@ -4,10 +4,12 @@ steps JSONL) and in values (registry attributes, sacct job names and ``Comment``
 step versions).
 
 The landing folder is loaded twice: through the real ingest on a locked-down connection, and once through the
-whole nightly job (``run_pipeline``: Dagster and dbt). Both show 0 side effects:
+nightly job (``run_pipeline``: Dagster and dbt) on a copy of the demo's night, the hostile files added beside its own:
+every asset that reads a folder holding them (``HOSTILE_FOLDERS_SOURCES``) and everything downstream of those, the
+rest as the demo's night left it. Both show 0 side effects:
 
 - no table is dropped or created outside the known ones: ``information_schema.tables`` after the ingest is the
-  raw tables the loaders own, and after the nightly job it is exactly the list a clean run of the demo produces;
+  raw tables the loaders own, and after the nightly job it is still exactly the list a clean run of the demo produces;
 - no file is created outside the test's temporary folders (the files an injected ``COPY ... TO`` or ``ATTACH``
   would write do not exist, and no path anywhere under the project, the home folder or /tmp is named after a
   hostile string);
@@ -28,12 +30,11 @@ from pathlib import Path
 
 from cost_pipeline.contract import load_contract
 from cost_pipeline.contract.schemas import DEVICE_SAMPLE_BASE_COLUMNS, batch_plan_columns
-from cost_pipeline.demo import write_demo_landing
 from cost_pipeline.ingest.lib.warehouse import connect
 from cost_pipeline.ingest.registry import load_source, sources
 from cost_pipeline.ingest.scheduler import SACCT_FIELDS, parse_labels
 from cost_pipeline.ingest.telemetry import load_device_samples
-from tests.helpers import query
+from tests.helpers import nightly_assets_downstream_of, query
 
 TOKEN = uuid.uuid4().hex[:12]  # names what an injection would create, so it can be looked for
 PWNED = f"pwned-{TOKEN}"
@@ -370,19 +371,30 @@ def _pwned_paths(tmp_root: Path) -> list[Path]:
     return found
 
 
-def _no_file_outside(tmp_root: Path, landing: Path, before: set[Path], allowed: set[str]) -> None:
+def _no_file_outside(
+    tmp_root: Path, landing: Path, before: set[Path], allowed: set[str], beside: Path | None = None
+) -> None:
     assert not OUTSIDE.exists()
     assert not Path(f"/tmp/{PWNED}.duckdb").exists()
     # The only names carrying the token are the landing files themselves.
     stray = [p for p in _pwned_paths(tmp_root) if landing not in p.parents]
     assert not stray, stray
-    # Next to the landing folder: only what a run writes there (the warehouse and the files beside it).
-    created = {p.name for p in tmp_root.iterdir()} - {p.name for p in before}
+    # Next to the landing folder (in ``beside``, ``tmp_root`` unless named): only what a run writes there (the
+    # warehouse and the files beside it).
+    created = {p.name for p in (beside or tmp_root).iterdir()} - {p.name for p in before}
     assert created <= allowed, created - allowed
 
 
 # ----------------------------------------------------------------------------------------------------- tests
 RAW_SOURCES = ["batch_registry", "scheduler_jobs", "training_steps"]
+# The nightly job's assets that read a folder the hostile files are in (registry, scheduler, telemetry, steps): every
+# source declared on one of them, whatever its file patterns, and the files no source reads (``raw/ignored_files``,
+# which lists the whole landing folder).
+HOSTILE_FOLDERS_SOURCES = [
+    ("raw", name)
+    for name, source in sources().items()
+    if source.folder in {"registry", "scheduler", "telemetry", "steps"}
+] + [("raw", "ignored_files")]
 
 
 def test_the_hostile_set_is_hostile_enough():
@@ -427,18 +439,25 @@ def test_hostile_names_and_values_through_the_real_ingest(tmp_path):
     _no_file_outside(tmp_path, landing, before, {"w.duckdb", "w.duckdb.wal"})
 
 
-def test_hostile_names_and_values_through_the_whole_nightly_job(tmp_path, demo_run, monkeypatch):
-    """The demo's landing folder plus the hostile files, through Dagster and dbt once (about 25 s)."""
+def test_hostile_names_and_values_through_the_nightly_job(tmp_path, demo_run, demo_copy, monkeypatch):
+    """The demo's night plus the hostile files, through Dagster and dbt: every asset reading their folders and all
+    downstream of those (about three quarters of the night's assets: not the billing, ledger, services, serving,
+    storage, tasks, timesheets and contract sources, nor what only they feed)."""
     from cost_pipeline.cli import run_pipeline
 
     assert demo_run.succeeded, "the clean run this one is compared with failed"
-    landing = write_demo_landing(tmp_path / "landing")
+    landing = demo_copy / "landing"
     hostile = write_hostile_files(landing)
-    before = set(tmp_path.iterdir())
-    warehouse = tmp_path / "warehouse.duckdb"
+    before = set(demo_copy.iterdir())
+    warehouse = demo_copy / "warehouse.duckdb"
+    assert _tables(warehouse) == set(
+        demo_run.query("select table_schema, table_name, table_type from information_schema.tables")
+    )
     monkeypatch.setenv("COST_LANDING_DIR", "")  # run_pipeline sets both; they are restored afterwards
     monkeypatch.setenv("COST_WAREHOUSE", "")
-    succeeded = run_pipeline(landing, warehouse)
+    selected = nightly_assets_downstream_of(HOSTILE_FOLDERS_SOURCES)
+    assert {"raw/batch_registry", "raw/ignored_files", "marts/dim_batches", "published/marts"} <= set(selected)
+    succeeded = run_pipeline(landing, warehouse, asset_keys=list(selected.values()))
     assert succeeded
     clean = set(demo_run.query("select table_schema, table_name, table_type from information_schema.tables"))
     assert _tables(warehouse) == clean
@@ -457,5 +476,9 @@ def test_hostile_names_and_values_through_the_whole_nightly_job(tmp_path, demo_r
         p.name.replace(stem, warehouse.stem, 1) for p in demo_run.warehouse.parent.iterdir() if p.name.startswith(stem)
     }
     _no_file_outside(
-        tmp_path, landing, before, beside_clean | {warehouse.name, f"{warehouse.name}.wal", f"{warehouse.name}.lock"}
+        tmp_path,
+        landing,
+        before,
+        beside_clean | {warehouse.name, f"{warehouse.name}.wal", f"{warehouse.name}.lock"},
+        beside=demo_copy,
     )

@@ -28,7 +28,7 @@ from playwright import sync_api
 
 from cost_pipeline.cli import main
 from cost_pipeline.definitions import defs
-from tests.servers import graphql, local_dagster
+from tests.servers import dequeue_quickly, graphql, local_dagster
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -59,6 +59,7 @@ def test_launching_an_asset_from_the_ui_runs_it(demo_copy, browser, tmp_path, mo
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
     log = tmp_path / "dagster-dev.log"
     ui = [str(Path(sys.executable).parent / "cost-pipeline"), "ui", "--landing", str(night / "landing")]
+    dequeue_quickly(home)  # the launched run starts sooner
     with local_dagster([*ui, "--warehouse", str(night / "warehouse.duckdb")], {}, log) as url:
         with dg.DagsterInstance.from_config(str(home)) as instance:
             before = {run.run_id for run in instance.get_runs()}
