@@ -28,7 +28,15 @@ import pytest
 
 from cost_pipeline.cli import main
 from cost_pipeline.ingest.scheduler import SACCT_FIELDS
-from tests.helpers import append_demo_focus_lines, cli_night, demo_focus_line, query, scrape_metrics
+from tests.helpers import (
+    Night,
+    append_demo_focus_lines,
+    demo_focus_line,
+    nightly_assets_downstream_of,
+    partial_night,
+    query,
+    scrape_metrics,
+)
 
 # Its module-scoped fixture runs two nights once: the whole module goes to one worker.
 pytestmark = pytest.mark.xdist_group("running_jobs")
@@ -96,9 +104,39 @@ def sacct_export(state: str, end: str, elapsed: str, job: str = "6001") -> str:
     return "|".join(SACCT_FIELDS) + "\n" + "|".join(values[field] for field in SACCT_FIELDS) + "\n"
 
 
+# The raw assets of the sources night 1 adds files to (the registry, the sacct exports, the steps, the telemetry and
+# the FOCUS export) and of the one night 2 adds a file to (the sacct exports).
+NIGHT_1_SOURCES = (
+    ("raw", "batch_registry"),
+    ("raw", "scheduler_jobs"),
+    ("raw", "training_steps"),
+    ("raw", "device_samples_dcgm"),
+    ("raw", "billing_focus"),
+)
+NIGHT_2_SOURCES = (("raw", "scheduler_jobs"),)
+
+
+def _night_after(landing: Path, warehouse: Path, changed: tuple[tuple[str, ...], ...]) -> Night:
+    """The night after ``warehouse``'s whose ``changed`` sources' files changed, as ``cost-pipeline run`` prints it
+    and exits (``partial_night``): their raw assets and every asset of the nightly job downstream of them (the
+    compute, budget, forecast, energy and capacity marts, the history and publishing); the rest reads nothing the
+    change touches and stays as the night before built it."""
+    assert {
+        "marts/fct_runs",
+        "marts/fct_batch_budget",
+        "marts/fct_batch_forecast",
+        "marts/fct_batch_energy",
+        "marts/fct_capacity_reconciliation",
+        "marts/fct_batch_cost_history",
+        "published/marts",
+    } <= nightly_assets_downstream_of(changed).keys()
+    return partial_night(landing, warehouse, changed)
+
+
 @pytest.fixture(scope="module")
 def nights(demo_run, tmp_path_factory) -> dict[int, Path]:
-    """The warehouse after night 1 (6001 running) and after night 2 (6001 ended), each its own copy."""
+    """The warehouse after night 1 (6001 running) and after night 2 (6001 ended), each its own copy. Each night runs
+    only what its changed sources feed (``_night_after``)."""
     assert demo_run.succeeded
     root = tmp_path_factory.mktemp("running")
     landing = root / "landing"
@@ -117,13 +155,15 @@ def nights(demo_run, tmp_path_factory) -> dict[int, Path]:
     append_demo_focus_lines(landing, demo_focus_line(landing, R7_CLOUD, amount="5.00", batch_tag="R-7"))
     first = root / "night1.duckdb"
     shutil.copyfile(demo_run.warehouse, first)
-    assert cli_night(landing, first).code == 0
+    night_1 = _night_after(landing, first, NIGHT_1_SOURCES)
+    assert night_1.code == 0, night_1.out
     (landing / "scheduler" / "sacct_r1_2026-11-23.txt").write_text(
         sacct_export("COMPLETED", "2026-11-23T00:00:00", "3-00:00:00"), encoding="utf-8"
     )
     second = root / "night2.duckdb"
     shutil.copyfile(first, second)
-    assert cli_night(landing, second).code == 0
+    night_2 = _night_after(landing, second, NIGHT_2_SOURCES)
+    assert night_2.code == 0, night_2.out
     return {1: first, 2: second}
 
 
