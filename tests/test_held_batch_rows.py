@@ -19,7 +19,7 @@ import duckdb
 import pytest
 
 from cost_pipeline.cli import HELD_EXIT
-from tests.helpers import Night, cli_night, query
+from tests.helpers import Night, nightly_assets_downstream_of, partial_night, query
 
 pytestmark = pytest.mark.xdist_group("held_batch_rows")
 
@@ -31,6 +31,8 @@ ROUND_TEST = (
     "not_null_columns_stg_registry__rounds_batch_id__round_number__started_at__ended_at__source_file__source_line"
 )
 INVOICE_TEST = "in_contract_enumeration_stg_services__invoices_stage__service_stage"
+# The raw assets of the three lines' sources: the steps, the rounds and the invoices.
+SOURCES = (("raw", "training_steps"), ("raw", "batch_rounds"), ("raw", "service_invoices"))
 
 
 def _copy(demo_run, root: Path) -> tuple[Path, Path]:
@@ -41,18 +43,35 @@ def _copy(demo_run, root: Path) -> tuple[Path, Path]:
     return landing, warehouse
 
 
+def _night_after(landing: Path, warehouse: Path, tamper: tuple[str, ...] = ()) -> Night:
+    """The night after the demo's on a copy of it, after the ``tamper`` statements, as ``cost-pipeline run`` prints it
+    and exits (``partial_night``): the three lines' sources' raw assets and every asset of the nightly job downstream
+    of them (their staging models and tests, every mart they feed, the history and publishing); the rest reads
+    nothing the three lines touch and stays as the demo's night built it, in both nights alike."""
+    assert {
+        "staging/stg_steps__training_steps",
+        "staging/stg_registry__rounds",
+        "staging/stg_services__invoices",
+        "marts/fct_batch_costs",
+        "marts/fct_cash_book",
+        "marts/fct_gl_journal",
+        "published/marts",
+    } <= nightly_assets_downstream_of(SOURCES).keys()
+    return partial_night(landing, warehouse, SOURCES, tamper)
+
+
 @pytest.fixture(scope="module")
 def held(demo_run, tmp_path_factory: pytest.TempPathFactory) -> Night:
     landing, warehouse = _copy(demo_run, tmp_path_factory.mktemp("held"))
-    return cli_night(
+    return _night_after(
         landing,
         warehouse,
-        [
+        (
             f"update raw.training_steps set discarded_reason = 'bogus' where source_line = {STEP_LINE}",
             f"update raw.batch_rounds set ended_at = null where source_line = {ROUND_LINE}",
             f"update raw.service_invoices set stage = 'bogus' where source_file = '{INVOICES_FILE}' "
             f"and source_line = {INVOICE_LINE}",
-        ],
+        ),
     )
 
 
@@ -69,7 +88,7 @@ def quarantined(demo_run, tmp_path_factory: pytest.TempPathFactory) -> Night:
     _edit_line(landing / STEPS_FILE, STEP_LINE, '"discarded_reason": null', '"discarded_reason": "bogus"')
     _edit_line(landing / ROUNDS_FILE, ROUND_LINE, ",2026-11-05T00:00:00,", ",,")
     _edit_line(landing / INVOICES_FILE, INVOICE_LINE, ",ongoing_support,", ",bogus,")
-    return cli_night(landing, warehouse)
+    return _night_after(landing, warehouse)
 
 
 def _ledger(warehouse: Path, source_file: str) -> tuple:
