@@ -19,7 +19,7 @@ from cost_pipeline.ingest.lib.records import ParsedFile
 from cost_pipeline.ingest.lib.validate import validate_rows
 from cost_pipeline.ingest.registry import sources
 from tests.conftest import DemoRun
-from tests.helpers import cli_night, one_batch_landing, query, scrape_metrics
+from tests.helpers import nightly_assets_downstream_of, one_batch_landing, partial_night, query, scrape_metrics
 
 pytestmark = pytest.mark.xdist_group("kubernetes_events")
 
@@ -320,12 +320,33 @@ def _pod_scrapes(pod: str, gpu: int, first: datetime, effective: bool) -> list[s
     ]
 
 
+# The raw assets of the sources B-8's nights add files to: the event streams (both nights) and the dcgm-exporter
+# scrapes (night 1).
+EVENTS, SCRAPES = ("raw", "scheduler_events"), ("raw", "device_samples_dcgm")
+
+
+def _night_after(landing: Path, warehouse: Path, changed: tuple[tuple[str, ...], ...]) -> None:
+    """The night after ``warehouse``'s whose ``changed`` sources' files changed, as ``cost-pipeline run`` runs it and
+    exits 0 (``partial_night``): their raw assets and every asset of the nightly job downstream of them (the runs,
+    their samples' tiers and the capacity reconciliation among them); the rest reads nothing the change touches and
+    stays as the night before built it."""
+    assert {
+        "marts/fct_runs",
+        "marts/fct_capacity_reconciliation",
+        "intermediate/int_device_samples_attributed",
+        "intermediate/int_device_samples_tiered",
+        "intermediate/int_job_months_costed",
+    } <= nightly_assets_downstream_of(changed).keys()
+    night = partial_night(landing, warehouse, changed)
+    assert night.code == 0, night.out
+
+
 @pytest.fixture(scope="module")
 def b8_nights(demo_run: DemoRun, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """Two nights after the demo's, on a copy of it: night 1 with B-8's preempted jobs kp-1 to kp-3 (PREEMPTED_EVENTS),
     kx, node-k's telemetry and kq-1 (three independent scenarios: each test reads its own jobs), night 2 adding only
     events (kp-3's start, kp-1's late-exported preemption). A copy of the warehouse after night 1, and the warehouse
-    after night 2."""
+    after night 2. Each night runs only what its changed sources feed (``_night_after``)."""
     demo = demo_run.copy_to(tmp_path_factory.mktemp("b8_nights") / "demo")
     landing, warehouse = demo / "landing", demo / "warehouse.duckdb"
     lines = _pod_scrapes("kp-1-x7k2p", 0, datetime(2026, 11, 26, 0, 10, tzinfo=UTC), effective=True)
@@ -337,7 +358,7 @@ def b8_nights(demo_run: DemoRun, tmp_path_factory: pytest.TempPathFactory) -> tu
     (landing / "telemetry" / "node-k.prom").write_text("\n".join(lines) + "\n", encoding="utf-8")
     _write_b8_events(landing, PREEMPTED_EVENTS + KX_EVENTS, "k8s_b8.jsonl")
     _write_b8_events(landing, KQ_EVENTS, "k8s_b8_kq.jsonl")
-    assert cli_night(landing, warehouse).code == 0
+    _night_after(landing, warehouse, (EVENTS, SCRAPES))
     night_1 = demo / "night_1.duckdb"
     shutil.copyfile(warehouse, night_1)
     _write_b8_events(
@@ -349,7 +370,7 @@ def b8_nights(demo_run: DemoRun, tmp_path_factory: pytest.TempPathFactory) -> tu
         ],
         "k8s_b8_2.jsonl",
     )
-    assert cli_night(landing, warehouse).code == 0
+    _night_after(landing, warehouse, (EVENTS,))
     return night_1, warehouse
 
 
