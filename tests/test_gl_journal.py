@@ -23,7 +23,7 @@ from cost_pipeline.dagster_home import warehouse_instance
 from cost_pipeline.defs.monthly import JOURNAL
 from cost_pipeline.journal import JournalLine, Posting, adjustment_lines, adjustments, held_note, legacy_adjustments
 from cost_pipeline.monthly import month_folder
-from tests.helpers import DEMO_FOCUS, demo_focus_line, query
+from tests.helpers import DEMO_FOCUS, demo_focus_line, nightly_assets_downstream_of, query
 
 # Its module-scoped fixtures run once each: the whole module goes to one worker.
 pytestmark = pytest.mark.xdist_group("gl_journal")
@@ -48,6 +48,17 @@ NOVEMBER = [
 ]
 UNPRICED_STORAGE = [("CC-900", "6120"), ("CC-900", "2910")]
 LATE_INVOICE = "EW-0043,EvalWorks,B-8,ongoing_support,250.00,USD,2026-11-28,\n"
+# The raw assets of the invoices (the late invoice) and of the FOCUS export (retracted, then billed again).
+INVOICES, BILL = ("raw", "service_invoices"), ("raw", "billing_focus")
+
+
+def _night_after(landing: Path, warehouse: Path, changed: tuple[str, ...]) -> None:
+    """The night after ``warehouse``'s whose ``changed`` source's files changed, or were retracted: its raw asset and
+    every asset of the nightly job downstream of it (the cost lines, the batch costs and the journal among them);
+    the rest reads nothing the change touches and stays as the night before built it."""
+    keys = nightly_assets_downstream_of([changed])
+    assert {"marts/fct_cost_lines", "marts/fct_batch_costs", "marts/fct_gl_journal"} <= keys.keys()
+    assert run_pipeline(landing, warehouse, asset_keys=list(keys.values()))
 
 
 def _journal(capsys, warehouse: Path, month: str) -> tuple[int, list[dict[str, str]]]:
@@ -130,7 +141,7 @@ def restated(demo_run, tmp_path_factory) -> Restated:
     assert main(["journal", "--month", "2026-11", "--warehouse", str(warehouse), "--out", str(at_close)]) == 0
     header = (landing / "services" / "invoices_2026-11.csv").read_text(encoding="utf-8").splitlines()[0]
     (landing / "services" / "invoices_2026-11-late.csv").write_text(f"{header}\n{LATE_INVOICE}", encoding="utf-8")
-    assert run_pipeline(landing, warehouse)
+    _night_after(landing, warehouse, INVOICES)
     return Restated(warehouse, list(csv.DictReader(io.StringIO(at_close.read_text(encoding="utf-8")))))
 
 
@@ -228,12 +239,12 @@ def pending(demo_run, tmp_path_factory) -> Pending:
     landing, warehouse = root / "landing", root / "warehouse.duckdb"
     assert main(["close", "--month", "2026-11", "--warehouse", str(warehouse), "--by", "controller"]) == 0
     assert main(["retract", str(DEMO_FOCUS), "--reason", "restated", "--warehouse", str(warehouse)]) == 0
-    assert run_pipeline(landing, warehouse)
+    _night_after(landing, warehouse, BILL)
     held = _copy(warehouse, root / "held")
     header = (landing / DEMO_FOCUS).read_text(encoding="utf-8").splitlines()[0]
     export = landing / "billing" / "aws_focus_2026-11-restated.csv"
     export.write_text(f"{header}\n{demo_focus_line(landing, amount='120.00')}\n", encoding="utf-8")
-    assert run_pipeline(landing, warehouse)
+    _night_after(landing, warehouse, BILL)
     return Pending(held, _copy(warehouse, root / "billed"))
 
 
