@@ -109,6 +109,41 @@ def nightly_job():
     return defs.resolve_job_def("nightly_cost_refresh_job")
 
 
+def nightly_assets(selection) -> dict[str, list[str]]:
+    """The nightly job's assets in the Dagster ``selection`` (an ``AssetSelection``), as user strings to key paths
+    (``run_pipeline``'s ``asset_keys``). The manifest must be prepared (``nightly_job`` prepares it)."""
+    from cost_pipeline.definitions import defs
+    from cost_pipeline.defs.schedules import nightly_cost_refresh_job
+
+    keys = (selection & nightly_cost_refresh_job.selection).resolve(defs.resolve_asset_graph())
+    return {key.to_user_string(): key.path for key in sorted(keys)}
+
+
+def _selected(text: str | None) -> list[list[str]] | None:
+    """``run --select``: the key paths of the nightly job's assets ``text`` selects, in Dagster's asset selection
+    syntax (``key:raw/serving_requests+``: a source and every asset downstream of it); None without --select (every
+    asset). Raises ``SelectionError`` when it is no selection or selects none of them."""
+    if text is None:
+        return None
+    import dagster as dg
+
+    try:
+        selection = dg.AssetSelection.from_string(text)
+    except dg.DagsterError:
+        raise SelectionError(
+            f"--select {text!r} is not a Dagster asset selection (e.g. key:raw/serving_requests+)"
+        ) from None
+    nightly_job()  # the definitions, the dbt project parsed first as a run parses it
+    keys = nightly_assets(selection)
+    if not keys:
+        raise SelectionError(f"--select {text!r} selects none of the nightly job's assets")
+    return list(keys.values())
+
+
+class SelectionError(Exception):
+    """``run --select`` names no asset of the nightly job (exit 2)."""
+
+
 def _ui(landing: Path, warehouse: Path, host: str, port: int) -> int:
     """``dagster dev`` on the code location, in the warehouse's persistent Dagster home (``dagster_home``: the folder
     beside the warehouse unless ``DAGSTER_HOME`` is set), so the UI shows the runs of ``cost-pipeline run|demo``
@@ -648,6 +683,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--allow-empty", action="store_true", help="run even if the landing folder holds no files (else exit 7)"
     )
+    run.add_argument(
+        "--select",
+        metavar="SELECTION",
+        help="only these assets of the nightly job, in Dagster's asset selection syntax "
+        "('key:raw/serving_requests+': a source and every asset downstream of it); the rest stay as an earlier "
+        "run left them",
+    )
     for command in (demo, run):
         command.add_argument(
             "--config",
@@ -781,6 +823,13 @@ def _command(args: argparse.Namespace) -> int:
     except RunConfigError as wrong:
         print(f"cost-pipeline: --config {wrong}", file=sys.stderr)
         return 2
+    try:
+        if getattr(args, "select", None) is not None:
+            _point_at(args.landing, warehouse)  # the manifest is prepared for the warehouse's file name
+        asset_keys = _selected(getattr(args, "select", None))
+    except SelectionError as wrong:
+        print(f"cost-pipeline: {wrong}", file=sys.stderr)
+        return 2
     if args.command == "run" and not args.allow_empty and landing_is_empty(args.landing):
         print(
             f"cost-pipeline: landing folder {args.landing} holds no files: nothing to load; the warehouse is left "
@@ -793,7 +842,12 @@ def _command(args: argparse.Namespace) -> int:
         with warehouse_run_lock(warehouse):
             check_warehouse(warehouse)
             landing = write_demo_landing(args.dir / "landing") if args.command == "demo" else args.landing
-            ok, progress, findings = night(landing, warehouse, run_config, verbose=args.verbose)
+            if asset_keys is not None:
+                print(
+                    f"cost-pipeline: --select: {len(asset_keys)} of the nightly job's assets; the others stay as an "
+                    "earlier run left them"
+                )
+            ok, progress, findings = night(landing, warehouse, run_config, verbose=args.verbose, asset_keys=asset_keys)
     except WarehouseBusy as busy:
         print(f"cost-pipeline: {busy}", file=sys.stderr)
         return 3

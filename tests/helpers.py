@@ -111,20 +111,12 @@ def dbt_test(
     return finished.returncode, finished.stdout, results
 
 
-def nightly_assets(selection) -> dict[str, list[str]]:
-    """The nightly job's assets in the Dagster ``selection`` (an ``AssetSelection``), as user strings to key paths
-    (``run_pipeline``'s ``asset_keys``)."""
-    from cost_pipeline.definitions import defs
-    from cost_pipeline.defs.schedules import nightly_cost_refresh_job
-
-    keys = (selection & nightly_cost_refresh_job.selection).resolve(defs.resolve_asset_graph())
-    return {key.to_user_string(): key.path for key in keys}
-
-
 def nightly_assets_downstream_of(sources: Sequence[tuple[str, ...]]) -> dict[str, list[str]]:
     """The nightly job's assets that ``sources`` (raw asset keys) feed, themselves included: what a night after a
     change to those sources only must run again."""
     import dagster as dg
+
+    from cost_pipeline.cli import nightly_assets
 
     return nightly_assets(dg.AssetSelection.assets(*(dg.AssetKey(list(key)) for key in sources)).downstream())
 

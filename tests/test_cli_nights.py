@@ -16,8 +16,9 @@ import dagster as dg
 import duckdb
 import pytest
 
-from cost_pipeline.cli import main, run_log
+from cost_pipeline.cli import main, nightly_assets, run_log
 from cost_pipeline.dagster_home import dagster_home
+from cost_pipeline.fingerprint import table_fingerprints
 from cost_pipeline.ingest.lib.warehouse import IngestReport
 from tests.conftest import DemoRun
 from tests.helpers import DEMO_CLOUD_JOB, append_demo_focus_lines, demo_focus_line
@@ -202,6 +203,56 @@ def test_an_empty_landing_folder_is_refused_unless_allowed(tmp_path, capsys):
     argv = ["run", "--landing", str(landing), "--warehouse", str(warehouse), "--allow-empty", "--config", str(missing)]
     assert main(argv) == 2
     assert "missing.yaml" in capsys.readouterr().err
+
+
+REQUESTS_AND_DOWNSTREAM = "key:raw/serving_requests+"
+
+
+def test_run_select_runs_only_the_selected_assets_and_leaves_the_rest_as_they_were(demo_copy, monkeypatch):
+    """``run --select``: a requests file changed since the demo's night, and only the requests' raw asset and what
+    it feeds run: one line per selected asset, their figures rebuilt (one request fewer), every other mart as the
+    demo's night built it, and the command's exit rules (0)."""
+    landing, warehouse = demo_copy / "landing", demo_copy / "warehouse.duckdb"
+    requests = landing / "requests" / "requests_2026-11.jsonl"
+    requests.write_text("".join(requests.read_text(encoding="utf-8").splitlines(keepends=True)[:-1]), "utf-8")
+    selected = nightly_assets(dg.AssetSelection.from_string(REQUESTS_AND_DOWNSTREAM))
+    assert {"raw/serving_requests", "marts/fct_service_month", "published/marts"} <= selected.keys()
+    assert "marts/fct_batch_costs" not in selected
+    before = table_fingerprints(warehouse, "marts")
+    for name in ("DAGSTER_HOME", "COST_LANDING_DIR", "COST_WAREHOUSE"):  # restored after the test
+        monkeypatch.delenv(name, raising=False)
+
+    night = _night(
+        ["run", "--landing", str(landing), "--warehouse", str(warehouse), "--select", REQUESTS_AND_DOWNSTREAM]
+    )
+
+    assert night.code == 0, night.err
+    assert f"cost-pipeline: --select: {len(selected)} of the nightly job's assets;" in night.out
+    printed = {line.split()[0] for line in night.out.splitlines() if re.match(r"^[a-z]+/\S+ ", line)}
+    assert printed == selected.keys()
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        assert con.execute("select count(*) from raw.serving_requests").fetchall() == [(759,)]
+        assert con.execute("select sum(requests_completed) from marts.fct_service_month").fetchall() == [(679,)]
+    after = table_fingerprints(warehouse, "marts")
+    rebuilt = {f"marts/{table}" for table in before if after[table] != before[table]}
+    assert rebuilt and rebuilt <= selected.keys()
+    assert after["fct_batch_costs"] == before["fct_batch_costs"]
+
+
+@pytest.mark.parametrize(
+    ("selection", "said"),
+    [("key:raw/serving_requests and", "is not a Dagster asset selection"), ("key:raw/nope", "selects none")],
+)
+def test_a_selection_of_no_asset_is_refused_in_one_line(tmp_path, capsys, monkeypatch, selection, said):
+    landing, warehouse = tmp_path / "landing", tmp_path / "warehouse.duckdb"
+    (landing / "scheduler").mkdir(parents=True)
+    (landing / "scheduler" / "sacct.txt").write_text("x\n", encoding="utf-8")
+    for name in ("COST_LANDING_DIR", "COST_WAREHOUSE"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["run", "--landing", str(landing), "--warehouse", str(warehouse), "--select", selection]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and said in error and repr(selection) in error, error
+    assert not warehouse.exists() and not dagster_home(warehouse).exists()
 
 
 def test_version_and_help_are_plain_text(capsys):

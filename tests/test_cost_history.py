@@ -12,8 +12,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from cost_pipeline.cli import run_pipeline
-from tests.helpers import nightly_assets, nightly_assets_downstream_of
+from cost_pipeline.cli import nightly_assets, run_pipeline
+from tests.helpers import nightly_assets_downstream_of
 
 # The two late files share one night (a module-scoped fixture): the module's tests run on one worker.
 pytestmark = pytest.mark.xdist_group("cost_history")
