@@ -23,45 +23,48 @@ from cost_pipeline.dbt_setup import prepare_manifest
 from tests.helpers import query
 
 # Test files whose tests run several whole nights (or sqlfluff over every model), longest first (their time on one
-# worker, measured). The workers take tests in this order (pyproject's --no-loadscope-reorder: a grouped file is not
-# moved by its number of tests), so the long ones never run alone at the end while the other worker is idle; the many
-# quick tests fill the gaps. The order only moves work: a file left off this list still runs, after those on it.
+# worker, from the slowest tests of the last full run: README command 2 at 5887f9f). The workers take tests in this
+# order (pyproject's --no-loadscope-reorder: a grouped file is not moved by its number of tests), so the long ones
+# never run alone at the end while the other worker is idle; the many quick tests fill the gaps. The order only moves
+# work: a file left off this list still runs, after those on it.
 LONGEST_FIRST = (
     "test_spark.py",
     "test_kill_recovery.py",
     "test_redelivery.py",
     "test_dbt_failures.py",
-    "test_serving_end_to_end.py",
     "test_style.py",
+    "test_serving_end_to_end.py",
     "test_device_samples_incremental.py",
-    "test_gl_journal.py",
+    "test_fuzz_ingest.py",
     "test_daemon_sensor.py",
+    "test_running_jobs.py",
+    "test_rerun_determinism.py",
+    "test_device_sample_clusters.py",
+    "test_gl_journal.py",
     "test_dbt_setup.py",
     "test_kubernetes_events.py",
     "test_capacity_months.py",
-    "test_running_jobs.py",
-    "test_confidentiality.py",
     "test_publish.py",
     "test_cost_history.py",
     "test_retraction_history.py",
+    "test_litellm_requests.py",
+    "test_confidentiality.py",
     "test_partial_publish.py",
     "test_cli_nights.py",
     "test_focus_export.py",
-    "test_device_sample_clusters.py",
     "test_batch_costs.py",
+    "test_ui_end_to_end.py",
     "test_dbt_warm.py",
     "test_held_batch_rows.py",
+    "test_shared_gpus_night.py",
     "test_mig_night.py",
-    "test_ui_end_to_end.py",
+    "test_hostile_names.py",
     "test_dg_cli.py",
     "test_focus_validator.py",
-    "test_rerun_determinism.py",
     "test_storage.py",
     "test_unpriced.py",
     "test_job_key.py",
     "test_waiting.py",
-    "test_litellm_requests.py",
-    "test_fuzz_ingest.py",
 )
 
 
