@@ -24,7 +24,7 @@ from typing import Any
 
 import duckdb
 
-from cost_pipeline.ingest.lib.warehouse import quote
+from cost_pipeline.ingest.lib.warehouse import insert_rows, quote
 
 TABLE = "ops.model_builds"
 BUILT = "built"
@@ -75,11 +75,8 @@ def _write(con: duckdb.DuckDBPyConnection, rows: list[tuple[str, str, str, str]]
     if not rows:
         return
     at = datetime.now(UTC)
-    # One statement for every row: executemany runs one per row, about 2 ms each.
-    con.execute(
-        f"insert or replace into {TABLE} values " + ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(rows)),
-        [value for unique_id, schema, name, status in rows for value in (unique_id, schema, name, status, run_id, at)],
-    )
+    columns = ("unique_id", "model_schema", "model_name", "status", "run_id", "recorded_at")
+    insert_rows(con, TABLE, columns, [(*row, run_id, at) for row in rows], or_replace=True)
 
 
 def _named(manifest: Mapping[str, Any], unique_id: str) -> tuple[str, str]:

@@ -55,13 +55,12 @@ from cost_pipeline.ingest.lib.records import (
 )
 from cost_pipeline.ingest.lib.reuse import FileStat, count_reused, loader_sha256, remember_loaded, reusable_files
 from cost_pipeline.ingest.lib.warehouse import (
+    FileLedger,
     FirstSeen,
     IngestReport,
     begin_source,
     file_pattern,
     quote,
-    record_duplicate,
-    record_file,
     retracted_contents,
     retracted_copy,
     retracted_files,
@@ -717,19 +716,20 @@ def _write_checked(
         by_rule = con.execute(
             "select failed_rule, count(*) from checked_rows where failed_rule is not null group by failed_rule"
         ).fetchall()
+        ledger = FileLedger(name, report)
         for source_file, sha, rejections in files:
             if source_file in copy_of:
                 records = max(1, copied_rows.get(source_file, 0) + sum(r.records for r in rejections))
-                copied = [retracted_copy(copy_of[source_file], records)]
-                record_file(con, name, source_file, sha, records, 0, copied, report)
+                ledger.file(source_file, sha, records, 0, [retracted_copy(copy_of[source_file], records)])
                 continue
             if source_file in duplicate_of:
-                record_duplicate(con, name, source_file, sha, duplicate_of[source_file], report)
+                ledger.duplicate(source_file, sha, duplicate_of[source_file])
                 continue
             staged, failed = counts.get(source_file, (0, 0))
             staged += read_again[source_file].staged if source_file in read_again else 0
             rows_in = staged + failed + sum(r.records for r in rejections)
-            record_file(con, name, source_file, sha, rows_in, staged, rejections, report, checked_in_database=failed)
+            ledger.file(source_file, sha, rows_in, staged, rejections, checked_in_database=failed)
+        ledger.write(con)
         report.by_rule.update(dict(by_rule))
         report.rows_quarantined += sum(failed for _, failed in counts.values())
         report.examples.extend(Rejection(line, rule, message).describe(f) for f, line, rule, message in examples)

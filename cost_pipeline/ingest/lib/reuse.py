@@ -39,6 +39,7 @@ from cost_pipeline.ingest.lib.warehouse import (
     HELD_RULE,
     IngestReport,
     contract_columns,
+    insert_rows,
     raw_columns,
     retracted_files,
 )
@@ -49,6 +50,17 @@ if TYPE_CHECKING:
 
 RACY_NS = 2 * 10**9  # coarse file-system clocks tick in up to 2 s
 
+_LOADED_COLUMNS = (
+    "source",
+    "source_file",
+    "file_sha256",
+    "file_size",
+    "modified_ns",
+    "changed_ns",
+    "inode",
+    "device",
+    "loader_sha256",
+)
 _LOADED_DDL = """
 create table if not exists ops.loaded_files (
     source varchar not null,
@@ -168,8 +180,7 @@ def remember_loaded(
     rows = [[name, f, sha, *vars(stat).values(), loader] for f, (sha, stat) in hashed.items() if sha != UNREAD_SHA256]
     _create_loaded_files(con)  # a source that reuses nothing (an S3 inventory) remembers its files all the same
     con.execute("delete from ops.loaded_files where source = ?", [name])
-    if rows:
-        con.executemany("insert into ops.loaded_files values (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    insert_rows(con, "ops.loaded_files", _LOADED_COLUMNS, rows)
 
 
 def count_reused(con: duckdb.DuckDBPyConnection, name: str, reused: Sequence[str], report: IngestReport) -> None:
