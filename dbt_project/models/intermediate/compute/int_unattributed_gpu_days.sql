@@ -5,8 +5,9 @@
 -- at max_gap_factor x the nominal interval; a sample delivered twice counts once. A MIG instance's sample counts its
 -- share of the GPU (its slices over the GPU's total, docs/fractional_gpus.md). A GPU is its cluster, host and index;
 -- a copy naming no cluster is of the one cluster the same GPU's (or instance's) other unattributed copies name that
--- day (macros/gpu_clusters.sql, as int_gpu_share_days resolves a job's copies), so a file delivered again with the
--- cluster column added is one GPU, counted once, not its cluster's and an unnamed one.
+-- day, else of the one cluster a holder's copies of its instant name beside none (macros/gpu_clusters.sql, as
+-- int_gpu_share_days resolves a copy no job claims), so a file delivered again with the cluster column added is one
+-- GPU, counted once, not its cluster's and an unnamed one: also when another cluster's gpu-01 reports that day.
 -- The day's last sample of a GPU stands for time that runs into a later day, so the day leaves it open: a row
 -- states the seconds of its other samples (gpu_seconds), and whether it holds the last one (last_sample) with its
 -- share of the GPU (last_sample_share); fct_unattributed_gpu_hours closes it with the GPU's first unattributed
@@ -42,13 +43,44 @@ gpu_clusters as (
     {{ gpu_clusters('samples', by_day=true, of_jobs=false) }}
 ),
 
--- Each sample with the cluster of its GPU (gpu_cluster): its own, else the one its GPU's other copies that day name.
+-- Who holds a mixed GPU (or instance) at each instant of its unattributed copies: its job label (the copies' job_id,
+-- as int_gpu_share_days' holder of a copy no job claims), under the cluster each copy names ('': none). Only the mixed
+-- GPUs' copies: a few, and none when every copy names its cluster or none does.
+held as (
+    select distinct
+        coalesce(samples.cluster, '') as cluster_key,
+        samples.hostname,
+        samples.gpu_index,
+        mixed_gpus.instance_key,
+        samples.sampled_at,
+        samples.job_id as holder
+    from samples
+    inner join mixed_gpus
+        on samples.hostname = mixed_gpus.hostname
+        and samples.gpu_index = mixed_gpus.gpu_index
+        and coalesce(samples.gpu_instance_id, -1) = mixed_gpus.instance_key
+),
+
+-- The cluster the copies naming none are of at an instant, when the day names no one cluster for the GPU (gpu-01 of
+-- two clusters, one of whose files was delivered again with the cluster column): the one named cluster of a holder
+-- whose copies of that instant name it and none, as int_gpu_share_days resolves it (macros/gpu_clusters.sql).
+unnamed_clusters as (
+    {{ unnamed_clusters('held') }}
+),
+
+-- Each sample with the cluster of its GPU (gpu_cluster): its own, else the one its GPU's other copies that day name,
+-- else the one its instant's copies name (unnamed_clusters).
 clustered as (
     select
         samples.*,
-        coalesce(samples.cluster, gpu_clusters.cluster) as gpu_cluster
+        coalesce(samples.cluster, gpu_clusters.cluster, unnamed_clusters.cluster_key) as gpu_cluster
     from samples
     {{ join_gpu_clusters('samples', none, by_day=true) }}
+    left join unnamed_clusters
+        on samples.hostname = unnamed_clusters.hostname
+        and samples.gpu_index = unnamed_clusters.gpu_index
+        and coalesce(samples.gpu_instance_id, -1) = unnamed_clusters.instance_key
+        and samples.sampled_at = unnamed_clusters.sampled_at
 ),
 
 {{ tier_rule_ctes() }}
