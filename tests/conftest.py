@@ -40,6 +40,7 @@ LONGEST_FIRST = (
     "test_running_jobs.py",
     "test_rerun_determinism.py",
     "test_device_sample_clusters.py",
+    "test_unattributed_redelivery.py",
     "test_gl_journal.py",
     "test_dbt_setup.py",
     "test_kubernetes_events.py",
