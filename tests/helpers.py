@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,14 +111,27 @@ def dbt_test(
     return finished.returncode, finished.stdout, results
 
 
-def nightly_assets_downstream_of(sources: Sequence[tuple[str, ...]]) -> dict[str, list[str]]:
+def nightly_assets_downstream_of(
+    sources: Sequence[tuple[str, ...]], covering: Iterable[str] = ()
+) -> dict[str, list[str]]:
     """The nightly job's assets that ``sources`` (raw asset keys) feed, themselves included: what a night after a
-    change to those sources only must run again."""
+    change to those sources only must run again. ``covering``: the assets (``marts/fct_batch_costs``) a test reads
+    after such a night, which must be among them (``assert_covers``)."""
     import dagster as dg
 
     from cost_pipeline.cli import nightly_assets
 
-    return nightly_assets(dg.AssetSelection.assets(*(dg.AssetKey(list(key)) for key in sources)).downstream())
+    keys = nightly_assets(dg.AssetSelection.assets(*(dg.AssetKey(list(key)) for key in sources)).downstream())
+    assert_covers(keys, covering, f"downstream of {', '.join('/'.join(key) for key in sources)}")
+    return keys
+
+
+def assert_covers(selected: Iterable[str], covering: Iterable[str], selection: str) -> None:
+    """Every asset of ``covering`` (user strings, ``marts/fct_batch_costs``) is in ``selected``: a partial night does
+    not leave an asset its test reads as the night before built it. ``selection`` names the selection in the
+    message."""
+    missing = sorted(set(covering) - set(selected))
+    assert not missing, f"not in the night's selection ({selection}), so not built again: {', '.join(missing)}"
 
 
 @dataclass(frozen=True)
@@ -132,11 +145,30 @@ class Night:
     err: str
 
 
-def cli_night(landing: Path, warehouse: Path, tamper: Sequence[str] = ()) -> Night:
+def cli_night(
+    landing: Path,
+    warehouse: Path,
+    tamper: Sequence[str] = (),
+    select: str | None = None,
+    covering: Iterable[str] = (),
+) -> Night:
     """``cost-pipeline run`` on ``landing`` and ``warehouse``, after the ``tamper`` statements on the warehouse (raw
-    rows changed behind the contract's back, as a defect of the contract would let them through)."""
+    rows changed behind the contract's back, as a defect of the contract would let them through). ``select``: only
+    those assets of the nightly job (``run --select``, Dagster's asset selection syntax: ``key:raw/serving_requests+``
+    is that source and every asset downstream of it), which must include every asset of ``covering``
+    (``assert_covers``)."""
     from cost_pipeline.cli import main
 
+    selected: list[str] = []
+    if select is not None:
+        import dagster as dg
+
+        from cost_pipeline.cli import nightly_assets
+
+        assert_covers(nightly_assets(dg.AssetSelection.from_string(select)), covering, select)
+        selected = ["--select", select]
+    else:
+        assert not covering, "covering names what a partial night (select) must run; a whole night runs everything"
     with duckdb.connect(str(warehouse)) as con:
         for statement in tamper:
             con.execute(statement)
@@ -144,24 +176,29 @@ def cli_night(landing: Path, warehouse: Path, tamper: Sequence[str] = ()) -> Nig
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("DAGSTER_HOME", raising=False)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(["run", "--landing", str(landing), "--warehouse", str(warehouse)])
+            code = main(["run", "--landing", str(landing), "--warehouse", str(warehouse), *selected])
     return Night(landing, warehouse, code, out.getvalue(), err.getvalue())
 
 
 def partial_night(
-    landing: Path, warehouse: Path, sources: Sequence[tuple[str, ...]], tamper: Sequence[str] = ()
+    landing: Path,
+    warehouse: Path,
+    sources: Sequence[tuple[str, ...]],
+    tamper: Sequence[str] = (),
+    covering: Iterable[str] = (),
 ) -> Night:
     """``cli_night``'s night, of only ``sources``' raw assets (their files changed since the night before) and every
     asset of the nightly job downstream of them (``nightly_assets_downstream_of``): the rest reads nothing the change
-    touches and stays as the night before built it. Printed and ended as ``cost-pipeline run`` does
-    (``cost_pipeline.cli.night`` and ``exit_code``); the command's own stderr lines are not kept here."""
+    touches and stays as the night before built it. ``covering``: the assets its test reads, which must be among
+    them. Printed and ended as ``cost-pipeline run`` does (``cost_pipeline.cli.night`` and ``exit_code``); the
+    command's own stderr lines are not kept here (``cli_night`` with ``select`` keeps them)."""
     from cost_pipeline.cli import exit_code, night
 
+    keys = list(nightly_assets_downstream_of(sources, covering).values())
     with duckdb.connect(str(warehouse)) as con:
         for statement in tamper:
             con.execute(statement)
     out = io.StringIO()
-    keys = list(nightly_assets_downstream_of(sources).values())
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("DAGSTER_HOME", raising=False)
         ok, _, findings = night(landing, warehouse, {}, verbose=False, out=out, asset_keys=keys)

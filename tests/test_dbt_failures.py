@@ -9,7 +9,10 @@ published, the summary names them and the CLI exits 12. Otherwise the night fail
 
 The nights below are the session's demo night run again on a copy whose raw requests were changed behind the
 contract's back, as a defect of the contract would let them through: the requests file is unchanged, so the night
-keeps its raw rows (the incremental load) and dbt sees the bad values.
+keeps its raw rows (the incremental load) and dbt sees the bad values. The held night is whole (its test reads every
+holdable source's check); the nights after it, or after a change to the requests alone, run only the requests and
+what they feed (``run --select REQUESTS_DOWNSTREAM``): nothing else reads the requests, and the rest stays as the
+night before built it.
 """
 
 from __future__ import annotations
@@ -134,16 +137,17 @@ def test_the_root_cause_is_the_first_failed_test_with_its_files_and_lines():
 
 
 def _night(
-    root: Path, landing_from: Path, warehouse_from: Path, tamper: list[str], files: dict[str, str] | None = None
+    root: Path, landing_from: Path, warehouse_from: Path, tamper: list[str], covering: tuple[str, ...] | None = None
 ) -> Night:
-    """The nightly job on copies of a landing folder (with ``files`` added) and of a warehouse, after ``tamper``
-    statements on the copy's raw tables."""
+    """``cost-pipeline run`` on copies of a landing folder and of a warehouse, after ``tamper`` statements on the
+    copy's raw tables: the whole nightly job, or with ``covering`` (the assets the test reads, which must be among
+    them) only the requests and what they feed (``--select REQUESTS_DOWNSTREAM``)."""
     landing, warehouse = root / "landing", root / "warehouse.duckdb"
     shutil.copytree(landing_from, landing)
-    for name, text in (files or {}).items():
-        (landing / name).write_text(text, encoding="utf-8")
     shutil.copy2(warehouse_from, warehouse)
-    return cli_night(landing, warehouse, tamper)
+    if covering is None:
+        return cli_night(landing, warehouse, tamper)
+    return cli_night(landing, warehouse, tamper, select=REQUESTS_DOWNSTREAM, covering=covering)
 
 
 def _requests_night(root: Path, landing_from: Path, warehouse_from: Path, tamper: list[str]) -> Path:
@@ -174,6 +178,8 @@ REQUESTS_STAGING = ("staging", "stg_serving__requests")
 # The requests' raw asset (with its no_held_rows check), their staging model and the costed requests, each with its
 # tests.
 REQUEST_ASSETS = [("raw", "serving_requests"), REQUESTS_STAGING, ("intermediate", "int_requests_costed")]
+# A night after a change to the requests alone: their raw asset and every asset of the nightly job downstream of it.
+REQUESTS_DOWNSTREAM = "key:raw/serving_requests+"
 
 
 @pytest.fixture(scope="module")
@@ -290,7 +296,13 @@ def test_held_rows_of_a_gone_file_are_tested_again_and_released_when_they_pass(d
     the quarantine's copy and are tested again. Lines 5 and 7, mended, pass and count; line 9 still fails and is
     held again."""
     landing, mended = _gone(demo_run, held_night, tmp_path, {5: ["status"], 7: ["status"]})
-    night = _night(tmp_path / "night", landing, held_night.warehouse, mended)
+    night = _night(
+        tmp_path / "night",
+        landing,
+        held_night.warehouse,
+        mended,
+        covering=("raw/serving_requests", "staging/stg_serving__requests", "intermediate/int_requests_costed"),
+    )
     assert night.code == HELD_EXIT, night.err
     assert f"failed dbt test {STATUS_TEST}" not in night.out
     assert f"  held: 1 row(s) of serving_requests passed the contract and failed dbt test {NOT_NULL_TEST}" in night.out
@@ -362,7 +374,13 @@ def test_every_delivery_of_a_failing_record_is_held_so_no_older_one_takes_its_pl
     assert RESENT_FILE < REQUESTS_FILE
     assert query(warehouse, kept, [request_id]) == [(RESENT_FILE, 1)]
     bad = f"update raw.serving_requests set status = 'bogus' where source_file = '{RESENT_FILE}' and source_line = 1"
-    night = _night(tmp_path / "night", landing, warehouse, [bad])
+    night = _night(
+        tmp_path / "night",
+        landing,
+        warehouse,
+        [bad],
+        covering=("raw/serving_requests", "staging/stg_serving__requests", "intermediate/int_requests_costed"),
+    )
     assert night.code == HELD_EXIT, night.out + night.err
     assert (
         f"  held: 1 row(s) of serving_requests passed the contract and failed dbt test {STATUS_TEST} (first: "
@@ -496,6 +514,7 @@ def test_a_failing_row_that_is_not_a_landing_row_fails_the_night_naming_the_test
         demo_run.landing,
         demo_run.warehouse,
         ["update raw.serving_requests set input_tokens = null where source_line = 5"],
+        covering=("raw/serving_requests", "intermediate/int_requests_costed"),
     )
     assert night.code == 1, night.err
     test = next(
