@@ -28,15 +28,7 @@ import pytest
 
 from cost_pipeline.cli import main
 from cost_pipeline.ingest.scheduler import SACCT_FIELDS
-from tests.helpers import (
-    Night,
-    append_demo_focus_lines,
-    demo_focus_line,
-    nightly_assets_downstream_of,
-    partial_night,
-    query,
-    scrape_metrics,
-)
+from tests.helpers import append_demo_focus_lines, demo_focus_line, partial_night, query, scrape_metrics
 
 # Its module-scoped fixture runs two nights once: the whole module goes to one worker.
 pytestmark = pytest.mark.xdist_group("running_jobs")
@@ -114,29 +106,24 @@ NIGHT_1_SOURCES = (
     ("raw", "billing_focus"),
 )
 NIGHT_2_SOURCES = (("raw", "scheduler_jobs"),)
-
-
-def _night_after(landing: Path, warehouse: Path, changed: tuple[tuple[str, ...], ...]) -> Night:
-    """The night after ``warehouse``'s whose ``changed`` sources' files changed, as ``cost-pipeline run`` prints it
-    and exits (``partial_night``): their raw assets and every asset of the nightly job downstream of them (the
-    compute, budget, forecast, energy and capacity marts, the history and publishing); the rest reads nothing the
-    change touches and stays as the night before built it."""
-    assert {
-        "marts/fct_runs",
-        "marts/fct_batch_budget",
-        "marts/fct_batch_forecast",
-        "marts/fct_batch_energy",
-        "marts/fct_capacity_reconciliation",
-        "marts/fct_batch_cost_history",
-        "published/marts",
-    } <= nightly_assets_downstream_of(changed).keys()
-    return partial_night(landing, warehouse, changed)
+# What the tests read after each night: the compute, budget, forecast, energy and capacity marts, the history and
+# publishing; downstream of either night's sources (``partial_night``'s covering), so built again by both.
+READ = (
+    "marts/fct_runs",
+    "marts/fct_batch_budget",
+    "marts/fct_batch_forecast",
+    "marts/fct_batch_energy",
+    "marts/fct_capacity_reconciliation",
+    "marts/fct_batch_cost_history",
+    "published/marts",
+)
 
 
 @pytest.fixture(scope="module")
 def nights(demo_run, tmp_path_factory) -> dict[int, Path]:
     """The warehouse after night 1 (6001 running) and after night 2 (6001 ended), each its own copy. Each night runs
-    only what its changed sources feed (``_night_after``)."""
+    only its changed sources' raw assets and every asset of the nightly job downstream of them (``partial_night``):
+    the rest reads nothing the change touches and stays as the night before built it."""
     assert demo_run.succeeded
     root = tmp_path_factory.mktemp("running")
     landing = root / "landing"
@@ -155,14 +142,14 @@ def nights(demo_run, tmp_path_factory) -> dict[int, Path]:
     append_demo_focus_lines(landing, demo_focus_line(landing, R7_CLOUD, amount="5.00", batch_tag="R-7"))
     first = root / "night1.duckdb"
     shutil.copyfile(demo_run.warehouse, first)
-    night_1 = _night_after(landing, first, NIGHT_1_SOURCES)
+    night_1 = partial_night(landing, first, NIGHT_1_SOURCES, covering=READ)
     assert night_1.code == 0, night_1.out
     (landing / "scheduler" / "sacct_r1_2026-11-23.txt").write_text(
         sacct_export("COMPLETED", "2026-11-23T00:00:00", "3-00:00:00"), encoding="utf-8"
     )
     second = root / "night2.duckdb"
     shutil.copyfile(first, second)
-    night_2 = _night_after(landing, second, NIGHT_2_SOURCES)
+    night_2 = partial_night(landing, second, NIGHT_2_SOURCES, covering=READ)
     assert night_2.code == 0, night_2.out
     return {1: first, 2: second}
 
