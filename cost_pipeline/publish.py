@@ -53,7 +53,7 @@ from cost_pipeline import duckdb_session
 from cost_pipeline.contract import Complement, OverVersions, available_versions, load_contract
 from cost_pipeline.duckdb_memory import limit_memory
 from cost_pipeline.fingerprint import PUBLISHED_AT
-from cost_pipeline.ingest.lib.warehouse import quote
+from cost_pipeline.ingest.lib.warehouse import insert_rows, quote
 from cost_pipeline.model_builds import unbuilt
 
 FINANCE = "finance"
@@ -218,11 +218,12 @@ def engineering_blanks(con: duckdb.DuckDBPyConnection, source: str) -> dict[str,
     for table, rule in over_versions().items():
         primary, _ = rules.get(table, ("false", ()))
         versions = _blanked_versions(con, source, table, rule, primary, least)
-        if versions:  # DuckDB's executemany refuses an empty list
-            con.executemany(
-                f"insert into {_BLANKED_VERSIONS} values (?, ?, ?, ?)",
-                [(table, str(key), version, latest) for key, version, latest in versions],
-            )
+        insert_rows(
+            con,
+            _BLANKED_VERSIONS,
+            ("history", "key", "version", "latest"),
+            [(table, str(key), version, latest) for key, version, latest in versions],
+        )
         key = f"b.history = '{table}' and b.key = cast(t.{quote(rule.key)} as varchar)"
         blanks.setdefault(table, []).append(
             (

@@ -422,20 +422,13 @@ def insert_rows(
     rows: Sequence[Sequence[object]],
     or_replace: bool = False,
 ) -> None:
-    """Insert ``rows`` (values in the order of ``columns``) into ``table`` (``schema.name``) in one statement, each
-    column one list of the table's type for it; ``or_replace``: ``insert or replace``. DuckDB's ``executemany`` runs
-    a statement per row (about 1 ms each), and a ``values`` list of many rows binds every value on its own: 5,000
-    quarantine rows took 0.9 s and 1.1 s that way, 56 ms as one list a column."""
+    """Insert ``rows`` (values in the order of ``columns``) into ``table`` in one statement, each column one list of
+    the table's type for it; ``or_replace``: ``insert or replace``. DuckDB's ``executemany`` runs a statement per row
+    (about 1 ms each), and a ``values`` list of many rows binds every value on its own: 5,000 quarantine rows took
+    0.9 s and 1.1 s that way, 56 ms as one list a column."""
     if not rows:
         return
-    schema, name = table.split(".")
-    types = dict(
-        con.execute(
-            "select column_name, data_type from duckdb_columns() "
-            "where database_name = current_database() and schema_name = ? and table_name = ?",
-            [schema, name],
-        ).fetchall()
-    )
+    types = {name: sql_type for name, sql_type, *_ in con.execute(f"describe {table}").fetchall()}
     names = ", ".join(quote(column) for column in columns)
     lists = ", ".join(f"unnest(?::{types[column]}[])" for column in columns)
     verb = "insert or replace" if or_replace else "insert"
