@@ -8,13 +8,19 @@ hosts no allocation held, spare-01 and spare-02 of cluster alpha, report GPU 0 i
 the nominal 60 s), 600 GPU-seconds a GPU. The first night's file names no cluster; the next night alpha's site
 delivers the same samples again with the cluster column, and cluster beta, which has a host spare-01 too, delivers
 its spare-01's GPU 0 idle at 20 s past each of the same minutes (its own 600 GPU-seconds) with its cluster named.
-The nights run only the device samples' source and what it feeds (``partial_night``)."""
+That night also a sample some job claims, delivered both naming no cluster and naming it: spare-03 is a host of
+alpha and of beta, and both clusters' sacct exports have a job on it over the same ten minutes (alpha's JobID 7001,
+beta's 7002, one GPU each); its GPU 0's samples come naming no cluster (so two clusters' jobs hold the host:
+``several_jobs_on_host``) and, from alpha's site, naming alpha (alpha's job only: 7001's, by host and time).
+The nights run only the device samples' source (the second night the sacct exports' too) and what they feed
+(``partial_night``)."""
 
 from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -24,10 +30,17 @@ from tests.helpers import DEVICE_SAMPLES_HEADER, partial_night, query
 pytestmark = pytest.mark.xdist_group("unattributed_redelivery")
 
 SOURCES = [("raw", "device_samples")]
+SECOND_NIGHT_SOURCES = [*SOURCES, ("raw", "scheduler_jobs")]
 START = datetime(2026, 11, 3, 23, 55)
 MONTH = date(2026, 11, 1)
 MINUTES = 10
 HOSTS = ("spare-01", "spare-02")
+# The host of alpha and of beta that both clusters' jobs hold at once, and each cluster's job on it.
+HELD_HOST = "spare-03"
+HELD_JOBS = {"alpha": "7001", "beta": "7002"}
+SACCT_HEADER = (
+    "JobID|JobIDRaw|Cluster|State|Submit|Start|End|Elapsed|Timelimit|NNodes|NodeList|ReqTRES|AllocTRES|Comment"
+)
 
 
 def _samples(host: str, cluster: str | None, seconds: int = 0) -> list[str]:
@@ -72,12 +85,51 @@ def _shares(warehouse: Path) -> list[tuple]:
     )
 
 
+def _sacct(cluster: str) -> str:
+    """``cluster``'s sacct export: its job on HELD_HOST, one GPU, submitted five minutes before START and ended
+    MINUTES after it (a demo batch's training)."""
+    job = HELD_JOBS[cluster]
+    end = START + timedelta(minutes=MINUTES)
+    line = (
+        f"{job}|{job}|{cluster}|COMPLETED|{START - timedelta(minutes=5):%Y-%m-%dT%H:%M:%S}|{START:%Y-%m-%dT%H:%M:%S}|"
+        f"{end:%Y-%m-%dT%H:%M:%S}|00:{MINUTES:02d}:00|01:00:00|1|{HELD_HOST}|cpu=8,gres/gpu=1,node=1|"
+        "cpu=8,gres/gpu=1,node=1|batch=B-1;phase=training;reason=planned_experiment"
+    )
+    return f"{SACCT_HEADER}\n{line}\n"
+
+
+def _held(warehouse: Path) -> dict[str, list[tuple]]:
+    """HELD_HOST's jobs (fct_runs), its GPU time no job claims, and its GPU's holders in fct_gpu_shares."""
+    return {
+        "runs": query(
+            warehouse,
+            "select cluster, job_id, samples, occupied_gpu_hours, idle_gpu_hours, unobserved_gpu_hours "
+            "from marts.fct_runs where job_id in (?, ?) order by 1",
+            list(HELD_JOBS.values()),
+        ),
+        "unattributed": query(
+            warehouse,
+            "select cluster, sum(samples), sum(gpu_seconds) from intermediate.int_unattributed_gpu_days "
+            "where hostname = ? group by all order by all nulls first",
+            [HELD_HOST],
+        ),
+        "shares": query(
+            warehouse,
+            "select cluster, job_key, attribution, share_rule, round(observed_hours * 3600, 6) "
+            "from marts.fct_gpu_shares where hostname = ? and sample_month = ? order by all nulls first",
+            [HELD_HOST, MONTH],
+        ),
+    }
+
+
 @dataclass(frozen=True)
 class Nights:
-    """The two nights' figures: before alpha's export with the cluster column and beta's file, and after."""
+    """The two nights' figures: before alpha's export with the cluster column and beta's file, and after; and
+    HELD_HOST's after the second night."""
 
     first: dict[str, list[tuple]]
     second: dict[str, list[tuple]]
+    held: dict[str, list[tuple]]
 
 
 def _figures(warehouse: Path) -> dict[str, list[tuple]]:
@@ -111,8 +163,13 @@ def nights(demo_run, tmp_path_factory: pytest.TempPathFactory) -> Nights:
     again = [line for host in HOSTS for line in _samples(host, "alpha")]
     _write(telemetry / "spare_with_cluster.csv", again, cluster_column=True)
     _write(telemetry / "beta.csv", _samples("spare-01", "beta", seconds=20), cluster_column=True)
-    assert partial_night(landing, warehouse, SOURCES).code == 0
-    return Nights(before, _figures(warehouse))
+    # HELD_HOST's jobs of both clusters, and its GPU's samples naming alpha and (a later file by path) naming none.
+    for cluster in HELD_JOBS:
+        (landing / "scheduler" / f"sacct_{cluster}.txt").write_text(_sacct(cluster), encoding="utf-8")
+    _write(telemetry / "held_with_cluster.csv", _samples(HELD_HOST, "alpha"), cluster_column=True)
+    _write(telemetry / "held_without_cluster.csv", _samples(HELD_HOST, None), cluster_column=False)
+    assert partial_night(landing, warehouse, SECOND_NIGHT_SOURCES).code == 0
+    return Nights(before, _figures(warehouse), _held(warehouse))
 
 
 def test_unclaimed_samples_delivered_twice_count_once(nights):
@@ -141,4 +198,21 @@ def test_unclaimed_samples_delivered_again_with_the_cluster_column_count_once(ni
         ("alpha", "spare-01", 0, "whole_gpu", 600),
         ("alpha", "spare-02", 0, "whole_gpu", 600),
         ("beta", "spare-01", 0, "whole_gpu", 600),
+    ]
+
+
+def test_unclaimed_copy_of_a_claimed_sample_is_the_claimed_sample(nights):
+    """The next night, spare-03: its GPU 0's copies naming none are claimed by no job (two clusters' jobs hold a host
+    spare-03), its copies naming alpha by alpha's job 7001. They are the same ten samples of one GPU, 7001's: 600
+    GPU-seconds (0.1667 GPU-hours) in 7001's run, and none of it GPU time no job claims, nor a second, unnamed GPU in
+    fct_gpu_shares (beside alpha's GPU held by 7001 for the same 600 s). beta's 7002 has no sample of its spare-03:
+    its ten occupied minutes are unobserved."""
+    hours = Decimal("0.1667")  # ten minutes, to four places
+    assert nights.held["runs"] == [
+        ("alpha", "7001", MINUTES, hours, hours, Decimal(0)),
+        ("beta", "7002", 0, hours, Decimal(0), hours),
+    ]
+    assert nights.held["unattributed"] == []
+    assert nights.held["shares"] == [
+        ("alpha", f"alpha/7001@{START - timedelta(minutes=5):%Y-%m-%d %H:%M:%S}", "host_and_time", "whole_gpu", 600)
     ]

@@ -106,3 +106,62 @@
     group by hostname, gpu_index, instance_key, sampled_at
     having min(first_named) = max(last_named)
 {% endmacro %}
+
+{#- One sample, as copies delivered again are matched (int_gpu_share_days' delivered_again): a GPU (or MIG instance:
+    instance_key, -1 for the whole GPU), a job label (label_key, '' for none) and an instant; of ``samples``' copy. -#}
+{% macro sample_key(samples) %}
+        {{ samples }}.hostname,
+        {{ samples }}.gpu_index,
+        coalesce({{ samples }}.gpu_instance_id, -1) as instance_key,
+        coalesce({{ samples }}.job_id, '') as label_key,
+        {{ samples }}.sampled_at
+{%- endmacro %}
+
+{#- Whether ``samples``' copy is the sample ``keys`` (a relation of sample_key's columns) names. -#}
+{% macro sample_key_matches(samples, keys) %}
+        {{ samples }}.hostname = {{ keys }}.hostname
+        and {{ samples }}.gpu_index = {{ keys }}.gpu_index
+        and coalesce({{ samples }}.gpu_instance_id, -1) = {{ keys }}.instance_key
+        and coalesce({{ samples }}.job_id, '') = {{ keys }}.label_key
+        and {{ samples }}.sampled_at = {{ keys }}.sampled_at
+{%- endmacro %}
+
+{#- CTE body: the samples (sample_key) of which ``relation`` (int_device_samples_attributed's rows, or some of them)
+    has a copy no job claims that names no cluster. A few rows, and none when every copy names its cluster: the
+    lookup of claimed_samples then reads nothing (a join with an empty side). -#}
+{% macro unclaimed_unnamed_samples(relation) %}
+    select distinct
+        {{- sample_key('copies') }}
+    from {{ relation }} as copies
+    where copies.attributed_job_key is null and copies.cluster is null
+{% endmacro %}
+
+{#- CTE body: the samples of ``unnamed`` (unclaimed_unnamed_samples) a job claims in a copy that names a cluster,
+    among the rows of ``relation`` (int_device_samples_attributed, read as ``samples``, where ``where`` if given). Such
+    a sample's copy naming none (its host held at that instant by jobs of two clusters: several_jobs_on_host, as a
+    copy naming none matches any cluster's jobs) is the claimed sample delivered without the cluster column, not GPU
+    time no job claims: int_unattributed_gpu_days and int_gpu_share_days leave it out (join_claimed_samples), so
+    the job's copy stands for the sample once, and no GPU of no cluster is left beside it. -#}
+{% macro claimed_samples(relation, unnamed, where=none) %}
+    select distinct
+        {{- sample_key('samples') }}
+    from {{ relation }} as samples
+    inner join {{ unnamed }} as unnamed
+        on {{ sample_key_matches('samples', 'unnamed') }}
+    where
+        samples.attributed_job_key is not null
+        and samples.cluster is not null
+        {%- if where is not none %}
+        and {{ where }}
+        {%- endif %}
+{% endmacro %}
+
+{#- A left join of claimed_samples (the CTE ``claimed``) to ``samples``' copies no job claims that name no cluster:
+    ``claimed``.sampled_at is not null on a copy of a sample a job claims in a copy naming its cluster, which is
+    left out (where ``claimed``.sampled_at is null). -#}
+{% macro join_claimed_samples(samples, claimed='claimed_samples') %}
+    left join {{ claimed }}
+        on {{ samples }}.attributed_job_key is null
+        and {{ samples }}.cluster is null
+        and {{ sample_key_matches(samples, claimed) }}
+{% endmacro %}

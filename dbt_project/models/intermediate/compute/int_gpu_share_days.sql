@@ -15,7 +15,9 @@
 -- cluster (null: the samples name none), host and index: gpu-01 of two clusters is two GPUs, never one crowded one;
 -- a copy naming no cluster is of the cluster int_device_samples_tiered resolves for it, or one no job claims of the
 -- cluster int_unattributed_gpu_days resolves for it (macros/gpu_clusters.sql), so a file delivered again (in whole or
--- in part) with the cluster column added is one GPU, not its cluster's and an unnamed one.
+-- in part) with the cluster column added is one GPU, not its cluster's and an unnamed one. A copy naming none of a
+-- sample a job claims in a copy naming its cluster (the host held by jobs of two clusters at once, so the copy naming
+-- none is neither's) is that job's sample, once, not also a holder of no cluster.
 -- Incremental by day: a night builds again only the days whose samples or jobs changed (sample_days_to_build), and
 -- keeps the other days' rows. On Spark a table, built whole (docs/spark.md).
 {{ config(
@@ -111,17 +113,32 @@ crowded_copies as (
     where {{ day_samples }}
 ),
 
+-- The crowded samples a copy naming no cluster delivers unclaimed, and those of them a job claims in a copy that
+-- names its cluster (macros/gpu_clusters.sql, as int_unattributed_gpu_days finds them): a host of the same name in two
+-- clusters, held by a job of each, leaves a copy naming none to neither job (several_jobs_on_host), while its
+-- cluster's copy of the same sample is its job's. Both copies are at one instant, so crowded.
+unnamed_samples as (
+    {{ unclaimed_unnamed_samples('crowded_copies') }}
+),
+
+claimed_samples as (
+    {{ claimed_samples('crowded_copies', 'unnamed_samples') }}
+),
+
 -- Who holds the GPU (or instance) at a crowded instant (its attributed job, else its label), under the cluster each
--- copy names ('': none).
+-- copy names ('': none). Not a copy naming none of a sample a job claims (claimed_samples): that sample is its
+-- job's, once, not also a holder of no cluster; here and in crowded_samples.
 held as (
     select distinct
-        coalesce(cluster, '') as cluster_key,
-        hostname,
-        gpu_index,
-        coalesce(gpu_instance_id, -1) as instance_key,
-        sampled_at,
-        coalesce(attributed_job_key, job_id) as holder
-    from crowded_copies
+        coalesce(copies.cluster, '') as cluster_key,
+        copies.hostname,
+        copies.gpu_index,
+        coalesce(copies.gpu_instance_id, -1) as instance_key,
+        copies.sampled_at,
+        coalesce(copies.attributed_job_key, copies.job_id) as holder
+    from crowded_copies as copies
+    {{ join_claimed_samples('copies') }}
+    where claimed_samples.sampled_at is null
 ),
 
 unnamed_clusters as (
@@ -129,7 +146,7 @@ unnamed_clusters as (
 ),
 
 -- The crowded samples, each of the cluster of its GPU: its own, else its job's (or the unclaimed copies'), else its
--- instant's.
+-- instant's; not a copy naming none of a sample a job claims (claimed_samples).
 crowded_samples as (
     select
         coalesce(copies.cluster, copies.job_cluster, unnamed_clusters.cluster_key) as cluster,
@@ -144,11 +161,13 @@ crowded_samples as (
         copies.source_file,
         copies.source_line
     from crowded_copies as copies
+    {{ join_claimed_samples('copies') }}
     left join unnamed_clusters
         on copies.hostname = unnamed_clusters.hostname
         and copies.gpu_index = unnamed_clusters.gpu_index
         and coalesce(copies.gpu_instance_id, -1) = unnamed_clusters.instance_key
         and copies.sampled_at = unnamed_clusters.sampled_at
+    where claimed_samples.sampled_at is null
 ),
 
 -- The crowded samples delivered more than once (one sample: a GPU or instance, a job label and an instant), whose

@@ -8,6 +8,8 @@
 -- day, else of the one cluster a holder's copies of its instant name beside none (macros/gpu_clusters.sql, as
 -- int_gpu_share_days resolves a copy no job claims), so a file delivered again with the cluster column added is one
 -- GPU, counted once, not its cluster's and an unnamed one: also when another cluster's gpu-01 reports that day.
+-- A copy naming none of a sample a job claims in a copy naming its cluster (the host held by jobs of two clusters at
+-- once, so the copy naming none is neither's) is that job's sample, not GPU time no job claims.
 -- The day's last sample of a GPU stands for time that runs into a later day, so the day leaves it open: a row
 -- states the seconds of its other samples (gpu_seconds), and whether it holds the last one (last_sample) with its
 -- share of the GPU (last_sample_share); fct_unattributed_gpu_hours closes it with the GPU's first unattributed
@@ -24,7 +26,7 @@
 -- depends_on: {{ ref('int_device_samples_inputs') }}
 {%- set days = sample_days_to_build('int_unattributed_gpu_days') %}
 
-with samples as (
+with unclaimed as (
     select * from {{ ref('int_device_samples_attributed') }}
     where
         attributed_job_key is null
@@ -32,6 +34,28 @@ with samples as (
         -- The days built again only.
         and {{ sample_days_where(days, 'sampled_at') }}
         {%- endif %}
+),
+
+-- The samples a copy naming no cluster delivers unclaimed (a few: none when every copy names its cluster), and those
+-- of them a job claims in a copy that names its cluster (macros/gpu_clusters.sql, as int_gpu_share_days finds them):
+-- a host of the same name in two clusters, held by a job of each, leaves a copy naming none to neither job
+-- (several_jobs_on_host), while its cluster's copy of the same sample is its job's.
+unnamed_samples as (
+    {{ unclaimed_unnamed_samples('unclaimed') }}
+),
+
+claimed_samples as (
+    {{ claimed_samples(
+        ref('int_device_samples_attributed'), 'unnamed_samples',
+        sample_days_where(days, 'samples.sampled_at') if days is not none else none) }}
+),
+
+-- The unclaimed copies, but those of a sample a job claims: that sample is the job's time, not GPU time no job claims.
+samples as (
+    select unclaimed.*
+    from unclaimed
+    {{ join_claimed_samples('unclaimed') }}
+    where claimed_samples.sampled_at is null
 ),
 
 -- The GPUs some of whose unattributed copies that day name a cluster and some none, and the one cluster they name.
