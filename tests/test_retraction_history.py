@@ -46,8 +46,10 @@ LATE_TIMESHEET = (
 def _night_after(landing: Path, warehouse: Path, sources: tuple[str, ...]) -> bool:
     """The night after a copy of the demo (``DemoRun.copy_to``) whose files of ``sources`` changed, or whose rows were
     retracted: those sources' raw assets and every asset of the nightly job downstream of them. Whether it succeeded."""
-    keys = nightly_assets_downstream_of([("raw", source) for source in sources])
-    assert {"marts/fct_batch_costs", "history/snp_batch_costs", "history/snp_batch_cost_retractions"} <= keys.keys()
+    keys = nightly_assets_downstream_of(
+        [("raw", source) for source in sources],
+        covering=("marts/fct_batch_costs", "history/snp_batch_costs", "history/snp_batch_cost_retractions"),
+    )
     return run_pipeline(landing, warehouse, asset_keys=list(keys.values()))
 
 
