@@ -55,6 +55,9 @@
     {%- do texts.append(join_gpu_clusters('samples', none, true)) -%}
     {%- do texts.append(join_gpu_clusters('samples', none, true, 'clusters')) -%}
     {%- do texts.append(unnamed_clusters('held')) -%}
+    {%- do texts.append(unclaimed_unnamed_samples('relation')) -%}
+    {%- do texts.append(claimed_samples('relation', 'unnamed', 'condition')) -%}
+    {%- do texts.append(join_claimed_samples('samples')) -%}
     {%- do texts.append(host_chunk_filter('hostname')) -%}
     {%- do texts.append(short_host('hostname')) -%}
     {#- The rules that decide what is built again, as written: a fix to them builds every job and day once. -#}
