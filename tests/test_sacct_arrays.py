@@ -3,6 +3,8 @@ each listed as a record of its own once it runs (`2002_3`), in this export or a 
 
 from __future__ import annotations
 
+import json
+
 from tests.helpers import staged_rows
 
 HEADER = ["JobID", "JobIDRaw", "State", "Submit", "Start", "End", "Elapsed", "Timelimit", "NNodes"]
@@ -21,6 +23,25 @@ def _ran(job_id: str, raw: str) -> str:
     return "|".join(values)
 
 
+def _pending_json(array_job: int, mask: str, limit: int) -> dict:
+    """A pending array's record in sacct --json (Slurm's data_parser v0.0.4x slurmdb job, parsers.c): ``task_id``
+    unset, ``task`` its task ids as the hex mask Slurm stores (tasks 1, 3, 5-7: ``0xEA``), its limit apart."""
+    return {
+        "job_id": array_job,
+        "array": {
+            "job_id": array_job,
+            "limits": {"max": {"running": {"tasks": limit}}},
+            "task_id": {"set": False, "infinite": False, "number": 0},
+            "task": mask,
+        },
+        "state": {"current": ["PENDING"], "reason": "JobArrayTaskLimit"},
+        "time": {"elapsed": 0, "eligible": 1793667600, "end": 0, "start": 0, "submission": 1793667600, "limit": 120},
+        "tres": {"requested": [{"type": "gres", "name": "gpu", "id": 1001, "count": 8}], "allocated": []},
+        "allocation_nodes": 1,
+        "comment": {"job": "batch=B-8;phase=exploration"},
+    }
+
+
 def _allocations(tmp_path, files: dict[str, list[str]]) -> list[dict]:
     rows = staged_rows(tmp_path, "scheduler_jobs", files, "stg_scheduler__sacct_jobs")
     return sorted((row for row in rows if row["record_type"] == "allocation"), key=lambda row: row["job_id"])
@@ -36,6 +57,8 @@ def test_a_pending_range_is_retired_by_the_records_of_its_tasks(tmp_path):
         + [_pending("2006_[1-4]")],
         "scheduler/b.txt": ["|".join(HEADER), _ran("2002_3", "2012"), _ran("2002_4", "2013")]
         + [_ran("2005_3", "2015"), _ran("2005_6", "2016")],
+        # sacct --json's pending array: its one record stood for one task under its plain job id, 2007.
+        "scheduler/c.json": json.dumps({"jobs": [_pending_json(2007, "0xEA", 2)]}).splitlines(),
     }
     staged = _allocations(tmp_path, files)
     assert [(row["job_id"], row["state"]) for row in staged] == [
@@ -45,7 +68,8 @@ def test_a_pending_range_is_retired_by_the_records_of_its_tasks(tmp_path):
         ("2005_6", "COMPLETED"),
         ("2005_[1,3,5-7%2]", "PENDING"),
         ("2006_[1-4]", "PENDING"),
+        ("2007_[1,3,5-7%2]", "PENDING"),
     ]
     # A pending range stood for one task (the demo's 2002_[3-4] requested 16 GPU-hours, its two tasks 32): it
     # stands for its tasks still pending, 2005's 1, 5 and 7, every task of 2006; a task for itself.
-    assert [row["array_tasks"] for row in staged] == [1, 1, 1, 1, 3, 4]
+    assert [row["array_tasks"] for row in staged] == [1, 1, 1, 1, 3, 4, 5]

@@ -547,3 +547,40 @@ def test_sacct_json_end_after_the_night_is_quarantined():
     # Job 4400 (record 5) ends before it starts in the file as it is.
     assert [(r.line, r.rule) for r in parsed.rejections] == [(1, "end_at.after_night"), (5, "end_not_before_start")]
     assert [r["job_id"] for r in parsed.rows] == ["4242.batch", "4242.0", "4300_3"]
+
+
+def _pending_array_job(job_id: int, task: object, limit: object = 2) -> dict:
+    """A pending job array's record as sacct --json writes it: data_parser v0.0.4x's slurmdb job, its ``array``
+    ``{job_id, limits.max.running.tasks, task_id, task}`` (src/plugins/data_parser/v0.0.44/parsers.c of
+    github.com/SchedMD/slurm at 284c3b95f08a2dc2478499837b03355e1b9c5c75), ``task_id`` unset and ``task`` the task
+    ids as slurmctld stores them, a hex mask (bit_fmt_hexmask; sacct dumps it untranslated, only its text output
+    translates it, slurmdb_get_job_id_str -> xlate_array_task_str); nothing started, so no steps."""
+    document = json.loads((Path(__file__).parent / "data" / "slurm" / "sacct_json_v0.0.43.json").read_text("utf-8"))
+    job = document["jobs"][0]
+    job.update(job_id=job_id, steps=[], state={"current": ["PENDING"], "reason": "JobArrayTaskLimit"}, nodes="None")
+    job["array"] = {
+        "job_id": job_id,
+        "limits": {"max": {"running": {"tasks": limit}}},
+        "task_id": {"set": False, "infinite": False, "number": 0},
+        "task": task,
+    }
+    job["time"].update(elapsed=0, start=0, end=0)
+    job["tres"]["allocated"] = []
+    return job
+
+
+def test_sacct_json_pending_array_is_its_tasks_as_the_parsable_output_writes_them():
+    """A pending array's one record stood as its plain job id, one task: `0xEA` with a limit of 2 is what sacct -P
+    writes `5908801_[1,3,5-7%2]`, five tasks staging counts; a task list that is no hex mask is quarantined with its
+    record and rule, never one task."""
+    jobs = [_pending_array_job(5908801, "0xEA"), _pending_array_job(5908802, "0x18", limit=0)]
+    jobs += [_pending_array_job(5908803, "1,3,5-7%2"), _pending_array_job(5908804, "0x0")]
+    jobs += [_pending_array_job(5908805, "0xEA", limit=-1)]
+    parsed = ParsedFile(path=Path("sacct.json"), sha256="")
+    slurm.sacct_or_json_parser(SacctOptions())(json.dumps({"jobs": jobs}).splitlines(), parsed)
+    assert [(r["job_id"], r["source_line"]) for r in parsed.rows] == [("5908801_[1,3,5-7%2]", 1), ("5908802_[3-4]", 2)]
+    assert [(r.line, r.rule) for r in parsed.rejections] == [(3, "array_tasks"), (4, "array_tasks"), (5, "array_tasks")]
+    assert "0xEA" in parsed.rejections[0].message
+    # A started task (task_id set) and a job of no array are as before.
+    fields = dict(slurm.sacct_json_records(json.dumps({"jobs": [_pending_array_job(7, "")]})))
+    assert fields[1]["JobID"] == "7"

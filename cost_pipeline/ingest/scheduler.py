@@ -622,12 +622,55 @@ def _exit_text(exit_code: object) -> str:
     return "" if code is None else f"{code}:{number or 0}"
 
 
+# A job array's tasks not split off yet (pending): sacct --json writes the one record slurmdbd keeps for them with
+# ``array.task_id`` unset and ``array.task`` the task ids as slurmctld stores them, a hex mask (bit_fmt_hexmask,
+# least significant bit task 0: ``0xEA`` is tasks 1, 3, 5-7), their limit of tasks run at once apart
+# (``array.limits.max.running.tasks``, 0 for none). The parsable output writes that record as
+# ``<array.job_id>_[<ranges>%<limit>]`` (Slurm's slurmdb_get_job_id_str and xlate_array_task_str,
+# src/common/slurmdb_defs.c, src/common/slurm_protocol_defs.c; the data_parser's fields in
+# src/plugins/data_parser/v0.0.4x/parsers.c), which staging expands into a pending task per index.
+_HEX_TASKS = re.compile(r"^0x[0-9A-F]+$", re.ASCII | re.IGNORECASE)
+_MAX_ARRAY_HEX_DIGITS = 1_000_001  # Slurm's MaxArraySize is at most 4,000,001 tasks: 4 a hex digit
+
+
+def _array_tasks_text(array: dict) -> str:
+    """``array.task``'s hex mask and limit as the parsable output's task list: ``0xEA``, limit 2: ``1,3,5-7%2``."""
+    refused = FieldError(
+        "array_tasks",
+        "array.task of a job array's pending tasks should be the hex mask of their task ids as sacct --json writes it, "
+        "such as 0xEA (tasks 1,3,5-7), with array.job_id and array.limits.max.running.tasks numbers",
+    )
+    mask_text = array.get("task")
+    if not isinstance(mask_text, str) or not _HEX_TASKS.match(mask_text) or len(mask_text) > _MAX_ARRAY_HEX_DIGITS:
+        raise refused
+    array_job = array.get("job_id")
+    limits = array.get("limits") if isinstance(array.get("limits"), dict) else {}
+    running = limits.get("max", {}).get("running", {}) if isinstance(limits.get("max"), dict) else {}
+    limit = _no_val(running.get("tasks", 0)) if isinstance(running, dict) else None
+    if any(not isinstance(n, int) or isinstance(n, bool) or n < 0 for n in (array_job, limit)) or not array_job:
+        raise refused
+    bits = bin(int(mask_text, 16))[:1:-1]  # task 0 first
+    ranges, first = [], None
+    for index, bit in enumerate([*bits, "0"]):
+        if bit == "1" and first is None:
+            first = index
+        elif bit == "0" and first is not None:
+            ranges.append(str(first) if first == index - 1 else f"{first}-{index - 1}")
+            first = None
+    if not ranges:
+        raise refused  # a mask naming no task
+    return ",".join(ranges) + (f"%{limit}" if limit else "")
+
+
 def _job_fields(job: dict) -> dict[str, str]:
-    """One ``sacct --json`` job as the fields of its parsable line."""
+    """One ``sacct --json`` job as the fields of its parsable line (a FieldError: a malformed array task list)."""
     array = job.get("array") if isinstance(job.get("array"), dict) else {}
     task = _no_val(array.get("task_id"))
     job_id = _text(job.get("job_id"))
-    shown = f"{array.get('job_id')}_{task}" if array.get("job_id") and task is not None else job_id
+    if task is None and array.get("task"):  # as slurmdb_get_job_id_str: a task list first
+        shown = f"{array.get('job_id')}_[{_array_tasks_text(array)}]"
+    else:
+        shown = f"{array.get('job_id')}_{task}" if array.get("job_id") and task is not None else job_id
     time = job.get("time") if isinstance(job.get("time"), dict) else {}
     limit = _no_val(time.get("limit"))
     comment = job.get("comment") if isinstance(job.get("comment"), dict) else {}
@@ -687,8 +730,9 @@ def _step_fields(step: dict, job: dict[str, str]) -> dict[str, str]:
     }
 
 
-def sacct_json_records(text: str) -> Iterator[tuple[int, dict[str, str] | None]]:
-    """(record number, fields) of every job and step of a ``sacct --json`` file; None: the record is not a job."""
+def sacct_json_records(text: str) -> Iterator[tuple[int, dict[str, str] | FieldError | None]]:
+    """(record number, fields) of every job and step of a ``sacct --json`` file; None: the record is not a job; a
+    FieldError: the job (and each of its steps) broke that rule."""
     try:
         document = json.loads(text)
     except (ValueError, RecursionError):
@@ -702,7 +746,14 @@ def sacct_json_records(text: str) -> Iterator[tuple[int, dict[str, str] | None]]
         if not isinstance(job, dict):
             yield number, None
             continue
-        fields = _job_fields(job)
+        try:
+            fields = _job_fields(job)
+        except FieldError as error:
+            yield number, error
+            for _step in job.get("steps") or []:
+                number += 1
+                yield number, error
+            continue
         yield number, fields
         for step in job.get("steps") or []:
             number += 1
@@ -717,6 +768,9 @@ def sacct_json_parser(lines: list[str], parsed: ParsedFile) -> None:
             parsed.rejections.append(
                 Rejection(number, "sacct_json_job", 'a job or step should be a JSON object such as {"job_id": 1234, …}')
             )
+            continue
+        if isinstance(fields, FieldError):
+            parsed.rejections.append(Rejection(number, fields.rule, str(fields)))
             continue
         try:
             row = parse_sacct_record(fields, latest=latest)
