@@ -51,12 +51,13 @@ def test_a_pending_range_is_retired_by_the_records_of_its_tasks(tmp_path):
     """The demo's pending 2002_[3-4] stayed beside its tasks 2002_3 and 2002_4 once a later export listed them run:
     B-8 counted 11 jobs, not 10, and 904 requested GPU-hours, not 888 (the range's 16 again). A task of a range
     seen as its own record is no longer pending; a range all of whose tasks are seen is gone, one with tasks not
-    seen yet stays (2005_[1,3,5-7%2]: sacct's commas and `%` limit; 2005_3 and 2005_6 ran)."""
+    seen yet stays (2005_[1,3,5-7%2]: sacct's commas and `%` limit; 2005_3 and 2005_6 ran; 2008_[1-21:4%2]: evenly
+    spaced tasks as sacct writes them, with a step, which was quarantined as no JobID; 2008_5 ran)."""
     files = {
         "scheduler/a.txt": ["|".join(HEADER), _pending("2002_[3-4]"), _pending("2005_[1,3,5-7%2]")]
-        + [_pending("2006_[1-4]")],
+        + [_pending("2006_[1-4]"), _pending("2008_[1-21:4%2]")],
         "scheduler/b.txt": ["|".join(HEADER), _ran("2002_3", "2012"), _ran("2002_4", "2013")]
-        + [_ran("2005_3", "2015"), _ran("2005_6", "2016")],
+        + [_ran("2005_3", "2015"), _ran("2005_6", "2016"), _ran("2008_5", "2018")],
         # sacct --json's pending array: its one record stood for one task under its plain job id, 2007.
         "scheduler/c.json": json.dumps({"jobs": [_pending_json(2007, "0xEA", 2)]}).splitlines(),
     }
@@ -69,7 +70,10 @@ def test_a_pending_range_is_retired_by_the_records_of_its_tasks(tmp_path):
         ("2005_[1,3,5-7%2]", "PENDING"),
         ("2006_[1-4]", "PENDING"),
         ("2007_[1,3,5-7%2]", "PENDING"),
+        ("2008_5", "COMPLETED"),
+        ("2008_[1-21:4%2]", "PENDING"),
     ]
     # A pending range stood for one task (the demo's 2002_[3-4] requested 16 GPU-hours, its two tasks 32): it
-    # stands for its tasks still pending, 2005's 1, 5 and 7, every task of 2006; a task for itself.
-    assert [row["array_tasks"] for row in staged] == [1, 1, 1, 1, 3, 4, 5]
+    # stands for its tasks still pending, 2005's 1, 5 and 7, every task of 2006, 2008's 1, 9, 13, 17 and 21; a task
+    # for itself.
+    assert [row["array_tasks"] for row in staged] == [1, 1, 1, 1, 3, 4, 5, 1, 5]

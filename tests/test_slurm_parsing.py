@@ -162,6 +162,8 @@ def test_cancelled_by_user():
         ("5908801_3.batch", ("step", "5908801_3", "batch")),
         ("5908801_[4-9]", ("allocation", "5908801_[4-9]", None)),
         ("5908801_[1,3,5-7%2]", ("allocation", "5908801_[1,3,5-7%2]", None)),
+        ("5908801_[1-99:2]", ("allocation", "5908801_[1-99:2]", None)),  # evenly spaced: Slurm's step form
+        ("5908801_[1-99:2%4]", ("allocation", "5908801_[1-99:2%4]", None)),
     ],
 )
 def test_job_ids(text, expected):
@@ -174,6 +176,28 @@ def test_a_pending_array_names_its_tasks_as_sacct_writes_them(text):
     JobID sacct writes, quarantined (job_id_format), not a night failing on it."""
     with pytest.raises(slurm.FieldError):
         slurm.parse_job_id(text)
+
+
+# sacct (Slurm's xlate_array_task_str) cuts a task list longer than SLURM_BITSTR_LEN (64 unless set) to end in `...`.
+CUT_LIST = "5908801_[1,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,35,37,39,41,43,45,47...%4]"
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        (CUT_LIST, "job_id_array_cut"),
+        (CUT_LIST.replace("%4", ""), "job_id_array_cut"),
+        ("5908801_[9-4]", "job_id_array_tasks"),  # a range counting no task
+        ("5908801_[1-99:0]", "job_id_array_tasks"),
+        ("5908801_[1-40000000]", "job_id_array_tasks"),  # above Slurm's largest task id: 40 million rows staged
+    ],
+)
+def test_a_pending_array_whose_tasks_are_not_known_is_quarantined_saying_why(text, rule):
+    """A task list sacct cut is not a count of tasks (it was `job_id_format`, saying nothing of why), and a range
+    Slurm never writes would count no task or millions: each is quarantined under a rule that says so."""
+    with pytest.raises(slurm.FieldError) as refused:
+        slurm.parse_job_id(text)
+    assert refused.value.rule == rule
 
 
 def test_labels_from_comment_then_wckey():

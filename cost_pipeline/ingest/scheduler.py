@@ -63,9 +63,16 @@ _NO_TIME = {"", "none", "unknown", "n/a"}
 _NO_LIMIT = {"unlimited", "partition_limit", "invalid", "none", ""}
 # Patterns are ASCII: ``\d`` would also take other scripts' digits (``int`` reads some of them, not others).
 _DURATION = re.compile(r"^(?:(?P<days>\d+)-)?(?P<rest>\d+(?::\d+){0,2})(?:\.\d+)?$", re.ASCII)
-# A pending array's tasks as sacct writes them: numbers and ranges separated by commas, then its `%` limit of tasks run
-# at once (`5908801_[1,3,5-7%2]`); staging expands them (stg_scheduler__sacct_jobs), so nothing else is a JobID.
-_ARRAY_TASKS = r"\[\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*(?:%\d+)?\]"
+# A pending array's tasks as sacct writes them (Slurm's xlate_array_task_str, src/common/slurm_protocol_defs.c): numbers
+# and ranges separated by commas, or one range with a step when the tasks are evenly spaced (`5908801_[1-99:2]`: more
+# than five tasks, more than ten apart, the first two not adjacent), then its `%` limit of tasks run at once
+# (`5908801_[1,3,5-7%2]`); staging expands them (stg_scheduler__sacct_jobs), so nothing else is a JobID. A list longer
+# than SLURM_BITSTR_LEN (64 characters unless set) is cut and ends in `...`: its tasks are not known.
+_ARRAY_RANGE = r"\d+(?:-\d+(?::\d+)?)?"
+_ARRAY_TASKS = rf"\[{_ARRAY_RANGE}(?:,{_ARRAY_RANGE})*(?:%\d+)?\]"
+_ARRAY_CUT = re.compile(r"^\d+_\[[\d,:-]*\.\.\.(?:%\d+)?\](?:\.[A-Za-z0-9_-]+)?$", re.ASCII)
+_ARRAY_BOUNDS = re.compile(r"(\d+)(?:-(\d+)(?::(\d+))?)?", re.ASCII)
+MAX_ARRAY_TASK_ID = 4_000_000  # Slurm's MaxArraySize is at most 4,000,001: task ids 0 to 4,000,000
 _JOB_ID = re.compile(
     rf"^(?P<base>\d+(?:_(?:\d+|{_ARRAY_TASKS}))?(?:\+\d+)?)(?:\.(?P<step>[A-Za-z0-9_-]+))?$",
     re.ASCII,
@@ -267,12 +274,34 @@ def parse_job_id(text: str) -> tuple[str, str, str | None]:
     """
     match = _JOB_ID.match(text.strip())
     if not match:
+        if _ARRAY_CUT.match(text.strip()):
+            raise FieldError(
+                "job_id_array_cut",
+                "JobID is a pending array whose task list sacct cut at SLURM_BITSTR_LEN characters (it ends in ...): "
+                "its tasks are not known; export with SLURM_BITSTR_LEN=0 (the whole list) or sacct --json",
+            )
         raise FieldError(
             "job_id_format",
             "JobID should be a Slurm job id such as 1234, 5908801_3 (an array task) or 1234.batch (a step)",
         )
+    if "[" in match.group("base"):
+        _check_array_tasks(match.group("base"))
     step = match.group("step")
     return ("step" if step else "allocation"), match.group("base"), step
+
+
+def _check_array_tasks(job_id: str) -> None:
+    """A pending array's task list names tasks as Slurm would: each range ascending, a step of at least 1, no task id
+    above Slurm's largest (staging expands every range; a range sacct never writes would count no task, or millions)."""
+    tasks = job_id[job_id.index("[") + 1 : job_id.index("]")].split("%")[0]
+    for bounds in tasks.split(","):
+        low, high, step = _ARRAY_BOUNDS.fullmatch(bounds).groups()
+        if int(high or low) < int(low) or (step is not None and int(step) < 1) or int(high or low) > MAX_ARRAY_TASK_ID:
+            raise FieldError(
+                "job_id_array_tasks",
+                f"JobID's pending array tasks should be ascending ranges of task ids up to {MAX_ARRAY_TASK_ID:,} with "
+                f"a step of at least 1, as sacct writes them: 5908801_[1,3,5-7%2] or 5908801_[1-99:2], not {bounds}",
+            )
 
 
 def parse_labels(*texts: str) -> dict[str, str]:

@@ -1,6 +1,8 @@
 {#- One row per (key, host) from a Slurm hostlist column (`node-[01-03,07],gpu-a`): each comma-separated item
     outside brackets, and each number of a bracketed range, zero-padded to the width of its lower bound. One
-    bracket group per item (Slurm's compressed form for a single dimension); an item with none is one host. -#}
+    bracket group per item (Slurm's compressed form for a single dimension); an item with none is one host. A range
+    may have a step (`1-99:2`, every second number: how sacct writes a pending array's evenly spaced tasks; hostlists
+    have none). -#}
 {% macro expand_hostlist(relation, key_columns, hostlist_column) %}
     {{ return(adapter.dispatch('expand_hostlist')(relation, key_columns, hostlist_column)) }}
 {% endmacro %}
@@ -40,7 +42,9 @@
             split_part(bounds, '-', 1) as low,
             unnest(generate_series(
                 cast(split_part(bounds, '-', 1) as bigint),
-                cast(coalesce(nullif(split_part(bounds, '-', 2), ''), split_part(bounds, '-', 1)) as bigint)
+                cast(coalesce(nullif(split_part(split_part(bounds, '-', 2), ':', 1), ''), split_part(bounds, '-', 1))
+                    as bigint),
+                cast(coalesce(nullif(split_part(bounds, ':', 2), ''), '1') as bigint)
             )) as number
         from ranges
         where bounds is not null
@@ -85,14 +89,18 @@
             prefix,
             suffix,
             split_part(bounds, '-', 1) as low,
-            -- Spark's sequence counts down a descending range (n[5-3]); DuckDB's generate_series gives none.
-            explode(filter(sequence(low_number, high_number), n -> low_number <= high_number)) as number
+            -- Spark's sequence counts down a descending range (n[5-3]), or refuses it with a step; DuckDB's
+            -- generate_series gives none.
+            explode(filter(
+                sequence(low_number, greatest(low_number, high_number), step_number), n -> low_number <= high_number
+            )) as number
         from (
             select
                 ranges.*,
                 cast(split_part(bounds, '-', 1) as bigint) as low_number,
-                cast(coalesce(nullif(split_part(bounds, '-', 2), ''), split_part(bounds, '-', 1)) as bigint)
-                    as high_number
+                cast(coalesce(nullif(split_part(split_part(bounds, '-', 2), ':', 1), ''), split_part(bounds, '-', 1))
+                    as bigint) as high_number,
+                cast(coalesce(nullif(split_part(bounds, ':', 2), ''), '1') as bigint) as step_number
             from ranges
             where bounds is not null
         ) as bounded
