@@ -659,7 +659,7 @@ def _exit_text(exit_code: object) -> str:
 # src/common/slurmdb_defs.c, src/common/slurm_protocol_defs.c; the data_parser's fields in
 # src/plugins/data_parser/v0.0.4x/parsers.c), which staging expands into a pending task per index.
 _HEX_TASKS = re.compile(r"^0x[0-9A-F]+$", re.ASCII | re.IGNORECASE)
-_MAX_ARRAY_HEX_DIGITS = 1_000_001  # Slurm's MaxArraySize is at most 4,000,001 tasks: 4 a hex digit
+_MAX_ARRAY_HEX_TEXT = len("0x") + (MAX_ARRAY_TASK_ID + 1 + 3) // 4  # task ids 0 to the largest: 4 a hex digit
 
 
 def _array_tasks_text(array: dict) -> str:
@@ -670,7 +670,7 @@ def _array_tasks_text(array: dict) -> str:
         "such as 0xEA (tasks 1,3,5-7), with array.job_id and array.limits.max.running.tasks numbers",
     )
     mask_text = array.get("task")
-    if not isinstance(mask_text, str) or not _HEX_TASKS.match(mask_text) or len(mask_text) > _MAX_ARRAY_HEX_DIGITS:
+    if not isinstance(mask_text, str) or not _HEX_TASKS.match(mask_text) or len(mask_text) > _MAX_ARRAY_HEX_TEXT:
         raise refused
     array_job = array.get("job_id")
     limits = array.get("limits") if isinstance(array.get("limits"), dict) else {}
