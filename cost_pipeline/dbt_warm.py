@@ -1,22 +1,26 @@
-"""dbt started ahead of its step: a run's first dbt command finds dbt imported (``cost-pipeline-dbt``).
+"""dbt started ahead of its step: a run's dbt commands find dbt imported (``cost-pipeline-dbt``).
 
 Each dbt command of a night is a process of its own (``cost-pipeline-dbt``, which dagster-dbt starts and reads). Before
 its first node it spent about 1.3 s importing dbt and its adapter and 0.4 s building the JSON schemas dbt validates its
 project, profile and results with (quiet machine; docs/benchmarks.md), on the night's critical path, while the steps
 before it (the ingest, one Python thread) left the machine's other core mostly idle. A run whose steps use the dbt
-resource starts one process when its resources are set up (``WarmDbt``, from ``ProjectDbtCli``): it does both
-(``warm_up``) and waits on a Unix socket while the ingest steps run. The run's first dbt command (``cost-pipeline-dbt``
-with ``COST_DBT_WARM`` naming the socket) hands its command over (``hand_over``): it passes its standard input, output
-and error (SCM_RIGHTS), its arguments, environment and working folder, then waits and exits with the waiting process's
-exit code, forwarding SIGINT and SIGTERM to it. dbt runs there as it would have in the command's own process
-(``dbt_in_warehouse_folder.main``), writing to the same pipe: dagster-dbt reads the same lines (their ``pid`` is the
-waiting process's) and the same exit code.
+resource starts, when its resources are set up, a fork server (``ForkServer``, one per process, kept for its life): it
+does both (``warm_up``) once, then forks a process for each ``WarmDbt``, which waits on a Unix socket while the ingest
+steps run. A dbt command (``cost-pipeline-dbt`` with ``COST_DBT_WARM`` naming the socket) hands its command over
+(``hand_over``): it passes its standard input, output and error (SCM_RIGHTS), its arguments, environment and working
+folder, then waits and exits with the waiting process's exit code, forwarding SIGINT and SIGTERM to it. dbt runs there
+as it would have in the command's own process (``dbt_in_warehouse_folder.main``), writing to the same pipe: dagster-dbt
+reads the same lines (their ``pid`` is the waiting process's) and the same exit code. The run's first command takes the
+process started ahead; each later one (a night's second build, the queries that explain failed tests) one forked for
+it then, warm too; a process that runs many nights (a test session, a code server) imports dbt once.
 
-The waiting process serves one command. If it is gone (or never started), the command runs dbt itself, as before. If
+A waiting process serves one command. If it is gone (or never started), the command runs dbt itself, as before. If
 the command's process dies (kill -9), the waiting process interrupts its dbt as dagster-dbt would (SIGINT). Until the
-handover, it ends when the run's process does (Linux's parent-death signal); after it, it lives as long as its dbt,
-as a dbt process of its own would. The run's resource teardown ends it if it still runs: no command came, or the step
-stopped while its dbt ran (which would otherwise keep the warehouse's lock).
+handover, it ends when the fork server does, which ends when the process that started it does (Linux's parent-death
+signal, and its control socket closing); after it, it lives as long as its dbt, as a dbt process of its own would. The
+run's resource teardown ends it if it still runs: no command came, or the step stopped while its dbt ran (which would
+otherwise keep the warehouse's lock). The fork server forks only what ``warm_up`` imported and built: it runs no
+thread and opens no database.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import contextlib
 import importlib
 import json
 import os
+import select
 import signal
 import socket
 import struct
@@ -88,7 +93,8 @@ def warm_up() -> None:
 
 
 class WarmDbt:
-    """One process that warms up and waits for a dbt command (``serve``); ``close`` ends it if it still runs."""
+    """One process, forked by this process's ``ForkServer``, that waits for a dbt command (``serve``); ``close`` ends
+    it if it still runs."""
 
     def __init__(self) -> None:
         self.taken = False
@@ -98,17 +104,8 @@ class WarmDbt:
         try:
             listener.bind(self.address)
             listener.listen(1)
-            # The socket listens before the process starts: a command that comes before dbt is imported waits for it.
-            # -P: the run's folder is not on its import path, as it is not on cost-pipeline-dbt's. Its standard error
-            # until the handover goes nowhere: it is the command's afterwards.
-            self.process = subprocess.Popen(
-                [sys.executable, "-P", "-m", __name__, str(listener.fileno()), str(os.getpid())],
-                pass_fds=[listener.fileno()],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},  # as dagster-dbt starts dbt
-            )
+            # The socket listens before the process is forked: a command that comes first waits for it.
+            self.process = fork_server().fork(listener)
         except BaseException:
             _remove(self._folder)
             raise
@@ -131,8 +128,132 @@ class WarmDbt:
             self.process.wait(timeout=60)
         except subprocess.TimeoutExpired:
             self.process.kill()
-            self.process.wait()
+            self.process.wait(timeout=60)
         _remove(self._folder)
+
+
+class Forked:
+    """A waiting process the fork server forked, as ``subprocess.Popen`` shows a child: ``pid``, ``returncode``,
+    ``poll``, ``wait``, ``terminate``, ``kill``. The fork server, its parent, writes its pid and then its exit status
+    (``os.waitstatus_to_exitcode``: minus the signal that ended it) on ``status``."""
+
+    def __init__(self, status: socket.socket) -> None:
+        self._status = status
+        self._pid: int | None = None
+        self.returncode: int | None = None
+
+    @property
+    def pid(self) -> int:
+        """Known once the fork server, warm, forked it: until then, waits for it."""
+        if self._pid is None:
+            self._status.settimeout(None)
+            self._pid = _read_number(self._status)
+            if self._pid is None:
+                raise ChildProcessError("the fork server ended before it forked the waiting process")
+        return self._pid
+
+    def poll(self) -> int | None:
+        return self._wait(0)
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = self._wait(timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired("cost_pipeline.dbt_warm", timeout or 0)
+        return code
+
+    def terminate(self) -> None:
+        self._signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self._signal(signal.SIGKILL)
+
+    def _signal(self, number: int) -> None:
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, number)
+
+    def _wait(self, timeout: float | None) -> int | None:
+        if self.returncode is not None:
+            return self.returncode
+        pid = self.pid
+        self._status.settimeout(timeout)  # 0: a look, without waiting
+        try:
+            code = _NUMBER.unpack(_read_exactly(self._status, _NUMBER.size))[0]
+        except (TimeoutError, BlockingIOError):
+            return None  # still running
+        except OSError:  # the fork server ended first (its own parent did): the process is init's now
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                code = -signal.SIGTERM  # what its parent-death signal did to it, had it not been handed a command
+            else:
+                return None
+        finally:
+            self._status.settimeout(None)
+        self.returncode = code
+        self._status.close()
+        return code
+
+
+class ForkServer:
+    """One process per process that starts waiting processes: it imports dbt and builds its schemas once
+    (``warm_up``), then forks a waiting process for each ``WarmDbt``, warm from the start. Before it, each waiting
+    process was a new interpreter that did both again (about 2 s of CPU a dbt command; a night's second build and a
+    process that runs many nights paid them every time). It ends with the process that started it (parent-death
+    signal, and its control socket closing); its waiting processes, until handed a command, end with it."""
+
+    def __init__(self) -> None:
+        self.owner = os.getpid()
+        self._lock = threading.Lock()
+        self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            # -P: the run's folder is not on its import path, as it is not on cost-pipeline-dbt's. Its standard
+            # error goes nowhere: each waiting process's is the command's once handed over.
+            self.process = subprocess.Popen(
+                [sys.executable, "-P", "-m", __name__, str(theirs.fileno()), str(os.getpid())],
+                pass_fds=[theirs.fileno()],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},  # as dagster-dbt starts dbt
+            )
+        except BaseException:
+            self._control.close()
+            raise
+        finally:
+            theirs.close()
+
+    def fork(self, listener: socket.socket) -> Forked:
+        """A waiting process that accepts its command at ``listener``."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            with self._lock:
+                socket.send_fds(self._control, [b"\0"], [listener.fileno(), theirs.fileno()])
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        return Forked(ours)
+
+    def close(self) -> None:
+        self._control.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=60)
+
+
+_server: ForkServer | None = None
+_server_lock = threading.Lock()
+
+
+def fork_server() -> ForkServer:
+    """This process's fork server, started when first asked for, or again if it ended (or this process is a fork
+    of the one that started it)."""
+    global _server
+    with _server_lock:
+        if _server is None or _server.owner != os.getpid() or _server.process.poll() is not None:
+            _server = ForkServer()
+        return _server
 
 
 def hand_over(address: str) -> int | None:
@@ -175,16 +296,22 @@ def hand_over(address: str) -> int | None:
 
 
 def serve(listener: socket.socket, parent: int) -> None:
-    """Warm up, then run the one dbt command handed over at ``listener`` as this process's own; end with it."""
+    """Run the one dbt command handed over at ``listener`` as this process's own (forked warm by the fork server,
+    ``parent``); end with it."""
     folder = os.path.dirname(listener.getsockname())
-    # SIGTERM while it waits (the run ended without a dbt command, or the run's process died): exit through the finally
-    # below, which removes the socket, with the exit status a shell gives a process ended by SIGTERM.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(ENDED_WAITING))
+
+    def ended(*_) -> None:
+        """SIGTERM while it waits (the run ended without a dbt command, or the run's process died): remove the socket
+        and exit at once, with the exit status a shell gives a process ended by SIGTERM. It ran nothing: there is
+        nothing to write out, and dbt's imports need not be torn down."""
+        _remove(folder)
+        os._exit(ENDED_WAITING)
+
+    signal.signal(signal.SIGTERM, ended)
     try:
         _parent_death_signal(signal.SIGTERM)
-        if os.getppid() != parent:  # the run's process ended before the signal was armed
-            return
-        warm_up()
+        if os.getppid() != parent:  # the fork server ended before the signal was armed
+            ended()
         connection, _ = listener.accept()
     finally:
         listener.close()
@@ -281,5 +408,75 @@ def _read_number(connection: socket.socket) -> int | None:
         return None
 
 
+def serve_forks(control: socket.socket, parent: int) -> None:
+    """The fork server (``ForkServer``): warm up, then fork a waiting process (``serve``) for each listener sent on
+    ``control``, and write each one's pid, then its exit status, on the socket sent with it. It ends when ``control``
+    closes or ``parent`` ends; in a forked process, this returns once ``serve`` has."""
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(ENDED_WAITING))  # it holds nothing to write out
+    _parent_death_signal(signal.SIGTERM)
+    if os.getppid() != parent:  # the process that started it ended before the signal was armed
+        return
+    warm_up()
+    # Each ended process wakes the loop (SIGCHLD through a pipe) to write its exit status.
+    woken, wake = os.pipe()
+    os.set_blocking(woken, False)
+    os.set_blocking(wake, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wake)
+    statuses: dict[int, socket.socket] = {}
+    while True:
+        readable, _, _ = select.select([control, woken], [], [])
+        if woken in readable:
+            with contextlib.suppress(BlockingIOError):
+                os.read(woken, 4096)
+            _report_ended(statuses)
+        if control not in readable:
+            continue
+        _, fds, _, _ = socket.recv_fds(control, 1, 2)
+        if len(fds) != 2:  # the control socket closed: the process that started it ended
+            for fd in fds:
+                os.close(fd)
+            return
+        listener, status = fds
+        server = os.getpid()
+        # SIGTERM is held over the fork: Python forgets a signal that reaches a forked process before its interpreter
+        # has been set up again (a waiting process ended as soon as it was forked would wait on).
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        pid = os.fork()
+        if pid == 0:  # the waiting process: nothing of the server's but what warm_up imported and built
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+            for fd in (woken, wake, status):
+                os.close(fd)
+            control.close()
+            for other in statuses.values():
+                other.close()
+            serve(socket.socket(fileno=listener), parent=server)
+            return
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        os.close(listener)
+        reply = socket.socket(fileno=status)
+        with contextlib.suppress(OSError):  # its WarmDbt is gone: the process still ends with this server
+            reply.sendall(_NUMBER.pack(pid))
+        statuses[pid] = reply
+
+
+def _report_ended(statuses: dict[int, socket.socket]) -> None:
+    """Reap every ended waiting process and write its exit status (``os.waitstatus_to_exitcode``) on its socket."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        reply = statuses.pop(pid, None)
+        if reply is not None:
+            with contextlib.suppress(OSError):
+                reply.sendall(_NUMBER.pack(os.waitstatus_to_exitcode(status)))
+            reply.close()
+
+
 if __name__ == "__main__":
-    serve(socket.socket(fileno=int(sys.argv[1])), parent=int(sys.argv[2]))
+    serve_forks(socket.socket(fileno=int(sys.argv[1])), parent=int(sys.argv[2]))

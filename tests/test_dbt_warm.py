@@ -1,8 +1,9 @@
 """A run's first dbt command runs in the process the run started ahead of it, dbt already imported
 (``cost_pipeline.dbt_warm``; issue 15, the night's fixed cost): the same lines and exit code as dbt run in the
 command's own process; with no process waiting, the command runs dbt itself; SIGINT and SIGTERM reach dbt; a command
-killed with -9 interrupts its dbt; a waiting process ends with the run's process; the dbt resource hands a run's
-first command over and ends a process no command took."""
+killed with -9 interrupts its dbt; a waiting process ends with the run's process; the dbt resource hands each of a
+run's commands over (the first to the process started ahead, each later one to one forked for it by the process's one
+fork server) and ends a process no command took."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import dagster as dg
 import pytest
 
 from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, seed_partial_parse, warehouse_folder_dbt_executable
-from cost_pipeline.dbt_warm import ENDED_WAITING, WARM_VARIABLE, WarmDbt, resolved_schemas, warm_up
+from cost_pipeline.dbt_warm import ENDED_WAITING, WARM_VARIABLE, WarmDbt, fork_server, resolved_schemas, warm_up
 from cost_pipeline.defs.dbt import DBT_GLOBAL_FLAGS, NIGHTLY_BUILD, ProjectDbtCli
 
 
@@ -156,7 +157,9 @@ def test_a_waiting_process_ends_with_the_run_s_process_and_removes_its_socket():
     assert not Path(address).parent.exists()  # it removed its socket's folder on the way out
 
 
-def test_the_dbt_resource_hands_its_first_command_over_and_ends_an_unused_process(demo_copy: Path, monkeypatch):
+def test_the_dbt_resource_hands_each_command_over_and_ends_an_unused_process(demo_copy: Path, monkeypatch):
+    """The run's first command runs in the process started ahead, each later one (a night's second build) in one
+    forked for it by the same fork server, warm too; the teardown ends a process no command took."""
     monkeypatch.setenv("COST_WAREHOUSE", str(demo_copy / "warehouse.duckdb"))
     resource = ProjectDbtCli(
         project_dir=str(DBT_PROJECT_DIR),
@@ -164,23 +167,55 @@ def test_the_dbt_resource_hands_its_first_command_over_and_ends_an_unused_proces
         global_config_flags=DBT_GLOBAL_FLAGS,
     )
     with dg.build_resources({"dbt": resource}) as resources:
-        warm = resources.dbt._warm
+        ahead = resources.dbt._warm[0]
         pids = []
         for _ in range(2):
             target = demo_copy / f"target-{len(pids)}"
             seed_partial_parse(target, demo_copy / "warehouse.duckdb")
             invocation = resources.dbt.cli(["ls", "--resource-type", "seed"], target_path=target)
             pids.append(({event.raw_event["info"]["pid"] for event in invocation.stream_raw_events()}, invocation))
+        warm = resources.dbt._warm
         (first, first_invocation), (second, second_invocation) = pids
-        assert first == {warm.process.pid} != {first_invocation.process.pid}
-        assert second == {second_invocation.process.pid}  # the second command runs dbt itself
+        assert [waiting.taken for waiting in warm] == [True, True] and warm[0] is ahead
+        assert first == {warm[0].process.pid} != {first_invocation.process.pid}
+        assert second == {warm[1].process.pid} != {second_invocation.process.pid}
+        server = fork_server().process.pid
         assert WARM_VARIABLE not in os.environ
-    assert warm.process.returncode == 0
+    assert [waiting.process.returncode for waiting in warm] == [0, 0]
 
     with dg.build_resources({"dbt": resource}) as resources:
-        unused = resources.dbt._warm
-    # ended by the teardown's SIGTERM, while it still started or as it waited
-    assert unused.process.returncode in (-signal.SIGTERM, ENDED_WAITING) and not Path(unused.address).parent.exists()
+        (unused,) = resources.dbt._warm
+    # ended by the teardown's SIGTERM as it waited
+    assert unused.process.returncode == ENDED_WAITING and not Path(unused.address).parent.exists()
+    assert fork_server().process.pid == server  # one per process: dbt imported once for every run it starts
+
+
+def test_waiting_processes_are_forked_by_the_process_s_one_fork_server():
+    """dbt is imported once a process: each waiting process is a child of its fork server, which runs no thread."""
+    first, second = WarmDbt(), WarmDbt()
+    try:
+        server = fork_server().process.pid
+        assert _parent(first.process.pid) == _parent(second.process.pid) == server
+        assert Path(f"/proc/{server}/status").read_text().count("\nThreads:\t1\n") == 1
+    finally:
+        first.close()
+        second.close()
+    assert (first.process.returncode, second.process.returncode) == (ENDED_WAITING, ENDED_WAITING)
+
+
+def test_a_waiting_process_ended_as_soon_as_it_is_forked_ends():
+    """SIGTERM sent as the fork server's fork returns (a run whose steps end at once) ends the process every time:
+    Python forgets a signal that comes before a forked interpreter is set up, unless the fork held it."""
+    forked = [WarmDbt() for _ in range(100)]
+    for waiting in forked:
+        waiting.close()
+    assert {waiting.process.returncode for waiting in forked} == {ENDED_WAITING}
+
+
+def _parent(pid: int) -> int:
+    """The parent of process ``pid`` (Linux's /proc)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:")))
 
 
 def test_the_schemas_to_build_ahead_resolve_and_are_kept_once_built():

@@ -72,9 +72,10 @@ if dbt_project.preparer.using_dagster_dev():
 class ProjectDbtCli(DbtCliResource):
     """dagster-dbt's dbt resource without three start-up costs every night paid for nothing:
 
-    - dbt's start-up, before the run's first dbt command: set up for a run, the resource starts a process that imports
-      dbt and builds its JSON schemas while the run's first steps go on, and the run's first command runs there
-      (``cost_pipeline.dbt_warm``; docs/benchmarks.md). Only through ``cost-pipeline-dbt`` beside this Python.
+    - dbt's start-up, before each dbt command: set up for a run, the resource starts a process that imports dbt and
+      builds its JSON schemas while the run's first steps go on (once per process: a fork server), and each command
+      runs in a process forked from it (``cost_pipeline.dbt_warm``; docs/benchmarks.md). Only through
+      ``cost-pipeline-dbt`` beside this Python.
     - ``dbt --version`` in a subprocess, a whole dbt start-up, to learn the version of the dbt it runs. The dbt beside
       this Python (directly or through ``cost-pipeline-dbt``) is the installed dbt-core, whose version its package
       metadata gives (another dbt still gets asked).
@@ -94,25 +95,39 @@ class ProjectDbtCli(DbtCliResource):
     def _initialize_dbt_core_adapter(self, args: Sequence[str]) -> None:
         return None
 
-    _warm: WarmDbt | None = PrivateAttr(default=None)
+    _warm: list[WarmDbt] = PrivateAttr(default_factory=list)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         super().setup_for_execution(context)
         if WARM_SUPPORTED and self._beside_this_python("cost-pipeline-dbt"):
             try:
-                self._warm = WarmDbt()
+                self._warm.append(WarmDbt())
             except Exception as error:  # noqa: BLE001 - a head start is not worth a night: dbt then starts as before
                 context.log.warning(f"dbt could not be started ahead of its step, it starts when needed: {error!r}")
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
-        warm, self._warm = self._warm, None
-        if warm is not None:
-            warm.close()
+        warm, self._warm = self._warm, []
+        for waiting in warm:
+            waiting.close()
         super().teardown_after_execution(context)
 
+    def _waiting_address(self) -> str | None:
+        """The address of a process waiting for this command: the one started ahead, or for a later command (a
+        night's second build, the queries that explain failed tests) one forked for it, as warm; None without."""
+        if not self._warm:
+            return None
+        address = self._warm[-1].take()
+        if address is None:
+            try:
+                self._warm.append(WarmDbt())
+            except Exception:  # noqa: BLE001 - as at setup: dbt then starts in the command's own process
+                return None
+            address = self._warm[-1].take()
+        return address
+
     def cli(self, args: Sequence[str], **kwargs: Any) -> DbtCliInvocation:
-        """dagster-dbt's dbt command; the run's first one runs in the process its resource started."""
-        address = self._warm.take() if self._warm is not None else None
+        """dagster-dbt's dbt command, run in a process dbt is imported in already (``cost_pipeline.dbt_warm``)."""
+        address = self._waiting_address()
         if address is None:
             return super().cli(args, **kwargs)
         os.environ[WARM_VARIABLE] = address  # dagster-dbt starts dbt with this process's environment
