@@ -55,9 +55,15 @@
     {%- do texts.append(join_gpu_clusters('samples', none, true)) -%}
     {%- do texts.append(join_gpu_clusters('samples', none, true, 'clusters')) -%}
     {%- do texts.append(unnamed_clusters('held')) -%}
-    {%- do texts.append(unclaimed_unnamed_samples('relation')) -%}
-    {%- do texts.append(claimed_samples('relation', 'unnamed', 'condition')) -%}
-    {%- do texts.append(join_claimed_samples('samples')) -%}
+    {%- do texts.append(sample_key('samples')) -%}
+    {%- do texts.append(sample_key_matches('samples', 'keys')) -%}
+    {%- do texts.append(readings_differ('a', 'b')) -%}
+    {%- do texts.append(unnamed_copies('relation')) -%}
+    {%- do texts.append(unnamed_copies('relation', true)) -%}
+    {%- do texts.append(copy_verdicts('relation', 'unnamed', 'condition')) -%}
+    {%- do texts.append(copy_verdicts('relation', 'unnamed')) -%}
+    {%- do texts.append(join_copy_verdicts('samples')) -%}
+    {%- do texts.append(resolved_cluster('copies', ['candidate'], 'other')) -%}
     {%- do texts.append(host_chunk_filter('hostname')) -%}
     {%- do texts.append(short_host('hostname')) -%}
     {#- The rules that decide what is built again, as written: a fix to them builds every job and day once. -#}

@@ -1,6 +1,8 @@
 {#- The cluster of a copy that names none (a file delivered again with the cluster column added): one resolution for
     int_device_samples_tiered, int_gpu_share_days and int_unattributed_gpu_days, so that each counts such a GPU as one
-    (docs/fractional_gpus.md). Standard SQL: groups, having, coalesce, joins. -#}
+    (docs/fractional_gpus.md). Copies are one sample only if they measured the same (copy_verdicts): a copy naming
+    none whose readings differ from every named copy of its sample is another GPU, which no rule here resolves
+    (resolved_cluster, unnamed_clusters). Standard SQL: groups, having, coalesce, joins. -#}
 
 {#- CTE body: the GPUs (or MIG instances: instance_key, -1 for the whole GPU) some of whose samples in ``relation``
     (where ``where``, if given) name a cluster and some none. Only their copies that name none need the cluster looked up
@@ -79,10 +81,11 @@
 
 {#- CTE body: the cluster the copies naming none are of at an instant (hostname, gpu_index, instance_key, sampled_at,
     cluster_key), from ``held`` (cluster_key: the cluster a copy names, '' for none; hostname, gpu_index,
-    instance_key, sampled_at; holder: who holds the GPU then): the one named cluster of a holder whose copies of that
-    instant name it and none (the same samples delivered without and with the cluster column), so that the holders
-    whose copies name none (another job's file not delivered again) share that cluster's GPU with it. Named clusters
-    of two such holders: not known to be either's. -#}
+    instance_key, sampled_at; holder: who holds the GPU then; other_gpu: 1 for a copy copy_verdicts says is another
+    GPU, which neither resolves nor is resolved): the one named cluster of a holder whose copies of that instant name
+    it and none (the same samples delivered without and with the cluster column), so that the holders whose copies
+    name none (another job's file not delivered again) share that cluster's GPU with it. Named clusters of two such
+    holders: not known to be either's. -#}
 {% macro unnamed_clusters(held) %}
     select
         hostname,
@@ -100,6 +103,7 @@
             min(case when cluster_key <> '' then cluster_key end) as first_named,
             max(case when cluster_key <> '' then cluster_key end) as last_named
         from {{ held }}
+        where other_gpu = 0
         group by hostname, gpu_index, instance_key, sampled_at, holder
         having max(case when cluster_key = '' then 1 else 0 end) = 1 and max(cluster_key) <> ''
     ) as named_and_unnamed
@@ -126,42 +130,101 @@
         and {{ samples }}.sampled_at = {{ keys }}.sampled_at
 {%- endmacro %}
 
-{#- CTE body: the samples (sample_key) of which ``relation`` (int_device_samples_attributed's rows, or some of them)
-    has a copy no job claims that names no cluster. A few rows, and none when every copy names its cluster: the
-    lookup of claimed_samples then reads nothing (a join with an empty side). -#}
-{% macro unclaimed_unnamed_samples(relation) %}
-    select distinct
-        {{- sample_key('copies') }}
+{#- The readings a re-export repeats: what the GPU measured at the instant (stg_telemetry__device_samples' activity,
+    NVLink, power and energy counter columns). Two copies of one sample key (sample_key) are one sample only if they
+    carry the same readings; the cluster and the file are not readings. -#}
+{% macro sample_readings() -%}
+    {{ return([
+        'gr_engine_active', 'sm_active', 'tensor_active', 'nvlink_tx_bytes_per_second',
+        'nvlink_rx_bytes_per_second', 'power_watts', 'energy_counter_mj']) }}
+{%- endmacro %}
+
+{#- Whether the copies ``a`` and ``b`` measured different things: a reading both carry differs by more than 1e-5 of the
+    larger magnitude (at least 1, so near zero by 1e-5 absolutely). One value written to CSV by any round-trip writer
+    and to Parquet reads back as the same double; 1e-5 also takes a re-export through float32 (about 6e-8) or printed
+    to six significant digits (5e-6) as the same reading, while two GPUs' power draws or energy counters (mJ since
+    the driver loaded) agree to five significant digits by chance only. A reading one copy lacks (blank power, a file
+    without the energy counter) is no evidence either way. Never null. -#}
+{% macro readings_differ(a, b) -%}
+    (
+    {%- for reading in sample_readings() %}
+        {{ 'or ' if not loop.first }}(
+            {{ a }}.{{ reading }} is not null and {{ b }}.{{ reading }} is not null
+            and abs(cast({{ a }}.{{ reading }} as double) - cast({{ b }}.{{ reading }} as double))
+            > 0.00001 * greatest(
+                abs(cast({{ a }}.{{ reading }} as double)), abs(cast({{ b }}.{{ reading }} as double)), 1
+            )
+        )
+    {%- endfor %}
+    )
+{%- endmacro %}
+
+{#- CTE body: the copies in ``relation`` (int_device_samples_attributed's rows, or some of them) that name no cluster,
+    each with its sample key (sample_key), its file and line (one copy), whether a job claims it, and its readings:
+    what copy_verdicts compares with the copies naming a cluster. ``unclaimed``: only those no job claims. -#}
+{% macro unnamed_copies(relation, unclaimed=false) %}
+    select
+        {{- sample_key('copies') }},
+        copies.source_file,
+        copies.source_line,
+        copies.attributed_job_key,
+        {%- for reading in sample_readings() %}
+        copies.{{ reading }}{{ ',' if not loop.last }}
+        {%- endfor %}
     from {{ relation }} as copies
-    where copies.attributed_job_key is null and copies.cluster is null
+    where copies.cluster is null
+    {%- if unclaimed %}
+        and copies.attributed_job_key is null
+    {%- endif %}
 {% endmacro %}
 
-{#- CTE body: the samples of ``unnamed`` (unclaimed_unnamed_samples) a job claims in a copy that names a cluster,
-    among the rows of ``relation`` (int_device_samples_attributed, read as ``samples``, where ``where`` if given). Such
-    a sample's copy naming none (its host held at that instant by jobs of two clusters: several_jobs_on_host, as a
-    copy naming none matches any cluster's jobs) is the claimed sample delivered without the cluster column, not GPU
-    time no job claims: int_unattributed_gpu_days and int_gpu_share_days leave it out (join_claimed_samples), so
-    the job's copy stands for the sample once, and no GPU of no cluster is left beside it. -#}
-{% macro claimed_samples(relation, unnamed, where=none) %}
-    select distinct
-        {{- sample_key('samples') }}
+{#- CTE body: what the copies naming a cluster of the same sample (sample_key) say of each copy of ``unnamed``
+    (unnamed_copies) that has any, among the rows of ``relation`` (int_device_samples_attributed's, read as ``samples``,
+    where ``where`` if given); one row per such copy (source_file, source_line):
+    - is_other_gpu 1: every named copy of its sample measured something else (readings_differ): it is not a copy of
+      theirs delivered again but another GPU of a host of the same name, of no known cluster: no rule resolves its
+      cluster (resolved_cluster, unnamed_clusters), it counts on its own as a GPU of no cluster;
+    - is_claimed 1: no job claims it, and a job claims a named copy of its sample with the same readings (a host of
+      the same name in two clusters held by a job of each at once leaves the copy naming none to neither,
+      several_jobs_on_host, while its cluster's copy is its job's): it is that job's sample, delivered again without
+      the cluster column, not GPU time no job claims nor a GPU of no cluster: int_unattributed_gpu_days and
+      int_gpu_share_days leave it out.
+    A copy with no named copy of its sample has no row. Few rows: only copies naming none, of samples also delivered
+    naming a cluster; none when every copy names its cluster or none does (a join with an empty side). -#}
+{% macro copy_verdicts(relation, unnamed, where=none) %}
+    select
+        unnamed.source_file,
+        unnamed.source_line,
+        min(case when {{ readings_differ('samples', 'unnamed') }} then 1 else 0 end) as is_other_gpu,
+        max(case
+            when unnamed.attributed_job_key is null and samples.attributed_job_key is not null
+                and not {{ readings_differ('samples', 'unnamed') }}
+                then 1
+            else 0
+        end) as is_claimed
     from {{ relation }} as samples
     inner join {{ unnamed }} as unnamed
         on {{ sample_key_matches('samples', 'unnamed') }}
     where
-        samples.attributed_job_key is not null
-        and samples.cluster is not null
+        samples.cluster is not null
         {%- if where is not none %}
         and {{ where }}
         {%- endif %}
+    group by unnamed.source_file, unnamed.source_line
 {% endmacro %}
 
-{#- A left join of claimed_samples (the CTE ``claimed``) to ``samples``' copies no job claims that name no cluster:
-    ``claimed``.sampled_at is not null on a copy of a sample a job claims in a copy naming its cluster, which is
-    left out (where ``claimed``.sampled_at is null). -#}
-{% macro join_claimed_samples(samples, claimed='claimed_samples') %}
-    left join {{ claimed }}
-        on {{ samples }}.attributed_job_key is null
-        and {{ samples }}.cluster is null
-        and {{ sample_key_matches(samples, claimed) }}
+{#- A left join of copy_verdicts (the CTE ``verdicts``) to ``samples``' copies, by file and line. -#}
+{% macro join_copy_verdicts(samples, verdicts='copy_verdicts') %}
+    left join {{ verdicts }}
+        on {{ samples }}.source_file = {{ verdicts }}.source_file
+        and {{ samples }}.source_line = {{ verdicts }}.source_line
 {% endmacro %}
+
+{#- The cluster of ``copies``' GPU: the cluster it names, else the first of ``candidates`` (the clusters the rules
+    above resolve for it) that is known, unless ``other_gpu`` (copy_verdicts' is_other_gpu for it: null, 0 or 1) says
+    it is another GPU than the named copies of its sample: that copy stays of no cluster. The one place the rule is
+    said, in the three models. -#}
+{% macro resolved_cluster(copies, candidates, other_gpu) -%}
+    coalesce({{ copies }}.cluster, case when coalesce({{ other_gpu }}, 0) = 0
+        then coalesce({{ candidates | join(', ') }}) end)
+{%- endmacro %}

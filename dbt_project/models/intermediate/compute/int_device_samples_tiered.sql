@@ -8,7 +8,9 @@
 -- delivered twice counts once: the same GPU (or instance) of the same job at the same instant, also when one copy
 -- names its cluster and the other none (a file delivered again with the cluster column added). A copy that names no
 -- cluster is of the cluster its job's copies of that GPU name, when they name one (gpu_cluster); gpu-01 of two
--- named clusters stays two GPUs, and a copy naming none beside two named ones is not known to be either's.
+-- named clusters stays two GPUs, and a copy naming none beside two named ones is not known to be either's. Copies
+-- are one sample only if they measured the same: a copy naming none whose readings differ from every named copy of
+-- its sample is another GPU, of no cluster (macros/gpu_clusters.sql copy_verdicts).
 -- Where the GPU reports its energy counter (DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, mJ since the driver loaded) at
 -- this sample and the next, the energy of the time the sample stands for is the counter's rise to the next sample
 -- (docs/energy.md): a fall is a driver reload, after which the next reading is the energy since the reload; a gap
@@ -108,17 +110,45 @@ mixed_gpus as (
     {{ mixed_gpus(ref('stg_telemetry__device_samples'), window_where) }}
 ),
 
-gpu_clusters as (
-    {{ gpu_clusters(ref('int_device_samples_attributed'), job_samples) }}
+-- Every copy of those GPUs (any job's or none's): a few, read once for gpu_clusters and copy_verdicts.
+mixed_copies as (
+    select samples.*
+    from {{ ref('int_device_samples_attributed') }} as samples
+    inner join mixed_gpus
+        on samples.hostname = mixed_gpus.hostname
+        and samples.gpu_index = mixed_gpus.gpu_index
+        and coalesce(samples.gpu_instance_id, -1) = mixed_gpus.instance_key
+    where
+        {{ host_chunk_filter('samples.reported_hostname') }}
+        {%- if incremental %}
+        and {{ device_samples_tiered_window('samples.sampled_at') }}
+        {%- endif %}
 ),
 
--- The cluster of each sample's GPU (gpu_cluster): its own, else the one its job's copies of that GPU name.
+gpu_clusters as (
+    {{ gpu_clusters('mixed_copies', job_samples) }}
+),
+
+-- What the copies naming a cluster say of those naming none of the same sample (macros/gpu_clusters.sql
+-- copy_verdicts, as int_gpu_share_days judges them): a copy naming none whose readings differ from every named
+-- copy's is another GPU (a host of the same name in another cluster, whose file names none), of no known cluster.
+unnamed_copies as (
+    {{ unnamed_copies('mixed_copies') }}
+),
+
+copy_verdicts as (
+    {{ copy_verdicts('mixed_copies', 'unnamed_copies') }}
+),
+
+-- The cluster of each sample's GPU (gpu_cluster): its own, else the one its job's copies of that GPU name, but none
+-- for another GPU (resolved_cluster).
 clustered as (
     select
         samples.*,
-        coalesce(samples.cluster, gpu_clusters.cluster) as gpu_cluster
+        {{ resolved_cluster('samples', ['gpu_clusters.cluster'], 'copy_verdicts.is_other_gpu') }} as gpu_cluster
     from samples
     {{ join_gpu_clusters('samples', 'samples.job_key') }}
+    {{ join_copy_verdicts('samples') }}
 ),
 
 -- The hours in which a GPU (or MIG instance) reported more than one job label under one cluster (or none): the only
@@ -157,13 +187,15 @@ held as (
         samples.gpu_index,
         coalesce(samples.gpu_instance_id, -1) as instance_key,
         samples.sampled_at,
-        coalesce(samples.attributed_job_key, samples.job_id) as holder
+        coalesce(samples.attributed_job_key, samples.job_id) as holder,
+        coalesce(copy_verdicts.is_other_gpu, 0) as other_gpu
     from {{ ref('int_device_samples_attributed') }} as samples
     inner join shared_hours
         on samples.hostname = shared_hours.hostname
         and samples.gpu_index = shared_hours.gpu_index
         and coalesce(samples.gpu_instance_id, -1) = shared_hours.instance_key
         and {{ dbt.date_trunc('hour', 'samples.sampled_at') }} = shared_hours.sample_hour
+    {{ join_copy_verdicts('samples') }}
     where
         samples.job_id is not null
         and {{ host_chunk_filter('samples.reported_hostname') }}
@@ -172,7 +204,8 @@ held as (
     {%- endif %}
     group by
         coalesce(samples.cluster, ''), samples.hostname, samples.gpu_index, coalesce(samples.gpu_instance_id, -1),
-        samples.sampled_at, coalesce(samples.attributed_job_key, samples.job_id)
+        samples.sampled_at, coalesce(samples.attributed_job_key, samples.job_id),
+        coalesce(copy_verdicts.is_other_gpu, 0)
 ),
 
 -- The cluster the copies naming none are of at an instant (macros/gpu_clusters.sql): the one named cluster of a
@@ -181,12 +214,15 @@ unnamed_clusters as (
     {{ unnamed_clusters('held') }}
 ),
 
--- Each holder under the cluster of the GPU it holds (gpu_key): its copy's, else (naming none) unnamed_clusters'.
+-- Each holder under the cluster of the GPU it holds (gpu_key): its copy's, else (naming none) unnamed_clusters', but
+-- none for another GPU (copy_verdicts).
 held_gpus as (
     select
         held.*,
-        case when held.cluster_key = '' then coalesce(unnamed_clusters.cluster_key, '') else held.cluster_key end
-            as gpu_key
+        case
+            when held.cluster_key = '' and held.other_gpu = 0 then coalesce(unnamed_clusters.cluster_key, '')
+            else held.cluster_key
+        end as gpu_key
     from held
     left join unnamed_clusters
         on held.hostname = unnamed_clusters.hostname

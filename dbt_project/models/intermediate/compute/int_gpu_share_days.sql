@@ -17,7 +17,9 @@
 -- cluster int_unattributed_gpu_days resolves for it (macros/gpu_clusters.sql), so a file delivered again (in whole or
 -- in part) with the cluster column added is one GPU, not its cluster's and an unnamed one. A copy naming none of a
 -- sample a job claims in a copy naming its cluster (the host held by jobs of two clusters at once, so the copy naming
--- none is neither's) is that job's sample, once, not also a holder of no cluster.
+-- none is neither's) is that job's sample, once, not also a holder of no cluster, when it has that sample's readings;
+-- a copy naming none whose readings differ from every named copy of its sample is another GPU, of no cluster
+-- (copy_verdicts).
 -- Incremental by day: a night builds again only the days whose samples or jobs changed (sample_days_to_build), and
 -- keeps the other days' rows. On Spark a table, built whole (docs/spark.md).
 {{ config(
@@ -85,8 +87,8 @@ crowded_instants as (
 -- int_device_samples_tiered and int_unattributed_gpu_days resolve it (macros/gpu_clusters.sql): the one cluster its
 -- job's copies of that GPU name that day (gpu_clusters), or for a copy no job claims the one cluster the GPU's
 -- unclaimed copies name that day (unclaimed_clusters), else, at a crowded instant, the one cluster of a holder whose
--- copies of the instant name it and none (unnamed_clusters). Per day, so that a day's rows still depend on that
--- day's samples only.
+-- copies of the instant name it and none (unnamed_clusters); none for another GPU (copy_verdicts, below). Per day,
+-- so that a day's rows still depend on that day's samples only.
 mixed_gpus as (
     {{ mixed_gpus(ref('int_device_samples_attributed') ~ ' as samples', day_samples) }}
 ),
@@ -113,21 +115,24 @@ crowded_copies as (
     where {{ day_samples }}
 ),
 
--- The crowded samples a copy naming no cluster delivers unclaimed, and those of them a job claims in a copy that
--- names its cluster (macros/gpu_clusters.sql, as int_unattributed_gpu_days finds them): a host of the same name in two
--- clusters, held by a job of each, leaves a copy naming none to neither job (several_jobs_on_host), while its
--- cluster's copy of the same sample is its job's. Both copies are at one instant, so crowded.
-unnamed_samples as (
-    {{ unclaimed_unnamed_samples('crowded_copies') }}
+-- What the crowded copies naming a cluster say of those naming none of the same sample (macros/gpu_clusters.sql
+-- copy_verdicts, as int_unattributed_gpu_days and int_device_samples_tiered judge them): a copy naming none whose
+-- readings differ from every named copy's is another GPU (a host of the same name in another cluster, whose file
+-- names none), of no known cluster, counted on its own; one no job claims with the readings of a copy a job claims
+-- naming its cluster (a host of the same name in two clusters, held by a job of each, leaves the copy naming none to
+-- neither job: several_jobs_on_host) is that job's sample, left out. Copies of one sample are at one instant, so
+-- crowded.
+unnamed_copies as (
+    {{ unnamed_copies('crowded_copies') }}
 ),
 
-claimed_samples as (
-    {{ claimed_samples('crowded_copies', 'unnamed_samples') }}
+copy_verdicts as (
+    {{ copy_verdicts('crowded_copies', 'unnamed_copies') }}
 ),
 
 -- Who holds the GPU (or instance) at a crowded instant (its attributed job, else its label), under the cluster each
--- copy names ('': none). Not a copy naming none of a sample a job claims (claimed_samples): that sample is its
--- job's, once, not also a holder of no cluster; here and in crowded_samples.
+-- copy names ('': none), and whether the copy is another GPU (other_gpu). Not a copy naming none of a sample a job
+-- claims (is_claimed): that sample is its job's, once, not also a holder of no cluster; here and in crowded_samples.
 held as (
     select distinct
         coalesce(copies.cluster, '') as cluster_key,
@@ -135,10 +140,11 @@ held as (
         copies.gpu_index,
         coalesce(copies.gpu_instance_id, -1) as instance_key,
         copies.sampled_at,
-        coalesce(copies.attributed_job_key, copies.job_id) as holder
+        coalesce(copies.attributed_job_key, copies.job_id) as holder,
+        coalesce(copy_verdicts.is_other_gpu, 0) as other_gpu
     from crowded_copies as copies
-    {{ join_claimed_samples('copies') }}
-    where claimed_samples.sampled_at is null
+    {{ join_copy_verdicts('copies') }}
+    where copy_verdicts.is_claimed is null or copy_verdicts.is_claimed = 0
 ),
 
 unnamed_clusters as (
@@ -146,10 +152,12 @@ unnamed_clusters as (
 ),
 
 -- The crowded samples, each of the cluster of its GPU: its own, else its job's (or the unclaimed copies'), else its
--- instant's; not a copy naming none of a sample a job claims (claimed_samples).
+-- instant's, but none for another GPU (resolved_cluster); not a copy naming none of a sample a job claims.
 crowded_samples as (
     select
-        coalesce(copies.cluster, copies.job_cluster, unnamed_clusters.cluster_key) as cluster,
+        {{ resolved_cluster(
+            'copies', ['copies.job_cluster', 'unnamed_clusters.cluster_key'], 'copy_verdicts.is_other_gpu') }}
+            as cluster,
         copies.hostname,
         copies.gpu_index,
         copies.gpu_instance_id,
@@ -161,13 +169,13 @@ crowded_samples as (
         copies.source_file,
         copies.source_line
     from crowded_copies as copies
-    {{ join_claimed_samples('copies') }}
+    {{ join_copy_verdicts('copies') }}
     left join unnamed_clusters
         on copies.hostname = unnamed_clusters.hostname
         and copies.gpu_index = unnamed_clusters.gpu_index
         and coalesce(copies.gpu_instance_id, -1) = unnamed_clusters.instance_key
         and copies.sampled_at = unnamed_clusters.sampled_at
-    where claimed_samples.sampled_at is null
+    where copy_verdicts.is_claimed is null or copy_verdicts.is_claimed = 0
 ),
 
 -- The crowded samples delivered more than once (one sample: a GPU or instance, a job label and an instant), whose

@@ -9,7 +9,9 @@
 -- int_gpu_share_days resolves a copy no job claims), so a file delivered again with the cluster column added is one
 -- GPU, counted once, not its cluster's and an unnamed one: also when another cluster's gpu-01 reports that day.
 -- A copy naming none of a sample a job claims in a copy naming its cluster (the host held by jobs of two clusters at
--- once, so the copy naming none is neither's) is that job's sample, not GPU time no job claims.
+-- once, so the copy naming none is neither's) is that job's sample, not GPU time no job claims, when it has that
+-- sample's readings; a copy naming none whose readings differ from every named copy of its sample is another GPU, of
+-- no cluster, counted on its own (copy_verdicts).
 -- The day's last sample of a GPU stands for time that runs into a later day, so the day leaves it open: a row
 -- states the seconds of its other samples (gpu_seconds), and whether it holds the last one (last_sample) with its
 -- share of the GPU (last_sample_share); fct_unattributed_gpu_hours closes it with the GPU's first unattributed
@@ -36,26 +38,29 @@ with unclaimed as (
         {%- endif %}
 ),
 
--- The samples a copy naming no cluster delivers unclaimed (a few: none when every copy names its cluster), and those
--- of them a job claims in a copy that names its cluster (macros/gpu_clusters.sql, as int_gpu_share_days finds them):
--- a host of the same name in two clusters, held by a job of each, leaves a copy naming none to neither job
--- (several_jobs_on_host), while its cluster's copy of the same sample is its job's.
-unnamed_samples as (
-    {{ unclaimed_unnamed_samples('unclaimed') }}
+-- The unclaimed copies naming no cluster (a few: none when every copy names its cluster), and what the copies naming a
+-- cluster of the same sample say of them (macros/gpu_clusters.sql copy_verdicts, as int_gpu_share_days judges them):
+-- with the readings of a copy a job claims naming its cluster, the copy is that job's sample (a host of the same name
+-- in two clusters, held by a job of each, leaves a copy naming none to neither job: several_jobs_on_host), with
+-- readings differing from every named copy's it is another GPU, of no known cluster.
+unnamed_copies as (
+    {{ unnamed_copies('unclaimed', unclaimed=true) }}
 ),
 
-claimed_samples as (
-    {{ claimed_samples(
-        ref('int_device_samples_attributed'), 'unnamed_samples',
+copy_verdicts as (
+    {{ copy_verdicts(
+        ref('int_device_samples_attributed'), 'unnamed_copies',
         sample_days_where(days, 'samples.sampled_at') if days is not none else none) }}
 ),
 
 -- The unclaimed copies, but those of a sample a job claims: that sample is the job's time, not GPU time no job claims.
 samples as (
-    select unclaimed.*
+    select
+        unclaimed.*,
+        coalesce(copy_verdicts.is_other_gpu, 0) as other_gpu
     from unclaimed
-    {{ join_claimed_samples('unclaimed') }}
-    where claimed_samples.sampled_at is null
+    {{ join_copy_verdicts('unclaimed') }}
+    where copy_verdicts.is_claimed is null or copy_verdicts.is_claimed = 0
 ),
 
 -- The GPUs some of whose unattributed copies that day name a cluster and some none, and the one cluster they name.
@@ -77,7 +82,8 @@ held as (
         samples.gpu_index,
         mixed_gpus.instance_key,
         samples.sampled_at,
-        samples.job_id as holder
+        samples.job_id as holder,
+        samples.other_gpu
     from samples
     inner join mixed_gpus
         on samples.hostname = mixed_gpus.hostname
@@ -93,11 +99,12 @@ unnamed_clusters as (
 ),
 
 -- Each sample with the cluster of its GPU (gpu_cluster): its own, else the one its GPU's other copies that day name,
--- else the one its instant's copies name (unnamed_clusters).
+-- else the one its instant's copies name (unnamed_clusters); none for another GPU (resolved_cluster).
 clustered as (
     select
         samples.*,
-        coalesce(samples.cluster, gpu_clusters.cluster, unnamed_clusters.cluster_key) as gpu_cluster
+        {{ resolved_cluster(
+            'samples', ['gpu_clusters.cluster', 'unnamed_clusters.cluster_key'], 'samples.other_gpu') }} as gpu_cluster
     from samples
     {{ join_gpu_clusters('samples', none, by_day=true) }}
     left join unnamed_clusters
