@@ -10,7 +10,9 @@ delivers the same samples again with the cluster column, and cluster beta, which
 its spare-01's GPU 0 idle at 20 s past each of the same minutes (its own 600 GPU-seconds) with its cluster named.
 That night too alpha's site delivers its spare-04's GPU 0, idle at 100 W, in a file without the cluster column (never
 again with it), while beta's spare-04 reports its GPU 0 in beta's file at the same instants, idle at 80 W, naming
-beta: the readings differ, so alpha's copies are another GPU (of no known cluster), not beta's samples again.
+beta: the readings differ, so alpha's copies are another GPU (of no known cluster), not beta's samples again. So are
+alpha's spare-05's in that file, beta's spare-05 reporting 20 s later (no copy to compare): no copy of spare-05 naming
+none is a named copy delivered again, so none is taken for beta's.
 That night also a sample some job claims, delivered both naming no cluster and naming it: spare-03 is a host of
 alpha and of beta, and both clusters' sacct exports have a job on it over the same ten minutes (alpha's JobID 7001,
 beta's 7002, one GPU each); its GPU 0's samples come naming no cluster (so two clusters' jobs hold the host:
@@ -40,6 +42,8 @@ MINUTES = 10
 HOSTS = ("spare-01", "spare-02")
 # The host of alpha and of beta whose samples come at the same instants, alpha's in a file naming no cluster.
 TWIN_HOST = "spare-04"
+# The host of alpha and of beta whose samples come at other instants, alpha's in a file naming no cluster.
+OFFSET_HOST = "spare-05"
 # The host of alpha and of beta that both clusters' jobs hold at once, and each cluster's job on it.
 HELD_HOST = "spare-03"
 HELD_JOBS = {"alpha": "7001", "beta": "7002"}
@@ -167,9 +171,14 @@ def nights(demo_run, tmp_path_factory: pytest.TempPathFactory) -> Nights:
     # The next night: alpha's site exports the same samples again, with the cluster column; beta's spare-01 reports.
     again = [line for host in HOSTS for line in _samples(host, "alpha")]
     _write(telemetry / "spare_with_cluster.csv", again, cluster_column=True)
-    beta = _samples("spare-01", "beta", seconds=20) + _samples(TWIN_HOST, "beta", watts="80.0")
+    beta = [
+        *_samples("spare-01", "beta", seconds=20),
+        *_samples(TWIN_HOST, "beta", watts="80.0"),
+        *_samples(OFFSET_HOST, "beta", seconds=20, watts="80.0"),
+    ]
     _write(telemetry / "beta.csv", beta, cluster_column=True)
-    _write(telemetry / "twin_without_cluster.csv", _samples(TWIN_HOST, None), cluster_column=False)
+    alpha_unnamed = _samples(TWIN_HOST, None) + _samples(OFFSET_HOST, None)
+    _write(telemetry / "twin_without_cluster.csv", alpha_unnamed, cluster_column=False)
     # HELD_HOST's jobs of both clusters, and its GPU's samples naming alpha and (a later file by path) naming none.
     for cluster in HELD_JOBS:
         (landing / "scheduler" / f"sacct_{cluster}.txt").write_text(_sacct(cluster), encoding="utf-8")
@@ -195,9 +204,9 @@ def test_unclaimed_samples_delivered_again_with_the_cluster_column_count_once(ni
     same name reports that day too, so the day names two clusters for spare-01's GPU 0: each copy naming none is alpha's
     by its instant (alpha's copy of that instant names alpha, beta's samples are 20 s later), not a third GPU. Three
     GPUs of 600 GPU-seconds: 1,800 = 0.5 GPU-hours of 30 samples, not 2,400 of 40; fct_gpu_shares says the same. With
-    spare-04's two GPUs (test_copies_naming_none_with_other_readings_are_another_gpu) the month holds 3,000 GPU-seconds
-    of 50 samples."""
-    assert nights.second["unattributed"] == [(MONTH, "idle", "no_job_on_host", 5 * MINUTES, 3000 / 3600)]
+    spare-04's and spare-05's two GPUs each (test_copies_naming_none_with_other_readings_are_another_gpu) the month
+    holds 4,200 GPU-seconds of 70 samples."""
+    assert nights.second["unattributed"] == [(MONTH, "idle", "no_job_on_host", 7 * MINUTES, 4200 / 3600)]
     assert [gpu for gpu in nights.second["gpus"] if gpu[1] in HOSTS] == [
         ("alpha", "spare-01", 0, MINUTES, 480, 2),
         ("alpha", "spare-02", 0, MINUTES, 480, 2),
@@ -215,15 +224,19 @@ def test_copies_naming_none_with_other_readings_are_another_gpu(nights):
     name (80 W, naming beta) report at the same ten instants. A copy naming none is a named copy delivered again only
     if it repeats its readings; these differ, so alpha's are another GPU, of no known cluster: two GPUs of 600
     GPU-seconds each, 1,200 in all, in int_unattributed_gpu_days and fct_gpu_shares alike, not beta's one GPU of 600
-    with alpha's samples taken for copies of beta's (the figure before copy_verdicts)."""
-    assert [gpu for gpu in nights.second["gpus"] if gpu[1] == TWIN_HOST] == [
-        (None, TWIN_HOST, 0, MINUTES, 480, 2),
-        ("beta", TWIN_HOST, 0, MINUTES, 480, 2),
-    ]
-    assert [gpu for gpu in nights.second["shares"] if gpu[1] == TWIN_HOST] == [
-        (None, TWIN_HOST, 0, "whole_gpu", 600),
-        ("beta", TWIN_HOST, 0, "whole_gpu", 600),
-    ]
+    with alpha's samples taken for copies of beta's (the figure before copy_verdicts). spare-05 alike: alpha's GPU at
+    each minute, beta's 20 s later, and no copy naming none that is a named copy delivered again, so no evidence that
+    alpha's are beta's GPU (delivered_again_gpus): two GPUs of 600 GPU-seconds, not beta's one GPU of about 620 with
+    alpha's samples between its own."""
+    for host in (TWIN_HOST, OFFSET_HOST):
+        assert [gpu for gpu in nights.second["gpus"] if gpu[1] == host] == [
+            (None, host, 0, MINUTES, 480, 2),
+            ("beta", host, 0, MINUTES, 480, 2),
+        ]
+        assert [gpu for gpu in nights.second["shares"] if gpu[1] == host] == [
+            (None, host, 0, "whole_gpu", 600),
+            ("beta", host, 0, "whole_gpu", 600),
+        ]
 
 
 def test_unclaimed_copy_of_a_claimed_sample_is_the_claimed_sample(nights):

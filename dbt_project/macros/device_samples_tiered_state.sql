@@ -63,6 +63,7 @@
     {%- do texts.append(copy_verdicts('relation', 'unnamed', 'condition')) -%}
     {%- do texts.append(copy_verdicts('relation', 'unnamed')) -%}
     {%- do texts.append(join_copy_verdicts('samples')) -%}
+    {%- do texts.append(delivered_again_gpus()) -%}
     {%- do texts.append(resolved_cluster('copies', ['candidate'], 'other')) -%}
     {%- do texts.append(host_chunk_filter('hostname')) -%}
     {%- do texts.append(short_host('hostname')) -%}

@@ -2,7 +2,8 @@
     int_device_samples_tiered, int_gpu_share_days and int_unattributed_gpu_days, so that each counts such a GPU as one
     (docs/fractional_gpus.md). Copies are one sample only if they measured the same (copy_verdicts): a copy naming
     none whose readings differ from every named copy of its sample is another GPU, which no rule here resolves
-    (resolved_cluster, unnamed_clusters). Standard SQL: groups, having, coalesce, joins. -#}
+    (resolved_cluster, unnamed_clusters); and a GPU's named cluster is its copies' naming none only when some of them
+    are its named copies delivered again (delivered_again_gpus). Standard SQL: groups, having, coalesce, joins. -#}
 
 {#- CTE body: the GPUs (or MIG instances: instance_key, -1 for the whole GPU) some of whose samples in ``relation``
     (where ``where``, if given) name a cluster and some none. Only their copies that name none need the cluster looked up
@@ -30,7 +31,7 @@
     whose days depend on their own samples only). ``of_jobs`` false: the copies no job claims instead, the one cluster
     the GPU's unclaimed copies name (no job_key column; int_unattributed_gpu_days, and int_gpu_share_days for its
     unclaimed copies). A group joined back to each sample (join_gpu_clusters), not a window over every sample. -#}
-{% macro gpu_clusters(relation, where=none, by_day=false, of_jobs=true) %}
+{% macro gpu_clusters(relation, where=none, by_day=false, of_jobs=true, evidence='delivered_again_gpus') %}
     {%- set day = "cast(" ~ dbt.date_trunc('day', 'samples.sampled_at') ~ " as date)" %}
     {%- set job = ['samples.attributed_job_key'] if of_jobs else [] %}
     select
@@ -49,6 +50,15 @@
         on samples.hostname = mixed_gpus.hostname
         and samples.gpu_index = mixed_gpus.gpu_index
         and coalesce(samples.gpu_instance_id, -1) = mixed_gpus.instance_key
+    -- Only a GPU some of whose copies naming none are its named copies delivered again (delivered_again_gpus).
+    inner join {{ evidence }} as evidence
+        on samples.hostname = evidence.hostname
+        and samples.gpu_index = evidence.gpu_index
+        and mixed_gpus.instance_key = evidence.instance_key
+        and coalesce(samples.attributed_job_key, '') = evidence.holder_key
+        {%- if by_day %}
+        and {{ day }} = evidence.sample_day
+        {%- endif %}
     where
         samples.attributed_job_key is {{ 'not null' if of_jobs else 'null' }}
         and samples.cluster is not null
@@ -197,6 +207,12 @@
         unnamed.source_line,
         min(case when {{ readings_differ('samples', 'unnamed') }} then 1 else 0 end) as is_other_gpu,
         max(case
+            when coalesce(samples.attributed_job_key, '') = coalesce(unnamed.attributed_job_key, '')
+                and not {{ readings_differ('samples', 'unnamed') }}
+                then 1
+            else 0
+        end) as is_delivered_again,
+        max(case
             when unnamed.attributed_job_key is null and samples.attributed_job_key is not null
                 and not {{ readings_differ('samples', 'unnamed') }}
                 then 1
@@ -211,6 +227,25 @@
         and {{ where }}
         {%- endif %}
     group by unnamed.source_file, unnamed.source_line
+{% endmacro %}
+
+{#- CTE body: the GPUs (or instances) whose copies naming none that day, of a job (holder_key, '' for those no job
+    claims), include a copy of a sample the same job's (or no job's) copy naming a cluster delivers with the same
+    readings (copy_verdicts' is_delivered_again): evidence that the GPU's file was delivered again with the cluster
+    column, without which gpu_clusters gives its copies naming none no cluster (a host of the same name in another
+    cluster reporting at other instants is not this GPU). From ``unnamed`` (unnamed_copies) and ``verdicts``. -#}
+{% macro delivered_again_gpus(unnamed='unnamed_copies', verdicts='copy_verdicts') %}
+    select distinct
+        coalesce(unnamed.attributed_job_key, '') as holder_key,
+        unnamed.hostname,
+        unnamed.gpu_index,
+        unnamed.instance_key,
+        cast({{ dbt.date_trunc('day', 'unnamed.sampled_at') }} as date) as sample_day
+    from {{ unnamed }} as unnamed
+    inner join {{ verdicts }} as verdicts
+        on unnamed.source_file = verdicts.source_file
+        and unnamed.source_line = verdicts.source_line
+    where verdicts.is_delivered_again = 1
 {% endmacro %}
 
 {#- A left join of copy_verdicts (the CTE ``verdicts``) to ``samples``' copies, by file and line. -#}

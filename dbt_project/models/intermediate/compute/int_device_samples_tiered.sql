@@ -10,7 +10,8 @@
 -- cluster is of the cluster its job's copies of that GPU name, when they name one (gpu_cluster); gpu-01 of two
 -- named clusters stays two GPUs, and a copy naming none beside two named ones is not known to be either's. Copies
 -- are one sample only if they measured the same: a copy naming none whose readings differ from every named copy of
--- its sample is another GPU, of no cluster (macros/gpu_clusters.sql copy_verdicts).
+-- its sample is another GPU, of no cluster (macros/gpu_clusters.sql copy_verdicts), and the cluster its job's copies
+-- name is its only when some of its job's copies naming none are those copies delivered again (delivered_again_gpus).
 -- Where the GPU reports its energy counter (DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, mJ since the driver loaded) at
 -- this sample and the next, the energy of the time the sample stands for is the counter's rise to the next sample
 -- (docs/energy.md): a fall is a driver reload, after which the next reading is the energy since the reload; a gap
@@ -125,10 +126,6 @@ mixed_copies as (
         {%- endif %}
 ),
 
-gpu_clusters as (
-    {{ gpu_clusters('mixed_copies', job_samples) }}
-),
-
 -- What the copies naming a cluster say of those naming none of the same sample (macros/gpu_clusters.sql
 -- copy_verdicts, as int_gpu_share_days judges them): a copy naming none whose readings differ from every named
 -- copy's is another GPU (a host of the same name in another cluster, whose file names none), of no known cluster.
@@ -138,6 +135,16 @@ unnamed_copies as (
 
 copy_verdicts as (
     {{ copy_verdicts('mixed_copies', 'unnamed_copies') }}
+),
+
+-- The cluster of a job's copies naming none of a GPU: the one its copies naming a cluster name, when some of them
+-- were delivered again naming none (delivered_again_gpus).
+delivered_again_gpus as (
+    {{ delivered_again_gpus() }}
+),
+
+gpu_clusters as (
+    {{ gpu_clusters('mixed_copies', job_samples) }}
 ),
 
 -- The cluster of each sample's GPU (gpu_cluster): its own, else the one its job's copies of that GPU name, but none

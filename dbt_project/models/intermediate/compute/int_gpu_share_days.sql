@@ -19,7 +19,8 @@
 -- sample a job claims in a copy naming its cluster (the host held by jobs of two clusters at once, so the copy naming
 -- none is neither's) is that job's sample, once, not also a holder of no cluster, when it has that sample's readings;
 -- a copy naming none whose readings differ from every named copy of its sample is another GPU, of no cluster
--- (copy_verdicts).
+-- (copy_verdicts), and a GPU's named cluster is its copies' naming none only when some of them are its named copies
+-- delivered again (delivered_again_gpus).
 -- Incremental by day: a night builds again only the days whose samples or jobs changed (sample_days_to_build), and
 -- keeps the other days' rows. On Spark a table, built whole (docs/spark.md).
 {{ config(
@@ -83,12 +84,44 @@ crowded_instants as (
     having count(*) > 1
 ),
 
+-- The copies at those instants.
+crowded_raw as (
+    select samples.*
+    from {{ ref('int_device_samples_attributed') }} as samples
+    inner join crowded_instants
+        on samples.hostname = crowded_instants.hostname
+        and samples.gpu_index = crowded_instants.gpu_index
+        and samples.sampled_at = crowded_instants.sampled_at
+    where {{ day_samples }}
+),
+
+-- What the crowded copies naming a cluster say of those naming none of the same sample (macros/gpu_clusters.sql
+-- copy_verdicts, as int_unattributed_gpu_days and int_device_samples_tiered judge them): a copy naming none whose
+-- readings differ from every named copy's is another GPU (a host of the same name in another cluster, whose file
+-- names none), of no known cluster, counted on its own; one no job claims with the readings of a copy a job claims
+-- naming its cluster (a host of the same name in two clusters, held by a job of each, leaves the copy naming none to
+-- neither job: several_jobs_on_host) is that job's sample, left out. Copies of one sample are at one instant, so
+-- crowded.
+unnamed_copies as (
+    {{ unnamed_copies('crowded_raw') }}
+),
+
+copy_verdicts as (
+    {{ copy_verdicts('crowded_raw', 'unnamed_copies') }}
+),
+
+-- The GPUs of a job (or of none) that day some of whose copies naming none are its named copies delivered again.
+delivered_again_gpus as (
+    {{ delivered_again_gpus() }}
+),
+
 -- The cluster of a copy that names none (a file delivered again with the cluster column added), resolved as
 -- int_device_samples_tiered and int_unattributed_gpu_days resolve it (macros/gpu_clusters.sql): the one cluster its
 -- job's copies of that GPU name that day (gpu_clusters), or for a copy no job claims the one cluster the GPU's
--- unclaimed copies name that day (unclaimed_clusters), else, at a crowded instant, the one cluster of a holder whose
--- copies of the instant name it and none (unnamed_clusters); none for another GPU (copy_verdicts, below). Per day,
--- so that a day's rows still depend on that day's samples only.
+-- unclaimed copies name that day (unclaimed_clusters), when some of those were delivered again naming none
+-- (delivered_again_gpus), else, at a crowded instant, the one cluster of a holder whose copies of the instant name it
+-- and none (unnamed_clusters); none for another GPU (copy_verdicts). Per day, so that a day's rows still depend on
+-- that day's samples only.
 mixed_gpus as (
     {{ mixed_gpus(ref('int_device_samples_attributed') ~ ' as samples', day_samples) }}
 ),
@@ -105,29 +138,9 @@ crowded_copies as (
     select
         samples.*,
         coalesce(gpu_clusters.cluster, unclaimed_clusters.cluster) as job_cluster
-    from {{ ref('int_device_samples_attributed') }} as samples
-    inner join crowded_instants
-        on samples.hostname = crowded_instants.hostname
-        and samples.gpu_index = crowded_instants.gpu_index
-        and samples.sampled_at = crowded_instants.sampled_at
+    from crowded_raw as samples
     {{ join_gpu_clusters('samples', 'samples.attributed_job_key', by_day=true) }}
     {{ join_gpu_clusters('samples', none, by_day=true, clusters='unclaimed_clusters') }}
-    where {{ day_samples }}
-),
-
--- What the crowded copies naming a cluster say of those naming none of the same sample (macros/gpu_clusters.sql
--- copy_verdicts, as int_unattributed_gpu_days and int_device_samples_tiered judge them): a copy naming none whose
--- readings differ from every named copy's is another GPU (a host of the same name in another cluster, whose file
--- names none), of no known cluster, counted on its own; one no job claims with the readings of a copy a job claims
--- naming its cluster (a host of the same name in two clusters, held by a job of each, leaves the copy naming none to
--- neither job: several_jobs_on_host) is that job's sample, left out. Copies of one sample are at one instant, so
--- crowded.
-unnamed_copies as (
-    {{ unnamed_copies('crowded_copies') }}
-),
-
-copy_verdicts as (
-    {{ copy_verdicts('crowded_copies', 'unnamed_copies') }}
 ),
 
 -- Who holds the GPU (or instance) at a crowded instant (its attributed job, else its label), under the cluster each

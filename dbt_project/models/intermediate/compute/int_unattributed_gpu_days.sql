@@ -11,7 +11,8 @@
 -- A copy naming none of a sample a job claims in a copy naming its cluster (the host held by jobs of two clusters at
 -- once, so the copy naming none is neither's) is that job's sample, not GPU time no job claims, when it has that
 -- sample's readings; a copy naming none whose readings differ from every named copy of its sample is another GPU, of
--- no cluster, counted on its own (copy_verdicts).
+-- no cluster, counted on its own (copy_verdicts); and the cluster the GPU's other copies name that day is its only
+-- when some of the GPU's copies naming none are those copies delivered again (delivered_again_gpus).
 -- The day's last sample of a GPU stands for time that runs into a later day, so the day leaves it open: a row
 -- states the seconds of its other samples (gpu_seconds), and whether it holds the last one (last_sample) with its
 -- share of the GPU (last_sample_share); fct_unattributed_gpu_hours closes it with the GPU's first unattributed
@@ -66,6 +67,12 @@ samples as (
 -- The GPUs some of whose unattributed copies that day name a cluster and some none, and the one cluster they name.
 mixed_gpus as (
     {{ mixed_gpus('samples') }}
+),
+
+-- Those of them some of whose copies naming none are named copies delivered again (delivered_again_gpus): only
+-- they take the one cluster their other copies name (gpu_clusters).
+delivered_again_gpus as (
+    {{ delivered_again_gpus() }}
 ),
 
 gpu_clusters as (
