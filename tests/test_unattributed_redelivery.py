@@ -17,6 +17,11 @@ That night also a sample some job claims, delivered both naming no cluster and n
 alpha and of beta, and both clusters' sacct exports have a job on it over the same ten minutes (alpha's JobID 7001,
 beta's 7002, one GPU each); its GPU 0's samples come naming no cluster (so two clusters' jobs hold the host:
 ``several_jobs_on_host``) and, from alpha's site, naming alpha (alpha's job only: 7001's, by host and time).
+And alpha's jobs 7003 and 7004 each hold alpha's spare-06 and spare-07 (one GPU, the same ten minutes), whose GPU 0
+reports naming alpha, idle at 100 W (spare-06 unlabelled, found by host and time; spare-07 labelled 7004); beta's
+hosts of the same names report their GPU 0 at the same instants, idle at 80 W, the same way (spare-07's labelled
+7004, beta's own job of that id, whose export is not delivered), in a file without the cluster column: a copy naming
+no cluster that measured something else than the job's own copies of that sample is another host's GPU, no job's.
 The nights run only the device samples' source (the second night the sacct exports' too) and what they feed
 (``partial_night``)."""
 
@@ -47,18 +52,21 @@ OFFSET_HOST = "spare-05"
 # The host of alpha and of beta that both clusters' jobs hold at once, and each cluster's job on it.
 HELD_HOST = "spare-03"
 HELD_JOBS = {"alpha": "7001", "beta": "7002"}
+# alpha's jobs alone on alpha's hosts of these names, each host's GPU found by host and time (no label) or by label;
+# beta's hosts of the same names report in a file without the cluster column (another_host_of_the_same_name).
+OWN_JOBS = {"spare-06": ("7003", ""), "spare-07": ("7004", "7004")}
 SACCT_HEADER = (
     "JobID|JobIDRaw|Cluster|State|Submit|Start|End|Elapsed|Timelimit|NNodes|NodeList|ReqTRES|AllocTRES|Comment"
 )
 
 
-def _samples(host: str, cluster: str | None, seconds: int = 0, watts: str = "100.0") -> list[str]:
-    """``host``'s GPU 0, idle and unlabelled at ``watts``, once a minute from START (``seconds`` past the minute), as
-    the wide format writes it: the cluster column only when ``cluster`` is given."""
+def _samples(host: str, cluster: str | None, seconds: int = 0, watts: str = "100.0", job: str = "") -> list[str]:
+    """``host``'s GPU 0, idle at ``watts`` and labelled ``job`` (none: unlabelled), once a minute from START
+    (``seconds`` past the minute), as the wide format writes it: the cluster column only when ``cluster`` is given."""
     lines = []
     for minute in range(MINUTES):
         at = (START + timedelta(minutes=minute, seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S")
-        line = f"{at},{host},0,,0.0,0.0,0.0,0.0,0.0,{watts}"
+        line = f"{at},{host},0,{job},0.0,0.0,0.0,0.0,0.0,{watts}"
         lines.append(line if cluster is None else f"{line},{cluster}")
     return lines
 
@@ -95,26 +103,65 @@ def _shares(warehouse: Path) -> list[tuple]:
 
 
 def _sacct(cluster: str) -> str:
-    """``cluster``'s sacct export: its job on HELD_HOST, one GPU, submitted five minutes before START and ended
-    MINUTES after it (a demo batch's training)."""
-    job = HELD_JOBS[cluster]
+    """``cluster``'s sacct export: its job on HELD_HOST (alpha's also its OWN_JOBS on their hosts), one GPU each,
+    submitted five minutes before START and ended MINUTES after it (a demo batch's training)."""
+    jobs = [(HELD_JOBS[cluster], HELD_HOST)]
+    if cluster == "alpha":
+        jobs += [(job, host) for host, (job, _) in OWN_JOBS.items()]
     end = START + timedelta(minutes=MINUTES)
-    line = (
+    lines = [
         f"{job}|{job}|{cluster}|COMPLETED|{START - timedelta(minutes=5):%Y-%m-%dT%H:%M:%S}|{START:%Y-%m-%dT%H:%M:%S}|"
-        f"{end:%Y-%m-%dT%H:%M:%S}|00:{MINUTES:02d}:00|01:00:00|1|{HELD_HOST}|cpu=8,gres/gpu=1,node=1|"
+        f"{end:%Y-%m-%dT%H:%M:%S}|00:{MINUTES:02d}:00|01:00:00|1|{host}|cpu=8,gres/gpu=1,node=1|"
         "cpu=8,gres/gpu=1,node=1|batch=B-1;phase=training;reason=planned_experiment"
-    )
-    return f"{SACCT_HEADER}\n{line}\n"
+        for job, host in jobs
+    ]
+    return "\n".join([SACCT_HEADER, *lines]) + "\n"
 
 
 def _held(warehouse: Path) -> dict[str, list[tuple]]:
-    """HELD_HOST's jobs (fct_runs), its GPU time no job claims, and its GPU's holders in fct_gpu_shares."""
+    """HELD_HOST's jobs (fct_runs), its GPU time no job claims, and its GPU's holders in fct_gpu_shares; and OWN_JOBS'
+    hosts': their jobs (fct_runs, with the compute cost), their copies naming no cluster in the attribution view, and
+    their GPUs in int_unattributed_gpu_days and fct_gpu_shares."""
+    own_hosts = list(OWN_JOBS)
     return {
         "runs": query(
             warehouse,
             "select cluster, job_id, samples, occupied_gpu_hours, idle_gpu_hours, unobserved_gpu_hours "
             "from marts.fct_runs where job_id in (?, ?) order by 1",
             list(HELD_JOBS.values()),
+        ),
+        "own_runs": query(
+            warehouse,
+            "select job_id, samples, occupied_gpu_hours, idle_gpu_hours, unobserved_gpu_hours "
+            "from marts.fct_runs where job_id in (?, ?, ?) order by 1",
+            [HELD_JOBS["alpha"], *(job for job, _ in OWN_JOBS.values())],
+        ),
+        "own_costs": query(
+            warehouse,
+            "select runs.job_id, count(*), round(sum(shares.observed_hours) * 3600, 6), sum(shares.gpu_cost) "
+            "from marts.fct_gpu_shares as shares inner join marts.fct_runs as runs on shares.job_key = runs.job_key "
+            "where runs.job_id in (?, ?, ?) group by all order by 1",
+            [HELD_JOBS["alpha"], *(job for job, _ in OWN_JOBS.values())],
+        ),
+        "own_unnamed": query(
+            warehouse,
+            "select hostname, attributed_job_key, attribution, count(*) "
+            "from intermediate.int_device_samples_attributed where cluster is null and hostname in (?, ?) "
+            "group by all order by all",
+            own_hosts,
+        ),
+        "own_unattributed": query(
+            warehouse,
+            "select cluster, hostname, sum(samples), sum(gpu_seconds), sum(last_sample) "
+            "from intermediate.int_unattributed_gpu_days where hostname in (?, ?) "
+            "group by all order by all nulls first",
+            own_hosts,
+        ),
+        "own_shares": query(
+            warehouse,
+            "select cluster, hostname, job_key is null, attribution, round(observed_hours * 3600, 6), gpu_cost "
+            "from marts.fct_gpu_shares where hostname in (?, ?) and sample_month = ? order by all nulls first",
+            [*own_hosts, MONTH],
         ),
         "unattributed": query(
             warehouse,
@@ -184,6 +231,11 @@ def nights(demo_run, tmp_path_factory: pytest.TempPathFactory) -> Nights:
         (landing / "scheduler" / f"sacct_{cluster}.txt").write_text(_sacct(cluster), encoding="utf-8")
     _write(telemetry / "held_with_cluster.csv", _samples(HELD_HOST, "alpha"), cluster_column=True)
     _write(telemetry / "held_without_cluster.csv", _samples(HELD_HOST, None), cluster_column=False)
+    # OWN_JOBS' hosts: alpha's copies naming alpha, beta's of the same host names (other readings) naming none.
+    own = [line for host, (_, label) in OWN_JOBS.items() for line in _samples(host, "alpha", job=label)]
+    _write(telemetry / "own_with_cluster.csv", own, cluster_column=True)
+    others = [line for host, (_, label) in OWN_JOBS.items() for line in _samples(host, None, watts="80.0", job=label)]
+    _write(telemetry / "own_hosts_namesakes_without_cluster.csv", others, cluster_column=False)
     assert partial_night(landing, warehouse, SECOND_NIGHT_SOURCES).code == 0
     return Nights(before, _figures(warehouse), _held(warehouse))
 
@@ -205,8 +257,13 @@ def test_unclaimed_samples_delivered_again_with_the_cluster_column_count_once(ni
     by its instant (alpha's copy of that instant names alpha, beta's samples are 20 s later), not a third GPU. Three
     GPUs of 600 GPU-seconds: 1,800 = 0.5 GPU-hours of 30 samples, not 2,400 of 40; fct_gpu_shares says the same. With
     spare-04's and spare-05's two GPUs each (test_copies_naming_none_with_other_readings_are_another_gpu) the month
-    holds 4,200 GPU-seconds of 70 samples."""
-    assert nights.second["unattributed"] == [(MONTH, "idle", "no_job_on_host", 7 * MINUTES, 4200 / 3600)]
+    holds 4,200 GPU-seconds of 70 samples on hosts no job held; and beta's spare-06 and spare-07 (a host of the same
+    name as one alpha's jobs hold: test_a_copy_naming_no_cluster_that_measured_something_else_is_not_the_jobs)
+    1,200 of 20."""
+    assert nights.second["unattributed"] == [
+        (MONTH, "idle", "another_host_of_the_same_name", 2 * MINUTES, 1200 / 3600),
+        (MONTH, "idle", "no_job_on_host", 7 * MINUTES, 4200 / 3600),
+    ]
     assert [gpu for gpu in nights.second["gpus"] if gpu[1] in HOSTS] == [
         ("alpha", "spare-01", 0, MINUTES, 480, 2),
         ("alpha", "spare-02", 0, MINUTES, 480, 2),
@@ -253,4 +310,35 @@ def test_unclaimed_copy_of_a_claimed_sample_is_the_claimed_sample(nights):
     assert nights.held["unattributed"] == []
     assert nights.held["shares"] == [
         ("alpha", f"alpha/7001@{START - timedelta(minutes=5):%Y-%m-%d %H:%M:%S}", "host_and_time", "whole_gpu", 600)
+    ]
+
+
+def test_a_copy_naming_no_cluster_that_measured_something_else_is_not_the_jobs(nights):
+    """The next night, OWN_JOBS' hosts: alpha's job alone holds alpha's spare-06 (its samples found by host and time)
+    and alpha's spare-07 (labelled 7004), and their GPU 0's copies naming alpha are its ten samples; beta's hosts of the
+    same names report their GPU 0 at the same instants in a file without the cluster column, with other readings
+    (80 W, not 100 W). A copy naming no cluster matches any job by host or by label, but one whose job's own copies of
+    that sample (host, GPU, instant) name the job's cluster and measured something else is another host's GPU:
+    GPU time no job claims (another_host_of_the_same_name), of no cluster. So 7003 and 7004 are what 7001's ten
+    samples of one GPU over the same ten minutes give: ten samples, 0.1667 GPU-hours idle (fct_runs), one GPU of
+    600 GPU-seconds and its cost in fct_gpu_shares; not a second GPU's samples added to the job's time (20 samples,
+    0.3333 idle GPU-hours, two GPUs of 600 GPU-seconds each priced to the job: the figures before). And beta's two
+    GPUs are 600 GPU-seconds each of no cluster, no job's, in int_unattributed_gpu_days and fct_gpu_shares, priced as
+    alpha's GPUs beside them are."""
+    hours = Decimal("0.1667")  # ten minutes, to four places
+    ((_, *held), *own) = nights.held["own_runs"]
+    assert [run[0] for run in own] == [job for job, _ in OWN_JOBS.values()]
+    assert held == [MINUTES, hours, hours, Decimal(0)]
+    assert [run[1:] for run in own] == [tuple(held)] * len(OWN_JOBS)
+    ((_, *held_cost), *own_costs) = nights.held["own_costs"]
+    assert held_cost[:2] == [1, 600] and held_cost[2] > 0
+    assert [cost[1:] for cost in own_costs] == [tuple(held_cost)] * len(OWN_JOBS)
+    assert nights.held["own_unnamed"] == [(host, None, "another_host_of_the_same_name", MINUTES) for host in OWN_JOBS]
+    assert nights.held["own_unattributed"] == [(None, host, MINUTES, 480, 2) for host in OWN_JOBS]
+    cost = held_cost[2]
+    assert nights.held["own_shares"] == [
+        (None, host, True, "another_host_of_the_same_name", 600, cost) for host in OWN_JOBS
+    ] + [
+        ("alpha", host, False, rule, 600, cost)
+        for host, rule in zip(OWN_JOBS, ("host_and_time", "job_label"), strict=True)
     ]

@@ -65,6 +65,7 @@
     {%- do texts.append(join_copy_verdicts('samples')) -%}
     {%- do texts.append(delivered_again_gpus()) -%}
     {%- do texts.append(resolved_cluster('copies', ['candidate'], 'other')) -%}
+    {%- do texts.append(namesake_clusters('relation', 'unnamed condition', 'named condition')) -%}
     {%- do texts.append(host_chunk_filter('hostname')) -%}
     {%- do texts.append(short_host('hostname')) -%}
     {#- The rules that decide what is built again, as written: a fix to them builds every job and day once. -#}

@@ -263,3 +263,38 @@
     coalesce({{ copies }}.cluster, case when coalesce({{ other_gpu }}, 0) = 0
         then coalesce({{ candidates | join(', ') }}) end)
 {%- endmacro %}
+
+{#- CTE body: the copies naming no cluster among ``relation``'s rows (stg_telemetry__device_samples', read as
+    ``unnamed``, where ``unnamed_where`` if given), each with every cluster whose copies of the same GPU (or MIG
+    instance) of a host of that name at that instant (read as ``named``, where ``named_where`` if given) all
+    measured something else (readings_differ): source_file, source_line, sampled_at, cluster. That cluster's GPU of
+    that name is not the copy's: the copy is a host of the same name of another cluster (its file without the cluster
+    column), and int_device_samples_attributed gives it to no job of that cluster (another_host_of_the_same_name),
+    which would otherwise count a second GPU in the job's time. A copy whose readings agree with one copy naming the
+    cluster (delivered again without the column) has no row for it, nor has a copy with no named copy of its
+    instant. The job label is not compared: it names a job, not the GPU. Few rows: a join whose one side
+    is the copies naming none (none when every file names its cluster), grouped. -#}
+{% macro namesake_clusters(relation, unnamed_where=none, named_where=none) %}
+    select
+        unnamed.source_file,
+        unnamed.source_line,
+        unnamed.sampled_at,
+        named.cluster
+    from {{ relation }} as unnamed
+    inner join {{ relation }} as named
+        on unnamed.hostname = named.hostname
+        and unnamed.gpu_index = named.gpu_index
+        and coalesce(unnamed.gpu_instance_id, -1) = coalesce(named.gpu_instance_id, -1)
+        and unnamed.sampled_at = named.sampled_at
+    where
+        unnamed.cluster is null
+        and named.cluster is not null
+        {%- if unnamed_where is not none %}
+        and {{ unnamed_where }}
+        {%- endif %}
+        {%- if named_where is not none %}
+        and {{ named_where }}
+        {%- endif %}
+    group by unnamed.source_file, unnamed.source_line, unnamed.sampled_at, named.cluster
+    having min(case when {{ readings_differ('named', 'unnamed') }} then 1 else 0 end) = 1
+{% endmacro %}

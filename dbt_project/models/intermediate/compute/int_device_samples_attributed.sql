@@ -30,7 +30,12 @@
 -- It matches only jobs of its cluster, or jobs that name none: by host, the jobs of its cluster or of none on that
 -- host; by label, the job of its cluster that held the id then among that cluster's jobs (held_by_alias_in_cluster:
 -- JobID 100 of cluster a and of cluster b run at once), else the job of no cluster that held it among those.
--- A sample without a cluster matches as before clusters were named: any job, by host and by label.
+-- A sample without a cluster matches as before clusters were named: any job, by host and by label; but not a job of a
+-- cluster whose copies of that GPU of a host of that name at that instant (gpu index, instance) all measured something
+-- else (readings_differ, macros/gpu_clusters.sql: namesake_clusters): that cluster's host is not the copy's, which is a
+-- host of the same name of another cluster whose file has no cluster column. Such a copy is GPU time no job claims,
+-- of no cluster (another_host_of_the_same_name), not a second GPU in the job's time. A job of no cluster has no
+-- copies of its cluster to compare: it keeps the copy.
 -- A view: int_device_samples_tiered reads the attributed samples, fct_unattributed_gpu_hours the rest.
 -- Written so that a filter on sampled_at (the days a model incremental by day builds again) reaches every scan of
 -- the samples: each branch reads the staging view itself (a CTE read twice is materialized whole), and the
@@ -78,6 +83,25 @@ allocations as (
     where record_type = 'allocation' and node_list is not null
 ),
 
+-- The copies naming no cluster, each with the clusters that name the same GPU of a host of that name at its instant
+-- and measured something else (namesake_clusters): one for each branch below, each reading the staging view itself,
+-- so that a filter on sampled_at reaches both scans; the chunk's hosts only (every spelling of a host is in its chunk).
+labelled_namesakes as (
+    {{ namesake_clusters(
+        ref('stg_telemetry__device_samples'),
+        'unnamed.job_id is not null and ' ~ host_chunk_filter('unnamed.reported_hostname'),
+        host_chunk_filter('named.reported_hostname')
+    ) }}
+),
+
+unlabelled_namesakes as (
+    {{ namesake_clusters(
+        ref('stg_telemetry__device_samples'),
+        'unnamed.job_id is null and ' ~ host_chunk_filter('unnamed.reported_hostname'),
+        host_chunk_filter('named.reported_hostname')
+    ) }}
+),
+
 allocation_hosts as (
     {{ expand_hostlist('allocations', ['job_key'], 'node_list') }}
 ),
@@ -98,12 +122,17 @@ host_jobs as (
 
 -- A labelled sample: one row per job its label names at its time (of its cluster, when it names one; else of no
 -- cluster), else the Kubernetes job its label names less a completion index (an Indexed Job's pod), or one row
--- without a job when it names none running then (label_names_no_running_job).
+-- without a job when it names none running then (label_names_no_running_job), or when it names no cluster and that
+-- job's cluster's copies of its GPU then measured something else (another_host_of_the_same_name).
 labelled as (
     select
         samples.*,
-        coalesce(alias_jobs.job_key, unclustered_jobs.job_key, indexed_jobs.job_key) as attributed_job_key,
         case
+            when namesakes.cluster is null
+                then coalesce(alias_jobs.job_key, unclustered_jobs.job_key, indexed_jobs.job_key)
+        end as attributed_job_key,
+        case
+            when namesakes.cluster is not null then 'another_host_of_the_same_name'
             when coalesce(alias_jobs.job_key, unclustered_jobs.job_key, indexed_jobs.job_key) is not null
                 then 'job_label'
             else 'label_names_no_running_job'
@@ -145,6 +174,13 @@ labelled as (
             end
             and samples.sampled_at >= indexed_jobs.start_at
             and samples.sampled_at < indexed_jobs.occupied_until_at
+    -- A copy naming no cluster, when its job's cluster names its GPU then with other readings (unclustered_jobs
+    -- are read only for copies naming a cluster, which have no row here).
+    left join labelled_namesakes as namesakes
+        on samples.source_file = namesakes.source_file
+        and samples.source_line = namesakes.source_line
+        and samples.sampled_at = namesakes.sampled_at
+        and coalesce(alias_jobs.cluster, indexed_jobs.cluster) = namesakes.cluster
     where samples.job_id is not null
 ),
 
@@ -157,6 +193,7 @@ unlabelled_matches as (
         samples.hostname,
         count(host_jobs.job_key) as jobs_on_host,
         max(host_jobs.job_key) as only_job_key,
+        max(host_jobs.cluster) as only_job_cluster,
         max(case when host_jobs.holds_gpu_share or samples.gpu_instance_id is not null then 1 else 0 end)
             as is_fractional,
         max(host_jobs.gpus_allocated) as gpus_allocated
@@ -212,6 +249,7 @@ unlabelled_decided as (
         case
             when unlabelled_matches.jobs_on_host = 0 then 'no_job_on_host'
             when unlabelled_matches.jobs_on_host > 1 then 'several_jobs_on_host'
+            when namesakes.cluster is not null then 'another_host_of_the_same_name'
             when unlabelled_matches.is_fractional = 1 then 'fractional_gpu_without_job_label'
             when host_instants.gpus_reported > unlabelled_matches.gpus_allocated then 'host_has_unallocated_gpus'
             else 'host_and_time'
@@ -221,6 +259,12 @@ unlabelled_decided as (
         on unlabelled_matches.hostname = host_instants.hostname
         and unlabelled_matches.cluster is not distinct from host_instants.cluster
         and unlabelled_matches.sampled_at = host_instants.sampled_at
+    -- The one job's cluster names the copy's GPU then with other readings (a copy naming none only).
+    left join unlabelled_namesakes as namesakes
+        on unlabelled_matches.source_file = namesakes.source_file
+        and unlabelled_matches.source_line = namesakes.source_line
+        and unlabelled_matches.sampled_at = namesakes.sampled_at
+        and unlabelled_matches.only_job_cluster = namesakes.cluster
 )
 
 select * from labelled
