@@ -121,14 +121,18 @@ class WarmDbt:
 
     def close(self) -> None:
         """End the process: one no command took, or one whose dbt still runs when its run ends (a step that raised
-        while dbt ran), which would otherwise keep the warehouse's lock."""
-        if self.process.poll() is None:
-            self.process.terminate()
+        while dbt ran), which would otherwise keep the warehouse's lock. None to end if the fork server ended before
+        it forked one."""
         try:
-            self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=60)
+            if self.process.poll() is None:
+                self.process.terminate()
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=60)
+        except ChildProcessError:
+            pass
         _remove(self._folder)
 
 

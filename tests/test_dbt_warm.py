@@ -20,8 +20,17 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from cost_pipeline import dbt_warm
 from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, seed_partial_parse, warehouse_folder_dbt_executable
-from cost_pipeline.dbt_warm import ENDED_WAITING, WARM_VARIABLE, WarmDbt, fork_server, resolved_schemas, warm_up
+from cost_pipeline.dbt_warm import (
+    ENDED_WAITING,
+    WARM_VARIABLE,
+    ForkServer,
+    WarmDbt,
+    fork_server,
+    resolved_schemas,
+    warm_up,
+)
 from cost_pipeline.defs.dbt import DBT_GLOBAL_FLAGS, NIGHTLY_BUILD, ProjectDbtCli
 
 
@@ -210,6 +219,20 @@ def test_a_waiting_process_ended_as_soon_as_it_is_forked_ends():
     for waiting in forked:
         waiting.close()
     assert {waiting.process.returncode for waiting in forked} == {ENDED_WAITING}
+
+
+def test_a_fork_server_that_ends_before_it_forks_leaves_nothing_to_end(monkeypatch: pytest.MonkeyPatch):
+    """Killed while it imports dbt, the fork server forks no waiting process: the run's teardown has nothing to end
+    and says nothing, and the socket is gone, so a command would run dbt itself."""
+    server = ForkServer()
+    monkeypatch.setattr(dbt_warm, "fork_server", lambda: server)
+    waiting = WarmDbt()
+    server.process.kill()  # long before dbt is imported
+    server.process.wait()
+    with pytest.raises(ChildProcessError):
+        _ = waiting.process.pid
+    waiting.close()
+    assert not Path(waiting.address).parent.exists()
 
 
 def _parent(pid: int) -> int:
