@@ -312,6 +312,7 @@ def serve(listener: socket.socket, parent: int) -> None:
         os._exit(ENDED_WAITING)
 
     signal.signal(signal.SIGTERM, ended)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # held over the fork (serve_forks)
     try:
         _parent_death_signal(signal.SIGTERM)
         if os.getppid() != parent:  # the fork server ended before the signal was armed
@@ -450,7 +451,6 @@ def serve_forks(control: socket.socket, parent: int) -> None:
         if pid == 0:  # the waiting process: nothing of the server's but what warm_up imported and built
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
             for fd in (woken, wake, status):
                 os.close(fd)
             control.close()
