@@ -240,11 +240,6 @@ class ForkServer:
             theirs.close()
         return Forked(ours)
 
-    def close(self) -> None:
-        self._control.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=60)
-
 
 _server: ForkServer | None = None
 _server_lock = threading.Lock()
