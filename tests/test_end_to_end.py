@@ -78,8 +78,9 @@ def test_batch_b7_every_column_by_hand(demo_run):
 def test_batch_b8_and_the_unattributed_bucket(demo_run):
     b8 = demo_run.row("select * from marts.fct_batch_compute where batch_id = 'B-8'")
     # 2001 (failed: config error), 2002_1, 2002_2 (array), 2002_[3-4] (pending), 2003 (16 GPUs, 8 h), 2004,
-    # 2005 (eval_rework), 2006 (cancelled after 30 min), 2007 (CPU only, no phase label).
-    assert b8["jobs"] == 9
+    # 2005 (eval_rework), 2006 (cancelled after 30 min), 2007 (CPU only, no phase label). A job is what Slurm gives a
+    # JobID: the pending 2002_[3-4] is two (2002_3, 2002_4), so 8 records + 2 tasks = 10 jobs.
+    assert b8["jobs"] == 8 + 2
     # The pending 2002_[3-4] requests 16 GPU-hours for each of its two tasks.
     assert b8["requested_gpu_hours"] == 7 * 16 + 16 * 48 + 8
     assert b8["occupied_gpu_hours"] == 5 * 8 + 128 + 4

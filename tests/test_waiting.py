@@ -39,9 +39,10 @@ def test_queued_is_submit_to_start_times_requested_gpus(demo_run):
         "validation": hours(8 * 5),
         "analysis": hours(8 * 5),
     }
-    # B-8 exploration: 2001, 2002_1, 2002_2 started (8 GPUs each); the pending array 2002_[3-4] is counted apart.
+    # B-8 exploration: 2001, 2002_1, 2002_2 started (8 GPUs each); the pending array 2002_[3-4] is counted apart:
+    # two jobs (2002_3 and 2002_4, each its own JobID to Slurm), neither started, so 3 + 2 = 5 jobs, 2 not started.
     b8 = _waiting(demo_run, "B-8", "exploration")
-    assert (b8["queued_gpu_hours"], b8["jobs"], b8["jobs_not_started"]) == (hours(3 * 8 * 5), 4, 1)
+    assert (b8["queued_gpu_hours"], b8["jobs"], b8["jobs_not_started"]) == (hours(3 * 8 * 5), 3 + 2, 2)
 
 
 def test_b7_training_every_waiting_figure_by_hand(demo_run):
@@ -206,6 +207,55 @@ def test_kubernetes_queue_requeue_gap_and_restart(tmp_path):
     assert jobs["k1"] == (4 * 3600, 3600, None, None, 4 * 3600, None)
     assert jobs["k2"] == (4 * 2700, None, 3600, False, 4 * 3600, None)
     assert row == (Decimal(4 * 3600 + 4 * 2700) / 3600, Decimal(8))
+
+
+ARRAY_HEADER = "JobID|JobIDRaw|State|Submit|Start|End|Elapsed|Timelimit|NNodes|ReqTRES|AllocTRES|Comment"
+
+
+def _array_record(job_id: str, state: str, start: str, end: str, gpus: int, alloc: str = "") -> str:
+    return (
+        f"{job_id}|{job_id.split('_')[0]}|{state}|2026-11-05T01:00:00|{start}|{end}|00:00:00|02:00:00|1|"
+        f"cpu=8,gres/gpu={gpus},node=1|{alloc}|batch=B-1;phase=exploration"
+    )
+
+
+def test_each_task_of_a_pending_array_is_a_job_that_waits(tmp_path):
+    """A job is what Slurm gives a JobID: a pending array's one sacct record stands for each of its tasks still
+    pending, every one a job that waits with its own GPUs. B-1 exploration, all submitted 5 November 01:00:
+    5001_[1-3] (8 GPUs) still pending; 5002_[2,4] (4 GPUs) cancelled while pending at 01:30 (Slurm writes the
+    cancel time as Start and End of a job cancelled before it ran); 5003 (8 GPUs) ran 02:00-02:30."""
+    landing = one_batch_landing(tmp_path)
+    (landing / "scheduler" / "sacct.txt").write_text(
+        "\n".join(
+            [
+                ARRAY_HEADER,
+                _array_record("5001_[1-3]", "PENDING", "Unknown", "Unknown", 8),
+                _array_record("5002_[2,4]", "CANCELLED", "2026-11-05T01:30:00", "2026-11-05T01:30:00", 4),
+                _array_record(
+                    "5003", "COMPLETED", "2026-11-05T02:00:00", "2026-11-05T02:30:00", 8, "cpu=8,gres/gpu=8,node=1"
+                ).replace("|00:00:00|", "|00:30:00|"),
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    warehouse = tmp_path / "warehouse.duckdb"
+    assert run_pipeline(landing, warehouse)
+    con = duckdb.connect(str(warehouse), read_only=True)
+    row = con.execute(
+        "select jobs, jobs_not_started, queued_gpu_hours from marts.fct_batch_waiting "
+        "where batch_id = 'B-1' and phase = 'exploration'"
+    ).fetchone()
+    compute = con.execute("select jobs, failed_jobs from marts.fct_batch_compute where batch_id = 'B-1'").fetchone()
+    failures = con.execute("select sum(failed_jobs) from marts.fct_batch_failures where batch_id = 'B-1'").fetchone()
+    con.close()
+    # Jobs: 3 tasks of 5001 + 2 of 5002 + 5003 = 6 (not 3 records); not started: 5001's 3 tasks (not 1).
+    # Queued: 5002's two tasks each waited 30 min with 4 GPUs, 2 x 4 x 0.5 = 4 GPU-hours (not one task's 2), and
+    # 5003 waited 1 h with 8 GPUs, 8 GPU-hours: 12 GPU-hours.
+    assert row == (3 + 2 + 1, 3, Decimal(2 * 4 * 30 + 8 * 60) / 60)
+    # The compute bill counts the same 6 jobs; the two cancelled tasks of 5002 are two failed (cancelled) jobs.
+    assert compute == (3 + 2 + 1, 2)
+    assert failures == (2,)
 
 
 # The demo's prices per available GPU-hour: 2 x 457,798 straight-line over 3 x 365 days, plus 3,456 facility, over

@@ -2,7 +2,8 @@
 -- setup, data and sync waits, hang after a fault and tail inside it, preemption recovery across a restart.
 -- The figures overlap in time (a comm-wait sample can fall in the tail; a failed job's hang is part of its tail;
 -- a restart's setup is the allocated end of its recovery), which is one more reason never to sum them.
--- GPU-seconds: queued x GPUs requested, every other figure x GPUs allocated. Money: an allocated interval costs
+-- GPU-seconds: queued x GPUs requested x the jobs the row stands for (array_tasks: a pending array's tasks, each
+-- waiting with its own GPUs), every other figure x GPUs allocated. Money: an allocated interval costs
 -- the job's own compute_cost x interval GPU-seconds / occupied GPU-seconds, rounded once to the cent per job and
 -- figure, never more than the compute_cost (a figure measured by samples can stand for more GPU-seconds than the
 -- job occupied: a host's unlabelled idle GPUs all go to its one job); queued time and the unallocated part of a recovery cost nothing on owned capacity.
@@ -78,6 +79,7 @@ intervals as (
         gpus_allocated,
         requested_gpu_equivalents,
         allocated_gpu_equivalents,
+        array_tasks,
         occupied_gpu_seconds,
         compute_cost,
         coalesce(steps_run, 0) as steps_run,
@@ -118,7 +120,7 @@ gpu_seconds as (
     select
         *,
         -- GPU-equivalents: a MIG instance waits for its slices, not a whole GPU.
-        queued_seconds * requested_gpu_equivalents as queued_gpu_seconds,
+        queued_seconds * requested_gpu_equivalents * array_tasks as queued_gpu_seconds,
         setup_seconds * allocated_gpu_equivalents as setup_gpu_seconds,
         tail_seconds * allocated_gpu_equivalents as tail_gpu_seconds,
         case when restart_recovery_seconds is not null or requeue_gap_seconds is not null

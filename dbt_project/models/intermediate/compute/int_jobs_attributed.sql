@@ -166,6 +166,7 @@ select
     with_categories.shards_allocated,
     with_categories.mps_allocated,
     with_categories.time_limit_seconds,
+    with_categories.array_tasks,
     with_categories.occupied_seconds,
     {{ gpu_equivalent_seconds('with_categories', 'requested', 'with_categories.gpu_total_slices', 'share_counts',
         'with_categories.time_limit_seconds * coalesce(with_categories.array_tasks, 1)',

@@ -5,7 +5,8 @@
 -- keeps its start (step_max_started_at) so that a batch can pick its longest step among its phases'.
 -- A phase with any unpriced job (occupied time in a month without an internal GPU-hour price) has a null
 -- compute_cost (and rerun_compute_cost if a rerun job is unpriced), never a partial sum; unpriced_gpu_seconds says
--- how much time has no price. running_jobs counts the jobs still running: their GPU-seconds and cost are so far.
+-- how much time has no price. A job is what Slurm gives a JobID: every count of jobs counts each task of a pending
+-- job array (array_tasks). running_jobs counts the jobs still running: their GPU-seconds and cost are so far.
 -- A phase with steps but none of the jobs that ran them (jobs = 0) has a null
 -- compute_cost and rerun_compute_cost too: its compute is not known, not 0.00. counted_steps_without_job counts
 -- the counted steps whose job is not in the scheduler export (wherever they are): no unit cost is made of them.
@@ -21,13 +22,13 @@ job_totals as (
     select
         batch_id,
         phase,
-        count(*) as jobs,
-        sum(case when is_running then 1 else 0 end) as running_jobs,
-        sum(case when is_failed then 1 else 0 end) as failed_jobs,
-        sum(case when is_rerun then 1 else 0 end) as rerun_jobs,
-        sum(case when has_phase_label then 0 else 1 end) as jobs_without_phase,
+        sum(array_tasks) as jobs,
+        sum(case when is_running then array_tasks else 0 end) as running_jobs,
+        sum(case when is_failed then array_tasks else 0 end) as failed_jobs,
+        sum(case when is_rerun then array_tasks else 0 end) as rerun_jobs,
+        sum(case when has_phase_label then 0 else array_tasks end) as jobs_without_phase,
         sum(coalesce(requested_gpu_seconds, 0)) as requested_gpu_seconds,
-        sum(case when requested_gpu_seconds is null then 1 else 0 end) as jobs_without_time_limit,
+        sum(case when requested_gpu_seconds is null then array_tasks else 0 end) as jobs_without_time_limit,
         sum(occupied_gpu_seconds) as occupied_gpu_seconds,
         sum(effective_compute_gpu_seconds) as effective_compute_gpu_seconds,
         sum(comm_wait_gpu_seconds) as comm_wait_gpu_seconds,

@@ -42,7 +42,8 @@ queued_jobs as (
         waiting.batch_id,
         waiting.queued_from_at,
         waiting.start_at,
-        waiting.requested_gpu_equivalents
+        waiting.requested_gpu_equivalents,
+        waiting.array_tasks
     from {{ ref('int_job_waiting_measured') }} as waiting
     inner join owned_jobs
         on waiting.job_key = owned_jobs.job_key
@@ -65,7 +66,7 @@ queued as (
         {{ seconds_between(
             'greatest(queued_jobs.queued_from_at, queue_month_bounds.month_from)',
             'least(queued_jobs.start_at, queue_month_bounds.month_until)') }}
-            * queued_jobs.requested_gpu_equivalents as queued_gpu_seconds,
+            * queued_jobs.requested_gpu_equivalents * queued_jobs.array_tasks as queued_gpu_seconds,
         prices.price_per_available_gpu_hour
     from queued_jobs
     inner join queue_month_bounds

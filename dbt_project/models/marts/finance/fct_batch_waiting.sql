@@ -1,4 +1,5 @@
 -- Waiting per batch and phase (R10): every kind of waiting in its own column, never added into one figure.
+-- A job is what Slurm gives a JobID: a pending array's record counts each of its tasks still pending (array_tasks).
 -- Money is the sum of per-job amounts already rounded once to the cent per job and figure (int_job_waiting_measured).
 with waiting as (
     select * from {{ ref('int_job_waiting_measured') }}
@@ -12,9 +13,9 @@ by_phase as (
     select
         batch_id,
         phase,
-        count(*) as jobs,
-        sum(case when start_at is null then 1 else 0 end) as jobs_not_started,
-        sum(case when steps_run > 0 then 1 else 0 end) as jobs_with_steps,
+        sum(array_tasks) as jobs,
+        sum(case when start_at is null then array_tasks else 0 end) as jobs_not_started,
+        sum(case when steps_run > 0 then array_tasks else 0 end) as jobs_with_steps,
         sum(queued_gpu_seconds) as queued_gpu_seconds,
         sum(setup_gpu_seconds) as setup_gpu_seconds,
         sum(setup_cost) as setup_cost,
