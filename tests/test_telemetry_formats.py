@@ -32,10 +32,14 @@ METRICS = {
 }
 
 
-def _load(landing: Path, source: str, contract: Contract | None = None) -> tuple[list[dict], list[tuple], dict]:
+def _load(
+    landing: Path, source: str, contract: Contract | None = None, options: object = None
+) -> tuple[list[dict], list[tuple], dict]:
+    """Every row of ``raw.<source>`` after ``landing`` is loaded (with the source's ``options``, its defaults unless
+    given), the quarantine's (file, line, rule) and the ledger's (rows in, staged, quarantined) of each file."""
     con = connect(landing.parent / "w.duckdb", readable_dir=landing)
     try:
-        load_named(con, landing, source, contract or load_contract())
+        load_named(con, landing, source, contract or load_contract(), options)
         cursor = con.execute(f"select * from raw.{source} order by source_file, source_line")
         names = [d[0] for d in cursor.description]
         rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]

@@ -1,0 +1,154 @@
+"""Real ``sacct`` output, as Slurm wrote it at a real site, read through the scheduler source (issue 10).
+
+``tests/data/slurm/hb_jobinfo_sacct.txt`` is the University of Groningen's capture of 100 jobs of its Hábrók cluster
+(origin, licence and the command in tests/data/slurm/README.md), copied byte for byte: ``--parsable --noheader
+--delimiter=☃``, local times of Europe/Amsterdam without a zone, steps, array tasks, typed GPUs, ``CANCELLED by``,
+``TIMEOUT``, ``NODE_FAIL``, pending and running jobs, and no ``Comment`` labels. Each expected value below was read
+by hand from the file's line.
+"""
+
+from __future__ import annotations
+
+import shutil
+from datetime import datetime
+from pathlib import Path
+
+from cost_pipeline.ingest.scheduler import SacctOptions
+from tests.test_telemetry_formats import _load
+
+HABROK = Path(__file__).parent / "data" / "slurm" / "hb_jobinfo_sacct.txt"
+LANDED = "scheduler/hb_jobinfo_sacct.txt"
+# The --format list of the capture's sacct command (test/data/generate_data.sh of rug-cit-hpc/hb-jobinfo), in order.
+HABROK_FIELDS = (
+    "JobID,JobName,User,Partition,NodeList,NNodes,NCPUs,NTasks,State,Submit,Start,End,Timelimit,Elapsed,TotalCPU,"
+    "CPUTime,UserCPU,SystemCPU,ReqMem,MaxRSS,MaxVMSize,ReqTRES,AllocTRES,TRESUsageInMax,TRESUsageInTot,"
+    "TRESUsageOutTot,MaxDiskRead,MaxDiskWrite,MaxRSSNode,MaxRSSTask,MaxVMSizeNode,MaxVMSizeTask,MaxDiskReadNode,"
+    "MaxDiskReadTask,MaxDiskWriteNode,MaxDiskWriteTask,Comment"
+).split(",")
+
+
+def _load_habrok(tmp_path: Path, time_zone: str = "Europe/Amsterdam", fields: list[str] | None = HABROK_FIELDS):
+    landing = tmp_path / "landing"
+    (landing / "scheduler").mkdir(parents=True)
+    shutil.copyfile(HABROK, landing / LANDED)
+    options = SacctOptions(sacct_delimiter="☃", sacct_fields=fields, time_zone=time_zone)
+    return _load(landing, "scheduler_jobs", options=options)
+
+
+def _by_id(rows: list[dict]) -> dict[str, dict]:
+    return {row["job_id"]: row for row in rows}
+
+
+def test_every_line_of_the_real_export_is_staged(tmp_path):
+    """242 lines: 100 jobs (allocations, array tasks among them) and their 142 steps; none quarantined."""
+    rows, quarantined, ledger = _load_habrok(tmp_path)
+    assert ledger == {LANDED: (242, 242, 0)}
+    assert quarantined == []
+    assert [row["source_line"] for row in rows] == list(range(1, 243))
+    assert sum(row["record_type"] == "allocation" for row in rows) == 100
+    assert sum(row["record_type"] == "step" for row in rows) == 142
+    # Array tasks are allocations of their own (lines 4, 19, 20, …): 24 of the 100.
+    assert sum(row["record_type"] == "allocation" and "_" in row["job_id"] for row in rows) == 24
+    # The capture asks for Comment and the site writes none there: every job is unlabelled, none guessed.
+    assert {(row["batch_id"], row["phase"], row["run_reason"]) for row in rows} == {(None, None, None)}
+
+
+def test_real_gpu_jobs_read_as_sacct_wrote_them(tmp_path):
+    rows, _, _ = _load_habrok(tmp_path)
+    jobs = _by_id(rows)
+    # Line 209: two A100s (gres/gpu:a100=2,gres/gpu=2), cancelled by uid 33128806; Start 2024-04-13T20:33:32 and
+    # End 2024-04-16T17:42:48 in CEST (UTC+2), Elapsed 2-21:09:16, Timelimit 3-00:00:00.
+    cancelled = jobs["8150389"]
+    assert (cancelled["record_type"], cancelled["state"], cancelled["cancelled_by"]) == (
+        "allocation",
+        "CANCELLED",
+        "33128806",
+    )
+    assert (cancelled["start_at"], cancelled["end_at"]) == (
+        datetime(2024, 4, 13, 18, 33, 32),
+        datetime(2024, 4, 16, 15, 42, 48),
+    )
+    assert (cancelled["gpus_requested"], cancelled["gpus_allocated"]) == (2, 2)
+    assert (cancelled["elapsed_seconds"], cancelled["time_limit_seconds"]) == (
+        2 * 86400 + 21 * 3600 + 9 * 60 + 16,
+        259200,
+    )
+    assert (cancelled["node_count"], cancelled["node_list"], cancelled["partition"]) == (1, "a100gpu3", "gpulong")
+    # Line 231: four A100s on two nodes, 16:15:39 to 16:19:32 CEST.
+    two_nodes = jobs["7971484"]
+    assert (two_nodes["state"], two_nodes["gpus_allocated"], two_nodes["node_count"], two_nodes["node_list"]) == (
+        "COMPLETED",
+        4,
+        2,
+        "a100gpu[2,4]",
+    )
+    assert (two_nodes["start_at"], two_nodes["end_at"]) == (
+        datetime(2024, 4, 5, 14, 15, 39),
+        datetime(2024, 4, 5, 14, 19, 32),
+    )
+    # Lines 10 and 11: its steps, each of its allocation, run inside it (its V100 in their AllocTRES too).
+    assert [
+        (jobs[step]["record_type"], jobs[step]["allocation_id"], jobs[step]["step_name"], jobs[step]["state"])
+        for step in ("7965768.batch", "7965768.extern")
+    ] == [("step", "7965768", "batch", "CANCELLED"), ("step", "7965768", "extern", "COMPLETED")]
+    assert jobs["7965768"]["cancelled_by"] == "10314909" and jobs["7965768.batch"]["cancelled_by"] is None
+
+
+def test_real_array_task_pending_and_running_jobs(tmp_path):
+    rows, _, _ = _load_habrok(tmp_path)
+    jobs = _by_id(rows)
+    # Line 4: array task 5908801_3, after the change to CET (UTC+1): 2023-11-02T21:16:50 is 20:16:50 UTC. Its TRES
+    # names no GPU (the cluster counted none in 2023, though the node is v100gpu10): 0 GPUs, as sacct says.
+    task = jobs["5908801_3"]
+    assert (task["record_type"], task["allocation_id"], task["state"]) == ("allocation", "5908801_3", "COMPLETED")
+    assert (task["start_at"], task["end_at"]) == (datetime(2023, 11, 2, 20, 16, 50), datetime(2023, 11, 4, 0, 54, 16))
+    assert (task["gpus_allocated"], task["elapsed_seconds"]) == (0, 86400 + 4 * 3600 + 37 * 60 + 26)
+    # Line 3: cancelled while pending: Start None, no node ("None assigned"), ended 14:55:57 CEST.
+    never_ran = jobs["4047445"]
+    assert (never_ran["state"], never_ran["cancelled_by"], never_ran["start_at"], never_ran["node_list"]) == (
+        "CANCELLED",
+        "10290820",
+        None,
+        None,
+    )
+    assert never_ran["end_at"] == datetime(2023, 9, 1, 12, 55, 57)
+    # Line 217: still running when sacct ran (End Unknown), 03:31:51 after its 09:39:58 CEST start.
+    running = jobs["8322514_33"]
+    assert (running["state"], running["start_at"], running["end_at"], running["elapsed_seconds"]) == (
+        "RUNNING",
+        datetime(2024, 4, 19, 7, 39, 58),
+        None,
+        3 * 3600 + 31 * 60 + 51,
+    )
+    assert sum(row["state"] == "PENDING" and row["start_at"] is None for row in rows) == 7
+
+
+def test_the_real_export_agrees_with_itself_in_its_own_time_zone_only(tmp_path):
+    """Job 7195760 (lines 61-63) ran from 2024-03-21T13:40:23 to 2024-03-31T14:40:50 local time, across the start of
+    summer time in Amsterdam, Elapsed 10-00:00:27: read in Europe/Amsterdam every ended row's End - Start is its
+    Elapsed to the second; read as UTC those three rows are an hour longer than sacct measured them."""
+
+    def disagreeing(rows: list[dict]) -> dict[str, float]:
+        return {
+            row["job_id"]: (row["end_at"] - row["start_at"]).total_seconds() - row["elapsed_seconds"]
+            for row in rows
+            if row["start_at"] is not None and row["end_at"] is not None
+            if (row["end_at"] - row["start_at"]).total_seconds() != row["elapsed_seconds"]
+        }
+
+    amsterdam, _, _ = _load_habrok(tmp_path / "amsterdam")
+    as_utc, _, _ = _load_habrok(tmp_path / "utc", time_zone="UTC")
+    assert sum(row["end_at"] is not None and row["start_at"] is not None for row in amsterdam) == 223
+    assert disagreeing(amsterdam) == {}
+    assert disagreeing(as_utc) == {"7195760": 3600, "7195760.batch": 3600, "7195760.extern": 3600}
+    assert _by_id(amsterdam)["7195760"]["start_at"] == datetime(2024, 3, 21, 12, 40, 23)  # CET, UTC+1
+    assert _by_id(amsterdam)["7195760"]["end_at"] == datetime(2024, 3, 31, 12, 40, 50)  # CEST, UTC+2
+
+
+def test_the_real_export_without_its_field_list_is_refused_whole(tmp_path):
+    """The capture has no header line (--noheader): without sacct_fields nothing names its columns, so the file is
+    quarantined whole at line 0, rule sacct_header, its 242 lines counted, none read by guessing."""
+    rows, quarantined, ledger = _load_habrok(tmp_path, fields=None)
+    assert rows == []
+    assert quarantined == [(LANDED, 0, "sacct_header")]
+    assert ledger == {LANDED: (242, 0, 242)}
