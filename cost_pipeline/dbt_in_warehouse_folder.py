@@ -9,8 +9,9 @@ first night on a new warehouse, a test's copy or ``cost-pipeline demo --dir NEW`
 The nightly build (dagster-dbt runs its dbt executable from the project folder, with ``DBT_PROFILES_DIR`` set) and
 the manifest's parse run dbt through this. The project folder is the folder it was started in unless
 ``DBT_PROJECT_DIR`` or ``--project-dir`` names one. A relative ``COST_WAREHOUSE``, or none, leaves everything as
-plain ``dbt`` would have it. dbt runs in this process, building only the log lines it writes (``dbt_log_lines``),
-or, with ``COST_DBT_WARM`` set, in the process the run started ahead of it (``dbt_warm``), which runs this same code.
+plain ``dbt`` would have it. dbt runs in this process, building only the log lines it writes (``dbt_log_lines``) and
+compiling each template source once (``dbt_templates``), or, with ``COST_DBT_WARM`` set, in the process the run
+started ahead of it (``dbt_warm``), which runs this same code.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from cost_pipeline.dbt_build_manifest import write_no_build_manifest
 from cost_pipeline.dbt_log_lines import build_only_written_lines
+from cost_pipeline.dbt_templates import remember_compiled
 from cost_pipeline.dbt_warm import WARM_VARIABLE, hand_over
 
 WAREHOUSE_VARIABLE = "COST_WAREHOUSE"
@@ -56,6 +58,7 @@ def main() -> None:
         os.environ[WAREHOUSE_VARIABLE] = Path(warehouse).name
     # dbt in this process, as its own `dbt` script runs it, with its log lines built only where they are written.
     build_only_written_lines()
+    remember_compiled()
     write_no_build_manifest()
     from dbt.cli.main import cli
 

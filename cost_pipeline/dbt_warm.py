@@ -20,7 +20,7 @@ handover, it ends when the fork server does, which ends when the process that st
 signal, and its control socket closing); after it, it lives as long as its dbt, as a dbt process of its own would. The
 run's resource teardown ends it if it still runs: no command came, or the step stopped while its dbt ran (which would
 otherwise keep the warehouse's lock). The fork server forks only what ``warm_up`` imported, built and compiled (the
-prepared project's macros): it runs no thread and opens no database.
+prepared project's macros and SQL): it runs no thread and opens no database.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ import threading
 import time
 import traceback
 from pathlib import Path
+
+from cost_pipeline.dbt_templates import compile_ahead
 
 WARM_VARIABLE = "COST_DBT_WARM"
 ENDED_WAITING = 128 + signal.SIGTERM  # the exit status of a waiting process that no command took
@@ -85,37 +87,14 @@ def resolved_schemas() -> list[type]:
 
 
 def warm_up(partial_parse: Path | None = None) -> None:
-    """Import dbt and build the JSON schemas its build validates with, as ``cost-pipeline-dbt build`` would, and compile
-    the macros of the prepared parse ``partial_parse`` (``compile_macros``)."""
+    """Import dbt and build the JSON schemas its build validates with, as ``cost-pipeline-dbt build`` would, and
+    compile the prepared parse ``partial_parse``'s macros and SQL (``dbt_templates.compile_ahead``)."""
     for module in WARM_IMPORTS:
         importlib.import_module(module)
     for schema_class in resolved_schemas():
         schema_class.json_schema()
     if partial_parse is not None:
-        compile_macros(partial_parse)
-
-
-def compile_macros(partial_parse: Path) -> int:
-    """Compile each macro of a prepared parse (a ``partial_parse.msgpack``) into dbt's template cache, and return how
-    many templates it holds.
-
-    A build compiles each macro it calls the first time it calls it, and keeps the template in that cache for the
-    process, keyed by the macro's text: in a forked process each night compiled them again (about 0.5 s of a demo
-    build). Decoding the parse builds, once, the decoder a build's manifest load builds too (about 0.3 s). A macro
-    whose text differs from the prepared one (a project changed since) is compiled by the build as before; one that
-    does not compile here is left to the build, which reports it."""
-    from dbt.contracts.graph.manifest import Manifest
-    from dbt.parser.manifest import extended_mashumuro_decoder
-    from dbt_common.clients.jinja import template_cache
-
-    try:
-        manifest = Manifest.from_msgpack(partial_parse.read_bytes(), decoder=extended_mashumuro_decoder)
-    except Exception:  # noqa: BLE001 - no parse prepared, or one of another dbt: the build parses as before
-        return 0
-    for macro in manifest.macros.values():
-        with contextlib.suppress(Exception):
-            template_cache.get_node_template(macro)
-    return len(template_cache.file_cache)
+        compile_ahead(partial_parse)
 
 
 class WarmDbt:

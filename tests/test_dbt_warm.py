@@ -21,19 +21,12 @@ import dagster as dg
 import pytest
 
 from cost_pipeline import dbt_warm
-from cost_pipeline.dbt_setup import (
-    DBT_PROJECT_DIR,
-    PARTIAL_PARSE_FILE,
-    manifest_path,
-    seed_partial_parse,
-    warehouse_folder_dbt_executable,
-)
+from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, seed_partial_parse, warehouse_folder_dbt_executable
 from cost_pipeline.dbt_warm import (
     ENDED_WAITING,
     WARM_VARIABLE,
     ForkServer,
     WarmDbt,
-    compile_macros,
     fork_server,
     resolved_schemas,
     warm_up,
@@ -255,23 +248,6 @@ def test_the_schemas_to_build_ahead_resolve_and_are_kept_once_built():
         before = schema_class.json_schema.__func__.cache_info().hits
         schema_class.json_schema()
         assert schema_class.json_schema.__func__.cache_info().hits == before + 1, schema_class
-
-
-def test_the_prepared_parse_s_macros_are_compiled_ahead(tmp_path: Path):
-    """Every macro of the prepared parse, the project's and dbt's, is in dbt's template cache once compiled ahead: a
-    process forked after finds each compiled (a build looks its macros up there by their text). Without a parse to
-    read, nothing is compiled and nothing fails."""
-    from dbt.contracts.graph.manifest import Manifest
-    from dbt.parser.manifest import extended_mashumuro_decoder
-    from dbt_common.clients.jinja import template_cache
-
-    prepared = manifest_path().with_name(PARTIAL_PARSE_FILE)
-    macros = Manifest.from_msgpack(prepared.read_bytes(), decoder=extended_mashumuro_decoder).macros.values()
-    assert {macro.package_name for macro in macros} >= {"cost_pipeline", "dbt", "dbt_duckdb"}
-    template_cache.clear()
-    assert compile_macros(tmp_path / "none" / PARTIAL_PARSE_FILE) == 0
-    assert compile_macros(prepared) == len(template_cache.file_cache)
-    assert {macro.macro_sql for macro in macros} <= set(template_cache.file_cache)
 
 
 def test_a_process_that_dies_before_taking_the_command_leaves_it_to_dbt_itself(demo_copy: Path, tmp_path: Path):
