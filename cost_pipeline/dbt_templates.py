@@ -37,10 +37,11 @@ def remember_compiled() -> None:
             return compiles(self, source, name, filename, raw, defer_init)
         # The environment's make: its class (the native one generates other code), extensions, filters (a filter
         # Jinja does not know fails the compile) and its lexer, which Jinja shares between environments of one syntax.
-        key = (type(self), self.lexer, tuple(self.extensions), frozenset(self.filters), source, name, filename)
-        code = compiled.get((*key, defer_init))
+        make = (type(self), self.lexer, tuple(self.extensions), frozenset(self.filters))
+        key = (make, source, name, filename, defer_init)
+        code = compiled.get(key)
         if code is None:
-            code = compiled[(*key, defer_init)] = compiles(self, source, name, filename, raw, defer_init)
+            code = compiled[key] = compiles(self, source, name, filename, raw, defer_init)
         return code
 
     setattr(compile, _REMEMBERING, True)
@@ -68,7 +69,7 @@ def compile_ahead(partial_parse: Path) -> int:
             template_cache.get_node_template(macro)
     environment = get_environment()  # the one a node's SQL renders in (dbt.clients.jinja.get_rendered)
     for node in manifest.nodes.values():
-        code = getattr(node, "raw_code", "")
+        code = getattr(node, "raw_code", None) or ""
         if "{{" in code or "{%" in code:
             with contextlib.suppress(Exception):
                 environment.compile(code)

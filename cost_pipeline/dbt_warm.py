@@ -206,11 +206,11 @@ class Forked:
 
 class ForkServer:
     """One process per process that starts waiting processes: it imports dbt, builds its schemas and compiles the
-    prepared project's macros once (``warm_up``), then forks a waiting process for each ``WarmDbt``, warm from the
-    start. Before it, each waiting process was a new interpreter that did all this again (about 2.5 s of CPU a dbt
-    command; a night's second build and a process that runs many nights paid them every time). It ends with the
-    process that started it (parent-death signal, and its control socket closing); its waiting processes, until handed
-    a command, end with it."""
+    prepared project's macros and SQL once (``warm_up``), then forks a waiting process for each ``WarmDbt``, warm from
+    the start. Before it, each waiting process was a new interpreter that did all this again (about 2.5 s of CPU a dbt
+    command; a night's second build and a process that runs many nights paid them every time). It ends with the process
+    that started it (parent-death signal, and its control socket closing); its waiting processes, until handed a
+    command, end with it."""
 
     def __init__(self) -> None:
         from cost_pipeline.dbt_setup import PARTIAL_PARSE_FILE, manifest_path  # the project's prepared parse
@@ -420,7 +420,7 @@ def _read_number(connection: socket.socket) -> int | None:
 
 
 def serve_forks(control: socket.socket, parent: int, partial_parse: Path | None = None) -> None:
-    """The fork server (``ForkServer``): warm up (with the macros of the prepared parse ``partial_parse``), then fork
+    """The fork server (``ForkServer``): warm up (compiling the prepared parse ``partial_parse``), then fork
     a waiting process (``serve``) for each listener sent on ``control``, and write each one's pid, then its exit
     status, on the socket sent with it. It ends when ``control`` closes or ``parent`` ends; in a forked process, this
     returns once ``serve`` has."""
