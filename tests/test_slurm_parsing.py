@@ -35,6 +35,49 @@ def test_durations_without_length(text):
     assert slurm.parse_duration(text, "Timelimit") is None
 
 
+@pytest.mark.parametrize(
+    ("formatted", "raw"),
+    [
+        # Timelimit and TimelimitRaw (minutes) of one job; UNLIMITED, Partition_Limit and a step's blank alike.
+        ({"Timelimit": "14-00:00:00"}, {"TimelimitRaw": "20160"}),
+        ({"Timelimit": "23:00:00"}, {"TimelimitRaw": "1380"}),
+        ({"Timelimit": "UNLIMITED"}, {"TimelimitRaw": "UNLIMITED"}),
+        ({"Timelimit": "Partition_Limit"}, {"TimelimitRaw": "Partition_Limit"}),
+        ({"Timelimit": ""}, {"TimelimitRaw": ""}),
+    ],
+)
+def test_timelimit_raw_reads_as_timelimit(formatted, raw):
+    """sacct's TimelimitRaw is the limit in whole minutes: the same seconds as the formatted Timelimit."""
+    assert slurm.duration_field(raw, "Timelimit") == slurm.duration_field(formatted, "Timelimit")
+    assert slurm.duration_field(formatted, "Timelimit") == slurm.parse_duration(formatted["Timelimit"], "Timelimit")
+
+
+@pytest.mark.parametrize(
+    ("elapsed", "raw"), [("13-19:12:59", "1192379"), ("23:00:11", "82811"), ("00:00:00", "0"), ("", "")]
+)
+def test_elapsed_raw_reads_as_elapsed(elapsed, raw):
+    """ElapsedRaw is whole seconds (the Fox capture's job 1955319: 82811, Elapsed 23:00:11)."""
+    assert slurm.duration_field({"ElapsedRaw": raw}, "Elapsed") == slurm.parse_duration(elapsed, "Elapsed")
+
+
+def test_an_export_without_elapsed_or_its_raw_twin_has_none():
+    assert slurm.duration_field({"JobID": "1"}, "Elapsed") is None
+
+
+@pytest.mark.parametrize("raw", ["23:00:00", "-5", "1e3", "٣"])
+def test_raw_durations_that_are_not_whole_numbers_break_the_rule(raw):
+    with pytest.raises(slurm.FieldError) as error:
+        slurm.duration_field({"TimelimitRaw": raw}, "Timelimit")
+    assert error.value.rule == "timelimit_duration"
+
+
+def test_sacct_fields_may_name_timelimit_raw_instead_of_timelimit():
+    fields = ["JobID", "State", "Start", "End", "ElapsedRaw", "TimelimitRaw", "ReqTRES", "AllocTRES"]
+    assert SacctOptions(sacct_fields=fields).sacct_fields == fields
+    with pytest.raises(ValueError, match="lacks Timelimit,"):
+        SacctOptions(sacct_fields=[f for f in fields if f != "TimelimitRaw"])
+
+
 def test_bad_duration_names_its_rule():
     with pytest.raises(slurm.FieldError) as error:
         slurm.parse_duration("soon", "Timelimit")
@@ -553,6 +596,34 @@ def test_a_time_after_the_night_is_quarantined_naming_its_column():
         "End should be no later than the night that reads the export (its clock, allowing 15 minutes of clock "
         "skew): sacct writes what has happened"
     )
+
+
+def test_an_export_with_the_raw_duration_fields_stages_the_same_rows():
+    """The same rows written with TimelimitRaw and ElapsedRaw (as sonar asks sacct for them) in place of Timelimit and
+    Elapsed: identical staged rows; a raw value that is not a whole number is quarantined, never read as no limit."""
+    formatted = [
+        _line(),
+        _line(JobID="1236", State="RUNNING", End="Unknown", Elapsed="13-19:12:59", Timelimit="UNLIMITED"),
+        _line(JobID="1234.batch", JobIDRaw="1234.batch", Timelimit=""),
+    ]
+    raw_of = {"Elapsed": "ElapsedRaw", "Timelimit": "TimelimitRaw"}
+    header = "|".join(raw_of.get(f, f) for f in slurm.SACCT_FIELDS)
+    raw = [
+        line.replace("|02:00:00|1-00:00:00|", "|7200|1440|")
+        .replace("|13-19:12:59|UNLIMITED|", "|1192379|UNLIMITED|")
+        .replace("|02:00:00|||", "|7200|||")
+        for line in formatted
+    ]
+    assert raw != formatted
+    expected = _parse([HEADER, *formatted])
+    parsed = _parse([header, *raw, raw[0].replace("|1440|", "|1-00:00:00|")])
+    assert parsed.rows == expected.rows and expected.rejections == []
+    assert [(r.line, r.rule) for r in parsed.rejections] == [(5, "timelimit_duration")]
+    assert [(row["elapsed_seconds"], row["time_limit_seconds"]) for row in parsed.rows] == [
+        (7200, 86400),
+        (1192379, None),
+        (7200, None),
+    ]
 
 
 def test_a_sacct_record_is_judged_by_the_latest_instant_it_is_given():

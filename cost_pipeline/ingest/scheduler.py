@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 from itertools import product
@@ -57,6 +57,10 @@ SACCT_FIELDS: tuple[str, ...] = (
     "AdminComment",
 )
 REQUIRED_FIELDS: tuple[str, ...] = ("JobID", "State", "Start", "End", "ReqTRES", "AllocTRES", "Timelimit")
+# sacct's raw twins of a duration field, each a bare number of its unit in seconds (TimelimitRaw minutes, ElapsedRaw
+# seconds): an export may name either field of a pair (NordicHPC/sonar asks for the raw ones); the formatted one is
+# read when it has both.
+RAW_DURATION_FIELDS: dict[str, tuple[str, int]] = {"Timelimit": ("TimelimitRaw", 60), "Elapsed": ("ElapsedRaw", 1)}
 LABEL_KEYS: tuple[str, ...] = ("batch", "phase", "reason", "restart_of", "continues", "end_reason")
 
 _NO_TIME = {"", "none", "unknown", "n/a"}
@@ -155,6 +159,30 @@ def local_instants(text: str, field: str, zone: tzinfo = UTC) -> tuple[datetime,
             "in) or was edited",
         )
     return tuple(dict.fromkeys(instant.replace(tzinfo=None) for instant in sorted((earlier, later))))
+
+
+def lacking_fields(names: Collection[str]) -> list[str]:
+    """The ``REQUIRED_FIELDS`` that ``names`` has neither as themselves nor as their raw twin (TimelimitRaw)."""
+    return [f for f in REQUIRED_FIELDS if f not in names and RAW_DURATION_FIELDS.get(f, ("", 0))[0] not in names]
+
+
+def duration_field(fields: dict[str, str], field: str) -> int | None:
+    """``field`` (Timelimit, Elapsed) of a row in seconds, read from its raw twin when the export has only that:
+    ``TimelimitRaw`` is whole minutes and ``ElapsedRaw`` whole seconds, ``UNLIMITED`` and ``Partition_Limit`` (or
+    blank, as on a step) giving ``None`` as the formatted field does. A field the export lacks is ``None``."""
+    raw, unit = RAW_DURATION_FIELDS[field]
+    if field in fields or raw not in fields:
+        return parse_duration(fields.get(field, ""), field)
+    value = fields[raw].strip()
+    if value.lower() in _NO_LIMIT:
+        return None
+    rule, message = (
+        f"{field.lower()}_duration",
+        f"{raw} should be a whole number (of {'minutes' if unit == 60 else 'seconds'}) such as 1440, or UNLIMITED",
+    )
+    if not (value.isascii() and value.isdigit()):
+        raise FieldError(rule, message)
+    return _number(value, rule, message) * unit
 
 
 def parse_duration(text: str, field: str) -> int | None:
@@ -429,15 +457,16 @@ def _not_after_night(times: dict[str, datetime | None], elapsed: int | None, lat
 def parse_sacct_record(fields: dict[str, str], zone: tzinfo = UTC, latest: datetime | None = None) -> dict[str, object]:
     """One sacct row -> the staging shape, its times written in ``zone``; raises ``FieldError`` on the first rule it
     breaks. ``latest`` is the latest instant the row can name (``night_clock.latest_instant()`` unless given)."""
-    missing = [f for f in REQUIRED_FIELDS if f not in fields]
+    missing = lacking_fields(fields)
     if missing:
         raise FieldError(
-            "required_fields", f"the row lacks {', '.join(missing)}; every row needs {', '.join(REQUIRED_FIELDS)}"
+            "required_fields",
+            f"the row lacks {', '.join(missing)}; every row needs {', '.join(REQUIRED_FIELDS)} (or TimelimitRaw)",
         )
     record_type, allocation_id, step = parse_job_id(fields["JobID"])
     state, cancelled_by = parse_state(fields["State"])
     labels = parse_labels(fields.get("Comment", ""), fields.get("WCKey", ""))
-    elapsed = parse_duration(fields.get("Elapsed", ""), "Elapsed")
+    elapsed = duration_field(fields, "Elapsed")
     suspended = parse_duration(fields.get("Suspended", ""), "Suspended")
     times = resolved_times(fields, zone, elapsed, suspended)
     start, end = times["Start"], times["End"]
@@ -481,7 +510,7 @@ def parse_sacct_record(fields: dict[str, str], zone: tzinfo = UTC, latest: datet
         "start_at": start,
         "end_at": end,
         "elapsed_seconds": elapsed,
-        "time_limit_seconds": parse_duration(fields["Timelimit"], "Timelimit"),
+        "time_limit_seconds": duration_field(fields, "Timelimit"),
         "gpus_requested": requested.gpus,
         "gpus_allocated": allocated.gpus,
         "mig_instances_requested": requested.mig_instances,
@@ -533,12 +562,12 @@ class SacctOptions:
         if self.sacct_fields is None:
             return
         repeated = sorted({f for f in self.sacct_fields if list(self.sacct_fields).count(f) > 1})
-        missing = [f for f in REQUIRED_FIELDS if f not in self.sacct_fields]
+        missing = lacking_fields(self.sacct_fields)
         if repeated:
             raise ValueError(f"sacct_fields names {', '.join(repeated)} more than once")
         if missing:
             raise ValueError(
-                f"sacct_fields lacks {', '.join(missing)}, which every row needs "
+                f"sacct_fields lacks {', '.join(missing)}, which every row needs (Timelimit or TimelimitRaw) "
                 f"(the --format list of the sacct command, such as {','.join(REQUIRED_FIELDS)})"
             )
 
