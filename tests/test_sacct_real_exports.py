@@ -22,6 +22,7 @@ import pytest
 from cost_pipeline.ingest.scheduler import (
     SacctOptions,
     duration_field,
+    parse_duration,
     parse_tres_gpus,
     resolved_times,
     split_sacct_lines,
@@ -192,7 +193,7 @@ def test_sonar_raw_durations_agree_with_the_real_times():
     ended = 0
     for values in rows.values():
         elapsed = duration_field(values, "Elapsed")
-        times = resolved_times(values, OSLO, elapsed, duration_field({"Elapsed": values["Suspended"]}, "Elapsed"))
+        times = resolved_times(values, OSLO, elapsed, parse_duration(values["Suspended"], "Suspended"))
         if times["Start"] is not None and times["End"] is not None:
             ended += 1
             assert (times["End"] - times["Start"]).total_seconds() == elapsed, values["JobID"]

@@ -14,7 +14,7 @@ from fractions import Fraction
 import duckdb
 
 from cost_pipeline.cli import run_pipeline
-from tests.helpers import one_batch_landing
+from tests.helpers import one_batch_landing, query
 from tests.test_end_to_end import NOVEMBER_HOURS, hours, job_cost
 
 WAITING = ("queued", "setup", "data_and_sync_wait", "hang_after_fault", "tail", "preemption_recovery")
@@ -212,9 +212,11 @@ def test_kubernetes_queue_requeue_gap_and_restart(tmp_path):
 ARRAY_HEADER = "JobID|JobIDRaw|State|Submit|Start|End|Elapsed|Timelimit|NNodes|ReqTRES|AllocTRES|Comment"
 
 
-def _array_record(job_id: str, state: str, start: str, end: str, gpus: int, alloc: str = "") -> str:
+def _array_record(
+    job_id: str, state: str, start: str, end: str, gpus: int, alloc: str = "", elapsed: str = "00:00:00"
+) -> str:
     return (
-        f"{job_id}|{job_id.split('_')[0]}|{state}|2026-11-05T01:00:00|{start}|{end}|00:00:00|02:00:00|1|"
+        f"{job_id}|{job_id.split('_')[0]}|{state}|2026-11-05T01:00:00|{start}|{end}|{elapsed}|02:00:00|1|"
         f"cpu=8,gres/gpu={gpus},node=1|{alloc}|batch=B-1;phase=exploration"
     )
 
@@ -232,8 +234,14 @@ def test_each_task_of_a_pending_array_is_a_job_that_waits(tmp_path):
                 _array_record("5001_[1-3]", "PENDING", "Unknown", "Unknown", 8),
                 _array_record("5002_[2,4]", "CANCELLED", "2026-11-05T01:30:00", "2026-11-05T01:30:00", 4),
                 _array_record(
-                    "5003", "COMPLETED", "2026-11-05T02:00:00", "2026-11-05T02:30:00", 8, "cpu=8,gres/gpu=8,node=1"
-                ).replace("|00:00:00|", "|00:30:00|"),
+                    "5003",
+                    "COMPLETED",
+                    "2026-11-05T02:00:00",
+                    "2026-11-05T02:30:00",
+                    8,
+                    "cpu=8,gres/gpu=8,node=1",
+                    elapsed="00:30:00",
+                ),
             ]
         )
         + "\n",
@@ -241,14 +249,13 @@ def test_each_task_of_a_pending_array_is_a_job_that_waits(tmp_path):
     )
     warehouse = tmp_path / "warehouse.duckdb"
     assert run_pipeline(landing, warehouse)
-    con = duckdb.connect(str(warehouse), read_only=True)
-    row = con.execute(
+    [row] = query(
+        warehouse,
         "select jobs, jobs_not_started, queued_gpu_hours from marts.fct_batch_waiting "
-        "where batch_id = 'B-1' and phase = 'exploration'"
-    ).fetchone()
-    compute = con.execute("select jobs, failed_jobs from marts.fct_batch_compute where batch_id = 'B-1'").fetchone()
-    failures = con.execute("select sum(failed_jobs) from marts.fct_batch_failures where batch_id = 'B-1'").fetchone()
-    con.close()
+        "where batch_id = 'B-1' and phase = 'exploration'",
+    )
+    [compute] = query(warehouse, "select jobs, failed_jobs from marts.fct_batch_compute where batch_id = 'B-1'")
+    [failures] = query(warehouse, "select sum(failed_jobs) from marts.fct_batch_failures where batch_id = 'B-1'")
     # Jobs: 3 tasks of 5001 + 2 of 5002 + 5003 = 6 (not 3 records); not started: 5001's 3 tasks (not 1).
     # Queued: 5002's two tasks each waited 30 min with 4 GPUs, 2 x 4 x 0.5 = 4 GPU-hours (not one task's 2), and
     # 5003 waited 1 h with 8 GPUs, 8 GPU-hours: 12 GPU-hours.
