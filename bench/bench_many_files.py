@@ -7,13 +7,16 @@ Run on demand (not part of the test suite):
     .venv/bin/python bench/bench_many_files.py --rows 10000 --source device_samples
     .venv/bin/python bench/bench_many_files.py --rows 10000 --source device_samples_dcgm
     .venv/bin/python bench/bench_many_files.py --rows 10000 --source serving_requests
+    .venv/bin/python bench/bench_many_files.py --rows 1000 --source billing_focus
 
 Each file holds one record: a training step (JSON Lines, a trainer that writes a file per step), a device sample
-(CSV with its header), a dcgm-exporter scrape of one GPU (the seven fields the contract reads) or an inference
-request (JSON Lines). The pipeline's ingest hashes, opens, parses and checks every file, and records each in the
-file ledger; the baseline reads the same files with one reader over their glob into a typed table (for the
-scrapes: their lines, the metric and value of each sample line). Both are measured in the same run on the same
-machine (``against_baseline.py``); the ratio is the cost per file of line tracking, the ledger and the checks.
+(CSV with its header), a dcgm-exporter scrape of one GPU (the seven fields the contract reads), an inference request
+(JSON Lines), or a FOCUS charge of one AWS Data Exports execution (its own folder under ``data/`` and its manifest
+under ``metadata/``: an export refreshed several times a day). The pipeline's ingest hashes, opens, parses and
+checks every file, and records each in the file ledger; the baseline reads the same files with one reader over
+their glob into a typed table (for the scrapes: their lines, the metric and value of each sample line). Both are
+measured in the same run on the same machine (``against_baseline.py``); the ratio is the cost per file of line
+tracking, the ledger and the checks.
 """
 
 from __future__ import annotations
@@ -130,12 +133,44 @@ def write_request_files(folder: Path, files: int) -> Path:
     return folder / "*.jsonl"
 
 
+FOCUS_SQL = "create table charges as select * from read_csv(?, header = true, all_varchar = true)"
+_FOCUS_HEADER = (
+    "BillingAccountId,BillingPeriodStart,BillingPeriodEnd,ChargePeriodStart,ChargePeriodEnd,ChargeCategory,"
+    "BilledCost,EffectiveCost,BillingCurrency,ResourceId,ServiceName,Tags"
+)
+
+
+def write_focus_runs(folder: Path, files: int) -> Path:
+    """One AWS Data Exports execution per data file: the file in the execution's folder, its manifest under
+    ``metadata/``, each a day's charge of its own resource."""
+    export = folder / "focus-export"
+    for n in range(files):
+        execution = f"exec-{n:06d}"
+        data = export / "data" / "BILLING_PERIOD=2026-11" / execution
+        data.mkdir(parents=True)
+        day = n % 30 + 1
+        line = (
+            f"123456789012,2026-11-01T00:00:00Z,2026-12-01T00:00:00Z,2026-11-{day:02d}T00:00:00Z,"
+            f"2026-11-{day:02d}T01:00:00Z,Usage,1.25,1.25,USD,i-{n:06d},Amazon EC2,"
+        )
+        (data / "focus-export-00001.csv").write_text(f"{_FOCUS_HEADER}\n{line}\n", encoding="utf-8")
+        metadata = export / "metadata" / "BILLING_PERIOD=2026-11" / execution
+        metadata.mkdir(parents=True)
+        manifest = {
+            "executionId": execution,
+            "dataFiles": [f"s3://bucket/focus-export/data/BILLING_PERIOD=2026-11/{execution}/focus-export-00001.csv"],
+        }
+        (metadata / "focus-export-Manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return export / "data" / "*" / "*" / "*.csv"
+
+
 # source -> (its landing folder, the writer, the baseline)
 BENCHES: dict[str, tuple[str, Callable[[Path, int], Path], str]] = {
     "training_steps": ("steps", write_step_files, STEPS_SQL),
     "device_samples": ("telemetry", write_sample_files, SAMPLES_SQL),
     "device_samples_dcgm": ("telemetry", write_scrape_files, SCRAPES_SQL),
     "serving_requests": ("requests", write_request_files, REQUESTS_SQL),
+    "billing_focus": ("billing", write_focus_runs, FOCUS_SQL),
 }
 
 

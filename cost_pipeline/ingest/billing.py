@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Context, Decimal
@@ -278,38 +279,67 @@ def _manifests(top: Path, landing_dir: Path) -> list[ExportRun]:
     return runs
 
 
-def run_columns(path: Path, landing_dir: Path) -> dict[str, object]:
-    """The raw columns every row of ``path`` takes from the export run that lists it.
+@dataclass(frozen=True)
+class _Runs:
+    """The export runs of one landing sub-folder: the run listing each data file (a file's folder's name and its own
+    name: the first run by its manifest's path), and the folders holding a listed data file."""
+
+    listing: dict[tuple[str, str], ExportRun]
+    run_folders: frozenset[Path]
+    beside: frozenset[Path]  # the folders that hold a run folder
+
+    @classmethod
+    def under(cls, top: Path, landing_dir: Path) -> _Runs:
+        listing: dict[tuple[str, str], ExportRun] = {}
+        for run in _manifests(top, landing_dir):
+            for key in run.files:
+                listing.setdefault(key, run)
+        folders = (
+            frozenset(
+                p.parent
+                for p in top.rglob("*")
+                if p.name.endswith(DATA_SUFFIXES) and (p.parent.name, p.name) in listing
+            )
+            if listing
+            else frozenset()
+        )
+        return cls(listing, folders, frozenset(f.parent for f in folders))
+
+
+def run_columns(landing_dir: Path) -> Callable[[Path], dict[str, object]]:
+    """The raw columns every row of a data file takes from the export run that lists it (``RowLoader.file_columns``).
 
     A data file is of the run whose manifest (anywhere under the source's landing sub-folder, the first by path)
     lists a file of its folder's name and its name. A data file no manifest lists, in a folder that holds a listed
     file or beside such a folder (a run whose manifest has not come yet: AWS writes it after the data files), is
     held as a run without a manifest: ``export_run_id`` its folder, no manifest, never complete. Any other file: null
-    (read as before)."""
-    top = landing_dir / path.relative_to(landing_dir).parts[0]
-    key = (path.parent.name, path.name)
-    runs = _manifests(top, landing_dir)
-    run = next((r for r in runs if key in r.files), None)
-    if run is not None:
+    (read as before). The manifests are read and the sub-folder walked once a load, not once a data file: an export
+    refreshed several times a day has a run folder per refresh, and each file's own walk over all of them made a
+    load's time grow with the square of the runs."""
+    folders: dict[Path, _Runs] = {}
+
+    def columns(path: Path) -> dict[str, object]:
+        top = landing_dir / path.relative_to(landing_dir).parts[0]
+        runs = folders.get(top)
+        if runs is None:
+            runs = folders[top] = _Runs.under(top, landing_dir)
+        run = runs.listing.get((path.parent.name, path.name))
+        if run is not None:
+            return {
+                "export_run_id": run.run_id,
+                "export_run_at": run.run_at,
+                "export_run_files": run.expected,
+                "export_run_manifest": run.manifest,
+            }
+        held = path.parent in runs.run_folders or path.parent.parent in runs.beside
         return {
-            "export_run_id": run.run_id,
-            "export_run_at": run.run_at,
-            "export_run_files": run.expected,
-            "export_run_manifest": run.manifest,
+            "export_run_id": path.parent.relative_to(landing_dir).as_posix() if held else None,
+            "export_run_at": None,
+            "export_run_files": None,
+            "export_run_manifest": None,
         }
-    listed = {k for r in runs for k in r.files}
-    run_folders = (
-        {p.parent for p in top.rglob("*") if p.name.endswith(DATA_SUFFIXES) and (p.parent.name, p.name) in listed}
-        if listed
-        else set()
-    )
-    held = path.parent in run_folders or any(path.parent.parent == f.parent for f in run_folders)
-    return {
-        "export_run_id": path.parent.relative_to(landing_dir).as_posix() if held else None,
-        "export_run_at": None,
-        "export_run_files": None,
-        "export_run_manifest": None,
-    }
+
+    return columns
 
 
 # A FOCUS line exported again counts once, from the newest file, its tags not compared (stg_billing__focus_charges):

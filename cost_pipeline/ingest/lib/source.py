@@ -79,9 +79,10 @@ class RowLoader:
     schema: Callable[[Contract], SourceSchema]
     parser: Callable[[SourceSchema, Any], LineParser]
     parquet_row: Callable[[Any], RowMap] | None = None
-    # Raw columns a file's rows take from beside the file (landing path, landing folder -> values), the same for every
-    # row: FOCUS's export run, from the manifest listing the file. A file whose values changed is read again.
-    file_columns: Callable[[Path, Path], dict[str, object]] | None = None
+    # Raw columns a file's rows take from beside the file, the same for every row: FOCUS's export run, from the
+    # manifest listing the file. Given the landing folder once a load, it returns the function of a landing path ->
+    # its values (what it reads beside the files, it reads once a load). A file whose values changed is read again.
+    file_columns: Callable[[Path], Callable[[Path], dict[str, object]]] | None = None
     kind: ClassVar[str] = "pandas + pandera"
 
     def reads_parquet(self) -> bool:
@@ -107,6 +108,7 @@ class RowLoader:
         reused: dict[str, str] = {}  # file -> sha256, not read tonight
         hashed: dict[str, tuple[str, FileStat]] = {}  # each file's sha256 tonight, and its stat before it was read
         identities: dict[str, str] = {}  # file -> what its rows take from beside it, when anything
+        stamp = self.file_columns(landing_dir) if self.file_columns is not None else None
         for path in source.files(landing_dir):
             source_file = path.relative_to(landing_dir).as_posix()
             with naming_file(source_file):
@@ -116,7 +118,7 @@ class RowLoader:
                     continue
                 stat = FileStat.of(path)
                 known = reusable.get(source_file)
-                stamped = self.file_columns(path, landing_dir) if self.file_columns is not None else {}
+                stamped = stamp(path) if stamp is not None else {}
                 # the same bytes with other values beside them (a FOCUS part repeated by a later run) are no duplicate
                 identity = json.dumps(stamped, sort_keys=True, default=str) if any(stamped.values()) else None
                 if identity is not None:
