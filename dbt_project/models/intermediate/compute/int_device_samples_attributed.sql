@@ -19,7 +19,9 @@
 -- share of a GPU (MIG instances, Slurm shards), needs its job label, since the node's other GPUs or instances may
 -- be nobody's (fractional_gpu_without_job_label). So does a sample of an instant at which the host reported more
 -- GPUs, labelled or not, than the job was allocated (a CPU-only job: none): which of them are the job's is not
--- known, and the others are idle time nobody holds (host_has_unallocated_gpus). dcgm-exporter's job mapping labels
+-- known, and the others are idle time nobody holds (host_has_unallocated_gpus; host_job_key names that one job: a
+-- job whose sacct record names no GPU, AccountingStorageTRES without gres/gpu, on a host whose GPUs worked then is
+-- listed by the warn test jobs_allocated_no_gpu_beside_gpu_work). dcgm-exporter's job mapping labels
 -- only the GPUs a job holds, so a host's unlabelled GPUs beside labelled ones are nobody's. The bound is the job's whole allocation,
 -- not a share per host: Slurm may split a job's GPUs unevenly over its nodes, and a node list can name a node
 -- without GPUs. Instants, not days or windows, so that a day's or a job's samples alone decide; an exporter that
@@ -136,7 +138,8 @@ labelled as (
             when coalesce(alias_jobs.job_key, unclustered_jobs.job_key, indexed_jobs.job_key) is not null
                 then 'job_label'
             else 'label_names_no_running_job'
-        end as attribution
+        end as attribution,
+        cast(null as {{ dbt.type_string() }}) as host_job_key
     from {{ ref('stg_telemetry__device_samples') }} as samples
     left join alias_jobs
         on
@@ -275,7 +278,9 @@ select
     samples.*,
     case when unlabelled_decided.attribution = 'host_and_time' then unlabelled_decided.only_job_key end
         as attributed_job_key,
-    unlabelled_decided.attribution
+    unlabelled_decided.attribution,
+    case when unlabelled_decided.attribution = 'host_has_unallocated_gpus' then unlabelled_decided.only_job_key end
+        as host_job_key
 from {{ ref('stg_telemetry__device_samples') }} as samples
 inner join unlabelled_decided
     on samples.source_file = unlabelled_decided.source_file

@@ -1,9 +1,11 @@
 -- GPU time no job claims (R5), per day: the device samples int_device_samples_attributed could give to no job, in
--- GPU-seconds per day, GPU or MIG instance, utilization tier and reason. fct_unattributed_gpu_hours sums the days
--- into months. Without a job there is no batch and no contract version of its own, so the newest version's tier
--- rule applies. Each sample stands for the time to the same GPU's (or instance's) next unattributed sample, capped
--- at max_gap_factor x the nominal interval; a sample delivered twice counts once. A MIG instance's sample counts its
--- share of the GPU (its slices over the GPU's total, docs/fractional_gpus.md). A GPU is its cluster, host and index;
+-- GPU-seconds per day, GPU or MIG instance, utilization tier and reason, and for host_has_unallocated_gpus the one job
+-- that held the host then (host_job_key: the warn test jobs_allocated_no_gpu_beside_gpu_work reads it).
+-- fct_unattributed_gpu_hours sums the days into months. Without a job there is no batch and no contract version of its
+-- own, so the newest version's tier rule applies. Each sample stands for the time to the same GPU's (or instance's)
+-- next unattributed sample, capped at max_gap_factor x the nominal interval; a sample delivered twice counts once. A
+-- MIG instance's sample counts its share of the GPU (its slices over the GPU's total, docs/fractional_gpus.md). A GPU
+-- is its cluster, host and index;
 -- a copy naming no cluster is of the one cluster the same GPU's (or instance's) other unattributed copies name that
 -- day, else of the one cluster a holder's copies of its instant name beside none (macros/gpu_clusters.sql, as
 -- int_gpu_share_days resolves a copy no job claims), so a file delivered again with the cluster column added is one
@@ -136,6 +138,7 @@ sequenced as (
         samples.sampled_at,
         cast({{ dbt.date_trunc('day', 'samples.sampled_at') }} as date) as sample_day,
         samples.attribution,
+        samples.host_job_key,
         {{ gpu_share('samples.gpu_instance_profile') }} as gpu_share,
         samples.gr_engine_active,
         samples.tensor_active,
@@ -171,6 +174,7 @@ classified as (
         gpu_instance_id,
         sampled_at,
         attribution,
+        host_job_key,
         contract_version,
         gpu_share,
         case when next_sampled_at is null then 1 else 0 end as last_sample,
@@ -210,6 +214,7 @@ daily as (
         classified.gpu_instance_id,
         tiers.tier,
         classified.attribution as reason,
+        classified.host_job_key,
         classified.contract_version,
         count(*) as samples,
         sum(classified.represented_seconds * classified.gpu_share) as gpu_seconds,
@@ -221,7 +226,8 @@ daily as (
         and classified.tier_precedence = tiers.precedence
     group by
         classified.sample_day, classified.cluster, classified.hostname, classified.gpu_index,
-        classified.gpu_instance_id, tiers.tier, classified.attribution, classified.contract_version
+        classified.gpu_instance_id, tiers.tier, classified.attribution, classified.host_job_key,
+        classified.contract_version
 )
 
 select
