@@ -8,11 +8,13 @@ Run on demand (not part of the test suite):
     .venv/bin/python bench/bench_many_files.py --rows 10000 --source device_samples_dcgm
     .venv/bin/python bench/bench_many_files.py --rows 10000 --source serving_requests
     .venv/bin/python bench/bench_many_files.py --rows 1000 --source billing_focus
+    .venv/bin/python bench/bench_many_files.py --rows 365 --source storage_inventory
 
 Each file holds one record: a training step (JSON Lines, a trainer that writes a file per step), a device sample
 (CSV with its header), a dcgm-exporter scrape of one GPU (the seven fields the contract reads), an inference request
 (JSON Lines), or a FOCUS charge of one AWS Data Exports execution (its own folder under ``data/`` and its manifest
-under ``metadata/``: an export refreshed several times a day). The pipeline's ingest hashes, opens, parses and
+under ``metadata/``: an export refreshed several times a day), or one day of an S3 Inventory in AWS's layout (its
+data file under ``data/``, its manifest in the day's dated folder). The pipeline's ingest hashes, opens, parses and
 checks every file, and records each in the file ledger; the baseline reads the same files with one reader over
 their glob into a typed table (for the scrapes: their lines, the metric and value of each sample line). Both are
 measured in the same run on the same machine (``against_baseline.py``); the ratio is the cost per file of line
@@ -22,8 +24,10 @@ tracking, the ledger and the checks.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from against_baseline import compare
@@ -164,6 +168,36 @@ def write_focus_runs(folder: Path, files: int) -> Path:
     return export / "data" / "*" / "*" / "*.csv"
 
 
+INVENTORY_SQL = "create table objects as select * from read_csv(?, header = false, all_varchar = true)"
+_INVENTORY_SCHEMA = "Bucket, Key, Size, LastModifiedDate, ETag, StorageClass"
+
+
+def write_inventory_days(folder: Path, files: int) -> Path:
+    """One daily S3 Inventory delivery per data file, as ``aws s3 sync`` copies AWS's layout: the data file under
+    ``<config-id>/data/``, its manifest in the day's folder ``<config-id>/<YYYY-MM-DDTHH-MMZ>/``."""
+    config = folder / "inventory" / "ml-prod" / "daily"
+    (config / "data").mkdir(parents=True)
+    first = datetime(2025, 1, 1, 1, tzinfo=UTC)
+    for n in range(files):
+        day = first + timedelta(days=n)
+        name = f"{n:08d}-inventory.csv.gz"
+        line = f'"ml-prod","raw/object-{n}","1024","2024-12-01T00:00:00.000Z","e{n}","STANDARD"'
+        (config / "data" / name).write_bytes(gzip.compress(f"{line}\n".encode(), mtime=0))
+        dated = config / day.strftime("%Y-%m-%dT%H-%MZ")
+        dated.mkdir()
+        manifest = {
+            "sourceBucket": "ml-prod",
+            "destinationBucket": "arn:aws:s3:::ml-inventory",
+            "version": "2016-11-30",
+            "creationTimestamp": str(int(day.timestamp() * 1000)),
+            "fileFormat": "CSV",
+            "fileSchema": _INVENTORY_SCHEMA,
+            "files": [{"key": f"inventory/ml-prod/daily/data/{name}", "size": 1, "MD5checksum": "0" * 32}],
+        }
+        (dated / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return config / "data" / "*.csv.gz"
+
+
 # source -> (its landing folder, the writer, the baseline)
 BENCHES: dict[str, tuple[str, Callable[[Path, int], Path], str]] = {
     "training_steps": ("steps", write_step_files, STEPS_SQL),
@@ -171,6 +205,7 @@ BENCHES: dict[str, tuple[str, Callable[[Path, int], Path], str]] = {
     "device_samples_dcgm": ("telemetry", write_scrape_files, SCRAPES_SQL),
     "serving_requests": ("requests", write_request_files, REQUESTS_SQL),
     "billing_focus": ("billing", write_focus_runs, FOCUS_SQL),
+    "storage_inventory": ("storage", write_inventory_days, INVENTORY_SQL),
 }
 
 

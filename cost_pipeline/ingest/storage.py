@@ -115,20 +115,17 @@ def read_manifest(document: object) -> Manifest:
     return Manifest(columns, inventory_at, file_format)
 
 
-def _manifests(path: Path) -> list[tuple[Path, int]]:
-    """The manifests that may list ``path``, each with how many trailing parts of a key must match the file's path.
+def _manifests(folder: Path) -> list[tuple[Path, int]]:
+    """The manifests that may list a data file of ``folder``, each with how many trailing parts of a key must match
+    the file's path.
 
     Beside the file: its name. In AWS's layout (the file under ``<config-id>/data/``, the manifests in the dated
     folders ``<config-id>/<YYYY-MM-DDTHH-MMZ>/``): ``<config-id>/data/<file>``.
     """
-    beside = [(c, 1) for c in sorted(path.parent.glob(MANIFEST_GLOB)) if not _folder(c)]
-    if path.parent.name != "data":
+    beside = [(c, 1) for c in sorted(folder.glob(MANIFEST_GLOB)) if not _folder(c)]
+    if folder.name != "data":
         return beside
-    dated = [
-        (c, 3)
-        for c in sorted(path.parent.parent.glob(f"*/{MANIFEST_GLOB}"))
-        if not _folder(c) and c.parent != path.parent
-    ]
+    dated = [(c, 3) for c in sorted(folder.parent.glob(f"*/{MANIFEST_GLOB}")) if not _folder(c) and c.parent != folder]
     return beside + dated
 
 
@@ -137,34 +134,90 @@ def _folder(path: Path) -> bool:
     return path.is_dir() and not path.is_symlink()
 
 
-def manifest_for(path: Path, landing_dir: Path) -> Manifest | None:
-    """The manifest whose ``files[].key`` names ``path`` (see ``_manifests``); None when no manifest lists it.
+@dataclass(frozen=True)
+class _Read:
+    """One manifest file as a load reads it: why it could not be read (None: read), and each data file's key tail
+    it lists, by how many trailing parts are compared (1 beside the data file, 3 in AWS's layout)."""
 
-    Each manifest is opened through ``records.refusal``, as every landing file is: a link out of ``landing_dir``
-    (or to a folder), a FIFO or a file that cannot be opened is never read. When no usable manifest lists the
-    file, such a manifest, or one that is not JSON, rejects it (with the reason); so does one that lists it but is
-    unusable.
+    unreadable: str | None
+    document: object = None
+    keys: tuple[PurePosixPath, ...] = ()
+
+
+class Manifests:
+    """The inventory manifests of one load's landing folder, each found, opened and read once a load.
+
+    ``for_file`` is what the manifest lookup was for each data file (see ``_manifests``): asked by each data file's
+    stage, identity and flag, every manifest of its configuration folder was globbed, opened and parsed again, so a
+    load's time grew with the square of the days (a year of daily inventories: 365 manifests read for each of 365
+    data files, three times a night, reused files too).
     """
-    unreadable = None
-    for candidate, depth in _manifests(path):
-        reason = refusal(candidate, landing_dir)
+
+    def __init__(self, landing_dir: Path) -> None:
+        self.landing_dir = landing_dir
+        self._read: dict[Path, _Read] = {}
+        # a data file's folder -> the first candidate listing each key tail ((parts compared, tail) -> its place
+        # and manifest), and the reason of the first candidate that could not be read
+        self._index: dict[Path, tuple[dict[tuple[int, tuple[str, ...]], tuple[int, Path]], str | None]] = {}
+        self._manifest: dict[Path, Manifest | FileRejected] = {}
+
+    def _read_once(self, candidate: Path) -> _Read:
+        read = self._read.get(candidate)
+        if read is None:
+            read = self._read[candidate] = self._open(candidate)
+        return read
+
+    def _open(self, candidate: Path) -> _Read:
+        reason = refusal(candidate, self.landing_dir)
         if reason is not None:
-            unreadable = unreadable or f"the manifest {candidate.relative_to(landing_dir).as_posix()} {reason}"
-            continue
+            return _Read(f"the manifest {candidate.relative_to(self.landing_dir).as_posix()} {reason}")
         try:
             document = json.loads(candidate.read_bytes().decode("utf-8-sig"))
         except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-            unreadable = unreadable or "a manifest beside the file is not readable JSON"
-            continue
+            return _Read("a manifest beside the file is not readable JSON")
         files = document.get("files") if isinstance(document, dict) else None
         if not isinstance(files, list):
-            continue
-        tails = {PurePosixPath(str(f.get("key", ""))).parts[-depth:] for f in files if isinstance(f, dict)}
-        if path.parts[-depth:] in tails:
-            return read_manifest(document)
-    if unreadable is not None:
-        raise FileRejected("inventory_manifest", unreadable)
-    return None
+            return _Read(None, document)
+        return _Read(None, document, tuple(PurePosixPath(str(f.get("key", ""))) for f in files if isinstance(f, dict)))
+
+    def _folder_index(self, folder: Path) -> tuple[dict[tuple[int, tuple[str, ...]], tuple[int, Path]], str | None]:
+        index = self._index.get(folder)
+        if index is None:
+            listed: dict[tuple[int, tuple[str, ...]], tuple[int, Path]] = {}
+            unreadable = None
+            for place, (candidate, depth) in enumerate(_manifests(folder)):
+                read = self._read_once(candidate)
+                unreadable = unreadable or read.unreadable
+                for key in read.keys:
+                    listed.setdefault((depth, key.parts[-depth:]), (place, candidate))
+            index = self._index[folder] = (listed, unreadable)
+        return index
+
+    def for_file(self, path: Path) -> Manifest | None:
+        """The manifest whose ``files[].key`` names ``path`` (see ``_manifests``); None when no manifest lists it.
+
+        Each manifest is opened through ``records.refusal``, as every landing file is: a link out of the landing
+        folder (or to a folder), a FIFO or a file that cannot be opened is never read. When no usable manifest lists
+        the file, such a manifest, or one that is not JSON, rejects it (with the reason); so does one that lists it
+        but is unusable.
+        """
+        listed, unreadable = self._folder_index(path.parent)
+        matches = [listed[tail] for tail in ((1, path.parts[-1:]), (3, path.parts[-3:])) if tail in listed]
+        if not matches:
+            if unreadable is not None:
+                raise FileRejected("inventory_manifest", unreadable)
+            return None
+        _, candidate = min(matches)
+        manifest = self._manifest.get(candidate)
+        if manifest is None:
+            try:
+                manifest = read_manifest(self._read_once(candidate).document)
+            except FileRejected as rejected:
+                manifest = rejected
+            self._manifest[candidate] = manifest
+        if isinstance(manifest, FileRejected):
+            raise FileRejected(manifest.rule, str(manifest), manifest.header_lines)
+        return manifest
 
 
 def date_from_name(path: Path) -> datetime:
@@ -250,9 +303,9 @@ def _landing_select(
 
 
 def _stage_csv(
-    con: duckdb.DuckDBPyConnection, path: Path, blank_lines: list[int], default_class: str | None, landing_dir: Path
+    con: duckdb.DuckDBPyConnection, path: Path, blank_lines: list[int], default_class: str | None, manifests: Manifests
 ) -> list[Rejection]:
-    manifest = manifest_for(path, landing_dir)
+    manifest = manifests.for_file(path)
     line = in_database.first_line(path)  # also refuses a .gz file that is not gzip
     named: dict[str, str] | None = None  # field -> landing column, when the manifest names the columns
     column_count: int | None = None
@@ -276,8 +329,8 @@ def _stage_csv(
     return in_database.stage_csv(con, path, select, blank_lines, column_count=column_count, what="inventory")
 
 
-def _stage_parquet(con: duckdb.DuckDBPyConnection, path: Path, default_class: str | None, landing_dir: Path) -> None:
-    manifest = manifest_for(path, landing_dir)
+def _stage_parquet(con: duckdb.DuckDBPyConnection, path: Path, default_class: str | None, manifests: Manifests) -> None:
+    manifest = manifests.for_file(path)
     inventory_at, date_from = (manifest.inventory_at, "manifest") if manifest else (date_from_name(path), "file_name")
 
     def select(types: dict[str, str]) -> str:
@@ -295,26 +348,28 @@ def _stage(
     blank_lines: list[int],
     *,
     default_class: str | None,
-    landing_dir: Path,
+    manifests: Manifests,
 ) -> list[Rejection]:
     """One inventory data file -> ``landing_rows``; a file that cannot be placed in time is rejected whole."""
     if path.suffix.lower() == ".parquet":
-        _stage_parquet(con, path, default_class, landing_dir)
+        _stage_parquet(con, path, default_class, manifests)
         return []
-    return _stage_csv(con, path, blank_lines, default_class, landing_dir)
+    return _stage_csv(con, path, blank_lines, default_class, manifests)
 
 
 def _bound(source: in_database.InDatabaseSource, contract: Contract, landing_dir: Path) -> in_database.InDatabaseSource:
-    """The inventory source loading ``landing_dir``: the contract's default class, manifests looked up inside it."""
+    """The inventory source loading ``landing_dir``: the contract's default class, manifests looked up inside it
+    (each read once a load)."""
+    manifests = Manifests(landing_dir)
     return dataclasses.replace(
         source,
-        stage=partial(_stage, default_class=contract.storage_default_class, landing_dir=landing_dir),
-        identity=partial(inventory_date, landing_dir=landing_dir),
-        flag=partial(class_flag, landing_dir=landing_dir),
+        stage=partial(_stage, default_class=contract.storage_default_class, manifests=manifests),
+        identity=partial(inventory_date, manifests=manifests),
+        flag=partial(class_flag, manifests=manifests),
     )
 
 
-def _fields_of(path: Path, landing_dir: Path) -> set[str] | None:
+def _fields_of(path: Path, manifests: Manifests) -> set[str] | None:
     """The inventory fields a data file holds (normalised), from its manifest, header line or Parquet schema."""
     if path.suffix.lower() == ".parquet":
         con = duckdb_session.connect()
@@ -325,16 +380,16 @@ def _fields_of(path: Path, landing_dir: Path) -> set[str] | None:
             }
         finally:
             con.close()
-    manifest = manifest_for(path, landing_dir)
+    manifest = manifests.for_file(path)
     if manifest is not None:
         return {normalise(c) for c in manifest.columns}
     return set(_header_fields(in_database.first_line(path)) or ())
 
 
-def class_flag(path: Path, landing_dir: Path) -> str | None:
+def class_flag(path: Path, manifests: Manifests) -> str | None:
     """The flag of a file whose inventory has no StorageClass field: its objects are priced at the default class."""
     try:
-        fields = _fields_of(path, landing_dir)
+        fields = _fields_of(path, manifests)
     except (FileRejected, duckdb.Error, OSError):
         return None  # the load rejects such a file with its own rule
     if not fields or "storageclass" in fields:
@@ -368,13 +423,13 @@ _TYPED = (
 )
 
 
-def inventory_date(path: Path, landing_dir: Path) -> str:
+def inventory_date(path: Path, manifests: Manifests) -> str:
     """The date a data file's inventory was taken ('' when it cannot be placed: the load then rejects it).
 
     A bucket that did not change writes the same bytes every day: the date keeps each day's inventory its own.
     """
     try:
-        manifest = manifest_for(path, landing_dir)
+        manifest = manifests.for_file(path)
         return (manifest.inventory_at if manifest is not None else date_from_name(path)).isoformat()
     except FileRejected:
         return ""
