@@ -367,6 +367,7 @@ def _compute(compute: dict | None) -> str:
     tiers = bar_chart("utilisation_tiers", [(k, label, compute[k]) for k, label in _TIERS], "GPU-h")
     columns = tuple(Col(k, label, "hours") for k, label in (*_HOURS, *_TIERS[1:])) + (
         Col("jobs_without_time_limit", "runs without a time limit (no requested hours)", "count"),
+        Col("jobs_without_gpu_request", "runs whose requested GPUs are not known (no requested hours)", "count"),
     )
     return (
         "<h3>Requested, occupied, effective</h3>"

@@ -7,7 +7,8 @@
 
 ``tests/data/slurm/sonar_sacct_output.txt`` is NordicHPC/sonar's capture of the University of Oslo's Fox cluster
 (same README), written with sonar's own field list: ``TimelimitRaw`` and ``ElapsedRaw`` instead of ``Timelimit`` and
-``Elapsed``, and no ``ReqTRES``. Each expected value below was read by hand from the file's line.
+``Elapsed``, and no ``ReqTRES``: it loads with every job's requested GPUs unknown (issue 10). Each expected value
+below was read by hand from the file's line.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ import shutil
 from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
-
-import pytest
 
 from cost_pipeline.ingest.scheduler import (
     SacctOptions,
@@ -40,6 +39,7 @@ HABROK_FIELDS = (
 ).split(",")
 
 FOX = Path(__file__).parent / "data" / "slurm" / "sonar_sacct_output.txt"
+FOX_LANDED = "scheduler/sonar_sacct_output.txt"
 # SACCT_FIELDS of sonar's src/slurmjobs.rs, the -o list of its `sacct -aP ... --noheader` (README), in order.
 SONAR_FIELDS = (
     "JobID,JobIDRaw,User,Account,State,Start,End,AveCPU,AveDiskRead,AveDiskWrite,AveRSS,AveVMSize,ElapsedRaw,ExitCode,"
@@ -219,8 +219,31 @@ def test_two_real_gpu_jobs_read_from_their_raw_durations():
     assert parse_tres_gpus(running["AllocTRES"]).gpus == 1
 
 
-def test_sonar_field_list_lacks_only_req_tres():
-    """TimelimitRaw stands for Timelimit now; without ReqTRES the requested GPUs are not known, and the source
-    still refuses the field list (issue 10, not done): never 0 GPUs requested, never the allocated ones guessed."""
-    with pytest.raises(ValueError, match=r"sacct_fields lacks ReqTRES, which"):
-        SacctOptions(sacct_fields=SONAR_FIELDS, time_zone="Europe/Oslo")
+def test_the_fox_capture_loads_whole_with_its_requests_unknown(tmp_path):
+    """Loaded as sonar asks sacct for it (its field list as sacct_fields, Europe/Oslo), through the scheduler
+    source: every one of the 301 lines is staged, none quarantined (it was refused whole for lacking ReqTRES,
+    issue 10). What each job requested is not in the file, so every requested count is null (unknown), never 0 and
+    never its AllocTRES; what it was allocated is read from AllocTRES as in any export."""
+    landing = tmp_path / "landing"
+    (landing / "scheduler").mkdir(parents=True)
+    shutil.copyfile(FOX, landing / FOX_LANDED)
+    options = SacctOptions(sacct_fields=SONAR_FIELDS, time_zone="Europe/Oslo")
+    rows, quarantined, ledger = _load(landing, "scheduler_jobs", options=options)
+    assert quarantined == []
+    assert ledger == {FOX_LANDED: (301, 301, 0)}
+    assert [row["source_line"] for row in rows] == list(range(1, 302))
+    requested = ("gpus_requested", "mig_instances_requested", "mig_slices_requested", "shards_requested")
+    assert {tuple(row[column] for column in (*requested, "mps_requested")) for row in rows} == {(None,) * 5}
+    jobs = _by_id(rows)
+    # Line 83: job 1955319, TIMEOUT, AllocTRES one A100 80GB (gres/gpu:a100_80=1,gres/gpu=1); 07:05:15 to 06:05:26 UTC.
+    timeout = jobs["1955319"]
+    assert (timeout["state"], timeout["gpus_allocated"], timeout["gpus_requested"]) == ("TIMEOUT", 1, None)
+    assert (timeout["start_at"], timeout["end_at"]) == (
+        datetime(2025, 9, 25, 7, 5, 15),
+        datetime(2025, 9, 26, 6, 5, 26),
+    )
+    assert (timeout["elapsed_seconds"], timeout["time_limit_seconds"]) == (82811, 1380 * 60)
+    # The 31 pending jobs hold nothing yet: 0 GPUs allocated (AllocTRES empty), their request unknown.
+    pending = [row for row in rows if row["state"] == "PENDING"]
+    assert len(pending) == 31
+    assert {(row["gpus_allocated"], row["gpus_requested"], row["start_at"]) for row in pending} == {(0, None, None)}

@@ -583,21 +583,23 @@ def scheduler_jobs(contract: Contract) -> SourceSchema:
             Col("end_at", "TIMESTAMP", nullable=True),
             Col("elapsed_seconds", "BIGINT", nullable=True, domain=SECONDS),
             Col("time_limit_seconds", "BIGINT", nullable=True, domain=SECONDS),
-            Col("gpus_requested", "INTEGER", domain=GPU_COUNT),
+            # The requested counts are null (unknown) for a row of an export without ReqTRES (issue 10): never 0,
+            # never the allocated ones copied.
+            Col("gpus_requested", "INTEGER", nullable=True, domain=GPU_COUNT),
             Col("gpus_allocated", "INTEGER", domain=GPU_COUNT),
             # Of the GPUs, the MIG instances and their compute slices (docs/fractional_gpus.md).
-            Col("mig_instances_requested", "INTEGER", domain=GPU_COUNT),
-            Col("mig_slices_requested", "INTEGER", domain=COUNT),
+            Col("mig_instances_requested", "INTEGER", nullable=True, domain=GPU_COUNT),
+            Col("mig_slices_requested", "INTEGER", nullable=True, domain=COUNT),
             Col("mig_instances_allocated", "INTEGER", domain=GPU_COUNT),
             Col("mig_slices_allocated", "INTEGER", domain=COUNT),
             Col("gpu_instance_profile", "VARCHAR", nullable=True, checks=MIG_PROFILE),
             # The GRES type before the profile (nvidia_a30 in nvidia_a30_2g.11gb): the GPU model, for its slices.
             Col("mig_gpu_type", "VARCHAR", nullable=True),
             # GPU shards (Slurm gres/shard): a share of a GPU only the contract's slurm_shards_per_gpu can price.
-            Col("shards_requested", "INTEGER", domain=COUNT, checks=_shares_priced(contract, "shards")),
+            Col("shards_requested", "INTEGER", nullable=True, domain=COUNT, checks=_shares_priced(contract, "shards")),
             Col("shards_allocated", "INTEGER", domain=COUNT, checks=_shares_priced(contract, "shards")),
             # CUDA MPS shares (Slurm gres/mps): priced by the contract's slurm_mps_per_gpu.
-            Col("mps_requested", "INTEGER", domain=COUNT, checks=_shares_priced(contract, "mps")),
+            Col("mps_requested", "INTEGER", nullable=True, domain=COUNT, checks=_shares_priced(contract, "mps")),
             Col("mps_allocated", "INTEGER", domain=COUNT, checks=_shares_priced(contract, "mps")),
             Col("node_count", "INTEGER", nullable=True, domain=COUNT),
             Col("node_list", "VARCHAR", nullable=True),

@@ -56,7 +56,10 @@ SACCT_FIELDS: tuple[str, ...] = (
     "Comment",
     "AdminComment",
 )
-REQUIRED_FIELDS: tuple[str, ...] = ("JobID", "State", "Start", "End", "ReqTRES", "AllocTRES", "Timelimit")
+REQUIRED_FIELDS: tuple[str, ...] = ("JobID", "State", "Start", "End", "AllocTRES", "Timelimit")
+# ReqTRES is optional (issue 10): an export without it (NordicHPC/sonar asks sacct for none) loads, and the GPUs its
+# jobs requested are unknown, null in every requested column: never 0, never the allocated ones copied. A ReqTRES
+# field that is there and names no GPU is 0 GPUs requested, as sacct says.
 # sacct's raw twins of a duration field, each a bare number of its unit in seconds (TimelimitRaw minutes, ElapsedRaw
 # seconds): an export may name either field of a pair (NordicHPC/sonar asks for the raw ones); the formatted one is
 # read when it has both.
@@ -488,7 +491,8 @@ def parse_sacct_record(fields: dict[str, str], zone: tzinfo = UTC, latest: datet
     _not_after_night(times, elapsed, latest_instant() if latest is None else latest)
     restarts = parse_count(fields.get("Restarts", ""), "Restarts")
     node_list = fields.get("NodeList", "").strip()
-    requested, allocated = parse_tres_gpus(fields["ReqTRES"]), parse_tres_gpus(fields["AllocTRES"])
+    allocated = parse_tres_gpus(fields["AllocTRES"])
+    requested = parse_tres_gpus(fields["ReqTRES"]) if "ReqTRES" in fields else None
     return {
         "cluster": fields.get("Cluster", "").strip() or None,
         "job_id": allocation_id if record_type == "allocation" else fields["JobID"].strip(),
@@ -511,17 +515,17 @@ def parse_sacct_record(fields: dict[str, str], zone: tzinfo = UTC, latest: datet
         "end_at": end,
         "elapsed_seconds": elapsed,
         "time_limit_seconds": duration_field(fields, "Timelimit"),
-        "gpus_requested": requested.gpus,
+        "gpus_requested": None if requested is None else requested.gpus,
         "gpus_allocated": allocated.gpus,
-        "mig_instances_requested": requested.mig_instances,
-        "mig_slices_requested": requested.mig_slices,
+        "mig_instances_requested": None if requested is None else requested.mig_instances,
+        "mig_slices_requested": None if requested is None else requested.mig_slices,
         "mig_instances_allocated": allocated.mig_instances,
         "mig_slices_allocated": allocated.mig_slices,
-        "gpu_instance_profile": allocated.mig_profile or requested.mig_profile,
-        "mig_gpu_type": allocated.mig_gpu_type if allocated.mig_profile else requested.mig_gpu_type,
-        "shards_requested": requested.shards,
+        "gpu_instance_profile": allocated.mig_profile or (requested.mig_profile if requested else None),
+        "mig_gpu_type": allocated.mig_gpu_type if allocated.mig_profile or not requested else requested.mig_gpu_type,
+        "shards_requested": None if requested is None else requested.shards,
         "shards_allocated": allocated.shards,
-        "mps_requested": requested.mps,
+        "mps_requested": None if requested is None else requested.mps,
         "mps_allocated": allocated.mps,
         "node_count": parse_count(fields.get("NNodes", ""), "NNodes"),
         "node_list": None if node_list.lower() in {"", "none assigned", "none"} else node_list,

@@ -11,6 +11,7 @@
     cast({{ relation }}.rerun_jobs as bigint) as rerun_jobs,
     cast({{ relation }}.jobs_without_phase as bigint) as jobs_without_phase,
     cast({{ relation }}.jobs_without_time_limit as bigint) as jobs_without_time_limit,
+    cast({{ relation }}.jobs_without_gpu_request as bigint) as jobs_without_gpu_request,
     {%- for figure in ['requested', 'occupied', 'effective_compute', 'comm_wait', 'idle', 'unobserved', 'failed',
                        'rerun'] %}
     cast({{ relation }}.{{ figure }}_gpu_seconds / 3600.0 as decimal(18, 4)) as {{ figure }}_gpu_hours,

@@ -3,7 +3,8 @@
 -- The figures overlap in time (a comm-wait sample can fall in the tail; a failed job's hang is part of its tail;
 -- a restart's setup is the allocated end of its recovery), which is one more reason never to sum them.
 -- GPU-seconds: queued x GPUs requested x the jobs the row stands for (array_tasks: a pending array's tasks, each
--- waiting with its own GPUs), every other figure x GPUs allocated. Money: an allocated interval costs
+-- waiting with its own GPUs; null when the requested GPUs are unknown, an export without ReqTRES), every other
+-- figure x GPUs allocated. Money: an allocated interval costs
 -- the job's own compute_cost x interval GPU-seconds / occupied GPU-seconds, rounded once to the cent per job and
 -- figure, never more than the compute_cost (a figure measured by samples can stand for more GPU-seconds than the
 -- job occupied: a host's unlabelled idle GPUs all go to its one job); queued time and the unallocated part of a recovery cost nothing on owned capacity.
@@ -120,7 +121,10 @@ gpu_seconds as (
     select
         *,
         -- GPU-equivalents: a MIG instance waits for its slices, not a whole GPU.
-        queued_seconds * requested_gpu_equivalents * array_tasks as queued_gpu_seconds,
+        -- A job that did not queue queued no GPU-seconds; one that did, with its requested GPUs unknown (an export
+        -- without ReqTRES), queued a number of GPU-seconds that is not known: null, never 0.
+        case when queued_seconds = 0 then 0
+            else queued_seconds * requested_gpu_equivalents * array_tasks end as queued_gpu_seconds,
         setup_seconds * allocated_gpu_equivalents as setup_gpu_seconds,
         tail_seconds * allocated_gpu_equivalents as tail_gpu_seconds,
         case when restart_recovery_seconds is not null or requeue_gap_seconds is not null

@@ -10,6 +10,9 @@
 -- A phase with steps but none of the jobs that ran them (jobs = 0) has a null
 -- compute_cost and rerun_compute_cost too: its compute is not known, not 0.00. counted_steps_without_job counts
 -- the counted steps whose job is not in the scheduler export (wherever they are): no unit cost is made of them.
+-- requested_gpu_seconds adds up the jobs whose request is known: a job without a time limit is counted in
+-- jobs_without_time_limit, one whose requested GPUs are unknown (a sacct export without ReqTRES, issue 10) in
+-- jobs_without_gpu_request, and neither adds anything to it (never 0 GPUs, never its allocated GPUs).
 with jobs as (
     select * from {{ ref('int_jobs_costed') }}
 ),
@@ -28,7 +31,9 @@ job_totals as (
         sum(case when is_rerun then array_tasks else 0 end) as rerun_jobs,
         sum(case when has_phase_label then 0 else array_tasks end) as jobs_without_phase,
         sum(coalesce(requested_gpu_seconds, 0)) as requested_gpu_seconds,
-        sum(case when requested_gpu_seconds is null then array_tasks else 0 end) as jobs_without_time_limit,
+        sum(case when requested_gpu_seconds is null and gpus_requested is not null then array_tasks else 0 end)
+            as jobs_without_time_limit,
+        sum(case when gpus_requested is null then array_tasks else 0 end) as jobs_without_gpu_request,
         sum(occupied_gpu_seconds) as occupied_gpu_seconds,
         sum(effective_compute_gpu_seconds) as effective_compute_gpu_seconds,
         sum(comm_wait_gpu_seconds) as comm_wait_gpu_seconds,
@@ -82,6 +87,7 @@ select
     coalesce(job_totals.rerun_jobs, 0) as rerun_jobs,
     coalesce(job_totals.jobs_without_phase, 0) as jobs_without_phase,
     coalesce(job_totals.jobs_without_time_limit, 0) as jobs_without_time_limit,
+    coalesce(job_totals.jobs_without_gpu_request, 0) as jobs_without_gpu_request,
     coalesce(job_totals.requested_gpu_seconds, 0) as requested_gpu_seconds,
     coalesce(job_totals.occupied_gpu_seconds, 0) as occupied_gpu_seconds,
     coalesce(job_totals.effective_compute_gpu_seconds, 0) as effective_compute_gpu_seconds,

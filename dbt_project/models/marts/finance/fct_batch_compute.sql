@@ -32,6 +32,7 @@ totals as (
         sum(rerun_jobs) as rerun_jobs,
         sum(jobs_without_phase) as jobs_without_phase,
         sum(jobs_without_time_limit) as jobs_without_time_limit,
+        sum(jobs_without_gpu_request) as jobs_without_gpu_request,
         sum(requested_gpu_seconds) as requested_gpu_seconds,
         sum(occupied_gpu_seconds) as occupied_gpu_seconds,
         sum(effective_compute_gpu_seconds) as effective_compute_gpu_seconds,

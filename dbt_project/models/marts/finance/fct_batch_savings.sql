@@ -7,7 +7,9 @@
 -- (requested GPUs x eligible, else submit, to start; int_job_waiting_measured) of the jobs that started on owned
 -- capacity, each month's hours at that month's internal price per available GPU-hour (a queue across a month end is
 -- split there), the capacity the organisation paid for while the batch waited, and on_batch_bill is false. A
--- requeued job's wait is preemption recovery, not queueing. None of it is confidential.
+-- requeued job's wait is preemption recovery, not queueing. A batch with a job that queued on owned capacity with
+-- requested GPUs not known (a sacct export without ReqTRES, issue 10) has a null queueing amount and GPU-hours
+-- (not known), ranked last, never the sum of its other jobs' queues. None of it is confidential.
 with batches as (
     select batch_id, contract_version from {{ ref('stg_registry__batches') }}
 ),
@@ -22,7 +24,8 @@ compute_categories as (
         batch_id,
         '{{ category }}' as category,
         sum({{ category }}_gpu_seconds) / 3600.0 as gpu_hours,
-        sum({{ category }}_cost) as amount
+        sum({{ category }}_cost) as amount,
+        false as is_unknown
     from jobs
     group by batch_id
     {%- if not loop.last %}
@@ -48,7 +51,8 @@ queued_jobs as (
     inner join owned_jobs
         on waiting.job_key = owned_jobs.job_key
         and {{ dbt.date_trunc('month', 'waiting.start_at') }} = owned_jobs.month_start
-    where waiting.queued_gpu_seconds > 0
+    -- A job that queued with requested GPUs not known (an export without ReqTRES) is kept: its queue is unknown.
+    where waiting.queued_gpu_seconds > 0 or (waiting.queued_seconds > 0 and waiting.queued_gpu_seconds is null)
 ),
 
 queue_months as (
@@ -76,12 +80,14 @@ queued as (
         on queue_month_bounds.month_start = prices.month_start
 ),
 
+-- A batch with a job whose queue's GPUs are not known has no known queueing amount: null, never the others' sum.
 queueing as (
     select
         batch_id,
         'queueing_on_owned_capacity' as category,
         sum(queued_gpu_seconds) / 3600.0 as gpu_hours,
-        cast(round(sum(queued_gpu_seconds * price_per_available_gpu_hour / 3600.0), 2) as decimal(18, 2)) as amount
+        cast(round(sum(queued_gpu_seconds * price_per_available_gpu_hour / 3600.0), 2) as decimal(18, 2)) as amount,
+        count(*) > count(queued_gpu_seconds) as is_unknown
     from queued
     group by batch_id
 ),
@@ -118,7 +124,8 @@ storage as (
         batch_id,
         'storage_past_retention_or_duplicated' as category,
         cast(null as double) as gpu_hours,
-        sum(monthly_cost) as amount
+        sum(monthly_cost) as amount,
+        false as is_unknown
     from storage_ranked
     -- An unpriced copy is ranked too (the first copy may have no price) but adds no amount.
     where not is_unpriced and (is_past_retention = 1 or (is_duplicate = 1 and copy_number > 1))
@@ -182,11 +189,11 @@ categories as (
 ),
 
 amounts as (
-    select batch_id, category, gpu_hours, amount from compute_categories
+    select batch_id, category, gpu_hours, amount, is_unknown from compute_categories
     union all
-    select batch_id, category, gpu_hours, amount from queueing
+    select batch_id, category, gpu_hours, amount, is_unknown from queueing
     union all
-    select batch_id, category, gpu_hours, amount from storage
+    select batch_id, category, gpu_hours, amount, is_unknown from storage
 ),
 
 grid as (
@@ -197,8 +204,8 @@ grid as (
         categories.lever,
         categories.on_batch_bill,
         categories.category_order,
-        amounts.gpu_hours,
-        coalesce(amounts.amount, 0) as amount
+        case when amounts.is_unknown then null else amounts.gpu_hours end as gpu_hours,
+        case when amounts.is_unknown then null else coalesce(amounts.amount, 0) end as amount
     from batches
     cross join categories
     left join amounts on batches.batch_id = amounts.batch_id and categories.category = amounts.category
@@ -208,7 +215,9 @@ select
     batch_id,
     contract_version,
     category,
-    cast(row_number() over (partition by batch_id order by amount desc, category_order asc) as bigint) as savings_rank,
+    cast(row_number() over (
+        partition by batch_id order by case when amount is null then 1 else 0 end, amount desc, category_order asc
+    ) as bigint) as savings_rank,
     cast(amount as decimal(18, 2)) as amount,
     cast(gpu_hours as decimal(18, 4)) as gpu_hours,
     on_batch_bill,
