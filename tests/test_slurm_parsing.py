@@ -547,6 +547,27 @@ def test_sacct_json_eligible_is_its_unix_time():
     assert parsed.rows[0]["eligible_at"] == datetime(2026, 11, 3)
 
 
+def test_a_sacct_json_job_without_a_tres_request_has_its_requested_gpus_unknown():
+    """A job whose ``tres`` has no ``requested`` list requested what is not known (null), as a parsable export
+    without ReqTRES: never 0 GPUs. An empty list is a request of no TRES: 0, as a ReqTRES naming no GPU."""
+    document = json.loads((Path(__file__).parent / "data" / "slurm" / "sacct_json_v0.0.43.json").read_text("utf-8"))
+    job = document["jobs"][0]
+    assert job["tres"]["requested"] and job["tres"]["allocated"]
+    without, empty = json.loads(json.dumps(job)), json.loads(json.dumps(job))
+    del without["tres"]["requested"]
+    empty["tres"]["requested"] = []
+    without["job_id"], empty["job_id"] = 7001, 7002
+    document["jobs"] = [job, without, empty]
+    parsed = ParsedFile(path=Path("sacct.json"), sha256="")
+    slurm.sacct_or_json_parser(SacctOptions())(json.dumps(document).splitlines(), parsed)
+    jobs = {row["job_id"]: row for row in parsed.rows if row["record_type"] == "allocation"}
+    assert not parsed.rejections
+    assert jobs[str(job["job_id"])]["gpus_requested"] > 0
+    assert jobs["7001"]["gpus_requested"] is None and jobs["7001"]["mig_slices_requested"] is None
+    assert jobs["7001"]["gpus_allocated"] == jobs[str(job["job_id"])]["gpus_allocated"]
+    assert jobs["7002"]["gpus_requested"] == 0
+
+
 def test_a_time_after_the_night_is_quarantined_naming_its_column():
     """sacct writes what has happened: a job ending in 2056 would occupy its 8 GPUs every month until then (2,103,936
     GPU-hours, every month to come booked with work not done). Start, End, Submit and Eligible after the night's

@@ -738,7 +738,7 @@ def _job_fields(job: dict) -> dict[str, str]:
     comment = job.get("comment") if isinstance(job.get("comment"), dict) else {}
     wckey = job.get("wckey") if isinstance(job.get("wckey"), dict) else {}
     tres = job.get("tres") if isinstance(job.get("tres"), dict) else {}
-    return {
+    fields = {
         "JobID": shown,
         "JobIDRaw": job_id,
         "JobName": _text(job.get("name")),
@@ -764,6 +764,9 @@ def _job_fields(job: dict) -> dict[str, str]:
         "AdminComment": _text(comment.get("administrator")),
         "Cluster": _text(job.get("cluster")),
     }
+    if not isinstance(tres.get("requested"), list):  # no request written: not known, as a parsable line without ReqTRES
+        del fields["ReqTRES"]
+    return fields
 
 
 def _step_fields(step: dict, job: dict[str, str]) -> dict[str, str]:
