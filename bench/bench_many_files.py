@@ -8,7 +8,9 @@ Run on demand (not part of the test suite):
     .venv/bin/python bench/bench_many_files.py --rows 10000 --source device_samples_dcgm
     .venv/bin/python bench/bench_many_files.py --rows 10000 --source serving_requests
     .venv/bin/python bench/bench_many_files.py --rows 1000 --source billing_focus
-    .venv/bin/python bench/bench_many_files.py --rows 365 --source storage_inventory
+    .venv/bin/python bench/bench_many_files.py --rows 365 --source storage_inventory --again
+
+(``--again``: the same folder loaded once more into the same warehouse and timed, a night with nothing new.)
 
 Each file holds one record: a training step (JSON Lines, a trainer that writes a file per step), a device sample
 (CSV with its header), a dcgm-exporter scrape of one GPU (the seven fields the contract reads), an inference request

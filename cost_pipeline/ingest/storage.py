@@ -31,7 +31,9 @@ An ML organisation's inventory holds hundreds of millions of objects, so rows ne
 is read by DuckDB and checked with SQL on the shared in-database path (``in_database.py``, as device samples), the
 first broken rule (``size_bytes.non_negative`` or ``.too_large`` from its domain ``schemas.BYTES``,
 ``size_bytes.whole_number``, ...) sending a row to ``raw.quarantine`` with its file and line.
-Python reads only the manifest (small JSON), a file's first line, and its bytes once to hash them.
+Python reads only the manifest (small JSON), a file's first line, and its bytes once to hash them. A file loaded on
+an earlier night is not read again (``reuse``) while its bytes and what it reads beside them (``beside_file``: the
+manifest listing it, or none, and the contract's default class) are what they were.
 """
 
 from __future__ import annotations
@@ -366,7 +368,19 @@ def _bound(source: in_database.InDatabaseSource, contract: Contract, landing_dir
         stage=partial(_stage, default_class=contract.storage_default_class, manifests=manifests),
         identity=partial(inventory_date, manifests=manifests),
         flag=partial(class_flag, manifests=manifests),
+        beside=partial(beside_file, default_class=contract.storage_default_class, manifests=manifests),
     )
+
+
+def beside_file(path: Path, default_class: str | None, manifests: Manifests) -> str:
+    """What a data file's rows take from beside it, as text: the manifest listing it (its columns, format and date;
+    none: they come from the file's name and header line) or why a manifest rejects it, and the contract's default
+    class (a file without StorageClass is priced at it). A file loaded before is read again when this changed."""
+    try:
+        listed: object = manifests.for_file(path)
+    except FileRejected as rejected:
+        listed = ("rejected", rejected.rule, str(rejected))
+    return repr((listed, default_class))
 
 
 def _fields_of(path: Path, manifests: Manifests) -> set[str] | None:

@@ -103,7 +103,7 @@ def _under_contract(*leading: Rule) -> Callable[[InDatabaseSource, Contract, Pat
     def bound(source: InDatabaseSource, contract: Contract, _landing_dir: Path) -> InDatabaseSource:
         domains = device_sample_domains(contract.max_gpu_power_watts)
         # Bound no further: the rules carry the contract's bound into the loader's fingerprint (reuse.loader_sha256),
-        # so a file loaded under the same bound is not read again (a bound source's files always are).
+        # so a file loaded under the same bound is not read again, and one loaded under another bound is.
         rules = [*leading, *_sample_rules(domains)]
         return dataclasses.replace(source, rules=rules, domains=domains, bound=None)
 

@@ -53,7 +53,15 @@ from cost_pipeline.ingest.lib.records import (
     unopenable,
     whole_file,
 )
-from cost_pipeline.ingest.lib.reuse import FileStat, count_reused, loader_sha256, remember_loaded, reusable_files
+from cost_pipeline.ingest.lib.reuse import (
+    FileStat,
+    LoadedFile,
+    beside_sha256,
+    count_reused,
+    loader_sha256,
+    remember_loaded,
+    reusable_files,
+)
 from cost_pipeline.ingest.lib.warehouse import (
     FileLedger,
     FirstSeen,
@@ -127,6 +135,10 @@ class InDatabaseSource:
     bound: Callable[[InDatabaseSource, Contract, Path], InDatabaseSource] | None = None
     # A file's flag: what was assumed for it that the file did not say (None: nothing), logged and reported.
     flag: Callable[[Path], str | None] | None = None
+    # What a file's rows take from beside it, as text (an S3 inventory's manifest listing it, and the contract's
+    # default class): remembered with the file (``reuse.beside_sha256``), which is read again when it changed. A
+    # ``bound`` source puts in its loader's fingerprint (its rules) or here everything its reading is bound to.
+    beside: Callable[[Path], str] | None = None
     parquet: bool = True  # whether its stage reads Parquet files (the metric-series formats are text and JSON)
     # The numeric columns' domains the rules were built from (``domain_rules``), for the docs.
     domains: Mapping[str, Domain] = dataclasses.field(default_factory=dict)
@@ -386,11 +398,10 @@ def load_in_database(
     to_read: list[_ToRead] = []  # the files whose rows are read tonight, in name order
     read_again: dict[str, ReadAgain] = {}  # files whose good rows are read again in the transaction
     keys: dict[str, str] = {}  # each file's bytes, and for a source with ``identity`` what else tells it apart
-    reusable = (
-        {} if source.bound is not None else reusable_files(con, name, source.columns, loader_sha256(name, source))
-    )
+    loader = loader_sha256(name, source)
+    reusable = reusable_files(con, name, source.columns)
     reused: list[str] = []  # present files whose rows raw holds as this loader wrote them: not read again
-    hashed: dict[str, tuple[str, FileStat]] = {}  # each file's sha256 tonight, and its stat before it was read
+    hashed: dict[str, LoadedFile] = {}  # each file's sha256 tonight, its stat before it was read, and its loader
     duplicate_of: dict[str, str] = {}
     # A file holding a retracted file's bytes under another name: read and counted, then quarantined whole. Not
     # for a source whose same bytes may be another night's data (``identity``): for it they are not a copy.
@@ -406,12 +417,15 @@ def load_in_database(
                 files.append((source_file, UNREAD_SHA256, [unopenable(reason)]))
                 continue
             stat = FileStat.of(path)
+            file_loader = loader if source.beside is None else beside_sha256(loader, source.beside(path))
             known = reusable.get(source_file)
+            if known is not None and known.loader != file_loader:  # read by another loader, or with other values
+                known = None
             if known is None:
                 sha, blank_lines = scan_file(path)
             else:  # the ledger's sha256 while the stat is the same; else hashed, and read if the bytes changed
                 sha, blank_lines = known.sha256 if known.stat == stat else file_sha256(path), None
-            hashed[source_file] = (sha, stat.settled())  # settled again once the rows are read (below)
+            hashed[source_file] = LoadedFile(sha, stat.settled(), file_loader)  # settled again once read (below)
             identity = sha if source.identity is None else f"{sha} {source.identity(path)}"
             keys[source_file] = identity
             if sha in copies and (source_file, sha) not in retracted:
@@ -438,7 +452,7 @@ def load_in_database(
                     broken, read = _read_one(con, source, item, checked, read_again)
             files[item.position] = (item.source_file, item.sha256, broken)
             if read:
-                hashed[item.source_file] = (item.sha256, item.stat.settled())
+                hashed[item.source_file] = dataclasses.replace(hashed[item.source_file], stat=item.stat.settled())
                 _flag(source, item.path, item.source_file, report)
     drop_landing_rows(con)
     for table in _TEMPORARY:
@@ -650,7 +664,7 @@ def _write_checked(
     source: InDatabaseSource,
     files: list[tuple[str, str, list[Rejection]]],
     reused: list[str],
-    hashed: dict[str, tuple[str, FileStat]],
+    hashed: dict[str, LoadedFile],
     keys: dict[str, str],
     key_of: Callable[[str, str], str] | None,
     duplicate_of: dict[str, str],
@@ -667,7 +681,7 @@ def _write_checked(
     begin_source(con, name, source.columns, present, report, reused=reused, key_of=key_of)
     try:
         count_reused(con, name, reused, report)
-        remember_loaded(con, name, loader_sha256(name, source), hashed)
+        remember_loaded(con, name, hashed)
         retracted = retracted_files(con, name)
         report.retracted.extend(f for f, sha, _ in files if (f, sha) in retracted)
         files = [entry for entry in files if (entry[0], entry[1]) not in retracted]

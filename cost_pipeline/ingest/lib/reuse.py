@@ -3,19 +3,21 @@
 Every source keeps, in ``ops.loaded_files``, each file it loaded tonight: its sha256, what ``os.stat`` said of it
 before its bytes were read, and the loader's fingerprint (``loader_sha256`` for the sources loaded inside DuckDB,
 ``in_database``; ``row_loader_sha256`` for those read in Python, ``source.RowLoader``, whose launch options it
-covers too). The next night a file
-still in the ledger under the same name and bytes, loaded by the same loader, keeps its raw rows, quarantined lines
-and ledger row; it is not read. It is not even hashed while ``os.stat`` says what it said: size, modification and
-change times (the change time cannot be set back by ``touch`` or ``utime``), inode and device (a link pointed at
-another file). A stat taken within ``RACY_NS`` of the file's last change is not trusted (as git treats "racily
-clean" files): the next night hashes the file.
+covers too). A file whose rows depend on what is read beside it is remembered with the loader's fingerprint folded
+with that (``beside_sha256``, from ``InDatabaseSource.beside``): an S3 inventory's data file with the manifest
+listing it (its fileSchema, fileFormat and creationTimestamp; or none, its date and columns then from its name and
+header line; or why a manifest rejects it) and the contract's default storage class. The next night a file still
+in the ledger under the same name and bytes, loaded by the same loader with the same values beside it, keeps its
+raw rows, quarantined lines and ledger row; it is not read. It is not even hashed while ``os.stat`` says what it
+said: size, modification and change times (the change time cannot be set back by ``touch`` or ``utime``), inode
+and device (a link pointed at another file). A stat taken within ``RACY_NS`` of the file's last change is not
+trusted (as git treats "racily clean" files): the next night hashes the file.
 
 Never reused: a file refused whole (its refusal may have been the machine's, out of memory, say: it is read again),
 a file with rows held after a dbt test (``cost_pipeline.dbt_failures``: read again, they are held again only if they
 still fail, so a fix in dbt releases them), a file with a row quarantined for a time after the night
 (``night_clock``: the clock moves on, and read again the row is judged by tonight's clock),
-a duplicate, a retracted file, any file when the raw table's columns are not the contract's, and every file of a
-source whose reading depends on more than a file's name and bytes (``bound``: an S3 inventory's manifest).
+a duplicate, a retracted file, and any file when the raw table's columns are not the contract's.
 """
 
 from __future__ import annotations
@@ -105,6 +107,12 @@ def loader_sha256(name: str, source: InDatabaseSource) -> str:
     return _fingerprint((name, list(source.columns), source.typed_select, list(source.rules)))
 
 
+def beside_sha256(loader: str, beside: str) -> str:
+    """The fingerprint of ``loader`` reading one file with what it reads ``beside`` the file (an S3 inventory's
+    manifest listing it, the contract's default class): the file is read again when either changed."""
+    return hashlib.sha256(f"{loader}\0{beside}".encode()).hexdigest()
+
+
 def row_loader_sha256(name: str, columns: Sequence[tuple[str, str]], options: object, contract: Contract) -> str:
     """The same for a source read in Python (``source.RowLoader``): its name, raw columns and launch options (a
     frozen dataclass, or None), the contract its checks were built from (the one in hand, whatever the files say
@@ -138,11 +146,14 @@ class FileStat:
 
 
 @dataclass(frozen=True)
-class Reusable:
-    """A file raw holds as this loader wrote it: its ledger sha256 and its stat when it was loaded."""
+class LoadedFile:
+    """A file as a loader read it (a row of ``ops.loaded_files``): its sha256, its stat before its bytes were read,
+    and the fingerprint of the loader that read it (``loader_sha256``, ``row_loader_sha256`` or, for a file read
+    with what is beside it, ``beside_sha256``)."""
 
     sha256: str
     stat: FileStat
+    loader: str
 
 
 def _create_loaded_files(con: duckdb.DuckDBPyConnection) -> None:
@@ -151,34 +162,36 @@ def _create_loaded_files(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def reusable_files(
-    con: duckdb.DuckDBPyConnection, name: str, columns: Sequence[tuple[str, str]], loader: str
-) -> dict[str, Reusable]:
-    """file -> what it was when loaded, for every file of the source that may be reused tonight: loaded by the same
-    ``loader`` (its fingerprint) into a raw table whose ``columns`` are still the contract's."""
+    con: duckdb.DuckDBPyConnection, name: str, columns: Sequence[tuple[str, str]]
+) -> dict[str, LoadedFile]:
+    """file -> what it was when loaded, for every file of the source that may be reused tonight, loaded into a raw
+    table whose ``columns`` are still the contract's; reused only by a loader whose fingerprint is its ``loader``."""
     _create_loaded_files(con)
     if raw_columns(con, name) != contract_columns(con, columns):
         return {}
     retracted = retracted_files(con, name)
     rows = con.execute(
-        "select f.source_file, f.file_sha256, l.file_size, l.modified_ns, l.changed_ns, l.inode, l.device "
-        "from raw.ingested_files as f inner join ops.loaded_files as l using (source, source_file, file_sha256) "
+        "select f.source_file, f.file_sha256, l.loader_sha256, l.file_size, l.modified_ns, l.changed_ns, l.inode, "
+        "l.device from raw.ingested_files as f inner join ops.loaded_files as l "
+        "using (source, source_file, file_sha256) "
         "where f.source = ? and f.duplicate_of is null and not f.refused_whole and f.file_sha256 <> ? "
-        "and l.loader_sha256 = ? and not exists (select 1 from raw.quarantine as q "
+        "and not exists (select 1 from raw.quarantine as q "
         "where q.source = f.source and q.source_file = f.source_file "
         "and (starts_with(q.rule, ?) or ends_with(q.rule, ?)))",
-        [name, UNREAD_SHA256, loader, HELD_RULE, f".{AFTER_NIGHT}"],
+        [name, UNREAD_SHA256, HELD_RULE, f".{AFTER_NIGHT}"],
     ).fetchall()
-    return {f: Reusable(sha, FileStat(*stat)) for f, sha, *stat in rows if (f, sha) not in retracted}
+    return {f: LoadedFile(sha, FileStat(*stat), loader) for f, sha, loader, *stat in rows if (f, sha) not in retracted}
 
 
-def remember_loaded(
-    con: duckdb.DuckDBPyConnection, name: str, loader: str, hashed: dict[str, tuple[str, FileStat]]
-) -> None:
-    """Replace the source's rows of ``ops.loaded_files`` with tonight's files (file -> sha256 and stat, ``settled``
-    when its bytes had been read) as ``loader`` (its fingerprint) read them, in the caller's transaction: they
-    change with raw or not at all."""
-    rows = [[name, f, sha, *vars(stat).values(), loader] for f, (sha, stat) in hashed.items() if sha != UNREAD_SHA256]
-    _create_loaded_files(con)  # a source that reuses nothing (an S3 inventory) remembers its files all the same
+def remember_loaded(con: duckdb.DuckDBPyConnection, name: str, loaded: dict[str, LoadedFile]) -> None:
+    """Replace the source's rows of ``ops.loaded_files`` (created by ``reusable_files``) with tonight's files (file ->
+    its sha256, its stat ``settled`` when its bytes had been read, the loader that read it), in the caller's
+    transaction: they change with raw or not at all."""
+    rows = [
+        [name, f, file.sha256, *vars(file.stat).values(), file.loader]
+        for f, file in loaded.items()
+        if file.sha256 != UNREAD_SHA256
+    ]
     con.execute("delete from ops.loaded_files where source = ?", [name])
     insert_rows(con, "ops.loaded_files", _LOADED_COLUMNS, rows)
 

@@ -37,6 +37,7 @@ from cost_pipeline.ingest.lib.records import (
 )
 from cost_pipeline.ingest.lib.reuse import (
     FileStat,
+    LoadedFile,
     count_reused,
     remember_loaded,
     reusable_files,
@@ -101,12 +102,12 @@ class RowLoader:
         parser = self.parser(schema, options)
         columns = [(c.name, c.sql_type) for c in schema.columns]
         loader = row_loader_sha256(source.name, columns, options, contract)
-        reusable = reusable_files(con, source.name, columns, loader)
+        reusable = reusable_files(con, source.name, columns)
         retracted, copies = retracted_files(con, source.name), retracted_contents(con, source.name)
         seen = FirstSeen()  # as write_validated_source will see the files: a reused file must be no duplicate
         parsed_files: list[ParsedFile] = []
         reused: dict[str, str] = {}  # file -> sha256, not read tonight
-        hashed: dict[str, tuple[str, FileStat]] = {}  # each file's sha256 tonight, and its stat before it was read
+        hashed: dict[str, LoadedFile] = {}  # each file's sha256 tonight, its stat before it was read, its loader
         identities: dict[str, str] = {}  # file -> what its rows take from beside it, when anything
         stamp = self.file_columns(landing_dir) if self.file_columns is not None else None
         for path in source.files(landing_dir):
@@ -123,7 +124,7 @@ class RowLoader:
                 identity = json.dumps(stamped, sort_keys=True, default=str) if any(stamped.values()) else None
                 if identity is not None:
                     identities[source_file] = identity
-                if known is not None and known.sha256 not in copies:
+                if known is not None and known.loader == loader and known.sha256 not in copies:
                     # the ledger's sha256 while the stat is the same; else hashed, and read if the bytes changed
                     sha = known.sha256 if known.stat == stat else file_sha256(path)
                     if (
@@ -132,7 +133,7 @@ class RowLoader:
                         and seen.original_of(source_file, _keyed(sha, identity)) is None
                     ):
                         reused[source_file] = sha
-                        hashed[source_file] = (sha, stat.settled())
+                        hashed[source_file] = LoadedFile(sha, stat.settled(), loader)
                         continue
                 if path.suffix == ".parquet" and self.parquet_row is not None:
                     parsed = parse_parquet(path, self.parquet_row(options))
@@ -141,14 +142,15 @@ class RowLoader:
                 for row in parsed.rows:
                     row.update(stamped)
                 parsed_files.append(parsed)
-                hashed[source_file] = (parsed.sha256, stat.settled())  # its bytes are read: settled now
+                # its bytes are read: settled now
+                hashed[source_file] = LoadedFile(parsed.sha256, stat.settled(), loader)
                 if (source_file, parsed.sha256) not in retracted and parsed.sha256 not in copies:
                     seen.original_of(source_file, _keyed(parsed.sha256, identity))
         valid = validate_files(parsed_files, schema, con)
 
         def keep_reused(report: IngestReport) -> None:
             count_reused(con, source.name, list(reused), report)
-            remember_loaded(con, source.name, loader, hashed)
+            remember_loaded(con, source.name, hashed)
 
         return write_validated_source(
             con,
