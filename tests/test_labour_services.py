@@ -24,6 +24,7 @@ from cost_pipeline.ingest.lib.validate import validate_files, validate_rows
 from cost_pipeline.ingest.registry import sources
 from cost_pipeline.ingest.timesheets import HarvestOptions, harvest_line_parser
 from tests.test_end_to_end import job_cost
+from tests.test_telemetry_formats import _load
 
 HARVEST_HEADER = (
     "Date,Client,Project,Project Code,Task,Notes,Hours,Hours Rounded,Billable?,Invoiced?,Approved?,"
@@ -78,6 +79,39 @@ def test_harvest_columns_in_another_order_with_extra_and_missing_optional_column
     ] == [
         ("2026-11-03", "B-7", "Training runs", "7.5", "Alice", "Chen", "120.00", None),
         ("2026-11-06", "B-8", "Cluster support", "2", "Eva", "Lind", None, None),
+    ]
+
+
+# Lines as Harvest's detailed time report writes them, the first two of a person who has a billable rate and no cost
+# rate: its newer header (Employee Id, no Hours Rounded), `""` for empty notes, the currency by name, and 0.0 for the
+# Cost Rate and Cost Amount it has no rate for (as for the Billable Rate of a non-billable entry). The shape is that of
+# a real export (JeffandyAllTogether/100-days-tracker, harvest_time_report.csv, which has no licence to copy it: so
+# the lines are rewritten here with this project's batches, tasks and people); a third person has a cost rate.
+HARVEST_WITHOUT_COST_RATES = (
+    "Date,Client,Project,Project Code,Task,Notes,Hours,Billable?,Invoiced?,Approved?,First Name,Last Name,"
+    "Employee Id,Roles,Employee?,Billable Rate,Billable Amount,Cost Rate,Cost Amount,Currency,External Reference URL\n"
+    '2026-11-03,In,RL,B-7,Training runs,"",1.85,Yes,No,No,Ann,Lee,,,Yes,48.0,88.8,0.0,0.0,'
+    "United States Dollar - USD,\n"
+    "2026-11-04,In,RL,B-7,Rerun after failure,retry,0.22,No,No,No,Ann,Lee,,,Yes,0.0,0.0,0.0,0.0,"
+    "United States Dollar - USD,\n"
+    "2026-11-04,In,RL,B-7,Training runs,,2.5,Yes,No,No,Bo,Kim,,,Yes,48.0,120.0,100.0,250.0,"
+    "United States Dollar - USD,\n"
+)
+
+
+def test_a_zero_cost_rate_is_what_harvest_writes_for_no_rate_and_loads_as_no_rate(tmp_path):
+    """Harvest writes 0.0 for a person without a cost rate: read as a rate, each of their hours cost 0.00 as measured
+    labour. It is no rate, as a blank is: raw.timesheets keeps none, and staging prices it at the role's assumed rate
+    as it does a blank (test_demo_labour_every_entry_by_hand)."""
+    landing = tmp_path / "landing"
+    write(landing / "timesheets" / "harvest_time_report.csv", HARVEST_WITHOUT_COST_RATES)
+    rows, quarantined, ledger = _load(landing, "timesheets")
+    assert quarantined == []
+    assert ledger == {"timesheets/harvest_time_report.csv": (3, 3, 0)}
+    assert [(r["first_name"], r["hours"], r["cost_rate"], r["currency"]) for r in rows] == [
+        ("Ann", Decimal("1.85"), None, "USD"),
+        ("Ann", Decimal("0.22"), None, "USD"),
+        ("Bo", Decimal("2.5"), Decimal("100.00"), "USD"),
     ]
 
 

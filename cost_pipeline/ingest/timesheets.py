@@ -3,7 +3,9 @@
 Columns are read by their Harvest names in any order; optional ones may be missing and extra ones are ignored.
 The batch key is the ``Project Code``; the ``Task`` is mapped to a role and a category by the contract
 (``labour_tasks``), and a task the contract does not list is quarantined (rule ``labour_task``). ``Cost Rate`` may
-be blank: the entry is then costed at the contract's assumed rate for its role. ``Currency`` is kept as its ISO
+be blank: the entry is then costed at the contract's assumed rate for its role. Harvest writes ``0.0`` there for a
+person who has no cost rate (its export writes no blank rate), so a ``Cost Rate`` of zero is no rate either, never a
+free hour. ``Currency`` is kept as its ISO
 code and must be the contract's reporting currency (rule ``currency.reporting_currency``); an entry with a
 ``Cost Rate`` and a blank ``Currency`` is quarantined (rule ``currency.not_nullable``), its rate's currency unknown. A
 file without the ``Currency`` column states none: its rates are in the reporting currency.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 
 from cost_pipeline.contract import schemas
 from cost_pipeline.ingest.lib.records import RowRejected, mapped_csv_line_parser
@@ -50,6 +53,21 @@ def currency_code(value: object) -> object:
     if isinstance(value, str) and " - " in value:
         return value.rsplit(" - ", 1)[1].strip()
     return value
+
+
+def cost_rate(value: object) -> object:
+    """Harvest's ``Cost Rate``; None (no rate, the role's assumed rate applies) for a zero.
+
+    Harvest writes ``0.0`` for a person without a cost rate, as it writes ``0.0`` for the Billable Rate of a
+    non-billable entry: its export cannot tell an unset rate from a rate of zero, and an unset one is by far the
+    likelier (cost rates are an optional, administrator-only setting). Read as a rate, every such hour was costed at
+    0.00 as measured labour. Any other text is left for the schema to check."""
+    if value is None:
+        return value
+    try:
+        return None if Decimal(str(value).strip()) == 0 else value
+    except InvalidOperation:
+        return value
 
 
 # Harvest's account date formats (the account's "Date format" setting): an example, the separator and the order of
@@ -118,6 +136,7 @@ def harvest_row(row: dict[str, object], date_format: str = "iso") -> dict[str, o
     """One detailed-time-report line (by Harvest column names) -> the raw timesheet shape; may raise RowRejected."""
     mapped = {column: row.get(name) for name, column in COLUMNS.items()}
     mapped["entry_date"] = entry_date(mapped["entry_date"], date_format)
+    mapped["cost_rate"] = cost_rate(mapped["cost_rate"])
     if "Currency" in row and mapped["currency"] is None and mapped["cost_rate"] is not None:
         raise RowRejected(
             "currency.not_nullable",
