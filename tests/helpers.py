@@ -21,6 +21,20 @@ def query(warehouse: str | Path, sql: str, params: list | None = None) -> list[t
         con.close()
 
 
+def source_state(warehouse: str | Path, source: str) -> dict[str, list[tuple]]:
+    """What a load of ``source`` leaves in ``warehouse``, each sorted: its raw rows, its quarantined lines and its
+    file ledger (but since when a file is missing), to compare a load with a full load of the same folder."""
+    return {
+        "raw": query(warehouse, f'select * from raw."{source}" order by all'),
+        "quarantine": query(warehouse, "select * from raw.quarantine where source = ? order by all", [source]),
+        "ledger": query(
+            warehouse,
+            "select * exclude (missing_since) from raw.ingested_files where source = ? order by all",
+            [source],
+        ),
+    }
+
+
 def dbt_target(tmp_path: Path, warehouse: str | Path) -> Path:
     """A dbt target folder of its own under ``tmp_path``, given the prepared partial parse for ``warehouse``: dbt,
     run from the warehouse's folder as the night runs it (``cost-pipeline-dbt``), then parses only what changed,

@@ -22,6 +22,7 @@ from cost_pipeline.ingest.lib.in_database import load_in_database
 from cost_pipeline.ingest.lib.source import RowLoader, Source
 from cost_pipeline.ingest.registry import SOURCES
 from cost_pipeline.ingest.telemetry import DEVICE_SAMPLES
+from tests.helpers import source_state
 
 # Its module-scoped fixture runs once: the whole module goes to one worker.
 pytestmark = pytest.mark.xdist_group("incremental_load")
@@ -76,20 +77,7 @@ class _Night:
             con.close()
 
     def state(self) -> dict[str, list[tuple]]:
-        con = wh.connect(self.warehouse)
-        try:
-            return {
-                "raw": con.execute("select * from raw.device_samples order by all").fetchall(),
-                "quarantine": con.execute(
-                    "select * from raw.quarantine where source = 'device_samples' order by all"
-                ).fetchall(),
-                "ledger": con.execute(
-                    "select * exclude (missing_since) from raw.ingested_files where source = 'device_samples' "
-                    "order by all"
-                ).fetchall(),
-            }
-        finally:
-            con.close()
+        return source_state(self.warehouse, "device_samples")
 
 
 def _full_reload(landing: Path, tmp_path: Path) -> tuple[wh.IngestReport, dict]:
@@ -275,20 +263,7 @@ class _RowNight:
             con.close()
 
     def state(self) -> dict[str, list[tuple]]:
-        con = wh.connect(self.warehouse)
-        try:
-            name = self.source.name
-            return {
-                "raw": con.execute(f'select * from raw."{name}" order by all').fetchall(),
-                "quarantine": con.execute(
-                    "select * from raw.quarantine where source = ? order by all", [name]
-                ).fetchall(),
-                "ledger": con.execute(
-                    "select * exclude (missing_since) from raw.ingested_files where source = ? order by all", [name]
-                ).fetchall(),
-            }
-        finally:
-            con.close()
+        return source_state(self.warehouse, self.source.name)
 
 
 @pytest.mark.parametrize("source", ROW_SOURCES, ids=lambda source: source.name)

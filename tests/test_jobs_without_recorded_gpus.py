@@ -24,6 +24,7 @@ import pytest
 
 from cost_pipeline.ingest.scheduler import SACCT_FIELDS
 from tests.helpers import DEVICE_SAMPLES_HEADER, cli_night, query
+from tests.test_exclusive_nodes import JOB
 
 pytestmark = pytest.mark.xdist_group("jobs_without_recorded_gpus_night")
 
@@ -38,37 +39,15 @@ WARNING = (
 
 
 def _sacct() -> str:
-    rows = []
-    for job_id, host in HOSTS.items():
-        row = {
-            "JobID": job_id,
-            "JobIDRaw": job_id,
-            "JobName": f"b8-{host}",
-            "Account": "post-training",
-            "Partition": "gpu",
-            "User": "trainer",
-            "WCKey": "*",
-            "State": "COMPLETED",
-            "ExitCode": "0:0",
-            "DerivedExitCode": "0:0",
-            "Reason": "None",
-            "FailedNode": "",
-            "Restarts": "0",
-            "Submit": "2026-11-26T01:55:00",
-            "Eligible": "2026-11-26T01:55:00",
-            "Start": START,
-            "End": END,
-            "Elapsed": "01:00:00",
-            "Timelimit": "02:00:00",
-            "NNodes": "1",
-            "NodeList": host,
-            "ReqTRES": TRES,
-            "AllocTRES": TRES,
-            "Comment": "batch=B-8;phase=analysis;reason=planned_experiment",
-            "AdminComment": "",
-        }
-        rows.append("|".join(row[field] for field in SACCT_FIELDS))
-    return "\n".join(["|".join(SACCT_FIELDS), *rows]) + "\n"
+    """The three jobs as sacct writes a job (test_exclusive_nodes' record), each on its host, naming no GPU."""
+    rows = [
+        JOB
+        | {"JobID": job_id, "JobIDRaw": job_id, "JobName": f"b8-{host}", "NodeList": host, "Timelimit": "02:00:00"}
+        | {"Submit": "2026-11-26T01:55:00", "Eligible": "2026-11-26T01:55:00", "Start": START, "End": END}
+        | {"ReqTRES": TRES, "AllocTRES": TRES, "Comment": "batch=B-8;phase=analysis;reason=planned_experiment"}
+        for job_id, host in HOSTS.items()
+    ]
+    return "\n".join(["|".join(SACCT_FIELDS), *("|".join(row[field] for field in SACCT_FIELDS) for row in rows)]) + "\n"
 
 
 def _samples() -> str:

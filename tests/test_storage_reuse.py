@@ -23,6 +23,7 @@ from cost_pipeline.contract import Contract, load_contract
 from cost_pipeline.ingest.lib import warehouse as wh
 from cost_pipeline.ingest.lib.in_database import load_in_database
 from cost_pipeline.ingest.storage import INVENTORY
+from tests.helpers import source_state
 from tests.test_storage_aws_layout import DAYS, SCHEMA, _aws_layout, _manifest
 
 CONFIG = "storage/inventories/ml-prod/daily-all-objects"
@@ -63,20 +64,7 @@ class _Night:
             con.close()
 
     def state(self) -> dict[str, list[tuple]]:
-        con = wh.connect(self.warehouse)
-        try:
-            return {
-                "raw": con.execute("select * from raw.storage_inventory order by all").fetchall(),
-                "quarantine": con.execute(
-                    "select * from raw.quarantine where source = 'storage_inventory' order by all"
-                ).fetchall(),
-                "ledger": con.execute(
-                    "select * exclude (missing_since) from raw.ingested_files where source = 'storage_inventory' "
-                    "order by all"
-                ).fetchall(),
-            }
-        finally:
-            con.close()
+        return source_state(self.warehouse, "storage_inventory")
 
 
 def _report(report: wh.IngestReport) -> tuple:

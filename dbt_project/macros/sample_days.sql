@@ -109,6 +109,44 @@
     inner join parameters on parameters.contract_version = {{ latest_contract_version() }}
 {% endmacro %}
 
+{#- CTEs (after a ``with``) of int_unattributed_gpu_days' rows with the GPU time each stands for, closed
+    (``closed_days``: every column of the model and ``gpu_seconds_closed``): a day's last sample stands for the time to
+    its GPU's first unattributed sample of its next day (close_sample_days). Read by fct_unattributed_gpu_hours and by
+    the warn test jobs_allocated_no_gpu_beside_gpu_work, so both count GPU time no job claims alike. -#}
+{% macro unattributed_days_closed() %}
+    {%- set gpu = ['cluster', 'hostname', 'gpu_index', 'gpu_instance_id'] %}
+parameters as (
+    {{ contract_parameters({
+        'sample_interval_seconds': 'interval_seconds',
+        'max_gap_factor': 'max_gap_factor'}) }}
+),
+
+days as (
+    select * from {{ ref('int_unattributed_gpu_days') }}
+),
+
+-- Each GPU-day's last sample stands for the time to the GPU's first unattributed sample of its next day.
+gpu_days as (
+    {{ close_sample_days('days', gpu) }}
+),
+
+closed_days as (
+    select
+        days.*,
+        days.gpu_seconds + days.last_sample_share * gpu_days.last_instant_seconds as gpu_seconds_closed
+    from days
+    inner join gpu_days
+        on days.sample_day = gpu_days.sample_day
+        and days.cluster is not distinct from gpu_days.cluster
+        and days.hostname = gpu_days.hostname
+        and days.gpu_index = gpu_days.gpu_index
+        and (
+            days.gpu_instance_id = gpu_days.gpu_instance_id
+            or (days.gpu_instance_id is null and gpu_days.gpu_instance_id is null)
+        )
+)
+{%- endmacro %}
+
 {#- The inputs (kind, span_start, span_end) of ``current`` not in ``built`` (new or changed: tonight's span) and of
     ``built`` not in ``current`` (changed or gone: the span they had), both relations of kind, item, fingerprint and
     span (int_device_samples_inputs, and the inputs kept beside a model). -#}

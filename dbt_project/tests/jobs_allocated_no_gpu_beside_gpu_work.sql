@@ -20,42 +20,17 @@
     severity='warn', store_failures=true, schema='audit',
     meta={'dagster': {'ref': {'name': 'int_unattributed_gpu_days'}}}
 ) }}
-{%- set gpu = ['cluster', 'hostname', 'gpu_index', 'gpu_instance_id'] %}
-
-with parameters as (
-    {{ contract_parameters({
-        'sample_interval_seconds': 'interval_seconds',
-        'max_gap_factor': 'max_gap_factor'}) }}
-),
-
-days as (
-    select * from {{ ref('int_unattributed_gpu_days') }}
-),
-
--- Each GPU-day's last sample stands for the time to the GPU's first unattributed sample of its next day.
-gpu_days as (
-    {{ close_sample_days('days', gpu) }}
-),
+with {{ unattributed_days_closed() }},
 
 worked as (
     select
-        days.host_job_key,
-        days.hostname,
-        count(distinct days.gpu_index) as gpus_that_worked,
-        cast(sum(days.gpu_seconds + days.last_sample_share * gpu_days.last_instant_seconds) as double) / 3600
-            as worked_gpu_hours
-    from days
-    inner join gpu_days
-        on days.sample_day = gpu_days.sample_day
-        and days.cluster is not distinct from gpu_days.cluster
-        and days.hostname = gpu_days.hostname
-        and days.gpu_index = gpu_days.gpu_index
-        and (
-            days.gpu_instance_id = gpu_days.gpu_instance_id
-            or (days.gpu_instance_id is null and gpu_days.gpu_instance_id is null)
-        )
-    where days.reason = 'host_has_unallocated_gpus' and days.tier <> 'idle'
-    group by days.host_job_key, days.hostname
+        host_job_key,
+        hostname,
+        count(distinct gpu_index) as gpus_that_worked,
+        cast(sum(gpu_seconds_closed) as double) / 3600 as worked_gpu_hours
+    from closed_days
+    where reason = 'host_has_unallocated_gpus' and tier <> 'idle'
+    group by host_job_key, hostname
 )
 
 select
