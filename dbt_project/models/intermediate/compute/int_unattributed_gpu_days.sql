@@ -1,6 +1,8 @@
 -- GPU time no job claims (R5), per day: the device samples int_device_samples_attributed could give to no job, in
 -- GPU-seconds per day, GPU or MIG instance, utilization tier and reason, and for host_has_unallocated_gpus the one job
--- that held the host then (host_job_key: the warn test jobs_allocated_no_gpu_beside_gpu_work reads it).
+-- that held the host then (host_job_key: the warn test jobs_allocated_no_gpu_beside_gpu_work reads it), for
+-- label_names_no_running_job the label (unclaimed_label: the warn test sacct_times_off_their_samples reads it), with
+-- each row's first and last sample.
 -- fct_unattributed_gpu_hours sums the days into months. Without a job there is no batch and no contract version of its
 -- own, so the newest version's tier rule applies. Each sample stands for the time to the same GPU's (or instance's)
 -- next unattributed sample, capped at max_gap_factor x the nominal interval; a sample delivered twice counts once. A
@@ -139,6 +141,7 @@ sequenced as (
         cast({{ dbt.date_trunc('day', 'samples.sampled_at') }} as date) as sample_day,
         samples.attribution,
         samples.host_job_key,
+        case when samples.attribution = 'label_names_no_running_job' then samples.job_id end as unclaimed_label,
         {{ gpu_share('samples.gpu_instance_profile') }} as gpu_share,
         samples.gr_engine_active,
         samples.tensor_active,
@@ -175,6 +178,7 @@ classified as (
         sampled_at,
         attribution,
         host_job_key,
+        unclaimed_label,
         contract_version,
         gpu_share,
         case when next_sampled_at is null then 1 else 0 end as last_sample,
@@ -215,8 +219,11 @@ daily as (
         tiers.tier,
         classified.attribution as reason,
         classified.host_job_key,
+        classified.unclaimed_label,
         classified.contract_version,
         count(*) as samples,
+        min(classified.sampled_at) as row_first_sampled_at,
+        max(classified.sampled_at) as row_last_sampled_at,
         sum(classified.represented_seconds * classified.gpu_share) as gpu_seconds,
         sum(classified.last_sample) as last_sample,
         sum(classified.last_sample * classified.gpu_share) as last_sample_share
@@ -227,7 +234,7 @@ daily as (
     group by
         classified.sample_day, classified.cluster, classified.hostname, classified.gpu_index,
         classified.gpu_instance_id, tiers.tier, classified.attribution, classified.host_job_key,
-        classified.contract_version
+        classified.unclaimed_label, classified.contract_version
 )
 
 select
