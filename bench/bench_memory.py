@@ -189,12 +189,17 @@ def forget_loaded(warehouse: Path, source: str) -> None:
 
 
 def measured(command: list[str], env: dict[str, str]) -> dict[str, float]:
-    """Run ``command`` in a process of its own: wall and CPU seconds, peak RSS in MB (the largest process)."""
+    """Run ``command`` in a process of its own: wall and CPU seconds, peak RSS in MB (the largest process), of its
+    whole process tree (the fork server's dbt builds too: ``descendants``)."""
     probe = (
-        "import json, resource, subprocess, sys, time\n"
+        f"import sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "import json, resource, subprocess, time\n"
+        "from descendants import adopt_orphans, reap_orphans\n"
+        "adopt_orphans()\n"
         "started = time.perf_counter()\n"
         "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)\n"
         "wall = time.perf_counter() - started\n"
+        "reap_orphans()\n"
         "me, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))\n"
         "print(json.dumps({'wall': wall, 'cpu': kids.ru_utime + kids.ru_stime,"
         " 'rss_mb': max(me.ru_maxrss, kids.ru_maxrss) / 1024}))\n"
