@@ -195,20 +195,6 @@ classified as (
     where next_sampled_at is null or next_sampled_at > sampled_at
 ),
 
--- Each GPU's (or instance's) first and last sample of the day.
-gpu_days as (
-    select
-        sample_day,
-        cluster,
-        hostname,
-        gpu_index,
-        gpu_instance_id,
-        min(sampled_at) as first_sampled_at,
-        max(sampled_at) as last_sampled_at
-    from classified
-    group by sample_day, cluster, hostname, gpu_index, gpu_instance_id
-),
-
 daily as (
     select
         classified.sample_day,
@@ -235,6 +221,21 @@ daily as (
         classified.sample_day, classified.cluster, classified.hostname, classified.gpu_index,
         classified.gpu_instance_id, tiers.tier, classified.attribution, classified.host_job_key,
         classified.unclaimed_label, classified.contract_version
+),
+
+-- Each GPU's (or instance's) first and last sample of the day, from its rows' (daily, a row per GPU-day, tier, reason
+-- and label): classified, every sample, is read once (a CTE read twice is materialized whole).
+gpu_days as (
+    select
+        sample_day,
+        cluster,
+        hostname,
+        gpu_index,
+        gpu_instance_id,
+        min(row_first_sampled_at) as first_sampled_at,
+        max(row_last_sampled_at) as last_sampled_at
+    from daily
+    group by sample_day, cluster, hostname, gpu_index, gpu_instance_id
 )
 
 select
