@@ -20,7 +20,7 @@ import duckdb
 import pytest
 
 from cost_pipeline.dbt_setup import prepare_manifest
-from tests.helpers import query
+from tests.helpers import Night, cli_night, query
 
 # Test files whose tests run several whole nights (or sqlfluff over every model), longest first (their time on one
 # worker, from the slowest tests of the last full run: README command 2 at 5887f9f). The workers take tests in this
@@ -140,6 +140,13 @@ class DemoRun:
         shutil.copyfile(self.warehouse, copy / "warehouse.duckdb")
         shutil.copytree(self.warehouse.with_name("warehouse.dagster"), copy / "warehouse.dagster")
         return copy
+
+    def night_with(self, copy: Path, files: dict[str, str]) -> Night:
+        """A night on a copy of this one (``copy_to``) whose landing folder gains ``files`` (a path in it: the text)."""
+        landing = self.copy_to(copy) / "landing"
+        for path, text in files.items():
+            (landing / path).write_text(text, encoding="utf-8")
+        return cli_night(landing, copy / "warehouse.duckdb")
 
 
 @contextmanager

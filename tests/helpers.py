@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -192,6 +192,15 @@ def cli_night(
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = main(["run", "--landing", str(landing), "--warehouse", str(warehouse), *selected])
     return Night(landing, warehouse, code, out.getvalue(), err.getvalue())
+
+
+def sacct_text(records: Iterable[Mapping[str, str]]) -> str:
+    """Records (each a value for every field of ``SACCT_FIELDS``) as ``sacct --parsable2`` writes them: the header, then
+    a line each."""
+    from cost_pipeline.ingest.scheduler import SACCT_FIELDS
+
+    lines = ["|".join(SACCT_FIELDS), *("|".join(record[field] for field in SACCT_FIELDS) for record in records)]
+    return "\n".join(lines) + "\n"
 
 
 def partial_night(

@@ -26,8 +26,7 @@ from decimal import Decimal
 import pytest
 
 from cost_pipeline.cli import run_pipeline
-from cost_pipeline.ingest.scheduler import SACCT_FIELDS
-from tests.helpers import DEVICE_SAMPLES_HEADER, query
+from tests.helpers import DEVICE_SAMPLES_HEADER, query, sacct_text
 
 pytestmark = pytest.mark.xdist_group("exclusive_nodes_night")
 
@@ -73,7 +72,7 @@ def _sacct() -> str:
             | {"Partition": "", "User": "", "WCKey": "", "Submit": START, "Eligible": START, "Timelimit": ""}
             | {"ReqTRES": "", "AllocTRES": "cpu=8,gres/gpu=8,mem=512G,node=1", "Comment": ""}
         )
-    return "\n".join(["|".join(SACCT_FIELDS), *("|".join(row[f] for f in SACCT_FIELDS) for row in rows)])
+    return sacct_text(rows)
 
 
 def _samples() -> str:
@@ -93,7 +92,7 @@ def night(demo_run, tmp_path_factory):
     landing, warehouse = root / "landing", root / "warehouse.duckdb"
     shutil.copytree(demo_run.landing, landing)
     shutil.copyfile(demo_run.warehouse, warehouse)
-    (landing / "scheduler" / SACCT_FILE).write_text(_sacct() + "\n", encoding="utf-8")
+    (landing / "scheduler" / SACCT_FILE).write_text(_sacct(), encoding="utf-8")
     (landing / "telemetry" / "dcgm_exclusive.csv").write_text(_samples(), encoding="utf-8")
     with contextlib.redirect_stdout(io.StringIO()):
         assert run_pipeline(landing, warehouse)

@@ -22,8 +22,7 @@ from decimal import Decimal
 
 import pytest
 
-from cost_pipeline.ingest.scheduler import SACCT_FIELDS
-from tests.helpers import DEVICE_SAMPLES_HEADER, cli_night, query
+from tests.helpers import DEVICE_SAMPLES_HEADER, query, sacct_text
 from tests.test_exclusive_nodes import JOB
 
 pytestmark = pytest.mark.xdist_group("jobs_without_recorded_gpus_night")
@@ -40,14 +39,13 @@ WARNING = (
 
 def _sacct() -> str:
     """The three jobs as sacct writes a job (test_exclusive_nodes' record), each on its host, naming no GPU."""
-    rows = [
+    return sacct_text(
         JOB
         | {"JobID": job_id, "JobIDRaw": job_id, "JobName": f"b8-{host}", "NodeList": host, "Timelimit": "02:00:00"}
         | {"Submit": "2026-11-26T01:55:00", "Eligible": "2026-11-26T01:55:00", "Start": START, "End": END}
         | {"ReqTRES": TRES, "AllocTRES": TRES, "Comment": "batch=B-8;phase=analysis;reason=planned_experiment"}
         for job_id, host in HOSTS.items()
-    ]
-    return "\n".join(["|".join(SACCT_FIELDS), *("|".join(row[field] for field in SACCT_FIELDS) for row in rows)]) + "\n"
+    )
 
 
 def _samples() -> str:
@@ -62,11 +60,8 @@ def _samples() -> str:
 
 @pytest.fixture(scope="module")
 def night(demo_run, tmp_path_factory):
-    root = demo_run.copy_to(tmp_path_factory.mktemp("jobs_without_recorded_gpus") / "night")
-    landing, warehouse = root / "landing", root / "warehouse.duckdb"
-    (landing / "scheduler" / "sacct_2026-11_no_gpu_tres.txt").write_text(_sacct(), encoding="utf-8")
-    (landing / "telemetry" / "dcgm_no_gpu_tres.csv").write_text(_samples(), encoding="utf-8")
-    return cli_night(landing, warehouse)
+    files = {"scheduler/sacct_2026-11_no_gpu_tres.txt": _sacct(), "telemetry/dcgm_no_gpu_tres.csv": _samples()}
+    return demo_run.night_with(tmp_path_factory.mktemp("jobs_without_recorded_gpus") / "night", files)
 
 
 def test_the_night_warns_naming_the_job_whose_host_s_gpus_worked(night):

@@ -28,7 +28,7 @@ import pytest
 
 from cost_pipeline.cli import main
 from cost_pipeline.ingest.scheduler import SACCT_FIELDS
-from tests.helpers import append_demo_focus_lines, demo_focus_line, partial_night, query, scrape_metrics
+from tests.helpers import append_demo_focus_lines, demo_focus_line, partial_night, query, sacct_text, scrape_metrics
 
 # Its module-scoped fixture runs two nights once: the whole module goes to one worker.
 pytestmark = pytest.mark.xdist_group("running_jobs")
@@ -93,7 +93,7 @@ def sacct_export(state: str, end: str, elapsed: str, job: str = "6001") -> str:
         "AllocTRES": tres,
         "Comment": f"batch={'R-1' if r1 else 'R-6'};phase=training;reason=planned_experiment",
     }
-    return "|".join(SACCT_FIELDS) + "\n" + "|".join(values[field] for field in SACCT_FIELDS) + "\n"
+    return sacct_text([values])
 
 
 # The raw assets of the sources night 1 adds files to (the registry, the sacct exports, the steps, the telemetry and

@@ -19,8 +19,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from cost_pipeline.ingest.scheduler import SACCT_FIELDS
-from tests.helpers import DEVICE_SAMPLES_HEADER, cli_night, query
+from tests.helpers import DEVICE_SAMPLES_HEADER, query, sacct_text
 from tests.test_exclusive_nodes import JOB
 
 pytestmark = pytest.mark.xdist_group("sacct_time_zone_samples_night")
@@ -39,14 +38,13 @@ JOBS = {
 
 
 def _sacct() -> str:
-    rows = [
+    return sacct_text(
         JOB
         | {"JobID": job_id, "JobIDRaw": job_id, "JobName": f"b8-{host}", "NodeList": host, "Elapsed": elapsed}
         | {"Submit": start, "Eligible": start, "Start": start, "End": end, "ReqTRES": TRES, "AllocTRES": TRES}
         for job_id, (host, start, end, _, _) in JOBS.items()
         for elapsed in [str(datetime.fromisoformat(end) - datetime.fromisoformat(start)).zfill(8)]
-    ]
-    return "\n".join(["|".join(SACCT_FIELDS), *("|".join(row[field] for field in SACCT_FIELDS) for row in rows)]) + "\n"
+    )
 
 
 def _samples() -> str:
@@ -62,11 +60,8 @@ def _samples() -> str:
 
 @pytest.fixture(scope="module")
 def night(demo_run, tmp_path_factory):
-    root = demo_run.copy_to(tmp_path_factory.mktemp("sacct_time_zone_samples") / "night")
-    landing, warehouse = root / "landing", root / "warehouse.duckdb"
-    (landing / "scheduler" / "sacct_2026-11_shanghai.txt").write_text(_sacct(), encoding="utf-8")
-    (landing / "telemetry" / "dcgm_2026-11-26_labelled.csv").write_text(_samples(), encoding="utf-8")
-    return cli_night(landing, warehouse)
+    files = {"scheduler/sacct_2026-11_shanghai.txt": _sacct(), "telemetry/dcgm_2026-11-26_labelled.csv": _samples()}
+    return demo_run.night_with(tmp_path_factory.mktemp("sacct_time_zone_samples") / "night", files)
 
 
 def test_the_night_warns_naming_the_job_whose_samples_lie_a_time_zone_away(night):
