@@ -45,6 +45,7 @@
     {%- do texts.append(held_by_alias_in_cluster('aliases', 'at')) -%}
     {%- do texts.append(indexed_job_name('label')) -%}
     {%- do texts.append(sample_days_where([], 'at')) -%}
+    {%- do texts.append(same_gpu_day('a', 'b', true)) -%}
     {%- do texts.append(delivered_columns('samples')) -%}
     {%- do texts.append(delivered_again_matches('samples')) -%}
     {%- do texts.append(mixed_gpus('relation', 'condition')) -%}

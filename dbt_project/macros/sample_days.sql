@@ -136,15 +136,23 @@ closed_days as (
         days.gpu_seconds + days.last_sample_share * gpu_days.last_instant_seconds as gpu_seconds_closed
     from days
     inner join gpu_days
-        on days.sample_day = gpu_days.sample_day
-        and days.cluster is not distinct from gpu_days.cluster
-        and days.hostname = gpu_days.hostname
-        and days.gpu_index = gpu_days.gpu_index
-        and (
-            days.gpu_instance_id = gpu_days.gpu_instance_id
-            or (days.gpu_instance_id is null and gpu_days.gpu_instance_id is null)
-        )
+        on {{ same_gpu_day('days', 'gpu_days', instance=true) }}
 )
+{%- endmacro %}
+
+{#- The join condition of ``left``'s and ``right``'s rows of one GPU-day: the day, the cluster (none the same as none),
+    the host and the GPU; with ``instance``, the same MIG instance too (or neither on one). -#}
+{% macro same_gpu_day(left, right, instance=false) -%}
+    {{ left }}.sample_day = {{ right }}.sample_day
+    and {{ left }}.cluster is not distinct from {{ right }}.cluster
+    and {{ left }}.hostname = {{ right }}.hostname
+    and {{ left }}.gpu_index = {{ right }}.gpu_index
+    {%- if instance %}
+    and (
+        {{ left }}.gpu_instance_id = {{ right }}.gpu_instance_id
+        or ({{ left }}.gpu_instance_id is null and {{ right }}.gpu_instance_id is null)
+    )
+    {%- endif %}
 {%- endmacro %}
 
 {#- The inputs (kind, span_start, span_end) of ``current`` not in ``built`` (new or changed: tonight's span) and of

@@ -450,7 +450,4 @@ select
     gpu_days.gpu_day_seconds
 from daily
 inner join gpu_days
-    on daily.sample_day = gpu_days.sample_day
-    and daily.cluster is not distinct from gpu_days.cluster
-    and daily.hostname = gpu_days.hostname
-    and daily.gpu_index = gpu_days.gpu_index
+    on {{ same_gpu_day('daily', 'gpu_days') }}

@@ -244,11 +244,4 @@ select
     gpu_days.last_sampled_at
 from daily
 inner join gpu_days
-    on daily.sample_day = gpu_days.sample_day
-    and daily.cluster is not distinct from gpu_days.cluster
-    and daily.hostname = gpu_days.hostname
-    and daily.gpu_index = gpu_days.gpu_index
-    and (
-        daily.gpu_instance_id = gpu_days.gpu_instance_id
-        or (daily.gpu_instance_id is null and gpu_days.gpu_instance_id is null)
-    )
+    on {{ same_gpu_day('daily', 'gpu_days', instance=true) }}

@@ -48,10 +48,7 @@ closed as (
         days.gpu_seconds + days.last_instant_share * gpu_days.last_instant_seconds as gpu_seconds
     from days
     inner join gpu_days
-        on days.sample_day = gpu_days.sample_day
-        and days.cluster is not distinct from gpu_days.cluster
-        and days.hostname = gpu_days.hostname
-        and days.gpu_index = gpu_days.gpu_index
+        on {{ same_gpu_day('days', 'gpu_days') }}
 ),
 
 monthly as (
