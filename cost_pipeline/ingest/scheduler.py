@@ -493,6 +493,7 @@ def parse_sacct_record(fields: dict[str, str], zone: tzinfo = UTC, latest: datet
     node_list = fields.get("NodeList", "").strip()
     allocated = parse_tres_gpus(fields["AllocTRES"])
     requested = parse_tres_gpus(fields["ReqTRES"]) if "ReqTRES" in fields else None
+    asked = {} if requested is None else requested._asdict()  # every requested count null when no ReqTRES
     return {
         "cluster": fields.get("Cluster", "").strip() or None,
         "job_id": allocation_id if record_type == "allocation" else fields["JobID"].strip(),
@@ -515,17 +516,17 @@ def parse_sacct_record(fields: dict[str, str], zone: tzinfo = UTC, latest: datet
         "end_at": end,
         "elapsed_seconds": elapsed,
         "time_limit_seconds": duration_field(fields, "Timelimit"),
-        "gpus_requested": None if requested is None else requested.gpus,
+        "gpus_requested": asked.get("gpus"),
         "gpus_allocated": allocated.gpus,
-        "mig_instances_requested": None if requested is None else requested.mig_instances,
-        "mig_slices_requested": None if requested is None else requested.mig_slices,
+        "mig_instances_requested": asked.get("mig_instances"),
+        "mig_slices_requested": asked.get("mig_slices"),
         "mig_instances_allocated": allocated.mig_instances,
         "mig_slices_allocated": allocated.mig_slices,
         "gpu_instance_profile": allocated.mig_profile or (requested.mig_profile if requested else None),
         "mig_gpu_type": allocated.mig_gpu_type if allocated.mig_profile or not requested else requested.mig_gpu_type,
-        "shards_requested": None if requested is None else requested.shards,
+        "shards_requested": asked.get("shards"),
         "shards_allocated": allocated.shards,
-        "mps_requested": None if requested is None else requested.mps,
+        "mps_requested": asked.get("mps"),
         "mps_allocated": allocated.mps,
         "node_count": parse_count(fields.get("NNodes", ""), "NNodes"),
         "node_list": None if node_list.lower() in {"", "none assigned", "none"} else node_list,
