@@ -9,6 +9,7 @@ Run on demand (not part of the test suite):
     .venv/bin/python bench/bench_many_files.py --rows 10000 --source serving_requests
     .venv/bin/python bench/bench_many_files.py --rows 1000 --source billing_focus
     .venv/bin/python bench/bench_many_files.py --rows 365 --source storage_inventory --again
+    .venv/bin/python bench/bench_many_files.py --rows 365 --source storage_inventory_parquet --again
 
 (``--again``: the same folder loaded once more into the same warehouse and timed, a night with nothing new.)
 
@@ -16,11 +17,12 @@ Each file holds one record: a training step (JSON Lines, a trainer that writes a
 (CSV with its header), a dcgm-exporter scrape of one GPU (the seven fields the contract reads), an inference request
 (JSON Lines), or a FOCUS charge of one AWS Data Exports execution (its own folder under ``data/`` and its manifest
 under ``metadata/``: an export refreshed several times a day), or one day of an S3 Inventory in AWS's layout (its
-data file under ``data/``, its manifest in the day's dated folder). The pipeline's ingest hashes, opens, parses and
-checks every file, and records each in the file ledger; the baseline reads the same files with one reader over
-their glob into a typed table (for the scrapes: their lines, the metric and value of each sample line). Both are
-measured in the same run on the same machine (``against_baseline.py``); the ratio is the cost per file of line
-tracking, the ledger and the checks.
+data file under ``data/``, its manifest in the day's dated folder), or one day of an inventory written as Parquet
+without a StorageClass column (dated by its name, no manifest: flagged every night). The pipeline's ingest hashes,
+opens, parses and checks every file, and records each in the file ledger; the baseline reads the same files with one
+reader over their glob into a typed table (for the scrapes: their lines, the metric and value of each sample line).
+Both are measured in the same run on the same machine (``against_baseline.py``); the ratio is the cost per file of
+line tracking, the ledger and the checks.
 """
 
 from __future__ import annotations
@@ -200,6 +202,29 @@ def write_inventory_days(folder: Path, files: int) -> Path:
     return config / "data" / "*.csv.gz"
 
 
+INVENTORY_PARQUET_SQL = "create table objects as select * from read_parquet(?)"
+
+
+def write_inventory_parquet_days(folder: Path, files: int) -> Path:
+    """One day's inventory a Parquet file, dated by its name, without StorageClass (priced at the default class and
+    flagged: its schema is read every night, the file reused or not)."""
+    import duckdb
+
+    inventories = folder / "inventory"
+    inventories.mkdir(parents=True)
+    con = duckdb.connect()
+    first = datetime(2025, 1, 1, tzinfo=UTC)
+    for n in range(files):
+        path = inventories / f"ml-prod_{(first + timedelta(days=n)).date().isoformat()}.parquet"
+        con.execute(
+            "copy (select 'ml-prod' as bucket, 'raw/object-' || ? as key, 1024 as size, "
+            "timestamp '2024-12-01' as last_modified_date) to ? (format parquet)",
+            [n, str(path)],
+        )
+    con.close()
+    return inventories / "*.parquet"
+
+
 # source -> (its landing folder, the writer, the baseline)
 BENCHES: dict[str, tuple[str, Callable[[Path, int], Path], str]] = {
     "training_steps": ("steps", write_step_files, STEPS_SQL),
@@ -208,7 +233,9 @@ BENCHES: dict[str, tuple[str, Callable[[Path, int], Path], str]] = {
     "serving_requests": ("requests", write_request_files, REQUESTS_SQL),
     "billing_focus": ("billing", write_focus_runs, FOCUS_SQL),
     "storage_inventory": ("storage", write_inventory_days, INVENTORY_SQL),
+    "storage_inventory_parquet": ("storage", write_inventory_parquet_days, INVENTORY_PARQUET_SQL),
 }
+SOURCE_OF = {"storage_inventory_parquet": "storage_inventory"}  # a bench of another layout -> the source it loads
 
 
 if __name__ == "__main__":
@@ -216,4 +243,5 @@ if __name__ == "__main__":
     parser.add_argument("--source", choices=sorted(BENCHES), default="training_steps")
     source = parser.parse_known_args()[0].source
     folder, write, baseline = BENCHES[source]
-    compare(folder, write, baseline, lambda con, landing: load_named(con, landing, source, load_contract()))
+    loaded = SOURCE_OF.get(source, source)
+    compare(folder, write, baseline, lambda con, landing: load_named(con, landing, loaded, load_contract()))

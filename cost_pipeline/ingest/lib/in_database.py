@@ -133,8 +133,9 @@ class InDatabaseSource:
     # The source as it loads one landing folder under one contract, for a source whose reading needs them (S3
     # Inventory: the default class, and its manifests opened through ``refusal`` inside the landing folder).
     bound: Callable[[InDatabaseSource, Contract, Path], InDatabaseSource] | None = None
-    # A file's flag: what was assumed for it that the file did not say (None: nothing), logged and reported.
-    flag: Callable[[Path], str | None] | None = None
+    # A file's flag: what was assumed for it that the file did not say (None: nothing), logged and reported; read
+    # on the load's connection (locked down to the landing folder), every night, for a reused file too.
+    flag: Callable[[duckdb.DuckDBPyConnection, Path], str | None] | None = None
     # What a file's rows take from beside it, as text (an S3 inventory's manifest listing it, and the contract's
     # default class): remembered with the file (``reuse.beside_sha256``), which is read again when it changed. A
     # ``bound`` source puts in its loader's fingerprint (its rules) or here everything its reading is bound to.
@@ -433,7 +434,7 @@ def load_in_database(
             original = None if source_file in copy_of else seen.original_of(source_file, identity)
             if original is None and known is not None and known.sha256 == sha and source_file not in copy_of:
                 reused.append(source_file)
-                _flag(source, path, source_file, report)
+                _flag(con, source, path, source_file, report)
                 continue
             if original is not None:  # same bytes (and identity) as an earlier file: not read, a duplicate
                 duplicate_of[source_file] = original
@@ -453,7 +454,7 @@ def load_in_database(
             files[item.position] = (item.source_file, item.sha256, broken)
             if read:
                 hashed[item.source_file] = dataclasses.replace(hashed[item.source_file], stat=item.stat.settled())
-                _flag(source, item.path, item.source_file, report)
+                _flag(con, source, item.path, item.source_file, report)
     drop_landing_rows(con)
     for table in _TEMPORARY:
         con.execute(f"drop table if exists {table}")
@@ -641,8 +642,10 @@ def _insert_read_again(
         )
 
 
-def _flag(source: InDatabaseSource, path: Path, source_file: str, report: IngestReport) -> None:
-    flagged = None if source.flag is None else source.flag(path)
+def _flag(
+    con: duckdb.DuckDBPyConnection, source: InDatabaseSource, path: Path, source_file: str, report: IngestReport
+) -> None:
+    flagged = None if source.flag is None else source.flag(con, path)
     if flagged is not None:
         report.flags.append(f"{source_file}: {flagged}")
 
