@@ -282,9 +282,10 @@ def _record(section: str, columns: tuple[Col, ...], row: dict, currency: str) ->
     return f'<table data-section="{section}">{lines}</table>'
 
 
-def bar_chart(chart: str, bars: list[tuple[str, str, Decimal | None]], unit: str) -> str:
+def bar_chart(chart: str, bars: list[tuple[str, str, Decimal | None]], unit: str, missing: str = "unpriced") -> str:
     """Horizontal bars, one per (key, label, value), each as long as its value in proportion to the largest; a null
-    value draws no bar and says so. The ``rect`` carries ``data-bar`` and ``data-value`` for a reader to check."""
+    value draws no bar and says so (``missing``: a cost without a price, GPU-hours not known). The ``rect`` carries
+    ``data-bar`` and ``data-value`` for a reader to check."""
     values = [v for _, _, v in bars if v is not None]
     top = max(values, default=Decimal(0))
     row_height, label_width = 22, 190
@@ -293,7 +294,7 @@ def bar_chart(chart: str, bars: list[tuple[str, str, Decimal | None]], unit: str
         y = number * row_height
         width = Decimal(0) if value is None or top <= 0 else Decimal(value) / top * BAR_AREA
         width = max(width, Decimal(0)).quantize(Decimal("0.01"))
-        shown = "unpriced" if value is None else f"{Decimal(value):,} {unit}"
+        shown = missing if value is None else f"{Decimal(value):,} {unit}"
         parts.append(f'<text x="0" y="{y + 15}">{html.escape(label)}</text>')
         if value is not None:
             parts.append(
@@ -363,7 +364,8 @@ def _bill(con: duckdb.DuckDBPyConnection, batch_id: str, month: date | None, cur
 def _compute(compute: dict | None) -> str:
     if compute is None:
         return _note("No compute: the batch ran no job.")
-    hours = bar_chart("gpu_hours", [(k, label, compute[k]) for k, label in _HOURS], "GPU-h")
+    # requested is null when no run's request is known (issue 10): no bar, "not known", never 0
+    hours = bar_chart("gpu_hours", [(k, label, compute[k]) for k, label in _HOURS], "GPU-h", "not known")
     tiers = bar_chart("utilisation_tiers", [(k, label, compute[k]) for k, label in _TIERS], "GPU-h")
     columns = tuple(Col(k, label, "hours") for k, label in (*_HOURS, *_TIERS[1:])) + (
         Col("jobs_without_time_limit", "runs without a time limit (no requested hours)", "count"),

@@ -12,7 +12,9 @@
 -- the counted steps whose job is not in the scheduler export (wherever they are): no unit cost is made of them.
 -- requested_gpu_seconds adds up the jobs whose request is known: a job without a time limit is counted in
 -- jobs_without_time_limit, one whose requested GPUs are unknown (a sacct export without ReqTRES, issue 10) in
--- jobs_without_gpu_request, and neither adds anything to it (never 0 GPUs, never its allocated GPUs).
+-- jobs_without_gpu_request, and neither adds anything to it (never 0 GPUs, never its allocated GPUs). When no job
+-- of the phase has a known request (or the phase has steps but no job), it is null, never 0: a reader who skips the
+-- counts must not read 0 requested GPU-hours (sum skips nulls and is null over none).
 with jobs as (
     select * from {{ ref('int_jobs_costed') }}
 ),
@@ -30,7 +32,7 @@ job_totals as (
         sum(case when is_failed then array_tasks else 0 end) as failed_jobs,
         sum(case when is_rerun then array_tasks else 0 end) as rerun_jobs,
         sum(case when has_phase_label then 0 else array_tasks end) as jobs_without_phase,
-        sum(coalesce(requested_gpu_seconds, 0)) as requested_gpu_seconds,
+        sum(requested_gpu_seconds) as requested_gpu_seconds,
         sum(case when requested_gpu_seconds is null and gpus_requested is not null then array_tasks else 0 end)
             as jobs_without_time_limit,
         sum(case when gpus_requested is null then array_tasks else 0 end) as jobs_without_gpu_request,
@@ -88,7 +90,7 @@ select
     coalesce(job_totals.jobs_without_phase, 0) as jobs_without_phase,
     coalesce(job_totals.jobs_without_time_limit, 0) as jobs_without_time_limit,
     coalesce(job_totals.jobs_without_gpu_request, 0) as jobs_without_gpu_request,
-    coalesce(job_totals.requested_gpu_seconds, 0) as requested_gpu_seconds,
+    job_totals.requested_gpu_seconds,
     coalesce(job_totals.occupied_gpu_seconds, 0) as occupied_gpu_seconds,
     coalesce(job_totals.effective_compute_gpu_seconds, 0) as effective_compute_gpu_seconds,
     coalesce(job_totals.comm_wait_gpu_seconds, 0) as comm_wait_gpu_seconds,
