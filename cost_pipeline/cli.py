@@ -312,17 +312,62 @@ def _format(value: object, width: int) -> str:
     return text.rjust(width)
 
 
-def _table(con: duckdb.DuckDBPyConnection, title: str, relation: str, columns: tuple, order: str, out) -> None:
-    names = ", ".join(c for c, _, _ in columns)
+# The compute bill's requested hours add up the runs whose request is known (issue 10): a run whose requested GPUs are
+# not known (an export without ReqTRES) or that has no time limit adds nothing. A batch with such a run has its
+# figure marked, and a footnote under the table says how many of its runs are not in it; a batch with no known
+# request shows a dash (null), never 0.
+PARTIAL_MARK = "*"
+UNKNOWN_REQUEST_COLUMNS = ("jobs_without_gpu_request", "jobs_without_time_limit")
+
+
+def _requested_hours(row: dict) -> tuple[str, str | None]:
+    """The compute bill's ``requested h`` cell of ``row`` and its footnote (None when every run's request is in
+    it)."""
+    requested = row["requested_gpu_hours"]
+    text = "-" if requested is None else str(requested)
+    without_gpus, without_limit = (row[column] for column in UNKNOWN_REQUEST_COLUMNS)
+    if without_gpus + without_limit == 0:
+        return text, None
+    runs = f"{without_gpus + without_limit:,} of {row['jobs']:,} run{'' if row['jobs'] == 1 else 's'}"
+    reasons = f"{without_gpus:,} without ReqTRES, {without_limit:,} without a time limit"
+    return text + PARTIAL_MARK, f"  {row['batch_id']}: {runs} not in it ({reasons})"
+
+
+def _table(
+    con: duckdb.DuckDBPyConnection,
+    title: str,
+    relation: str,
+    columns: tuple,
+    order: str,
+    out,
+    cells: dict[str, Callable[[dict], tuple[str, str | None]]] | None = None,
+    extra: tuple[str, ...] = (),
+    footnote: str = "",
+) -> None:
+    """Print ``columns`` of ``relation``; a column in ``cells`` is written by its function from the row (its columns
+    and ``extra``), which also gives the row's footnote, printed under the table after ``footnote``."""
+    names = [c for c, _, _ in columns] + [c for c in extra if c not in {c for c, _, _ in columns}]
     print(f"\n{title} ({relation}):", file=out)
     try:
-        rows = con.execute(f"select {names} from {relation} order by {order}").fetchall()
+        rows = con.execute(f"select {', '.join(names)} from {relation} order by {order}").fetchall()
     except duckdb.CatalogException:
         print("  not built: the run stopped before this mart", file=out)
         return
     print(" ".join(heading.rjust(width) for _, heading, width in columns), file=out)
-    for row in rows:
-        print(" ".join(_format(v, w) for v, (_, _, w) in zip(row, columns, strict=True)), file=out)
+    notes = []
+    for values in rows:
+        row = dict(zip(names, values, strict=True))
+        texts = []
+        for column, _, width in columns:
+            if column in (cells or {}):
+                text, note = cells[column](row)
+                texts.append(text.rjust(width))
+                notes += [note] if note else []
+            else:
+                texts.append(_format(row[column], width))
+        print(" ".join(texts), file=out)
+    if notes:
+        print(footnote, *notes, sep="\n", file=out)
 
 
 # The night's lines of what has no price (its cost null, never 0.00): each line's heading, the query of what it names
@@ -391,6 +436,10 @@ def report(warehouse: Path, out: TextIO | None = None) -> None:
             BATCH_COLUMNS,
             "batch_id = 'unattributed', batch_id",
             out,
+            cells={"requested_gpu_hours": _requested_hours},
+            extra=UNKNOWN_REQUEST_COLUMNS,
+            footnote=f"{PARTIAL_MARK} requested h adds up the runs whose request is known ({PARTIAL_MARK}: not every "
+            "run's; -: no run's):",
         )
         _table(
             con,

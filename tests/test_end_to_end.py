@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
@@ -210,6 +211,14 @@ def test_the_printed_report_shows_the_bills(demo_run):
     b7 = next(line for line in text.splitlines() if line.strip().startswith("B-7"))
     assert b7.split()[-3:] == ["465.77", "15.5257", "3.0502"]
     assert "27440.00" in text and "4667.60" in text
+    # The README shows the compute bill as the demo prints it, line for line: the unattributed row's requested hours
+    # leave out job 3002 (no time limit), so the figure is marked and the note under the table says so.
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    heading = "Compute bill per batch (marts.fct_batch_compute):\n"
+    shown = readme.split(heading, 1)[1].split("\n\n", 1)[0].splitlines()
+    printed = text.split(heading, 1)[1].split("\n\n", 1)[0].splitlines()
+    assert shown == [line.rstrip() for line in printed]  # the README's lines have no trailing blanks
+    assert "  unattributed: 1 of 2 runs not in it (0 without ReqTRES, 1 without a time limit)" in shown
 
 
 def test_the_build_keeps_its_artifacts_and_a_warnings_only_log(demo_run):

@@ -11,12 +11,13 @@ export with ReqTRES and one from an export without: its requested GPU-hours are 
 
 from __future__ import annotations
 
+import io
 from decimal import Decimal
 from fractions import Fraction
 
 import duckdb
 
-from cost_pipeline.cli import run_pipeline
+from cost_pipeline.cli import report, run_pipeline
 from cost_pipeline.statement import batch_statement
 from tests.helpers import query
 from tests.test_end_to_end import job_cost
@@ -131,3 +132,19 @@ def test_a_night_without_req_tres_charges_the_allocation_and_knows_no_request(de
         con.close()
     assert '<td class="n" data-figure="requested_gpu_hours" data-value="">–</td>' in page
     assert 'data-bar="requested_gpu_hours"' not in page and ">not known</text>" in page
+    # The printed compute bill marks a requested figure that leaves runs out (*), shows none known as a dash, never
+    # 0.0000, and says under the table how many of the batch's runs are not in it and why (issue 10).
+    out = io.StringIO()
+    report(warehouse, out)
+    bill = out.getvalue().split("Compute bill per batch (marts.fct_batch_compute):\n", 1)[1].split("\n\n", 1)[0]
+    rows = [line.split() for line in bill.splitlines()]
+    assert {cells[0]: cells[2] for cells in rows if cells[0] in ("B-K", "B-U", "B-M")} == {
+        "B-K": "64.0000",
+        "B-U": "-*",
+        "B-M": "64.0000*",
+    }
+    notes = [line for line in bill.splitlines() if line.startswith("  B-")]
+    assert notes == [
+        "  B-M: 2 of 4 runs not in it (2 without ReqTRES, 0 without a time limit)",
+        "  B-U: 2 of 2 runs not in it (2 without ReqTRES, 0 without a time limit)",
+    ]
