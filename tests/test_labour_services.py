@@ -7,6 +7,7 @@ DuckDB, and the demo's labour, services and rounds checked against figures compu
 from __future__ import annotations
 
 import copy
+import csv
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
@@ -15,10 +16,13 @@ import dagster as dg
 import duckdb
 import pytest
 
+from cost_pipeline.cli import run_pipeline
 from cost_pipeline.contract import Contract, load_contract
 from cost_pipeline.contract.schemas import batch_registry, service_invoices, timesheets
 from cost_pipeline.defs.ingest import source_assets
 from cost_pipeline.defs.resources import LandingZone, Warehouse
+from cost_pipeline.demo import HARVEST_HEADER as DEMO_HARVEST_HEADER
+from cost_pipeline.demo import TIMESHEET_ENTRIES
 from cost_pipeline.ingest.lib.records import parse_file
 from cost_pipeline.ingest.lib.validate import validate_files, validate_rows
 from cost_pipeline.ingest.registry import sources
@@ -44,8 +48,10 @@ def cents(value: Decimal) -> Decimal:
     return value.quantize(Decimal("0.01"), ROUND_HALF_UP)
 
 
-def parse_timesheet(path: Path, contract: Contract | None = None, date_format: str = "iso"):
-    parsed = parse_file(path, harvest_line_parser(HarvestOptions(date_format)))
+def parse_timesheet(
+    path: Path, contract: Contract | None = None, date_format: str = "iso", number_format: str = "1,234.56"
+):
+    parsed = parse_file(path, harvest_line_parser(HarvestOptions(date_format, number_format)))
     valid = validate_rows(parsed, timesheets(contract or load_contract()))
     return parsed, valid
 
@@ -204,6 +210,144 @@ def test_the_date_format_is_the_timesheets_assets_run_config(tmp_path):
     dates = [str(d) for (d,) in con.execute("select entry_date from raw.timesheets order by source_line").fetchall()]
     con.close()
     assert dates == ["2026-11-27", "2026-04-01"]
+
+
+# The same three entries as Harvest accounts of each number format write them (1,234.56 the default, a decimal point
+# and no thousands separator as a decimal-point account's export has them): hours, Billable Rate and Amount, Cost Rate
+# and Amount, in the CSV quoting Harvest's export gives a field holding a comma. Hours 7.5, 0.25 and 2; rates 1234.50,
+# 173.37 and 0 (no rate).
+HARVEST_NUMBERS = {
+    "1,234.56": (("7.5", "1234.50", "9258.75"), ("0.25", "173.37", "43.34"), ("2", "0.0", "0.0")),
+    "1.234,56": (("7,5", "1.234,50", "9.258,75"), ("0,25", "173,37", "43,34"), ("2", "0,0", "0,0")),
+    "1 234,56": (("7,5", "1\u00a0234,50", "9 258,75"), ("0,25", "173,37", "43,34"), ("2", "0,0", "0,0")),
+    "1'234.56": (("7.5", "1'234.50", "9'258.75"), ("0.25", "173.37", "43.34"), ("2", "0.0", "0.0")),
+}
+
+
+def _harvest_numbers(tmp_path: Path, written: str) -> Path:
+    path = tmp_path / f"numbers_{len(list(tmp_path.iterdir()))}.csv"
+    with path.open("w", encoding="utf-8", newline="") as out:
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(HARVEST_HEADER.split(","))
+        for hours, rate, amount in HARVEST_NUMBERS[written]:
+            writer.writerow(
+                ["2026-11-03", "In", "RL", "B-7", "Training runs", "", hours, hours, "No", "No", "Yes", "Ann", "Lee"]
+                + ["", "Yes", rate, amount, rate, amount, "USD", ""]
+            )
+    return path
+
+
+@pytest.mark.parametrize("number_format", list(HARVEST_NUMBERS))
+def test_harvest_numbers_are_read_exactly_in_the_account_number_format_the_source_is_given(tmp_path, number_format):
+    parsed, valid = parse_timesheet(_harvest_numbers(tmp_path, number_format), number_format=number_format)
+    assert parsed.rejections == []
+    # Digit for digit, as the plain decimal the schema reads (exact; the zero rate is no rate, as Harvest means it).
+    assert [(r["hours"], r["cost_rate"]) for r in valid.to_dict("records")] == [
+        ("7.5", "1234.50"),
+        ("0.25", "173.37"),
+        ("2", None),
+    ]
+
+
+def test_without_the_number_format_a_decimal_comma_is_never_guessed(tmp_path):
+    """The default reads numbers as before the option existed: a decimal-comma account's lines are quarantined
+    (7,5 is not 75 hours, nor 7.5 unless the source says so), and a plain number loads in any format."""
+    parsed, valid = parse_timesheet(_harvest_numbers(tmp_path, "1.234,56"))
+    assert [(r.line, r.rule) for r in parsed.rejections] == [
+        (2, "hours.hours_of_a_day"),
+        (3, "hours.hours_of_a_day"),
+        (4, "cost_rate.str_matches"),
+    ]
+    assert list(valid["hours"]) == []
+    # 1,500 is one and a half in one account and fifteen hundred in another: the default takes neither.
+    path = write(
+        tmp_path / "grouped.csv",
+        f'{HARVEST_HEADER}\n2026-11-03,In,RL,B-7,Training runs,,2,2,No,No,Yes,Ann,Lee,,Yes,0,0,"1,500",0,USD,\n',
+    )
+    parsed, valid = parse_timesheet(path)
+    assert valid.empty and [(r.line, r.rule) for r in parsed.rejections] == [(2, "cost_rate.str_matches")]
+
+
+def test_a_number_not_written_in_the_declared_format_is_quarantined_with_its_rule_and_no_value(tmp_path):
+    # A point where the account writes a comma, groups not of three, the other format's spaces: never guessed.
+    lines = [
+        HARVEST_HEADER,
+        '2026-11-03,In,RL,B-7,Training runs,,7.5,7.5,No,No,Yes,Ann,Lee,,Yes,0,0,"173,37",0,USD,',
+        '2026-11-03,In,RL,B-7,Training runs,,"2,5",2,No,No,Yes,Ann,Lee,,Yes,0,0,"12.34,50",0,USD,',
+        '2026-11-04,In,RL,B-7,Training runs,,"2,5",2,No,No,Yes,Ann,Lee,,Yes,0,0,"1 234,50",0,USD,',
+        '2026-11-05,In,RL,B-7,Training runs,,"2,5",2,No,No,Yes,Ann,Lee,,Yes,0,0,"1.234,50",0,USD,',
+        '2026-11-06,In,RL,B-7,Training runs,,"-2,5",2,No,No,Yes,Ann,Lee,,Yes,0,0,"1.234,50",0,USD,',
+    ]
+    parsed, valid = parse_timesheet(write(tmp_path / "t.csv", "\n".join(lines) + "\n"), number_format="1.234,56")
+    assert [(r.line, r.rule) for r in parsed.rejections] == [
+        (2, "hours.number_format"),
+        (3, "cost_rate.number_format"),
+        (4, "cost_rate.number_format"),
+        (6, "hours.hours_of_a_day"),  # read as -2.5: the schema refuses it as it refuses -2.5 anywhere
+    ]
+    assert [(r["hours"], r["cost_rate"]) for r in valid.to_dict("records")] == [("2.5", "1234.50")]
+    # The message says what the column should hold, never the value (a cost rate is confidential).
+    for rejection, value in zip(parsed.rejections[:3], ("7.5", "12.34,50", "1 234,50"), strict=True):
+        assert "written as 1.234,56" in rejection.message and "number_format" in rejection.message
+        assert value not in rejection.message and "173" not in rejection.message
+
+
+def test_a_wrong_number_format_is_refused():
+    with pytest.raises(ValueError, match="'1,234.56', '1.234,56', '1 234,56'"):
+        HarvestOptions(number_format="1.234")
+
+
+def test_a_decimal_comma_harvest_export_loads_through_the_night_with_its_labour_by_hand(demo_copy):
+    """The demo's time report as a Harvest account set to 30.11.2026 and 1.234,56 writes it (the source given both),
+    with one more entry: B-10's half hour of coordination at 1.234,50. Every entry loads, none is quarantined, and
+    the labour is the demo's (test_demo_labour_per_batch_by_role_and_category) plus B-10's 0.5 x 1234.50 = 617.25."""
+    landing = demo_copy / "landing"
+    entries = [
+        *TIMESHEET_ENTRIES,
+        ("2026-11-10", "B-10", "Coordination", "0.5", "Farah", "Haddad", "Programme", "1234.50"),
+    ]
+
+    def european(number: str) -> str:
+        whole, _, fraction = number.partition(".")
+        grouped = f"{int(whole):,}".replace(",", ".")
+        return grouped + ("," + fraction if fraction else "")
+
+    with (landing / "timesheets" / "harvest_time_report_2026-11.csv").open("w", encoding="utf-8", newline="") as out:
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(DEMO_HARVEST_HEADER)
+        for date, code, task, hours, first, last, roles, rate in entries:
+            day = f"{date[8:10]}.{date[5:7]}.{date[:4]}"
+            amount = european(f"{Decimal(hours) * Decimal(rate):.2f}") if rate else ""
+            row = [day, "Internal", "assistant-rl", code, task, "", european(hours), european(hours), "No", "No"]
+            row += ["Yes", first, last, roles, "Yes", "0,0", "0,0", european(rate) if rate else "", amount]
+            writer.writerow([*row, "United States Dollar - USD", ""])
+    text = (landing / "timesheets" / "harvest_time_report_2026-11.csv").read_text(encoding="utf-8")
+    assert '"1.234,50"' in text and '"1,5"' in text and "03.11.2026" in text  # as Harvest writes them
+    warehouse = demo_copy / "warehouse.duckdb"
+    options = {"date_format": "dmy_dots", "number_format": "1.234,56"}
+    assert run_pipeline(landing, warehouse, {"ops": {"raw__timesheets": {"config": options}}})
+
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        quarantined = con.execute("select line, rule from raw.quarantine where source = 'timesheets'").fetchall()
+        totals = dict(
+            con.execute("select batch_id, sum(labour_cost) from intermediate.int_labour_costed group by 1").fetchall()
+        )
+        hours = con.execute("select hours, cost_rate from raw.timesheets order by source_line").fetchall()
+        b10 = con.execute("select labour_cost from marts.fct_batch_costs where batch_id = 'B-10'").fetchall()
+    finally:
+        con.close()
+    assert quarantined == []
+    assert hours == [(Decimal(h), Decimal(r) if r else None) for *_, h, _, _, _, r in entries]
+    # B-7: 720 + 960 + 480 + 1,040.22 + 260.06 + 500 (assumed) + 270; B-8: 480 + 180 (assumed) + 180 + 80;
+    # unattributed: 2 x 80; B-10: 0.5 x 1,234.50.
+    assert totals == {
+        "B-7": Decimal("4230.28"),
+        "B-8": Decimal("920.00"),
+        "unattributed": Decimal("160.00"),
+        "B-10": Decimal("617.25"),
+    }
+    assert b10 == [(Decimal("617.25"),)]
 
 
 def test_unknown_task_and_bad_hours_are_quarantined_with_their_rule_and_no_values(tmp_path):
