@@ -7,9 +7,17 @@ import io
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import pytest
+
+from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, WAREHOUSE_VARIABLE
+from cost_pipeline.duckdb_memory import dbt_environment
+
+if TYPE_CHECKING:
+    from dbt.cli.main import dbtRunnerResult
+    from dbt.contracts.graph.manifest import Manifest
 
 
 def query(warehouse: str | Path, sql: str, params: list | None = None) -> list[tuple]:
@@ -159,6 +167,24 @@ class Night:
     err: str
 
 
+def tamper_raw(warehouse: Path, tamper: Sequence[str]) -> None:
+    """Run the ``tamper`` statements on the warehouse: raw rows changed behind the contract's back, as a defect of
+    the contract would let them through. Changed in place, not by a load, they are changed behind the file ledger
+    too, which the incremental tables read to find what changed (stg_serving__requests and int_requests_costed by
+    month, the device-sample tables by job and day): their kept inputs (``<model>_built``) are dropped, so the next
+    build makes every month, day and job again, as it would those of a file loaded with such rows."""
+    if not tamper:
+        return
+    with duckdb.connect(str(warehouse)) as con:
+        for statement in tamper:
+            con.execute(statement)
+        kept = con.execute(
+            "select table_schema, table_name from information_schema.tables where ends_with(table_name, '_built')"
+        ).fetchall()
+        for schema, table in kept:
+            con.execute(f'drop table "{schema}"."{table}"')
+
+
 def cli_night(
     landing: Path,
     warehouse: Path,
@@ -183,9 +209,7 @@ def cli_night(
         selected = ["--select", select]
     else:
         assert not covering, "covering names what a partial night (select) must run; a whole night runs everything"
-    with duckdb.connect(str(warehouse)) as con:
-        for statement in tamper:
-            con.execute(statement)
+    tamper_raw(warehouse, tamper)
     out, err = io.StringIO(), io.StringIO()
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("DAGSTER_HOME", raising=False)
@@ -218,9 +242,7 @@ def partial_night(
     from cost_pipeline.cli import exit_code, night
 
     keys = list(nightly_assets_downstream_of(sources, covering).values())
-    with duckdb.connect(str(warehouse)) as con:
-        for statement in tamper:
-            con.execute(statement)
+    tamper_raw(warehouse, tamper)
     out = io.StringIO()
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("DAGSTER_HOME", raising=False)
@@ -290,3 +312,32 @@ def one_batch_landing(tmp_path: Path) -> Path:
     )
     (landing / "scheduler").mkdir()
     return landing
+
+
+def dbt_in_process(folder: Path, *args: str, manifest: Manifest | None = None) -> dbtRunnerResult:
+    """dbt in this process as the night runs it (``cost-pipeline-dbt``): from the warehouse's folder ``folder``, on
+    its ``warehouse.duckdb`` (``COST_WAREHOUSE``), the profile's memory limit the night's. dbt reads the profile
+    again at every command (a new adapter each, on this command's warehouse); the DuckDB database it opened is closed
+    when it ends, so this process's own connections to the warehouse may open it again, and its loggers are let go
+    (the one on pytest's captured output of this test, the log file in its folder)."""
+    from dbt.adapters.duckdb.connections import DuckDBConnectionManager
+    from dbt.cli.main import dbtRunner
+    from dbt_common.events.event_manager_client import cleanup_event_logger
+
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.chdir(folder)
+            for name, value in {WAREHOUSE_VARIABLE: "warehouse.duckdb", **dbt_environment()}.items():
+                patch.setenv(name, value)
+            ran = dbtRunner(manifest=manifest).invoke(
+                [*args, "--quiet", "--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR)]
+            )
+    finally:
+        if DuckDBConnectionManager._ENV is not None:  # dbt-duckdb keeps the database open for its next command
+            DuckDBConnectionManager._ENV.close()
+        DuckDBConnectionManager.close_all_connections()
+        cleanup_event_logger()
+    if not ran.success:
+        failed = [f"{result.node.name}: {result.message}" for result in getattr(ran.result, "results", ())]
+        raise AssertionError(f"dbt {' '.join(args)} failed: {ran.exception or failed}")
+    return ran

@@ -35,7 +35,7 @@ from cost_pipeline.dbt_setup import manifest_path
 from cost_pipeline.ingest.lib.warehouse import release_held_rows
 from cost_pipeline.progress import root_cause
 from cost_pipeline.source_summary import SummaryFindings, print_source_summary
-from tests.helpers import Night, cli_night, query
+from tests.helpers import Night, cli_night, query, tamper_raw
 
 pytestmark = pytest.mark.xdist_group("dbt_failures")
 
@@ -81,8 +81,8 @@ def test_the_failed_tests_are_the_error_tests_that_failed():
         stored=f"audit.{status['alias']}",
         raw_tables=("serving_requests",),
         record_key=("lower(request_id)", "requested_at"),  # the model's meta: every delivery of a failing request
-        model_sql="select 1",  # a table: the hold counts its rows from raw by the build's SQL
-        materialized="table",
+        model_sql="select 1",  # incremental: the hold counts its rows from raw by the build's SQL
+        materialized="incremental",
     )
     assert not failed.holdable  # until its stored rows are read back
 
@@ -100,8 +100,10 @@ def test_a_table_is_counted_from_raw_by_its_sql_never_by_its_stored_rows(tmp_pat
         assert _count(con, replace(test, model_sql="select * from raw.r;\n")) == 4
         with pytest.raises(HoldRefused, match="staging.s is a table that this run did not build"):
             _count(con, replace(test, model_sql=None))
-        with pytest.raises(HoldRefused, match="staging.s is incremental"):
-            _count(con, replace(test, materialized="incremental"))
+        # An incremental table (stg_serving__requests) by its build's SQL too: the periods that build made again.
+        assert _count(con, replace(test, materialized="incremental")) == 4
+        with pytest.raises(HoldRefused, match="staging.s is ephemeral"):
+            _count(con, replace(test, materialized="ephemeral"))
         con.execute("create view staging.v as select * from raw.r")
         assert _count(con, replace(test, model="staging.v", materialized="view")) == 4
     finally:
@@ -159,9 +161,7 @@ def _requests_night(root: Path, landing_from: Path, warehouse_from: Path, tamper
     landing, warehouse = root / "landing", root / "warehouse.duckdb"
     shutil.copytree(landing_from, landing)
     shutil.copy2(warehouse_from, warehouse)
-    with duckdb.connect(str(warehouse)) as con:
-        for statement in tamper:
-            con.execute(statement)
+    tamper_raw(warehouse, tamper)
     assert run_pipeline(landing, warehouse, asset_keys=REQUEST_ASSETS)
     assert print_source_summary(warehouse, io.StringIO()) == SummaryFindings()
     return warehouse
@@ -177,7 +177,12 @@ RESENT_FILE = "requests/requests_2026-10-resent.jsonl"
 REQUESTS_STAGING = ("staging", "stg_serving__requests")
 # The requests' raw asset (with its no_held_rows check), their staging model and the costed requests, each with its
 # tests.
-REQUEST_ASSETS = [("raw", "serving_requests"), REQUESTS_STAGING, ("intermediate", "int_requests_costed")]
+REQUEST_ASSETS = [
+    ("raw", "serving_requests"),
+    ("intermediate", "int_requests_inputs"),
+    REQUESTS_STAGING,
+    ("intermediate", "int_requests_costed"),
+]
 # A night after a change to the requests alone: their raw asset and every asset of the nightly job downstream of it.
 REQUESTS_DOWNSTREAM = "key:raw/serving_requests+"
 

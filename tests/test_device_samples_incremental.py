@@ -17,12 +17,11 @@ from typing import TYPE_CHECKING
 import duckdb
 import pytest
 
-from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, WAREHOUSE_VARIABLE, dbt_project
-from cost_pipeline.duckdb_memory import dbt_environment
+from cost_pipeline.dbt_setup import DBT_PROJECT_DIR, dbt_project
+from tests.helpers import dbt_in_process as _dbt
 from tests.helpers import dbt_target, query
 
 if TYPE_CHECKING:
-    from dbt.cli.main import dbtRunnerResult
     from dbt.contracts.graph.manifest import Manifest
 
 TIERED = "intermediate.int_device_samples_tiered"
@@ -58,35 +57,6 @@ LATE_FILE_GONE = (
     "delete from raw.device_samples where source_file = 'telemetry/late.csv'",
     "delete from raw.ingested_files where source_file = 'telemetry/late.csv'",
 )
-
-
-def _dbt(folder: Path, *args: str, manifest: Manifest | None = None) -> dbtRunnerResult:
-    """dbt in this process as the night runs it (``cost-pipeline-dbt``): from the warehouse's folder ``folder``,
-    ``COST_WAREHOUSE`` its file name, the profile's memory limit the night's. dbt reads the profile again at every
-    command (a new adapter each, on this command's warehouse); the DuckDB database it opened is closed when it ends,
-    so this process's own connections to the warehouse may open it again, and its loggers are let go (the one on
-    pytest's captured output of this test, the log file in its folder)."""
-    from dbt.adapters.duckdb.connections import DuckDBConnectionManager
-    from dbt.cli.main import dbtRunner
-    from dbt_common.events.event_manager_client import cleanup_event_logger
-
-    try:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.chdir(folder)
-            for name, value in {WAREHOUSE_VARIABLE: WAREHOUSE, **dbt_environment()}.items():
-                patch.setenv(name, value)
-            ran = dbtRunner(manifest=manifest).invoke(
-                [*args, "--quiet", "--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR)]
-            )
-    finally:
-        if DuckDBConnectionManager._ENV is not None:  # dbt-duckdb keeps the database open for its next command
-            DuckDBConnectionManager._ENV.close()
-        DuckDBConnectionManager.close_all_connections()
-        cleanup_event_logger()
-    if not ran.success:
-        failed = [f"{result.node.name}: {result.message}" for result in getattr(ran.result, "results", ())]
-        raise AssertionError(f"dbt {' '.join(args)} failed: {ran.exception or failed}")
-    return ran
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +109,7 @@ def _days_built(tmp_path: Path) -> list[tuple[date, date]] | None:
         sql = next((tmp_path / "target" / "compiled").rglob(f"{model}.sql")).read_text()
         bounds = re.findall(r"sampled_at (?:>=|<) cast\('(\d{4}-\d{2}-\d{2})", sql)
         days = [date.fromisoformat(bound) for bound in bounds]
-        nothing = re.search(r"(?<![\w.])1 = 0", sql)  # sample_days_where of no range
+        nothing = re.search(r"(?<![\w.])1 = 0", sql)  # periods_where of no range
         built.append(sorted(set(zip(days[::2], days[1::2], strict=True))) if days else [] if nothing else None)
     assert built[0] == built[1], built
     return built[0]
@@ -368,17 +338,20 @@ def test_the_code_fingerprint_renders_every_macro_the_incremental_models_call():
     rules = {
         "sample_days_to_build",
         "sample_days_forget",
-        "device_samples_inputs_fresh",
+        "periods_to_build",
+        "periods_forget",
+        "next_period",
+        "inputs_fresh",
         "device_samples_tiered_forget",
-        "device_samples_remember",
+        "remember_inputs",
         "changed_inputs",
         "device_samples_tiered_window",
-        "sample_days_filter",
+        "periods_filter",
         "host_chunks_begin",
         "host_chunk_set",
         "host_chunks_rest",
     }
-    named = {"device_samples_state", "device_samples_tiered_state", "device_samples_tiered_code", "device_samples_code"}
+    named = {"kept_inputs", "device_samples_tiered_state", "device_samples_tiered_code", "device_samples_code"}
     listed = rendered.split("set rules = [")[1].split("]")[0]
     assert {rule.strip() for rule in listed.split(",") if rule.strip()} == rules
     called -= rules | named | {"log_row_count"}

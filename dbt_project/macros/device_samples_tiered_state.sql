@@ -5,12 +5,7 @@
 {#- Where the inputs of the last build of int_device_samples_tiered are kept: a table beside it, written by its
     post-hook in the same transaction as its rows. -#}
 {% macro device_samples_tiered_state() -%}
-    {{ return(device_samples_state('int_device_samples_tiered')) }}
-{%- endmacro %}
-
-{#- Where the inputs of ``model``'s last build are kept: a table beside it (``model``_built). -#}
-{% macro device_samples_state(model) -%}
-    {{ return(this.incorporate(path={'identifier': model ~ '_built'})) }}
+    {{ return(kept_inputs('int_device_samples_tiered')) }}
 {%- endmacro %}
 
 {#- The code int_device_samples_tiered's rows follow: its own, int_device_samples_attributed's and
@@ -44,7 +39,7 @@
     {%- do texts.append(held_by_alias('aliases', 'at')) -%}
     {%- do texts.append(held_by_alias_in_cluster('aliases', 'at')) -%}
     {%- do texts.append(indexed_job_name('label')) -%}
-    {%- do texts.append(sample_days_where([], 'at')) -%}
+    {%- do texts.append(periods_where([], 'at')) -%}
     {%- do texts.append(same_gpu_day('a', 'b', true)) -%}
     {%- do texts.append(delivered_columns('samples')) -%}
     {%- do texts.append(delivered_again_matches('samples')) -%}
@@ -71,9 +66,9 @@
     {%- do texts.append(short_host('hostname')) -%}
     {#- The rules that decide what is built again, as written: a fix to them builds every job and day once. -#}
     {%- set rules = [
-        sample_days_to_build, sample_days_forget, device_samples_inputs_fresh, device_samples_tiered_forget,
-        device_samples_remember, changed_inputs, device_samples_tiered_window, sample_days_filter, host_chunks_begin,
-        host_chunk_set, host_chunks_rest,
+        sample_days_to_build, sample_days_forget, periods_to_build, periods_forget, next_period, inputs_fresh,
+        device_samples_tiered_forget, remember_inputs, changed_inputs, device_samples_tiered_window, periods_filter,
+        host_chunks_begin, host_chunk_set, host_chunks_rest,
     ] -%}
     {%- for rule in rules -%}
         {%- do texts.append(rule.macro.macro_sql) -%}
@@ -81,43 +76,15 @@
     {{- return(local_md5(texts | join('\n'))) -}}
 {%- endmacro %}
 
-{#- Whether int_device_samples_inputs was built in this dbt invocation. When it was not (the tiered model selected
-    without it), what it names may be stale: every job is built again and the kept inputs are dropped, so that the
-    next build with it builds every job again too. -#}
-{% macro device_samples_inputs_fresh() -%}
-    {%- if not execute -%}{{ return(false) }}{%- endif -%}
-    {%- set inputs = load_relation(ref('int_device_samples_inputs')) -%}
-    {%- if inputs is none -%}{{ return(false) }}{%- endif -%}
-    {%- set built_by = run_query('select max(built_by) from ' ~ inputs).rows[0][0] -%}
-    {{ return(built_by == invocation_id) }}
-{%- endmacro %}
-
 {#- Pre-hook: an incremental run deletes every row but those of the jobs kept as built (a job built again, or gone,
     loses its rows; the model's select adds the rebuilt jobs' rows); every row when the inputs are not this run's. -#}
 {% macro device_samples_tiered_forget() -%}
     {%- if is_incremental() -%}
         delete from {{ this }}
-        {%- if device_samples_inputs_fresh() %}
+        {%- if inputs_fresh('int_device_samples_inputs') %}
         where job_key not in (
             select item from {{ ref('int_device_samples_inputs') }} where kind = 'job' and not rebuild
         )
-        {%- endif -%}
-    {%- endif -%}
-{%- endmacro %}
-
-{#- Post-hook: the inputs this build was made from (tonight's files, jobs and contract, and ``code``), read by the
-    next night's build; none when the inputs are not this run's. -#}
-{% macro device_samples_remember(state, code) -%}
-    {%- if config.get('materialized') == 'incremental' -%}
-        {%- if device_samples_inputs_fresh() -%}
-        create or replace table {{ state }} as
-        select kind, item, fingerprint, span_start, span_end
-        from {{ ref('int_device_samples_inputs') }}
-        where kind <> 'code'
-        union all
-        select 'code' as kind, 'code' as item, '{{ code }}' as fingerprint, null as span_start, null as span_end
-        {%- else -%}
-        drop table if exists {{ state }}
         {%- endif -%}
     {%- endif -%}
 {%- endmacro %}
@@ -126,7 +93,9 @@
     jobs it builds again, the bounds as constants so that scans skip the other days; ``1 = 0`` when it builds none;
     none for a full build (every sample). -#}
 {% macro device_samples_tiered_window(column) -%}
-    {%- if not execute or not (is_incremental() and device_samples_inputs_fresh()) -%}{{ return(none) }}{%- endif -%}
+    {%- if not execute or not (is_incremental() and inputs_fresh('int_device_samples_inputs')) -%}
+        {{ return(none) }}
+    {%- endif -%}
     {%- set window = run_query(
         'select min(span_start), max(span_end) from ' ~ ref('int_device_samples_inputs')
         ~ " where kind = 'job' and rebuild"

@@ -5,8 +5,8 @@
 -- occupied_until_at, and its segments inside it; a job still running has its window so far, which grows night by
 -- night: its fingerprint holds occupied_until_at, so a night that sees it run longer, or end, builds it again), the
 -- contract's parameters and enumerations (kind contract) and the tier table's code (kind code). Each model keeps the
--- inputs of its last build beside it (macros/device_samples_tiered_state.sql); the tables by day compare them
--- themselves (macros/sample_days.sql).
+-- inputs of its last build beside it (macros/incremental_periods.sql); the tables by day compare them themselves
+-- (macros/sample_days.sql).
 -- A job's rows are built again (rebuild) when it is new or changed, when a file that is new, changed or gone spans
 -- its window, or when a job new, changed or gone overlaps its window in time (a sample without a job label belongs
 -- to the one job on its host: another job there takes it away); every job when the contract or the code changed,

@@ -43,11 +43,12 @@
     ],
     post_hook=[
         '{{ host_chunks_rest() }}',
-        '{{ device_samples_remember(device_samples_tiered_state(), device_samples_tiered_code()) }}',
+        "{{ remember_inputs(device_samples_tiered_state(), 'int_device_samples_inputs',"
+        ~ " device_samples_tiered_code()) }}",
     ],
 ) }}
 -- depends_on: {{ ref('int_device_samples_inputs') }}
-{%- set incremental = is_incremental() and device_samples_inputs_fresh() %}
+{%- set incremental = is_incremental() and inputs_fresh('int_device_samples_inputs') %}
 {#- The samples of the jobs built: attributed, of this chunk's hosts (macros/host_chunks.sql); in an incremental
     build the rebuilt jobs', the window's bounds as constants, so that the scans skip the other days. -#}
 {%- set job_samples -%}

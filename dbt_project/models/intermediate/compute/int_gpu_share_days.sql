@@ -29,11 +29,11 @@
     on_schema_change='sync_all_columns',
     pre_hook=[
         "{{ sample_days_forget('int_gpu_share_days') }}",
-        "{{ host_chunks_begin(sample_days_filter(sample_days_to_build('int_gpu_share_days'), 'sampled_at')) }}",
+        "{{ host_chunks_begin(periods_filter(sample_days_to_build('int_gpu_share_days'), 'sampled_at')) }}",
     ],
     post_hook=[
         '{{ host_chunks_rest() }}',
-        "{{ device_samples_remember(device_samples_state('int_gpu_share_days'),"
+        "{{ remember_inputs(kept_inputs('int_gpu_share_days'), 'int_device_samples_inputs',"
         ~ " device_samples_code(['int_gpu_share_days'])) }}",
     ],
 ) }}
@@ -64,7 +64,7 @@ share_rules as (
 {%- set day_samples -%}
     {{ host_chunk_filter('samples.reported_hostname') }}
     {%- if days is not none %}
-        and {{ sample_days_where(days, 'samples.sampled_at') }}
+        and {{ periods_where(days, 'samples.sampled_at') }}
     {%- endif %}
 {%- endset %}
 

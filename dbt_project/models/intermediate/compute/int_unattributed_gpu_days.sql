@@ -27,7 +27,7 @@
     incremental_strategy='append',
     on_schema_change='sync_all_columns',
     pre_hook="{{ sample_days_forget('int_unattributed_gpu_days') }}",
-    post_hook="{{ device_samples_remember(device_samples_state('int_unattributed_gpu_days'),"
+    post_hook="{{ remember_inputs(kept_inputs('int_unattributed_gpu_days'), 'int_device_samples_inputs',"
         ~ " device_samples_code(['int_unattributed_gpu_days'])) }}",
 ) }}
 -- depends_on: {{ ref('int_device_samples_inputs') }}
@@ -39,7 +39,7 @@ with unclaimed as (
         attributed_job_key is null
         {%- if days is not none %}
         -- The days built again only.
-        and {{ sample_days_where(days, 'sampled_at') }}
+        and {{ periods_where(days, 'sampled_at') }}
         {%- endif %}
 ),
 
@@ -55,7 +55,7 @@ unnamed_copies as (
 copy_verdicts as (
     {{ copy_verdicts(
         ref('int_device_samples_attributed'), 'unnamed_copies',
-        sample_days_where(days, 'samples.sampled_at') if days is not none else none) }}
+        periods_where(days, 'samples.sampled_at') if days is not none else none) }}
 ),
 
 -- The unclaimed copies, but those of a sample a job claims: that sample is the job's time, not GPU time no job claims.

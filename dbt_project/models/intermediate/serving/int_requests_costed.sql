@@ -3,6 +3,19 @@
 -- Requests that did not complete carry their share too: their load is part of C, and N counts completed only.
 -- A request whose model-month spend is not known (a replica without a price, or no replica of the model that month)
 -- is unpriced: its cost is null, never 0.00, and every sum of request costs over it is null too.
+-- Incremental by month (macros/request_months.sql): R13 shares a model-month's spend over its requests, so a month
+-- whose inputs changed (int_requests_inputs: a request log, held rows, a model-month's spend) is built again whole,
+-- from its staged requests only, and the other months' rows are kept; every month when the contract or the code
+-- changed. On Spark a table, built whole (docs/spark.md).
+{{ config(
+    materialized='table' if target.type == 'spark' else 'incremental',
+    incremental_strategy='append',
+    on_schema_change='sync_all_columns',
+    pre_hook="{{ request_months_forget('int_requests_costed') }}",
+    post_hook="{{ request_months_remember('int_requests_costed') }}",
+) }}
+-- depends_on: {{ ref('int_requests_inputs') }}
+{%- set months = request_months_to_build('int_requests_costed') %}
 {#- The request's weight under the contract's allocation key, read by the allocation and by the output alike. #}
 {%- set allocation_weight -%}
     case when parameters.by_tokens = 1
@@ -13,6 +26,9 @@
 
 with requests as (
     select * from {{ ref('stg_serving__requests') }}
+    {%- if months is not none %}
+    where {{ periods_where(months, 'requested_at') }}
+    {%- endif %}
 ),
 
 latest_contract as (
@@ -101,7 +117,11 @@ allocation_parts as (
     inner join {{ ref('int_model_months_costed') }} as costs
         on cast({{ dbt.date_trunc('month', 'requests.requested_at') }} as date) = costs.month_start
         and requests.model = costs.model
-    where costs.serving_cost_cents is not null
+    where
+        costs.serving_cost_cents is not null
+        {%- if months is not none %}
+        and {{ periods_where(months, 'requests.requested_at') }}
+        {%- endif %}
 ),
 
 allocated as (
