@@ -336,7 +336,8 @@ HELD_CHECK = "no_held_rows"
 
 
 def _built_from(raw: dg.AssetKey) -> list[dg.AssetKey]:
-    """The dbt models built from ``raw`` (its staging models)."""
+    """The dbt models built from ``raw``: its staging models, and an incremental model's inputs that read its rows
+    (int_requests_inputs: each request log's span)."""
     return [key for key, upstream in cost_models.asset_deps.items() if raw in upstream]
 
 
