@@ -41,6 +41,7 @@
     {%- do texts.append(indexed_job_name('label')) -%}
     {%- do texts.append(periods_where([], 'at')) -%}
     {%- do texts.append(same_gpu_day('a', 'b', true)) -%}
+    {%- do texts.append(file_inputs('files', 'spans', 'built')) -%}
     {%- do texts.append(delivered_columns('samples')) -%}
     {%- do texts.append(delivered_again_matches('samples')) -%}
     {%- do texts.append(mixed_gpus('relation', 'condition')) -%}
@@ -70,10 +71,7 @@
         device_samples_tiered_forget, remember_inputs, changed_inputs, device_samples_tiered_window, periods_filter,
         host_chunks_begin, host_chunk_set, host_chunks_rest,
     ] -%}
-    {%- for rule in rules -%}
-        {%- do texts.append(rule.macro.macro_sql) -%}
-    {%- endfor -%}
-    {{- return(local_md5(texts | join('\n'))) -}}
+    {{- return(code_fingerprint(texts, rules)) -}}
 {%- endmacro %}
 
 {#- Pre-hook: an incremental run deletes every row but those of the jobs kept as built (a job built again, or gone,

@@ -150,3 +150,28 @@
         and {{ built }}.fingerprint = {{ current }}.fingerprint
     where {{ current }}.item is null
 {% endmacro %}
+
+{#- An inputs model's request logs or sample files (CTE ``files``: item, fingerprint), each with the time it spans:
+    tonight's (``new_spans``) for a file the last build did not read, the span kept (``built``) for one it did. -#}
+{% macro file_inputs(files, new_spans, built) %}
+    select 'file' as kind, {{ files }}.item, {{ files }}.fingerprint, {{ new_spans }}.span_start, {{ new_spans }}.span_end
+    from {{ files }}
+    inner join {{ new_spans }} on {{ files }}.item = {{ new_spans }}.item
+    union all
+    select 'file' as kind, {{ files }}.item, {{ files }}.fingerprint, {{ built }}.span_start, {{ built }}.span_end
+    from {{ files }}
+    inner join {{ built }}
+        on {{ built }}.kind = 'file'
+        and {{ files }}.item = {{ built }}.item
+        and {{ files }}.fingerprint = {{ built }}.fingerprint
+{% endmacro %}
+
+{#- The code an incremental model's rows follow, as one hash: ``texts`` (the SQL of its models and the macros they
+    call, rendered) and ``rules``, the macros that decide what is built again, as written (a fix to them builds
+    everything once). -#}
+{% macro code_fingerprint(texts, rules) -%}
+    {%- for rule in rules -%}
+        {%- do texts.append(rule.macro.macro_sql) -%}
+    {%- endfor -%}
+    {{- return(local_md5(texts | join('\n'))) -}}
+{%- endmacro %}

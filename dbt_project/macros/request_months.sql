@@ -41,6 +41,7 @@
     {%- do texts.append(same_id('id')) -%}
     {%- do texts.append(model_name('model')) -%}
     {%- do texts.append(newest_delivery('relation', ['key'])) -%}
+    {%- do texts.append(file_inputs('files', 'spans', 'built')) -%}
     {%- if model == 'int_requests_costed' -%}
         {%- do texts.append(latest_contract_version()) -%}
         {%- do texts.append(contract_parameters({'parameter': 'column'})) -%}
@@ -52,8 +53,5 @@
         request_months_kinds, request_months_to_build, request_months_forget, request_months_remember,
         periods_to_build, periods_forget, periods_where, next_period, inputs_fresh, remember_inputs, changed_inputs,
     ] -%}
-    {%- for rule in rules -%}
-        {%- do texts.append(rule.macro.macro_sql) -%}
-    {%- endfor -%}
-    {{- return(local_md5(texts | join('\n'))) -}}
+    {{- return(code_fingerprint(texts, rules)) -}}
 {%- endmacro %}

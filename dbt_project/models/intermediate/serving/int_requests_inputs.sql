@@ -132,13 +132,7 @@ enumerations as (
 ),
 
 current_inputs as (
-    select 'file' as kind, files.item, files.fingerprint, new_spans.span_start, new_spans.span_end
-    from files
-    inner join new_spans on files.item = new_spans.item
-    union all
-    select 'file' as kind, files.item, files.fingerprint, built.span_start, built.span_end
-    from files
-    inner join built on built.kind = 'file' and files.item = built.item and files.fingerprint = built.fingerprint
+    {{ file_inputs('files', 'new_spans', 'built') }}
     union all
     select 'model_month' as kind, item, fingerprint, span_start, span_end from model_months
     union all
