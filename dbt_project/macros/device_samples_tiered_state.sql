@@ -42,6 +42,7 @@
     {%- do texts.append(periods_where([], 'at')) -%}
     {%- do texts.append(same_gpu_day('a', 'b', true)) -%}
     {%- do texts.append(file_inputs('files', 'spans', 'built')) -%}
+    {%- do texts.append(built_inputs(none)) -%}
     {%- do texts.append(delivered_columns('samples')) -%}
     {%- do texts.append(delivered_again_matches('samples')) -%}
     {%- do texts.append(mixed_gpus('relation', 'condition')) -%}

@@ -151,6 +151,21 @@
     where {{ current }}.item is null
 {% endmacro %}
 
+{#- The inputs of a model's last build (kind, item, fingerprint, span), kept in ``state``; none when nothing was kept. -#}
+{% macro built_inputs(state) -%}
+    {%- if state is not none %}
+    select kind, item, fingerprint, span_start, span_end from {{ state }}
+    {%- else %}
+    select
+        cast(null as {{ dbt.type_string() }}) as kind,
+        cast(null as {{ dbt.type_string() }}) as item,
+        cast(null as {{ dbt.type_string() }}) as fingerprint,
+        cast(null as {{ dbt.type_timestamp() }}) as span_start,
+        cast(null as {{ dbt.type_timestamp() }}) as span_end
+    where 1 = 0
+    {%- endif %}
+{%- endmacro %}
+
 {#- An inputs model's request logs or sample files (CTE ``files``: item, fingerprint), each with the time it spans:
     tonight's (``new_spans``) for a file the last build did not read, the span kept (``built``) for one it did. -#}
 {% macro file_inputs(files, new_spans, built) %}

@@ -42,6 +42,7 @@
     {%- do texts.append(model_name('model')) -%}
     {%- do texts.append(newest_delivery('relation', ['key'])) -%}
     {%- do texts.append(file_inputs('files', 'spans', 'built')) -%}
+    {%- do texts.append(built_inputs(none)) -%}
     {%- if model == 'int_requests_costed' -%}
         {%- do texts.append(latest_contract_version()) -%}
         {%- do texts.append(contract_parameters({'parameter': 'column'})) -%}

@@ -136,17 +136,7 @@ enumerations as (
 ),
 
 built as (
-    {%- if state is not none %}
-    select kind, item, fingerprint, span_start, span_end from {{ state }}
-    {%- else %}
-    select
-        cast(null as {{ dbt.type_string() }}) as kind,
-        cast(null as {{ dbt.type_string() }}) as item,
-        cast(null as {{ dbt.type_string() }}) as fingerprint,
-        cast(null as {{ dbt.type_timestamp() }}) as span_start,
-        cast(null as {{ dbt.type_timestamp() }}) as span_end
-    where 1 = 0
-    {%- endif %}
+    {{ built_inputs(state) }}
 ),
 
 -- Files whose rows the last build did not read: only their samples are scanned, for the time they span.
